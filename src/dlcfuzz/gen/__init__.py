@@ -1,0 +1,1 @@
+"""Graph generators and input sampling."""

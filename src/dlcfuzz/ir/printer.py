@@ -1,0 +1,48 @@
+"""A readable text form of a Graph."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ir.types import TensorType
+
+
+def _fmt_attr(v: object) -> str:
+    if isinstance(v, float):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+def _fmt_const(a: np.ndarray) -> str:
+    if a.size <= 6:
+        return np.array2string(a.reshape(-1), separator=", ")
+    return f"<{a.size} values, min {a.min()}, max {a.max()}>"
+
+
+def to_text(g: Graph) -> str:
+    lines: list[str] = []
+    for fname, f in g.functions.items():
+        lines.extend(_function_text(f, fname))
+        lines.append("")
+    lines.extend(_function_text(g, g.name))
+    return "\n".join(lines)
+
+
+def _function_text(g: Graph, name: str) -> list[str]:
+    params = ", ".join(f"%{v.name}: {v.type}" for v in g.inputs)
+    out = [f"def @{name}({params}) {{"]
+    for k, a in g.constants.items():
+        out.append(f"  %{k}: {TensorType.of(a)} = const {_fmt_const(a)}")
+    for n in g.nodes:
+        lhs = ", ".join(f"%{v.name}: {v.type}" for v in n.outputs)
+        attrs = {k: v for k, v in n.attrs.items() if k != "callee"}
+        op = f"@{n.attrs['callee']}" if n.op == "call" else n.op
+        args = ", ".join(f"%{i}" for i in n.inputs)
+        suffix = (" {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(attrs.items())) + "}") if attrs else ""
+        out.append(f"  {lhs} = {op}({args}){suffix}")
+    out.append(f"  return {', '.join('%' + o for o in g.outputs)}")
+    out.append("}")
+    return out

@@ -1,0 +1,163 @@
+"""Lossless JSON (+ .npz for constant data) save/load of Graphs; never pickle."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.errors import IRError
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
+
+FORMAT = "dlcfuzz-graph/1"
+
+
+def _attr_to_json(v: Any) -> Any:
+    # JSON has no inf/nan: tag them so attributes round-trip exactly.
+    if isinstance(v, float) and not math.isfinite(v):
+        return {"float": repr(v)}
+    if isinstance(v, (list, tuple)):
+        return [_attr_to_json(x) for x in v]
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def _attr_from_json(v: Any) -> Any:
+    if isinstance(v, dict) and set(v) == {"float"}:
+        return float(v["float"])
+    if isinstance(v, list):
+        return [_attr_from_json(x) for x in v]
+    return v
+
+
+def graph_to_json(g: Graph, const_keys: dict[int, str] | None = None, prefix: str = "") -> dict:
+    """JSON form of a graph; constant arrays are referenced by key into the npz."""
+    keys = {} if const_keys is None else const_keys
+    return {
+        "format": FORMAT,
+        "name": g.name,
+        "inputs": [{"name": v.name, **v.type.to_json()} for v in g.inputs],
+        "constants": {k: f"{prefix}{k}" for k in g.constants},
+        "nodes": [
+            {
+                "op": n.op,
+                "name": n.name,
+                "inputs": list(n.inputs),
+                "outputs": [{"name": v.name, **v.type.to_json()} for v in n.outputs],
+                "attrs": {k: _attr_to_json(a) for k, a in n.attrs.items()},
+            }
+            for n in g.nodes
+        ],
+        "outputs": list(g.outputs),
+        "functions": {
+            fname: graph_to_json(f, keys, prefix=f"{prefix}{fname}/") for fname, f in g.functions.items()
+        },
+    }
+
+
+def _all_constants(g: Graph, prefix: str = "") -> dict[str, np.ndarray]:
+    out = {f"{prefix}{k}": a for k, a in g.constants.items()}
+    for fname, f in g.functions.items():
+        out.update(_all_constants(f, prefix=f"{prefix}{fname}/"))
+    return out
+
+
+def graph_from_json(d: dict, arrays: dict[str, np.ndarray]) -> Graph:
+    if d.get("format") != FORMAT:
+        raise IRError(f"not a dlcfuzz graph (format {d.get('format')!r})")
+    try:
+        return Graph(
+            name=d["name"],
+            inputs=[Value(v["name"], TensorType.from_json(v)) for v in d["inputs"]],
+            constants={k: np.array(arrays[ref]) for k, ref in d["constants"].items()},
+            nodes=[
+                Node(
+                    op=n["op"],
+                    name=n.get("name", ""),
+                    inputs=list(n["inputs"]),
+                    outputs=[Value(v["name"], TensorType.from_json(v)) for v in n["outputs"]],
+                    attrs={k: _attr_from_json(a) for k, a in n["attrs"].items()},
+                )
+                for n in d["nodes"]
+            ],
+            outputs=list(d["outputs"]),
+            functions={k: graph_from_json(f, arrays) for k, f in d.get("functions", {}).items()},
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise IRError(f"malformed graph JSON: {type(e).__name__}: {e}") from None
+
+
+def _npz_bytes(arrays: dict[str, np.ndarray]) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+def _load_npz(data: bytes) -> dict[str, np.ndarray]:
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception as e:  # numpy raises several types for corrupt archives
+        raise IRError(f"corrupt constant archive: {e}") from None
+
+
+def dumps(g: Graph) -> bytes:
+    """One self-contained blob (an npz holding the JSON and the constants)."""
+    arrays = _all_constants(g)
+    meta = json.dumps(graph_to_json(g), sort_keys=True).encode()
+    arrays["__graph__.json"] = np.frombuffer(meta, dtype=np.uint8)
+    return _npz_bytes(arrays)
+
+
+def loads(data: bytes) -> Graph:
+    arrays = _load_npz(data)
+    if "__graph__.json" not in arrays:
+        raise IRError("corrupt graph blob: no graph JSON inside")
+    try:
+        d = json.loads(arrays.pop("__graph__.json").tobytes().decode())
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IRError(f"corrupt graph JSON: {e}") from None
+    return graph_from_json(d, arrays)
+
+
+def save(g: Graph, path: str | Path) -> Path:
+    """Write PATH (.json) and, when the graph has constants, PATH with suffix .npz."""
+    path = Path(path)
+    path.write_text(json.dumps(graph_to_json(g), indent=1, sort_keys=True))
+    arrays = _all_constants(g)
+    npz = path.with_suffix(".npz")
+    if arrays:
+        npz.write_bytes(_npz_bytes(arrays))
+    elif npz.exists():
+        npz.unlink()
+    return path
+
+
+def load(path: str | Path) -> Graph:
+    path = Path(path)
+    try:
+        d = json.loads(path.read_text())
+    except OSError as e:
+        raise IRError(f"cannot read {path}: {e.strerror}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IRError(f"{path} is not valid JSON: {e}") from None
+    npz = path.with_suffix(".npz")
+    arrays = _load_npz(npz.read_bytes()) if npz.exists() else {}
+    return graph_from_json(d, arrays)
+
+
+def graphs_equal(a: Graph, b: Graph) -> bool:
+    """Structural equality including constant data, dtype and bit patterns."""
+    if json.dumps(graph_to_json(a), sort_keys=True) != json.dumps(graph_to_json(b), sort_keys=True):
+        return False
+    ca, cb = _all_constants(a), _all_constants(b)
+    return ca.keys() == cb.keys() and all(
+        ca[k].dtype == cb[k].dtype and ca[k].shape == cb[k].shape and ca[k].tobytes() == cb[k].tobytes()
+        for k in ca
+    )

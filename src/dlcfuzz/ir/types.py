@@ -1,0 +1,70 @@
+"""Tensor types: a dtype name and a static shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# Every dtype dlcfuzz generates, in a fixed order (seeds must replay identically).
+DTYPES: tuple[str, ...] = (
+    "float16",
+    "float32",
+    "float64",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "bool",
+)
+FLOATS: tuple[str, ...] = ("float16", "float32", "float64")
+SIGNED_INTS: tuple[str, ...] = ("int8", "int16", "int32", "int64")
+INTS: tuple[str, ...] = SIGNED_INTS + ("uint8",)
+NUMERIC: tuple[str, ...] = FLOATS + INTS
+SIGNED: tuple[str, ...] = FLOATS + SIGNED_INTS
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    shape: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise ValueError(f"unknown dtype {self.dtype!r}")
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
+        if any(d < 0 for d in self.shape):
+            raise ValueError(f"negative dimension in {self.shape}")
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype)
+
+    def with_shape(self, shape: tuple[int, ...]) -> TensorType:
+        return TensorType(self.dtype, tuple(shape))
+
+    def with_dtype(self, dtype: str) -> TensorType:
+        return TensorType(dtype, self.shape)
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype, "shape": list(self.shape)}
+
+    @staticmethod
+    def from_json(d: dict) -> TensorType:
+        return TensorType(d["dtype"], tuple(d["shape"]))
+
+    @staticmethod
+    def of(array: np.ndarray) -> TensorType:
+        return TensorType(str(array.dtype), tuple(array.shape))

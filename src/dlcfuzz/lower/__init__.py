@@ -1,0 +1,1 @@
+"""Lowerings of a Graph to compiler IRs, and the ONNX importer."""

@@ -1,0 +1,132 @@
+"""Graph -> ONNX model. Sub-functions are inlined (ONNX functions are not what compilers optimize)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.ir.graph import CALL_OP, Graph
+from dlcfuzz.ir.types import TensorType
+
+OPSET = 18
+IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin
+
+
+def onnx_elem_type(dtype: str) -> int:
+    import onnx
+
+    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+class OnnxBuilder:
+    """What an operator's to_onnx() writes into: nodes, initializers, fresh names."""
+
+    def __init__(self, prefix: str = "") -> None:
+        self.nodes: list[Any] = []
+        self.initializers: list[Any] = []
+        self._prefix = prefix
+        self._count = 0
+
+    def tmp(self, hint: str = "t") -> str:
+        self._count += 1
+        return f"{self._prefix}_{hint}{self._count}"
+
+    def node(self, op_type: str, inputs: list[str], outputs: list[str], domain: str = "", **attrs: Any) -> None:
+        import onnx
+
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        self.nodes.append(
+            onnx.helper.make_node(op_type, inputs, outputs, name=self.tmp(op_type), domain=domain or None, **attrs)
+        )
+
+    def const(self, array: np.ndarray | list | int | float, dtype: str | None = None, hint: str = "c") -> str:
+        import onnx
+
+        arr = np.asarray(array, dtype=dtype) if dtype else np.asarray(array)
+        name = self.tmp(hint)
+        self.initializers.append(onnx.numpy_helper.from_array(arr, name))
+        return name
+
+
+def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: dict[str, Graph], path: str) -> None:
+    from dlcfuzz.ops import get_op
+
+    env = g.types()
+    for idx, n in enumerate(g.nodes):
+        ins = [rename.get(i, i) for i in n.inputs]
+        if n.op == CALL_OP:
+            f = functions[n.attrs["callee"]]
+            sub = f"{path}{n.attrs['callee']}.{idx}/"
+            inner = {p.name: a for p, a in zip(f.inputs, ins)}
+            for k, a in f.constants.items():
+                inner[k] = b.const(a, hint=f"{sub}{k}")
+            for m in f.nodes:
+                for v in m.outputs:
+                    inner[v.name] = f"{sub}{v.name}"
+            _lower_nodes(b, f, inner, functions, sub)
+            for v, o in zip(n.outputs, f.outputs):
+                b.node("Identity", [inner[o]], [rename.get(v.name, v.name)])
+            continue
+        outs = [rename.get(v.name, v.name) for v in n.outputs]
+        get_op(n.op).to_onnx(b, ins, outs, n.attrs, [env[i] for i in n.inputs], [v.type for v in n.outputs])
+
+
+def to_onnx(g: Graph, opset: int = OPSET) -> Any:
+    """Return an onnx.ModelProto computing `g`."""
+    import onnx
+
+    b = OnnxBuilder()
+    rename: dict[str, str] = {}
+    for k, a in g.constants.items():
+        b.initializers.append(onnx.numpy_helper.from_array(np.asarray(a), k))
+    _lower_nodes(b, g, rename, g.functions, "")
+    nodes = b.nodes
+    # An output that is also an input/constant, or listed twice, needs its own name in ONNX.
+    out_names: list[str] = []
+    env = g.types()
+    graph_inputs = {v.name for v in g.inputs} | set(g.constants)
+    for i, o in enumerate(g.outputs):
+        if o in graph_inputs or o in out_names:
+            alias = f"{o}__out{i}"
+            nodes.append(onnx.helper.make_node("Identity", [o], [alias]))
+            out_names.append(alias)
+        else:
+            out_names.append(o)
+    graph = onnx.helper.make_graph(
+        nodes,
+        g.name,
+        [onnx.helper.make_tensor_value_info(v.name, onnx_elem_type(v.type.dtype), v.type.shape) for v in g.inputs],
+        [
+            onnx.helper.make_tensor_value_info(name, onnx_elem_type(env[o].dtype), env[o].shape)
+            for name, o in zip(out_names, g.outputs)
+        ],
+        initializer=b.initializers,
+    )
+    model = onnx.helper.make_model(
+        graph, opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="dlcfuzz"
+    )
+    model.ir_version = IR_VERSION
+    return model
+
+
+def onnx_output_names(model: Any) -> list[str]:
+    return [o.name for o in model.graph.output]
+
+
+def inferred_types(model: Any) -> dict[str, TensorType]:
+    """ONNX's own shape inference (strict, with data propagation) as our TensorTypes."""
+    import onnx
+
+    inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    out: dict[str, TensorType] = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        tt = vi.type.tensor_type
+        if not tt.HasField("shape"):
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+        if -1 in dims:
+            continue
+        dtype = str(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
+        out[vi.name] = TensorType(dtype, tuple(dims))
+    return out

@@ -1,0 +1,20 @@
+"""The operator registry. Importing this package registers every family."""
+
+from dlcfuzz.ops.base import (
+    ANY, NONNEG, NONZERO, POSITIVE, SMALL, UNIT_OPEN, Attrs, Domain, OpSpec, register, registry,
+)
+from dlcfuzz.ops import elementwise, nn, reduce, shape  # noqa: F401  (registration side effects)
+
+
+def get_op(name: str) -> OpSpec:
+    return registry()[name]
+
+
+def all_ops() -> list[OpSpec]:
+    return sorted(registry().values(), key=lambda s: (s.family, s.name))
+
+
+__all__ = [
+    "ANY", "NONNEG", "NONZERO", "POSITIVE", "SMALL", "UNIT_OPEN",
+    "Attrs", "Domain", "OpSpec", "all_ops", "get_op", "register", "registry",
+]

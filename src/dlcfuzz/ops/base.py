@@ -1,0 +1,196 @@
+"""Operator specs and the one registry.
+
+An OpSpec states everything dlcfuzz knows about one operator: accepted dtypes,
+shape inference (raising ShapeError/DTypeError), attribute sampling, value-domain
+needs, a NumPy reference, its ONNX lowering, its Relax lowering and its ONNX import.
+Adding an operator is one spec, registered with `register`, in one family file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
+from dlcfuzz.ir.types import TensorType
+
+if TYPE_CHECKING:  # compilers are imported lazily, inside the lowering methods
+    import onnx
+
+    from dlcfuzz.lower.onnx import OnnxBuilder
+    from dlcfuzz.lower.onnx_import import ImportContext
+
+Attrs = dict[str, Any]
+MAX_ELEMENTS = 4096  # per tensor in generated graphs: keeps tests fast and memory flat
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Values an input needs so that the operator is defined and the reference is finite.
+
+    lo/hi bound the values sampled for graph inputs and constants; `nonzero`
+    excludes zero; `strict` means values out of the domain are undefined
+    behaviour (indices), so the generator feeds this input only from constants
+    it samples itself, never from computed values.
+    """
+
+    lo: float | None = None
+    hi: float | None = None
+    nonzero: bool = False
+    strict: bool = False
+
+
+ANY = Domain()
+POSITIVE = Domain(lo=0.5, hi=4.0)
+NONNEG = Domain(lo=0.0, hi=4.0)
+UNIT_OPEN = Domain(lo=-0.9, hi=0.9)  # asin, acos, atanh
+NONZERO = Domain(nonzero=True)
+SMALL = Domain(lo=-3.0, hi=3.0)  # exp, sinh, cosh, pow exponents: finite results
+
+
+class OpSpec:
+    """Base class of operator specs. Subclasses set the class attributes and override methods."""
+
+    name: ClassVar[str]
+    family: ClassVar[str]
+    n_inputs: ClassVar[int] = 1  # tensor inputs; -1 for variadic (concat)
+    n_outputs: ClassVar[int] = 1
+    dtypes: ClassVar[tuple[str, ...]]  # dtypes accepted for input 0
+    onnx_ops: ClassVar[tuple[str, ...]] = ()  # ONNX op types this spec imports
+    # Ranks the generator may pick for input 0 (infer() is the authority).
+    ranks: ClassVar[tuple[int, ...]] = (0, 1, 2, 3, 4)
+
+    # ---- typing --------------------------------------------------------
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        raise NotImplementedError
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        """Given input 0's type, choose types of all inputs and the attributes.
+
+        Raises ShapeError/DTypeError when `first` cannot be input 0 of this op.
+        The result must satisfy infer().
+        """
+        raise NotImplementedError
+
+    def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+        return ANY
+
+    # ---- semantics -----------------------------------------------------
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        raise NotImplementedError
+
+    # ---- lowering / import ---------------------------------------------
+    def to_onnx(
+        self, b: OnnxBuilder, ins: list[str], outs: list[str], attrs: Attrs,
+        in_types: Sequence[TensorType], out_types: Sequence[TensorType],
+    ) -> None:
+        raise NotImplementedError
+
+    def to_relax(
+        self, bb: Any, ins: list[Any], attrs: Attrs,
+        in_types: Sequence[TensorType], out_types: Sequence[TensorType],
+    ) -> list[Any]:
+        """Return one Relax expression per output (the caller emits them)."""
+        raise NotImplementedError
+
+    def from_onnx(self, node: onnx.NodeProto, ctx: ImportContext) -> tuple[list[str], Attrs]:
+        """Map an ONNX node to (tensor input names, attrs). Raise Unsupported when outside our model."""
+        raise Unsupported(f"{node.op_type}: import not implemented")
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
+
+
+_REGISTRY: dict[str, OpSpec] = {}
+
+
+def register(spec: OpSpec) -> OpSpec:
+    if spec.name in _REGISTRY:
+        raise ValueError(f"operator {spec.name!r} registered twice")
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def registry() -> dict[str, OpSpec]:
+    return _REGISTRY
+
+
+# ---- helpers shared by the family files --------------------------------
+
+
+def require_dtype(spec: OpSpec, t: TensorType, allowed: Sequence[str] | None = None, what: str = "input") -> None:
+    allowed = spec.dtypes if allowed is None else allowed
+    if t.dtype not in allowed:
+        raise DTypeError(f"{spec.name}: {what} dtype {t.dtype} not in {list(allowed)}")
+
+
+def require_same_dtype(spec: OpSpec, ins: Sequence[TensorType]) -> None:
+    if len({t.dtype for t in ins}) > 1:
+        raise DTypeError(f"{spec.name}: inputs must share a dtype, got {[t.dtype for t in ins]}")
+
+
+def require_arity(spec: OpSpec, ins: Sequence[TensorType]) -> None:
+    if spec.n_inputs >= 0 and len(ins) != spec.n_inputs:
+        raise ShapeError(f"{spec.name}: expects {spec.n_inputs} inputs, got {len(ins)}")
+    if spec.n_inputs < 0 and not ins:
+        raise ShapeError(f"{spec.name}: expects at least one input")
+
+
+def require_rank(spec: OpSpec, t: TensorType, ranks: Sequence[int]) -> None:
+    if t.rank not in ranks:
+        raise ShapeError(f"{spec.name}: rank {t.rank} not in {list(ranks)}")
+
+
+def norm_axis(spec: OpSpec, axis: int, rank: int) -> int:
+    if not -max(rank, 1) <= axis < max(rank, 1):
+        raise ShapeError(f"{spec.name}: axis {axis} out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+def broadcast_shapes(spec: OpSpec, *shapes: Sequence[int]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ShapeError(f"{spec.name}: shapes {[tuple(s) for s in shapes]} do not broadcast") from None
+
+
+def sample_broadcast_partner(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts with `shape` to exactly `shape` (or a broadcast-compatible superset)."""
+    r = len(shape)
+    choice = rng.integers(4)
+    if choice == 0 or r == 0:
+        return shape
+    if choice == 1:  # drop leading dims
+        return shape[rng.integers(0, r + 1):]
+    if choice == 2:  # set some dims to 1
+        return tuple(1 if rng.random() < 0.5 else d for d in shape)
+    # the partner broadcasts *this* side: our 1-dims may grow
+    return tuple(int(rng.integers(1, 4)) if d == 1 else d for d in shape)
+
+
+def check_size(spec: OpSpec, shape: Sequence[int]) -> None:
+    """Generated graphs stay small; sample() uses this to refuse huge outputs."""
+    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+        raise ShapeError(f"{spec.name}: output {tuple(shape)} exceeds {MAX_ELEMENTS} elements")
+
+
+def onnx_attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
+    import onnx
+
+    for a in node.attribute:
+        if a.name == name:
+            return onnx.helper.get_attribute_value(a)
+    return default
+
+
+def decode(v: Any) -> Any:
+    return v.decode() if isinstance(v, bytes) else v
+
+
+def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
+    from tvm import relax
+
+    return relax.const(np.array(value, dtype=dtype), dtype)

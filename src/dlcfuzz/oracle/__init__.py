@@ -1,0 +1,1 @@
+"""Oracles: decide bug / unknown / pass from observations. They never run anything."""

@@ -1,0 +1,97 @@
+"""Shared checks of one operator instance against ONNX, ONNXRuntime, TVM Relax and the importer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlcfuzz import reference
+from dlcfuzz.errors import ShapeError
+from dlcfuzz.gen.inputs import sample_inputs
+from dlcfuzz.gen.single import single_op_graph
+from dlcfuzz.ir import DTYPES, Graph, TensorType, graphs_equal, dumps, loads
+from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
+from dlcfuzz.oracle.numeric import compare
+from dlcfuzz.ops import OpSpec
+
+
+def instances(spec: OpSpec, seed: int, count: int) -> list[tuple[Graph, dict[str, np.ndarray]]]:
+    """Up to `count` valid one-operator graphs over the op's dtypes and ranks."""
+    rng = np.random.default_rng(seed)
+    out = []
+    tries = 0
+    while len(out) < count and tries < count * 30:
+        tries += 1
+        dtype = spec.dtypes[tries % len(spec.dtypes)]
+        rank = int(rng.choice(spec.ranks))
+        shape = tuple(int(d) for d in rng.integers(1, 5, size=rank))
+        try:
+            g = single_op_graph(spec, rng, TensorType(dtype, shape))
+        except ShapeError:
+            continue
+        g.check()
+        out.append((g, sample_inputs(g, rng)))
+    return out
+
+
+def run_ort(model, inputs):
+    ort = pytest.importorskip("onnxruntime")
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    names = [i.name for i in sess.get_inputs()]
+    return sess.run(None, {n: inputs[n] for n in names})
+
+
+def run_relax(g, inputs):
+    tvm = pytest.importorskip("tvm")
+    from tvm import relax
+
+    from dlcfuzz.lower.relax import to_relax
+
+    ex = tvm.compile(to_relax(g), target="llvm")
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    res = vm["main"](*[tvm.runtime.tensor(inputs[v.name]) for v in g.inputs])
+    if len(g.outputs) == 1:
+        return [res.numpy()]
+    return [r.numpy() for r in res]
+
+
+def check_instance(g: Graph, inputs: dict, *, ort: bool = True, relax: bool = True, importer: bool = True) -> None:
+    """Assert every layer agrees on this graph. Raises AssertionError with the graph text."""
+    from dlcfuzz.ir import to_text
+
+    text = to_text(g)
+    assert graphs_equal(loads(dumps(g)), g), text
+    ref = reference.outputs(g, inputs)
+    model = to_onnx(g)
+    import onnx
+
+    onnx.checker.check_model(model, full_check=True)
+    types = inferred_types(model)
+    for name, t in zip(onnx_output_names(model), g.output_types()):
+        assert types.get(name, t) == t, f"ONNX infers {types.get(name)} for {name}, we {t}\n{text}"
+    if ort:
+        try:
+            got = run_ort(model, inputs)
+        except Exception as e:  # an operator/dtype ORT lacks is not a disagreement
+            if "NOT_IMPLEMENTED" not in str(e):
+                raise
+            got = None
+        bad = [] if got is None else compare([np.asarray(x) for x in got], ref)
+        assert not bad, f"ORT vs reference: {bad}\n{text}\ninputs={inputs}"
+    if relax:
+        got = run_relax(g, inputs)
+        bad = compare(got, ref)
+        assert not bad, f"Relax vs reference: {bad}\n{text}\ninputs={inputs}"
+    if importer:
+        from dlcfuzz.lower.onnx_import import import_model
+
+        res = import_model(model)
+        assert res.complete, f"import failed: {res.skipped}\n{text}"
+        back = reference.outputs(res.graph, {res.graph.inputs[i].name: inputs[v.name] for i, v in enumerate(g.inputs)})
+        bad = compare(back, ref, scale=0.0)
+        assert not bad, f"imported graph differs: {bad}\n{text}"
+
+
+__all__ = ["DTYPES", "check_instance", "instances", "run_ort", "run_relax"]
