@@ -62,6 +62,9 @@ class OpSpec:
     onnx_ops: ClassVar[tuple[str, ...]] = ()  # ONNX op types this spec imports
     # Ranks the generator may pick for input 0 (infer() is the authority).
     ranks: ClassVar[tuple[int, ...]] = (0, 1, 2, 3, 4)
+    # Known compiler gaps, input-0 dtype -> the upstream reason (an allow-list, never a silent skip).
+    relax_skip: ClassVar[dict[str, str]] = {}
+    ort_skip: ClassVar[dict[str, str]] = {}
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -194,3 +197,10 @@ def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
     from tvm import relax
 
     return relax.const(np.array(value, dtype=dtype), dtype)
+
+
+def expect_attrs(node: onnx.NodeProto, allowed: set[str] | frozenset[str] = frozenset()) -> None:
+    """Import guard: an ONNX attribute we do not model makes the node Unsupported (never silently wrong)."""
+    extra = [a.name for a in node.attribute if a.name not in allowed]
+    if extra:
+        raise Unsupported(f"{node.op_type}: attributes {extra} are not modelled")

@@ -9,7 +9,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, NUMERIC, TensorType
 from dlcfuzz.ops.base import (
-    ANY, Attrs, Domain, OpSpec, broadcast_shapes, register, require_arity, require_dtype,
+    ANY, Attrs, Domain, OpSpec, broadcast_shapes, expect_attrs, register, require_arity, require_dtype,
     require_same_dtype, sample_broadcast_partner,
 )
 
@@ -56,6 +56,7 @@ class UnaryOp(OpSpec):
         return [fn(ins[0])]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+        expect_attrs(node)
         return [node.input[0]], {}
 
 
@@ -99,6 +100,7 @@ class BinaryOp(OpSpec):
         return [getattr(relax.op, self.relax_fn)(ins[0], ins[1])]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+        expect_attrs(node)
         return [node.input[0], node.input[1]], {}
 
 
