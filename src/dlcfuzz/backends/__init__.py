@@ -1,0 +1,49 @@
+"""Compilers under test, behind one protocol, in a registry (never an if/elif chain)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from dlcfuzz.backends.base import Backend, Compiled, Config, Knob
+from dlcfuzz.errors import UsageError
+
+# name -> (module path, class name, the pip distribution(s) it needs)
+BACKENDS: dict[str, tuple[str, str, str]] = {
+    "onnxruntime": ("dlcfuzz.backends.ort", "OnnxRuntimeBackend", "onnxruntime"),
+    "tvm": ("dlcfuzz.backends.tvm", "TvmBackend", "apache-tvm"),
+}
+_FACTORIES: dict[str, Callable[[], Backend]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], Backend]) -> None:
+    """Extra backends (planted-fault test backends, wrappers) register here."""
+    _FACTORIES[name] = factory
+
+
+def backend_names() -> list[str]:
+    return sorted(set(BACKENDS) | set(_FACTORIES))
+
+
+def get_backend(name: str) -> Backend:
+    if name.startswith("planted:"):
+        from dlcfuzz.backends.planted import PlantedBackend
+
+        fault, _, op = name[len("planted:"):].partition("@")
+        try:
+            return PlantedBackend(fault, op or "add")
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    if name in _FACTORIES:
+        return _FACTORIES[name]()
+    if name not in BACKENDS:
+        raise UsageError(f"unknown compiler {name!r} (choose from {', '.join(backend_names())})")
+    module, cls, dist = BACKENDS[name]
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        raise UsageError(f"compiler {name!r} is not installed ({e.name} missing): pip install 'dlcfuzz[{name}]' or {dist}") from None
+    return getattr(mod, cls)()
+
+
+__all__ = ["Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "register_backend"]

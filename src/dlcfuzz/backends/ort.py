@@ -1,0 +1,93 @@
+"""ONNXRuntime: graph optimization levels, disabled_optimizers, optimized-model dumps."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+
+from dlcfuzz.backends.base import Config, Knob
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.lower.onnx import to_onnx
+
+LEVELS = {
+    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+}
+# Documented rejections: a missing kernel or a model that fails validation is not a bug.
+EXPECTED = [
+    ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported")),
+    ("invalid-model", re.compile(r"INVALID_GRAPH|INVALID_ARGUMENT|ShapeInferenceError|Type Error|type mismatch")),
+]
+
+
+class OrtCompiled:
+    def __init__(self, sess: Any, optimized_model: bytes | None) -> None:
+        self.sess = sess
+        self.optimized_model = optimized_model
+        self.input_names = [i.name for i in sess.get_inputs()]
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(x) for x in self.sess.run(None, {n: inputs[n] for n in self.input_names})]
+
+
+class OnnxRuntimeBackend:
+    name = "onnxruntime"
+
+    def version(self) -> str:
+        return f"onnxruntime {ort.__version__}"
+
+    def knobs(self) -> list[Knob]:
+        return [
+            Knob("opt_level", list(LEVELS), "SessionOptions.graph_optimization_level"),
+            Knob("disabled_optimizers", [], "names of graph transformers to disable (InferenceSession disabled_optimizers)"),
+            Knob("dump", [False, True], "keep the optimized model (SessionOptions.optimized_model_filepath)"),
+        ]
+
+    def configs(self) -> dict[str, Config]:
+        return {f"ort-{lvl}": Config(f"ort-{lvl}", {"opt_level": lvl}) for lvl in LEVELS}
+
+    def default_pair(self) -> tuple[Config, Config]:
+        c = self.configs()
+        return c["ort-disable"], c["ort-all"]
+
+    def expected_error(self, message: str) -> str | None:
+        return next((name for name, pat in EXPECTED if pat.search(message)), None)
+
+    def session_options(self, options: dict[str, Any]) -> Any:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = LEVELS[options.get("opt_level", "all")]
+        so.intra_op_num_threads = 1  # one core per worker: --jobs decides parallelism
+        so.inter_op_num_threads = 1
+        so.log_severity_level = 3
+        return so
+
+    def compile_onnx(self, model_bytes: bytes, config: Config) -> OrtCompiled:
+        so = self.session_options(config.options)
+        dumped = None
+        path = None
+        if config.options.get("dump"):
+            fd, path = tempfile.mkstemp(suffix=".onnx")
+            os.close(fd)
+            so.optimized_model_filepath = path
+        try:
+            sess = ort.InferenceSession(
+                model_bytes, so, providers=["CPUExecutionProvider"],
+                disabled_optimizers=list(config.options.get("disabled_optimizers", [])) or None,
+            )
+            if path:
+                with open(path, "rb") as f:
+                    dumped = f.read()
+        finally:
+            if path and os.path.exists(path):
+                os.unlink(path)
+        return OrtCompiled(sess, dumped)
+
+    def compile(self, g: Graph, config: Config) -> OrtCompiled:
+        return self.compile_onnx(to_onnx(g).SerializeToString(), config)

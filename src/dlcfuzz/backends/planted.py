@@ -1,0 +1,65 @@
+"""Planted-fault backends: ONNXRuntime wrapped so that one configuration misbehaves on one operator.
+
+Used to prove the oracles (each fault must be found, attributed, reduced and reproduced).
+Name syntax: "planted:FAULT@OP", e.g. "planted:segfault@relu". The fault fires only in the
+optimized configuration ("ort-all") and only when the graph contains OP, like a real
+optimization bug. FAULT is one of: segfault, abort, hang, alloc, raise, wrong.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.base import Config
+from dlcfuzz.backends.ort import OnnxRuntimeBackend
+from dlcfuzz.ir.graph import Graph
+
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong")
+
+
+class _Wrong:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outs = self.inner.run(inputs)
+        o = outs[0]
+        outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
+        return outs
+
+
+class PlantedBackend(OnnxRuntimeBackend):
+    def __init__(self, fault: str, op: str) -> None:
+        if fault not in FAULTS:
+            raise ValueError(f"unknown planted fault {fault!r} (choose from {', '.join(FAULTS)})")
+        self.fault = fault
+        self.op = op
+        self.name = f"planted:{fault}@{op}"
+
+    def version(self) -> str:
+        return f"{super().version()} + planted {self.fault}@{self.op}"
+
+    def compile(self, g: Graph, config: Config) -> Any:
+        compiled = super().compile(g, config)
+        if config.options.get("opt_level") != "all" or self.op not in g.ops_used():
+            return compiled
+        if self.fault == "segfault":
+            ctypes.string_at(0)
+        elif self.fault == "abort":
+            os.abort()
+        elif self.fault == "hang":
+            while True:
+                time.sleep(1)
+        elif self.fault == "alloc":
+            hog = []
+            while True:
+                hog.append(bytearray(64 << 20))
+                hog[-1][::4096] = b"x" * len(hog[-1][::4096])
+        elif self.fault == "raise":
+            raise RuntimeError(f"planted internal error in fusion of {self.op}")
+        return _Wrong(compiled)

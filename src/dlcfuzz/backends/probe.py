@@ -1,0 +1,87 @@
+"""Capability probing: one-operator tests per dtype tell what a compiler supports.
+
+The answer is cached per compiler version (in the user's cache folder), so campaigns do not
+drown in "unsupported" noise and do not pay for the probe twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ops import all_ops
+
+Capabilities = dict[tuple[str, str], tuple[bool, str]]
+
+
+def cache_path(compiler: str, version: str) -> Path:
+    root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{compiler}-{version}")
+    return root / "capabilities" / f"{safe}.json"
+
+
+def probe_cases(seed: int = 0) -> list[tuple[str, str, Any]]:
+    """(op, dtype, TestCase-less graph) pairs: one small instance per operator and dtype."""
+    from dlcfuzz.gen.single import single_op_graph
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for spec in all_ops():
+        for dtype in spec.dtypes:
+            g = None
+            for rank in sorted(spec.ranks, key=lambda r: abs(r - 2)):  # rank 2-ish first, then others
+                try:
+                    g = single_op_graph(spec, rng, TensorType(dtype, tuple([2, 3, 4, 3, 2][:rank])))
+                    break
+                except TypeRuleError:
+                    continue
+            if g is not None:
+                out.append((spec.name, dtype, g))
+    return out
+
+
+def probe(pool: Any, backend: Any, configs: list[Any], seed: int = 0) -> Capabilities:
+    """Run the probe on a WorkerPool; an (op, dtype) is unsupported when every config rejects it
+    with a documented error. Crashes and wrong results keep it supported: those are findings."""
+    from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
+    from dlcfuzz.gen.inputs import sample_inputs
+
+    rng = np.random.default_rng(seed)
+    cases = probe_cases(seed)
+    payloads = [TestCase(g, sample_inputs(g, rng), configs, compiler=backend.name).to_bytes() for _, _, g in cases]
+    caps: Capabilities = {}
+    for (op, dtype, _), res in zip(cases, pool.map(payloads)):
+        if res.status != "ok":
+            caps[(op, dtype)] = (True, f"{res.status} during probe")
+            continue
+        obs, _ = observations_from_bytes(res.payload)
+        rejected = [o for o in obs if o.status == "error" and backend.expected_error(o.error or "")]
+        if len(rejected) == len(obs):
+            caps[(op, dtype)] = (False, (rejected[0].error or "")[:200])
+        else:
+            caps[(op, dtype)] = (True, "")
+    return caps
+
+
+def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None) -> Capabilities:
+    path = cache_path(backend.name, backend.version())
+    if path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return {(d["op"], d["dtype"]): (d["ok"], d["reason"]) for d in data}
+        except (OSError, ValueError, KeyError):
+            pass  # a corrupt cache is re-probed
+    if log:
+        log(f"probing {backend.version()} (one-operator tests per dtype; cached in {path})")
+    caps = probe(pool, backend, configs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r} for (o, d), (ok, r) in sorted(caps.items())]))
+    tmp.replace(path)
+    return caps

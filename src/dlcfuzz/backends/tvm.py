@@ -1,0 +1,133 @@
+"""TVM Relax: pipelines, opt level, explicit relax.transform sequences, targets, VM exec modes,
+and two compilation methods (our direct Relax lowering, TVM's ONNX frontend)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import tvm
+from tvm import relax
+
+from dlcfuzz.backends.base import Config, Knob
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.lower.onnx import to_onnx
+from dlcfuzz.lower.relax import to_relax
+
+# Relax passes that apply to the modules we build, with the (tiny) ordering needs they have.
+PASSES: dict[str, str] = {
+    "FoldConstant": "evaluates constant subexpressions",
+    "FuseOps": "groups operators into fused primitive functions (after LegalizeOps + AnnotateTIROpPattern)",
+    "FuseTIR": "merges fused primitive functions into single TIR functions (after FuseOps)",
+    "DeadCodeElimination": "removes unused bindings and functions",
+    "EliminateCommonSubexpr": "merges identical bindings",
+    "CanonicalizeBindings": "removes trivial var-to-var bindings",
+    "LambdaLift": "lifts local functions to global ones",
+    "InlinePrivateFunctions": "inlines private functions into callers",
+    "ConvertToDataflow": "wraps pure bindings into dataflow blocks",
+    "ToNonDataflow": "turns dataflow blocks into ordinary ones",
+    "RemoveUnusedParameters": "drops parameters nobody reads",
+    "RemoveUnusedOutputs": "drops tuple outputs nobody reads",
+    "ExpandTupleArguments": "flattens tuple parameters",
+    "CombineParallelMatmul": "merges matmuls that share an operand",
+    "ReorderPermuteDimsAfterConcat": "moves permute_dims after concat",
+    "AdjustMatmulOrder": "re-associates chains of matmuls",
+    "RemoveRedundantReshape": "drops reshape of reshape / identity reshapes",
+    "DecomposeOpsForInference": "decomposes batch_norm etc. for inference",
+    "FoldBatchnormToConv2D": "folds batch_norm into the preceding conv2d",
+    "ExpandMatmulOfSum": "expands matmul(x, a + b)",
+    "ReorderTakeAfterMatmul": "moves take after matmul",
+    "FuseTransposeMatmul": "fuses transpose into matmul",
+    "Normalize": "normalizes the AST",
+    "TopologicalSort": "orders bindings topologically",
+    "LegalizeOps": "lowers high-level ops to TIR",
+    "AnnotateTIROpPattern": "annotates TIR functions with their op pattern",
+}
+OPTIMIZE = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
+EXPECTED = [
+    ("unsupported", re.compile(r"not supported|Unsupported|NotImplemented|is not implemented|not implemented")),
+    ("invalid-model", re.compile(r"InternalError: Check failed: \(false\) is false: Cannot find|TypeError: .*argument")),
+]
+
+
+def make_pass(name: str) -> Any:
+    if name not in PASSES:
+        raise ValueError(f"unknown Relax pass {name!r}")
+    return getattr(relax.transform, name)()
+
+
+class TvmCompiled:
+    def __init__(self, vm: Any, input_names: list[str], n_outputs: int) -> None:
+        self.vm = vm
+        self.input_names = input_names
+        self.n_outputs = n_outputs
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        res = self.vm["main"](*[tvm.runtime.tensor(inputs[n]) for n in self.input_names])
+        return _flatten(res)
+
+
+def _flatten(res: Any) -> list[np.ndarray]:
+    if hasattr(res, "numpy"):
+        return [res.numpy()]
+    out: list[np.ndarray] = []
+    for r in res:
+        out.extend(_flatten(r))
+    return out
+
+
+class TvmBackend:
+    name = "tvm"
+
+    def version(self) -> str:
+        return f"apache-tvm {tvm.__version__}"
+
+    def knobs(self) -> list[Knob]:
+        return [
+            Knob("method", ["direct", "onnx"], "our BlockBuilder lowering, or TVM's relax.frontend.onnx"),
+            Knob("passes", list(PASSES), "explicit relax.transform sequence applied before the build pipeline"),
+            Knob("opt_level", [0, 1, 2, 3], "PassContext opt_level (4 enables FastMath: never compared exactly)"),
+            Knob("target", ["llvm", "c"], "code generation target"),
+            Knob("exec_mode", ["bytecode", "compiled"], "Relax VM execution mode"),
+        ]
+
+    def configs(self) -> dict[str, Config]:
+        base = {"method": "direct", "target": "llvm", "exec_mode": "bytecode", "opt_level": 3}
+        return {
+            "tvm-unopt": Config("tvm-unopt", {**base, "passes": [], "opt_level": 0}),
+            "tvm-opt": Config("tvm-opt", {**base, "passes": OPTIMIZE}),
+            "tvm-opt-compiled": Config("tvm-opt-compiled", {**base, "passes": OPTIMIZE, "exec_mode": "compiled"}),
+            "tvm-opt-c": Config("tvm-opt-c", {**base, "passes": OPTIMIZE, "target": "c"}),
+            "tvm-onnx-opt": Config("tvm-onnx-opt", {**base, "method": "onnx", "passes": OPTIMIZE}),
+        }
+
+    def default_pair(self) -> tuple[Config, Config]:
+        c = self.configs()
+        return c["tvm-unopt"], c["tvm-opt"]
+
+    def expected_error(self, message: str) -> str | None:
+        return next((name for name, pat in EXPECTED if pat.search(message)), None)
+
+    def module(self, g: Graph, options: dict[str, Any]) -> Any:
+        if options.get("method", "direct") == "onnx":
+            from tvm.relax.frontend.onnx import from_onnx
+
+            return from_onnx(to_onnx(g), keep_params_in_input=False)
+        return to_relax(g)
+
+    def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
+        o = config.options
+        passes = [make_pass(p) for p in o.get("passes", [])]
+        target = tvm.target.Target(o.get("target", "llvm"))
+        with tvm.transform.PassContext(opt_level=int(o.get("opt_level", 3))):
+            if passes:
+                with target:
+                    mod = tvm.transform.Sequential(passes)(mod)
+            ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=o.get("exec_mode", "bytecode"))
+        vm = relax.VirtualMachine(ex, tvm.cpu())
+        return TvmCompiled(vm, input_names, n_outputs)
+
+    def compile(self, g: Graph, config: Config) -> TvmCompiled:
+        mod = self.module(g, config.options)
+        return self.compile_module(mod, config, [v.name for v in g.inputs], len(g.outputs))

@@ -1,0 +1,50 @@
+"""The worker-side handler: imports its compiler once, then compiles and runs test cases."""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+from dlcfuzz.backends import get_backend
+from dlcfuzz.campaign.testcase import Observation, TestCase, observations_to_bytes
+
+
+def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda s: None) -> list[Observation]:
+    obs: list[Observation] = []
+    for config in tc.configs:
+        t0 = time.perf_counter()
+        stage = "compile"
+        try:
+            note(f"{config.name}:compile")
+            compiled = backend.compile(tc.graph, config)
+            t1 = time.perf_counter()
+            stage = "run"
+            note(f"{config.name}:run")
+            outs = compiled.run(tc.inputs)
+            t2 = time.perf_counter()
+            obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1))
+        except MemoryError:
+            raise  # the pool classifies it as out-of-memory
+        except Exception as e:  # the oracle decides expected vs unexpected
+            t2 = time.perf_counter()
+            obs.append(Observation(
+                config.name, "error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=12),
+                compile_s=(t2 - t0) if stage == "compile" else 0.0,
+            ))
+    return obs
+
+
+def make_handler(init: dict) -> Callable[[bytes], bytes]:
+    """Pool factory: init = {"compiler": NAME}. Imports the compiler here, once per worker."""
+    from dlcfuzz.exec.pool import progress
+
+    backend = get_backend(init["compiler"])
+    version = backend.version()
+
+    def handle(payload: bytes) -> bytes:
+        tc = TestCase.from_bytes(payload)
+        return observations_to_bytes(run_configs(backend, tc, progress), version)
+
+    return handle

@@ -1,0 +1,1 @@
+"""The fuzz loop, the store, dedup, reduction, reproducers and reports."""

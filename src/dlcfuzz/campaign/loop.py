@@ -1,0 +1,314 @@
+"""The fuzz campaign: generate -> store (before running) -> sandboxed run -> oracles -> dedup -> reduce -> reproducer."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz import reference
+from dlcfuzz.backends import get_backend
+from dlcfuzz.backends.base import Config
+from dlcfuzz.campaign.reproducer import make_script
+from dlcfuzz.campaign.store import Store
+from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
+from dlcfuzz.errors import UsageError
+from dlcfuzz.gen.inputs import sample_inputs
+from dlcfuzz.ir import save, to_text
+from dlcfuzz.oracle.numeric import all_finite
+from dlcfuzz.oracle.signature import digest
+from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
+from dlcfuzz.reduce.graph import reduce_graph
+
+HANDLER = "dlcfuzz.backends.worker:make_handler"
+STRATEGIES = ("random",)
+DEADLINE_S = {"tvm": 60.0}
+DEFAULT_DEADLINE_S = 15.0
+HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
+
+
+@dataclass
+class CampaignOptions:
+    compiler: str = "onnxruntime"
+    strategy: str = "random"
+    seconds: float = 60.0
+    jobs: int = 2
+    seed: int = 0
+    out: Path = Path("runs/default")
+    ops: int = 10
+    max_tests: int | None = None
+    memory_mb: int = 4096
+    timeout_s: float | None = None
+    configs: list[str] = field(default_factory=list)
+    reduce: bool = True
+    quiet: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["out"] = str(self.out)
+        return d
+
+
+def test_seed(master: int, seq: int) -> int:
+    """Per-test seeds derived from the one master seed (replayable, independent of --jobs)."""
+    return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0] >> 1)
+
+
+def make_test(opts: CampaignOptions, seq: int, configs: list[Config], supported: Any) -> TestCase:
+    from dlcfuzz.gen.random import generate
+
+    seed = test_seed(opts.seed, seq)
+    rng = np.random.default_rng(seed)
+    g = generate(rng, opts.ops, supported=supported)
+    return TestCase(g, sample_inputs(g, rng), configs, seed=seed, compiler=opts.compiler, strategy=opts.strategy)
+
+
+def reference_of(tc: TestCase, tries: int = 3) -> tuple[list[np.ndarray] | None, str | None]:
+    """Reference outputs, re-sampling inputs until they are finite; None and a reason when they never are."""
+    rng = np.random.default_rng(tc.seed ^ 0x5EED)
+    for _ in range(tries):
+        ref = reference.outputs(tc.graph, tc.inputs)
+        if all_finite(ref):
+            again = reference.outputs(tc.graph, tc.inputs)
+            if any(a.tobytes() != b.tobytes() for a, b in zip(ref, again)):
+                return None, "nondeterministic-reference"
+            return ref, None
+        tc.inputs = sample_inputs(tc.graph, rng)
+    return None, "nonfinite-reference"
+
+
+class Campaign:
+    def __init__(self, opts: CampaignOptions, resume: bool = False) -> None:
+        self.opts = opts
+        self.out = Path(opts.out)
+        self.log_lines: list[str] = []
+        store_path = self.out / "store.sqlite"
+        if resume:
+            if not store_path.exists():
+                raise UsageError(f"--resume: no campaign store at {store_path}")
+            self.store = Store(store_path, create=False)
+            first = self.store.first_run()
+            if first is None:
+                raise UsageError(f"--resume: {store_path} holds no campaign")
+            saved = first["args"]
+            # The campaign's identity comes from the store; only the budget may change.
+            for k in ("compiler", "strategy", "seed", "ops", "configs"):
+                setattr(self.opts, k, saved.get(k, getattr(self.opts, k)))
+        else:
+            if store_path.exists():
+                raise UsageError(f"{self.out} already holds a campaign: use --resume {self.out} or another --out")
+            if opts.strategy not in STRATEGIES:
+                raise UsageError(f"unknown strategy {opts.strategy!r} (choose from {', '.join(STRATEGIES)})")
+            try:
+                self.out.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UsageError(f"cannot create {self.out}: {e.strerror}") from None
+            self.store = Store(store_path)
+        self.backend = get_backend(self.opts.compiler)
+        self.version = self.backend.version()
+        all_configs = self.backend.configs()
+        if self.opts.configs:
+            unknown = [c for c in self.opts.configs if c not in all_configs]
+            if unknown:
+                raise UsageError(f"unknown configuration(s) {unknown} for {self.opts.compiler} (have {', '.join(all_configs)})")
+            self.configs = [all_configs[c] for c in self.opts.configs]
+        else:
+            self.configs = list(self.backend.default_pair())
+        self.run_id = self.store.new_run(self.opts.seed, self.opts.compiler, self.version, self.opts.strategy, self.opts.to_json())
+        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
+        self.compiler_s = 0.0
+        self.reduce_s = 0.0
+        self._reducer: Any = None
+
+    # ---- output --------------------------------------------------------
+    def log(self, msg: str) -> None:
+        if not self.opts.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    def progress(self, elapsed: float, final: bool = False) -> None:
+        c = self.counts
+        rate = c["tests"] / elapsed if elapsed > 0 else 0.0
+        valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
+        line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) "
+                f"valid {valid:.0f}% findings {c['findings']} (distinct {c['distinct']}) unknown {c['unknown']}")
+        if self.opts.quiet:
+            return
+        if sys.stderr.isatty() and not final:
+            print("\r" + line, end="", file=sys.stderr, flush=True)
+        else:
+            print(("\r" if sys.stderr.isatty() else "") + line, file=sys.stderr, flush=True)
+
+    # ---- main loop -----------------------------------------------------
+    def run(self) -> Path:
+        from dlcfuzz.backends.probe import load_or_probe
+        from dlcfuzz.exec.pool import WorkerPool
+
+        o = self.opts
+        deadline = o.timeout_s or DEADLINE_S.get(o.compiler, DEFAULT_DEADLINE_S)
+        start = time.monotonic()
+        stop_at = start + o.seconds
+        with WorkerPool(HANDLER, {"compiler": o.compiler}, jobs=o.jobs, timeout_s=deadline, memory_mb=o.memory_mb) as pool:
+            caps = load_or_probe(pool, self.backend, self.configs, log=self.log)
+            supported = lambda op, dt: caps.get((op, dt), (True, ""))[0]  # noqa: E731
+            inflight: dict[int, tuple[int, TestCase, Any, str | None, bool]] = {}
+            for test_id, _seq, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
+                tc = TestCase.from_bytes(blob)
+                ref, why = reference_of(tc)
+                inflight[pool.submit(tc.to_bytes())] = (test_id, tc, ref, why, False)
+            seq = self.store.next_seq()
+            last_progress = last_stats = start
+            while True:
+                now = time.monotonic()
+                out_of_budget = now >= stop_at or (o.max_tests is not None and seq >= o.max_tests)
+                while not out_of_budget and len(inflight) < 2 * o.jobs:
+                    tc = make_test(o, seq, self.configs, supported)
+                    ref, why = reference_of(tc)
+                    blob = tc.to_bytes()
+                    test_id = self.store.add_test(self.run_id, seq, tc.seed, blob)  # stored before it runs
+                    inflight[pool.submit(blob)] = (test_id, tc, ref, why, False)
+                    seq += 1
+                    if o.max_tests is not None and seq >= o.max_tests:
+                        break
+                if not inflight:
+                    break
+                res = pool.next_result(timeout=0.5)
+                if res is not None:
+                    test_id, tc, ref, why, rerun = inflight.pop(res.task_id)
+                    if res.status == "timeout" and not rerun:
+                        inflight[pool.submit(tc.to_bytes(), timeout_s=deadline * HANG_FACTOR)] = (test_id, tc, ref, why, True)
+                    else:
+                        self.handle(test_id, tc, ref, why, res, start, stop_at)
+                now = time.monotonic()
+                if now - last_progress >= 1.0:
+                    self.progress(now - start)
+                    last_progress = now
+                if now - last_stats >= 5.0:
+                    self.save_stats(now - start)
+                    last_stats = now
+            elapsed = time.monotonic() - start
+            self.save_stats(elapsed)
+            self.progress(elapsed, final=True)
+        if self._reducer is not None:
+            self._reducer.close()
+        from dlcfuzz.campaign.report import write_report
+
+        report = write_report(self.out, self.store)
+        self.store.close()
+        return report
+
+    def save_stats(self, elapsed: float) -> None:
+        c = self.counts
+        self.store.add_stats(self.run_id, elapsed=elapsed, tests=c["tests"], valid=c["valid"], bugs=c["bugs"],
+                             unknown=c["unknown"], findings=c["findings"], distinct_findings=c["distinct"],
+                             compiler_s=self.compiler_s)
+
+    # ---- one result ----------------------------------------------------
+    def handle(self, test_id: int, tc: TestCase, ref: Any, why: str | None, res: Any, start: float, stop_at: float) -> None:
+        self.counts["tests"] += 1
+        observations = []
+        if res.status == "ok":
+            observations, _ = observations_from_bytes(res.payload)
+            self.compiler_s += sum(ob.compile_s + ob.run_s for ob in observations)
+            verdicts = judge(tc.compiler, self.backend.expected_error, ref, observations)
+            if any(ob.status == "ok" for ob in observations):
+                self.counts["valid"] += 1
+        elif res.status == "error":
+            verdicts = [Verdict("bug", "harness-error", res.error or "", key=f"harness|{(res.error or '')[:80]}")]
+        else:
+            verdicts = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
+        if why:
+            verdicts.append(Verdict("unknown", why))
+        bugs = [v for v in verdicts if v.kind == "bug"]
+        for v in verdicts:
+            if v.kind == "unknown":
+                self.store.count_unknown(v.category)
+        if bugs:
+            self.counts["bugs"] += 1
+        elif any(v.kind == "unknown" for v in verdicts):
+            self.counts["unknown"] += 1
+        self.store.finish_test(test_id, "bug" if bugs else ("unknown" if any(v.kind == "unknown" for v in verdicts) else "pass"),
+                               res.seconds, observations)
+        for v in bugs:
+            self.record_finding(test_id, tc, ref, v, stop_at)
+
+    # ---- findings ------------------------------------------------------
+    def reducer_pool(self) -> Any:
+        from dlcfuzz.exec.pool import WorkerPool
+
+        if self._reducer is None:
+            deadline = self.opts.timeout_s or DEADLINE_S.get(self.opts.compiler, DEFAULT_DEADLINE_S)
+            self._reducer = WorkerPool(HANDLER, {"compiler": self.opts.compiler}, jobs=1, timeout_s=deadline,
+                                       memory_mb=self.opts.memory_mb)
+        return self._reducer
+
+    def still_fails(self, tc: TestCase, v: Verdict) -> Any:
+        def predicate(g: Any, inputs: dict[str, np.ndarray]) -> bool:
+            cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
+                            seed=tc.seed, compiler=tc.compiler)
+            ref, _ = reference_of(cand, tries=1)
+            res = self.reducer_pool().run(cand.to_bytes())
+            if res.status == "ok":
+                obs, _ = observations_from_bytes(res.payload)
+                got = judge(tc.compiler, self.backend.expected_error, ref, obs)
+            elif res.status == "error":
+                return False
+            else:
+                got = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
+            same_key = v.category in ("inconsistency", "wrong-result")
+            return any(x.kind == "bug" and x.category == v.category and (same_key or x.key == v.key) for x in got)
+
+        return predicate
+
+    def record_finding(self, test_id: int, tc: TestCase, ref: Any, v: Verdict, stop_at: float) -> None:
+        self.counts["findings"] += 1
+        numeric = v.category in ("inconsistency", "wrong-result")
+        key = v.key
+        existing = None if numeric else self.store.find_signature(digest(key))
+        if existing is not None:
+            self.store.add_finding(test_id=test_id, category=v.category, signature=digest(key), key=key,
+                                   compiler=tc.compiler, version=self.version, configs=json.dumps(v.configs),
+                                   detail=v.detail[:4000], duplicate_of=existing, nodes=len(tc.graph.nodes))
+            return
+        reduced, reduced_in = tc.graph, tc.inputs
+        budget_left = stop_at - time.monotonic()
+        if self.opts.reduce and (budget_left > 0 or self.opts.max_tests is not None) and self.reduce_s < 0.4 * self.opts.seconds + 30:
+            t0 = time.monotonic()
+            try:
+                reduced, reduced_in = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v),
+                                                   max_checks=60 if tc.compiler == "tvm" else 150)
+            except Exception as e:  # a reducer failure must not lose the finding
+                self.log(f"reduction failed: {type(e).__name__}: {e}")
+            self.reduce_s += time.monotonic() - t0
+        if numeric:
+            # An inconsistency is identified by the configurations and the operators left after reduction.
+            key = f"{key}|ops={','.join(sorted(reduced.ops_used()))}"
+            existing = self.store.find_signature(digest(key))
+        signature = digest(key)
+        fid = self.store.add_finding(test_id=test_id, category=v.category, signature=signature, key=key,
+                                     compiler=tc.compiler, version=self.version, configs=json.dumps(v.configs),
+                                     detail=v.detail[:4000], duplicate_of=existing, nodes=len(tc.graph.nodes),
+                                     reduced_nodes=len(reduced.nodes))
+        if existing is not None:
+            return
+        self.counts["distinct"] += 1
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+        red_ref, _ = reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1)
+        title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
+        script = make_script(tc.compiler, reduced, reduced_in, red_ref if v.category == "wrong-result" else None,
+                             configs, v.category, title, v.detail, self.version)
+        folder = self.out / "findings" / f"{fid:04d}-{v.category}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "repro.py").write_text(script)
+        save(tc.graph, folder / "original.json")
+        save(reduced, folder / "reduced.json")
+        np.savez(folder / "reduced_inputs.npz", **reduced_in)
+        (folder / "reduced.txt").write_text(to_text(reduced) + "\n")
+        (folder / "detail.txt").write_text(f"{title}\nsignature {signature}\nkey {key}\ntest {test_id}, seed {tc.seed}\n\n{v.detail}\n")
+        self.store.update_finding(fid, reproducer=script, reduced=None)
+        self.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}), reduced {len(tc.graph.nodes)} -> "
+                 f"{len(reduced.nodes)} nodes: {folder / 'repro.py'}")

@@ -1,0 +1,231 @@
+"""Standalone reproducer scripts: only the compiler's public API and NumPy (what upstream accepts).
+
+A script exits 1 and prints "BUG REPRODUCED" when the finding shows, 0 when it does not.
+Crashes show as the process dying (signal), hangs as the script not returning.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import textwrap
+
+import numpy as np
+
+from dlcfuzz.backends.base import Config
+from dlcfuzz.ir.graph import Graph, Value
+
+_COMPARE = '''
+TOL = {"float16": 1e-2, "float32": 1e-3, "float64": 1e-6}
+
+
+def mismatch(got, ref):
+    """dlcfuzz's numeric policy: NaN/Inf positions must match; relative Chebyshev distance <= per-dtype tolerance."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return f"shape/dtype {got.dtype}{got.shape} vs {ref.dtype}{ref.shape}"
+    if ref.dtype.kind == "f":
+        if (np.isnan(got) != np.isnan(ref)).any():
+            return "NaN at different positions"
+        if (np.isinf(got) != np.isinf(ref)).any() or (got[np.isinf(got)] != ref[np.isinf(ref)]).any():
+            return "Inf at different positions"
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    fin = np.isfinite(g) & np.isfinite(r)
+    d = float((np.abs(g[fin] - r[fin]) / np.maximum(1.0, np.abs(r[fin]))).max()) if fin.any() else 0.0
+    return f"max relative difference {d:.4g}" if d > TOL.get(str(ref.dtype), 0.0) else None
+'''
+
+_MAIN = '''
+
+def main():
+    category = CATEGORY
+    results = {}
+    for name in CONFIGS:
+        try:
+            results[name] = [np.asarray(x) for x in run(name)]
+        except Exception as e:  # the error itself may be the finding
+            results[name] = e
+            print(f"{name}: raised {type(e).__name__}: {e}")
+    if category in ("unexpected-error", "inconsistent-rejection"):
+        if any(isinstance(r, Exception) for r in results.values()):
+            print("BUG REPRODUCED:", category)
+            return 1
+    else:
+        base = EXPECTED if EXPECTED is not None else None
+        for name, r in results.items():
+            if isinstance(r, Exception):
+                continue
+            ref = base if base is not None else next(v for v in results.values() if not isinstance(v, Exception))
+            for i, (g, e) in enumerate(zip(r, ref)):
+                why = mismatch(g, e)
+                if why:
+                    print(f"{name} output {i}: {why}")
+                    print("BUG REPRODUCED:", category)
+                    return 1
+    print("not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _b64(data: bytes) -> str:
+    return "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 100))
+
+
+def _npz_b64(arrays: dict[str, np.ndarray]) -> str:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return _b64(buf.getvalue())
+
+
+def _header(title: str, detail: str, version: str) -> str:
+    det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    return f'#!/usr/bin/env python3\n"""{title}\n\nFound by dlcfuzz against {version}.\nExit 1 and "BUG REPRODUCED" when the bug shows.\n"""\n{det}\n'
+
+
+def _common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str, configs: list[Config]) -> str:
+    exp = "None" if expected is None else f'[EXP[k] for k in sorted(EXP, key=int)]'
+    exp_def = "" if expected is None else f'EXP = dict(np.load(io.BytesIO(base64.b64decode("""\n{_npz_b64({str(i): a for i, a in enumerate(expected)})}\n"""))))\n'
+    return (
+        f'INPUTS = dict(np.load(io.BytesIO(base64.b64decode("""\n{_npz_b64(inputs)}\n"""))))\n'
+        f"{exp_def}EXPECTED = {exp}  # dlcfuzz's NumPy reference\n"
+        f"CATEGORY = {category!r}\n"
+        f"CONFIGS = {json.dumps({c.name: c.options for c in configs}, indent=1)}\n"
+    )
+
+
+def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+               configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    return _header(title, detail, version) + f'''import base64
+import io
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+MODEL = base64.b64decode("""
+{_b64(model_bytes)}
+""")
+{_common(inputs, expected, category, configs)}
+LEVELS = {{"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}}
+
+
+def run(name):
+    opts = CONFIGS[name]
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+{_COMPARE}{_MAIN}'''
+
+
+def tvm_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+               configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    """TVMScript of the module with main's constants lifted to parameters, re-bound with BindParams
+    (printing constants needs show_meta, whose JSON export crashes on TVM 0.27)."""
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.lower.relax import to_relax
+
+    lifted = g.copy()
+    params = dict(lifted.constants)
+    lifted.inputs = lifted.inputs + [Value(k, _type_of(a)) for k, a in params.items()]
+    lifted.constants = {}
+    source = to_relax(lifted).script()
+    onnx_model = to_onnx(g).SerializeToString()
+    return _header(title, detail, version) + f'''import base64
+import io
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+
+SOURCE = {source!r}
+PARAMS = dict(np.load(io.BytesIO(base64.b64decode("""
+{_npz_b64(params) if params else _npz_b64({})}
+"""))))
+ONNX_MODEL = base64.b64decode("""
+{_b64(onnx_model)}
+""")
+INPUT_ORDER = {[v.name for v in g.inputs]!r}
+{_common(inputs, expected, category, configs)}
+
+def module(opts):
+    if opts.get("method") == "onnx":
+        import onnx
+        from tvm.relax.frontend.onnx import from_onnx
+
+        return from_onnx(onnx.load_from_string(ONNX_MODEL))
+    mod = tvm.script.from_source(SOURCE)
+    if PARAMS:
+        mod = relax.transform.BindParams("main", {{k: tvm.runtime.tensor(v) for k, v in PARAMS.items()}})(mod)
+    return mod
+
+
+def flatten(res):
+    if hasattr(res, "numpy"):
+        return [res.numpy()]
+    return [x for r in res for x in flatten(r)]
+
+
+def run(name):
+    opts = CONFIGS[name]
+    mod = module(opts)
+    target = tvm.target.Target(opts.get("target", "llvm"))
+    with tvm.transform.PassContext(opt_level=int(opts.get("opt_level", 3))):
+        passes = [getattr(relax.transform, p)() for p in opts.get("passes", [])]
+        if passes:
+            with target:
+                mod = tvm.transform.Sequential(passes)(mod)
+        ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=opts.get("exec_mode", "bytecode"))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    return flatten(vm["main"](*[tvm.runtime.tensor(INPUTS[n]) for n in INPUT_ORDER]))
+{_COMPARE}{_MAIN}'''
+
+
+def dlcfuzz_script(compiler: str, graph_blob: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    """For dlcfuzz's own planted-fault backends, which exist only inside dlcfuzz."""
+    return _header(title, detail, version) + f'''import base64
+import io
+import sys
+
+import numpy as np
+
+from dlcfuzz.backends import get_backend
+from dlcfuzz.backends.base import Config
+from dlcfuzz.ir import loads
+
+GRAPH = loads(base64.b64decode("""
+{_b64(graph_blob)}
+"""))
+{_common(inputs, expected, category, configs)}
+BACKEND = get_backend({compiler!r})
+
+
+def run(name):
+    return BACKEND.compile(GRAPH, Config(name, CONFIGS[name])).run(INPUTS)
+{_COMPARE}{_MAIN}'''
+
+
+def _type_of(a: np.ndarray):
+    from dlcfuzz.ir.types import TensorType
+
+    return TensorType.of(a)
+
+
+def make_script(compiler: str, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    from dlcfuzz.ir import dumps
+    from dlcfuzz.lower.onnx import to_onnx
+
+    if compiler == "onnxruntime":
+        return ort_script(to_onnx(g).SerializeToString(), inputs, expected, configs, category, title, detail, version)
+    if compiler == "tvm":
+        return tvm_script(g, inputs, expected, configs, category, title, detail, version)
+    return dlcfuzz_script(compiler, dumps(g), inputs, expected, configs, category, title, detail, version)

@@ -1,0 +1,159 @@
+"""The SQLite store: every test case (written before it runs), observations, findings, statistics."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from dlcfuzz.errors import UsageError
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY, started REAL, seed INTEGER, compiler TEXT, version TEXT,
+  strategy TEXT, args TEXT);
+CREATE TABLE IF NOT EXISTS tests (
+  id INTEGER PRIMARY KEY, run_id INTEGER, seq INTEGER UNIQUE, seed INTEGER, created REAL,
+  status TEXT, verdict TEXT, seconds REAL, blob BLOB);
+CREATE TABLE IF NOT EXISTS observations (
+  test_id INTEGER, config TEXT, status TEXT, error TEXT, compile_s REAL, run_s REAL,
+  PRIMARY KEY (test_id, config));
+CREATE TABLE IF NOT EXISTS findings (
+  id INTEGER PRIMARY KEY, test_id INTEGER, category TEXT, signature TEXT, key TEXT,
+  compiler TEXT, version TEXT, configs TEXT, detail TEXT, created REAL,
+  duplicate_of INTEGER, reduced BLOB, reproducer TEXT, nodes INTEGER, reduced_nodes INTEGER);
+CREATE INDEX IF NOT EXISTS findings_sig ON findings(signature);
+CREATE TABLE IF NOT EXISTS stats (
+  run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
+  unknown INTEGER, findings INTEGER, distinct_findings INTEGER, compiler_s REAL);
+CREATE TABLE IF NOT EXISTS unknowns (category TEXT PRIMARY KEY, count INTEGER);
+CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TEXT, ok INTEGER, reason TEXT,
+  PRIMARY KEY (backend_version, op, dtype));
+"""
+
+
+class Store:
+    def __init__(self, path: str | Path, create: bool = True) -> None:
+        self.path = Path(path)
+        if not create and not self.path.exists():
+            raise UsageError(f"no store at {self.path}")
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise UsageError(f"{self.path} is not a readable dlcfuzz store: {e}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ---- runs ----------------------------------------------------------
+    def new_run(self, seed: int, compiler: str, version: str, strategy: str, args: dict[str, Any]) -> int:
+        cur = self.db.execute(
+            "INSERT INTO runs (started, seed, compiler, version, strategy, args) VALUES (?,?,?,?,?,?)",
+            (time.time(), seed, compiler, version, strategy, json.dumps(args)),
+        )
+        return int(cur.lastrowid)
+
+    def first_run(self) -> dict[str, Any] | None:
+        row = self.db.execute("SELECT id, seed, compiler, version, strategy, args FROM runs ORDER BY id LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return {"id": row[0], "seed": row[1], "compiler": row[2], "version": row[3], "strategy": row[4],
+                "args": json.loads(row[5])}
+
+    # ---- tests ---------------------------------------------------------
+    def next_seq(self) -> int:
+        row = self.db.execute("SELECT MAX(seq) FROM tests").fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def add_test(self, run_id: int, seq: int, seed: int, blob: bytes) -> int:
+        cur = self.db.execute(
+            "INSERT INTO tests (run_id, seq, seed, created, status, blob) VALUES (?,?,?,?,?,?)",
+            (run_id, seq, seed, time.time(), "pending", blob),
+        )
+        return int(cur.lastrowid)
+
+    def pending_tests(self) -> list[tuple[int, int, bytes]]:
+        return [(r[0], r[1], r[2]) for r in
+                self.db.execute("SELECT id, seq, blob FROM tests WHERE status = 'pending' ORDER BY seq")]
+
+    def finish_test(self, test_id: int, verdict: str, seconds: float, observations: list[Any]) -> None:
+        self.db.execute("BEGIN")
+        self.db.execute("DELETE FROM observations WHERE test_id = ?", (test_id,))
+        self.db.executemany(
+            "INSERT INTO observations VALUES (?,?,?,?,?,?)",
+            [(test_id, o.config, o.status, o.error, o.compile_s, o.run_s) for o in observations],
+        )
+        self.db.execute("UPDATE tests SET status='done', verdict=?, seconds=? WHERE id=?", (verdict, seconds, test_id))
+        self.db.execute("COMMIT")
+
+    def test_blob(self, test_id: int) -> bytes:
+        row = self.db.execute("SELECT blob FROM tests WHERE id = ?", (test_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no test {test_id} in {self.path}")
+        return row[0]
+
+    def count_unknown(self, category: str) -> None:
+        self.db.execute(
+            "INSERT INTO unknowns VALUES (?, 1) ON CONFLICT(category) DO UPDATE SET count = count + 1", (category,)
+        )
+
+    # ---- findings ------------------------------------------------------
+    def find_signature(self, signature: str) -> int | None:
+        row = self.db.execute(
+            "SELECT id FROM findings WHERE signature = ? AND duplicate_of IS NULL ORDER BY id LIMIT 1", (signature,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def add_finding(self, **f: Any) -> int:
+        f.setdefault("created", time.time())
+        cols = ", ".join(f)
+        cur = self.db.execute(f"INSERT INTO findings ({cols}) VALUES ({', '.join('?' * len(f))})", tuple(f.values()))
+        return int(cur.lastrowid)
+
+    def update_finding(self, fid: int, **f: Any) -> None:
+        sets = ", ".join(f"{k} = ?" for k in f)
+        self.db.execute(f"UPDATE findings SET {sets} WHERE id = ?", (*f.values(), fid))
+
+    def findings(self, distinct_only: bool = True) -> list[dict[str, Any]]:
+        q = "SELECT * FROM findings" + (" WHERE duplicate_of IS NULL" if distinct_only else "") + " ORDER BY id"
+        cur = self.db.execute(q)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def duplicate_counts(self) -> dict[int, int]:
+        return {r[0]: r[1] for r in self.db.execute(
+            "SELECT duplicate_of, COUNT(*) FROM findings WHERE duplicate_of IS NOT NULL GROUP BY duplicate_of")}
+
+    # ---- statistics ----------------------------------------------------
+    def add_stats(self, run_id: int, **s: Any) -> None:
+        self.db.execute(
+            "INSERT INTO stats (run_id, t, elapsed, tests, valid, bugs, unknown, findings, distinct_findings, compiler_s)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (run_id, time.time(), s["elapsed"], s["tests"], s["valid"], s["bugs"], s["unknown"], s["findings"],
+             s["distinct_findings"], s["compiler_s"]),
+        )
+
+    def stats_rows(self) -> list[tuple]:
+        return list(self.db.execute("SELECT elapsed, tests, valid, bugs, unknown, findings, distinct_findings FROM stats ORDER BY t"))
+
+    def totals(self) -> dict[str, Any]:
+        tests = self.db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
+        verdicts = dict(self.db.execute("SELECT verdict, COUNT(*) FROM tests WHERE status='done' GROUP BY verdict").fetchall())
+        unknowns = dict(self.db.execute("SELECT category, count FROM unknowns").fetchall())
+        return {"tests": tests, "verdicts": verdicts, "unknowns": unknowns}
+
+    # ---- capability cache ----------------------------------------------
+    def capabilities(self, backend_version: str) -> dict[tuple[str, str], tuple[bool, str]]:
+        return {(r[0], r[1]): (bool(r[2]), r[3]) for r in self.db.execute(
+            "SELECT op, dtype, ok, reason FROM capabilities WHERE backend_version = ?", (backend_version,))}
+
+    def save_capabilities(self, backend_version: str, caps: dict[tuple[str, str], tuple[bool, str]]) -> None:
+        self.db.execute("BEGIN")
+        self.db.executemany("INSERT OR REPLACE INTO capabilities VALUES (?,?,?,?,?)",
+                            [(backend_version, op, dt, int(ok), why) for (op, dt), (ok, why) in caps.items()])
+        self.db.execute("COMMIT")

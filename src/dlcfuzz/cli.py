@@ -1,0 +1,225 @@
+"""dlcfuzz command line: ops | gen | fuzz | replay | list | report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from dlcfuzz.errors import DlcfuzzError, UsageError
+
+
+def parse_duration(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*", text)
+    if not m:
+        raise UsageError(f"malformed duration {text!r} (examples: 60s, 10m, 1h, 90)")
+    value = float(m.group(1))
+    return value * {"ms": 1e-3, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+
+
+def cmd_ops(a: argparse.Namespace) -> int:
+    from dlcfuzz.ops import all_ops
+
+    rows = [{"name": s.name, "family": s.family, "inputs": s.n_inputs, "dtypes": list(s.dtypes),
+             "onnx": list(s.onnx_ops)} for s in all_ops()]
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'operator':18} {'family':12} {'onnx':22} dtypes")
+    for r in rows:
+        print(f"{r['name']:18} {r['family']:12} {','.join(r['onnx']):22} {' '.join(r['dtypes'])}")
+    print(f"{len(rows)} operators")
+    return 0
+
+
+def cmd_gen(a: argparse.Namespace) -> int:
+    from dlcfuzz.campaign.loop import test_seed
+    from dlcfuzz.gen.random import generate
+    from dlcfuzz.ir import save
+    from dlcfuzz.lower.onnx import to_onnx
+
+    out = Path(a.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"cannot create {out}: {e.strerror}") from None
+    import onnx
+
+    for i in range(a.count):
+        seed = test_seed(a.seed, i)
+        g = generate(np.random.default_rng(seed), a.ops)
+        g.check()
+        save(g, out / f"graph{i:05d}.json")
+        model = to_onnx(g)
+        onnx.checker.check_model(model)
+        onnx.save(model, str(out / f"graph{i:05d}.onnx"))
+    print(f"wrote {a.count} graphs (JSON + ONNX) to {out}")
+    return 0
+
+
+def cmd_fuzz(a: argparse.Namespace) -> int:
+    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+
+    if a.resume:
+        opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
+                               max_tests=a.max_tests)
+        camp = Campaign(opts, resume=True)
+    else:
+        if a.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        if a.ops < 1:
+            raise UsageError("--ops must be at least 1")
+        opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
+                               seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests, quiet=a.quiet,
+                               configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce)
+        camp = Campaign(opts)
+    report = camp.run()
+    print(f"report: {report}")
+    return 0
+
+
+def _open_store(run: str):
+    from dlcfuzz.campaign.store import Store
+
+    path = Path(run) / "store.sqlite" if Path(run).is_dir() else Path(run)
+    if not path.exists():
+        raise UsageError(f"no campaign store at {path}")
+    return Store(path, create=False)
+
+
+def cmd_list(a: argparse.Namespace) -> int:
+    store = _open_store(a.run)
+    try:
+        findings = store.findings(distinct_only=True)
+        dups = store.duplicate_counts()
+    except Exception as e:  # sqlite raises DatabaseError subclasses for corrupt files
+        raise UsageError(f"{a.run}: unreadable store: {e}") from None
+    for f in findings:
+        print(f"#{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} {f['reduced_nodes'] or f['nodes']:>3} nodes  "
+              f"{', '.join(json.loads(f['configs'] or '[]'))}  {(f['detail'] or '').splitlines()[0][:80] if f['detail'] else ''}")
+    print(f"{len(findings)} distinct findings")
+    return 0
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from dlcfuzz.campaign.report import write_report
+
+    store = _open_store(a.run)
+    try:
+        path = write_report(Path(a.run), store)
+    except Exception as e:
+        raise UsageError(f"{a.run}: unreadable store: {e}") from None
+    print(f"report: {path}")
+    return 0
+
+
+def cmd_replay(a: argparse.Namespace) -> int:
+    """Re-run a stored test (or a graph file) in the sandbox and print the verdicts."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.campaign.loop import HANDLER, reference_of
+    from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
+    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.ir import load
+    from dlcfuzz.oracle.verdict import crash_verdict, judge
+
+    target = Path(a.target)
+    if target.suffix == ".json":
+        g = load(target)
+        g.check()
+        compiler = a.compiler or "onnxruntime"
+        backend = get_backend(compiler)
+        tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
+    else:
+        store = _open_store(a.target)
+        if a.finding is not None:
+            row = store.db.execute("SELECT test_id FROM findings WHERE id = ?", (a.finding,)).fetchone()
+            if row is None:
+                raise UsageError(f"no finding {a.finding} in {a.target}")
+            test_id = row[0]
+        elif a.test is not None:
+            test_id = a.test
+        else:
+            raise UsageError("replay of a campaign needs --finding ID or --test ID")
+        tc = TestCase.from_bytes(store.test_blob(test_id))
+        compiler = tc.compiler
+        backend = get_backend(compiler)
+    ref, why = reference_of(tc)
+    with WorkerPool(HANDLER, {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
+        res = pool.run(tc.to_bytes())
+    if res.status == "ok":
+        obs, version = observations_from_bytes(res.payload)
+        verdicts = judge(compiler, backend.expected_error, ref, obs)
+    else:
+        verdicts = [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]
+    if why:
+        print(f"unknown: {why}")
+    for v in verdicts:
+        print(f"{v.kind}: {v.category} {', '.join(v.configs)}\n  {v.detail.splitlines()[0] if v.detail else ''}")
+    return 1 if any(v.kind == "bug" for v in verdicts) else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from dlcfuzz.backends import backend_names
+
+    p = argparse.ArgumentParser(prog="dlcfuzz", description="Find bugs in deep-learning compilers.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("ops", help="table of operators with their dtypes")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_ops)
+    s = sub.add_parser("gen", help="generate random valid graphs (JSON + ONNX)")
+    s.add_argument("--count", type=int, default=10)
+    s.add_argument("--ops", type=int, default=10)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--out", required=True)
+    s.set_defaults(fn=cmd_gen)
+    s = sub.add_parser("fuzz", help="run a fuzz campaign")
+    s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
+    s.add_argument("--strategy", default="random")
+    s.add_argument("--time", default="60s", help="budget, e.g. 60s, 10m, 2h")
+    s.add_argument("--jobs", type=int, default=2)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--ops", type=int, default=10, help="operators per generated graph")
+    s.add_argument("--out", default="runs/default")
+    s.add_argument("--resume", metavar="RUN", help="continue the campaign stored in RUN")
+    s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")
+    s.add_argument("--max-tests", type=int, dest="max_tests")
+    s.add_argument("--no-reduce", action="store_true")
+    s.add_argument("--quiet", action="store_true")
+    s.set_defaults(fn=cmd_fuzz)
+    s = sub.add_parser("replay", help="re-run a stored test or a graph file")
+    s.add_argument("target", help="a campaign folder, or a graph .json")
+    s.add_argument("--finding", type=int)
+    s.add_argument("--test", type=int)
+    s.add_argument("--compiler")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--timeout", type=float, default=60.0)
+    s.set_defaults(fn=cmd_replay)
+    s = sub.add_parser("list", help="list a campaign's distinct findings")
+    s.add_argument("run")
+    s.set_defaults(fn=cmd_list)
+    s = sub.add_parser("report", help="write a campaign's HTML report")
+    s.add_argument("run")
+    s.set_defaults(fn=cmd_report)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    a = parser.parse_args(argv)
+    try:
+        return a.fn(a)
+    except (UsageError, DlcfuzzError) as e:
+        print(f"dlcfuzz: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dlcfuzz: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

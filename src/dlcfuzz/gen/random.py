@@ -1,0 +1,128 @@
+"""The random generator: the baseline that coverage-guided generation is measured against.
+
+Uniform choice of operator and dtype; input 0 connects to an existing value of a
+compatible type when one fits (deep data flow), else a fresh graph input; other
+inputs reuse an exactly-typed value or become inputs/constants. Strict-domain
+inputs (indices) are always constants sampled inside their domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.gen.inputs import sample_tensor
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ops import OpSpec, all_ops
+
+Supported = Callable[[str, str], bool]
+MAX_DIM = 6
+
+
+def random_shape(rng: np.random.Generator, rank: int) -> tuple[int, ...]:
+    return tuple(int(d) for d in rng.integers(1, MAX_DIM + 1, size=rank))
+
+
+class GraphBuilder:
+    """Incrementally grows a valid graph; shared by the random and coverage-guided generators."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.g = Graph()
+        self.values: list[Value] = []  # values a later node may consume
+        self.used: set[str] = set()
+
+    def new_input(self, t: TensorType) -> str:
+        name = f"x{len(self.g.inputs)}"
+        self.g.inputs.append(Value(name, t))
+        self.values.append(Value(name, t))
+        return name
+
+    def new_constant(self, t: TensorType, domain=None) -> str:
+        from dlcfuzz.ops import ANY
+
+        name = f"c{len(self.g.constants)}"
+        self.g.constants[name] = sample_tensor(self.rng, t, domain or ANY)
+        return name
+
+    def candidates(self, dtype: str, ranks: Sequence[int]) -> list[Value]:
+        return [v for v in self.values if v.type.dtype == dtype and v.type.rank in ranks]
+
+    def try_add(self, spec: OpSpec, first_name: str | None, first: TensorType) -> Node | None:
+        """Instantiate `spec` with input 0 of type `first` (named `first_name`, or a new input)."""
+        rng = self.rng
+        try:
+            in_types, attrs = spec.sample(rng, first)
+            outs = spec.infer(in_types, attrs)
+        except TypeRuleError:
+            return None
+        names: list[str] = []
+        for k, t in enumerate(in_types):
+            d = spec.domain(k, in_types, attrs)
+            if k == 0 and not d.strict:
+                names.append(first_name if first_name is not None else self.new_input(t))
+                continue
+            if d.strict:
+                names.append(self.new_constant(t, d))
+                continue
+            same = [v for v in self.values if v.type == t and v.name not in names]
+            restricted = d.lo is not None or d.hi is not None or d.nonzero
+            if same and rng.random() < (0.4 if restricted else 0.7):
+                names.append(same[int(rng.integers(len(same)))].name)
+            elif rng.random() < 0.5:
+                names.append(self.new_input(t))
+            else:
+                names.append(self.new_constant(t, d))
+        idx = len(self.g.nodes)
+        outputs = [Value(f"v{idx}_{i}" if len(outs) > 1 else f"v{idx}", t) for i, t in enumerate(outs)]
+        node = Node(spec.name, names, outputs, attrs, name=f"n{idx}")
+        self.g.nodes.append(node)
+        self.used.update(names)
+        self.values.extend(outputs)
+        return node
+
+    def finish(self) -> Graph:
+        produced = [v.name for n in self.g.nodes for v in n.outputs]
+        leaves = [v for v in produced if v not in self.used]
+        self.g.outputs = leaves or produced[-1:]
+        return self.g
+
+
+def generate(
+    rng: np.random.Generator,
+    n_ops: int,
+    *,
+    ops: Sequence[OpSpec] | None = None,
+    dtypes: Sequence[str] | None = None,
+    supported: Supported | None = None,
+    reuse: float = 0.8,
+) -> Graph:
+    """A valid graph of `n_ops` operator nodes (fewer only if nothing fits after many tries)."""
+    specs = list(ops) if ops is not None else all_ops()
+    choices = [
+        (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (supported is None or supported(s.name, d))])
+        for s in specs
+    ]
+    choices = [(s, ds) for s, ds in choices if ds]
+    if not choices:
+        raise ValueError("no operator/dtype pair is allowed")
+    b = GraphBuilder(rng)
+    attempts = 0
+    while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):
+        attempts += 1
+        spec, ds = choices[int(rng.integers(len(choices)))]
+        # Connect to any existing value this op accepts (deep data flow), else start fresh.
+        cands = [v for v in b.values if v.type.dtype in ds and v.type.rank in spec.ranks]
+        dtype = ds[int(rng.integers(len(ds)))]
+        if cands and rng.random() < reuse:
+            v = cands[int(rng.integers(len(cands)))]
+            if b.try_add(spec, v.name, v.type) is not None:
+                continue
+        rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
+        b.try_add(spec, None, TensorType(dtype, random_shape(rng, rank)))
+    if not b.g.nodes:
+        raise ValueError("could not place any operator")
+    return b.finish()

@@ -1,0 +1,41 @@
+"""Normalized signatures for deduplication: numbers, addresses, paths and quoted names masked."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_MASKS = [
+    (re.compile(r"0x[0-9a-fA-F]+"), "0xX"),
+    (re.compile(r"(/[\w.\-+]+)+(\.py|\.cc|\.h|\.so[\.\d]*)?"), "<path>"),
+    (re.compile(r"'[^']{0,80}'|\"[^\"]{0,80}\""), "<q>"),
+    (re.compile(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b"), "N"),
+    (re.compile(r"\s+"), " "),
+]
+_FRAME = re.compile(r"(?:File \"[^\"]+\", line \d+, in ([\w<>.]+))|(?:in (tvm::[\w:<>]+|onnxruntime::[\w:<>]+))|(?:^\s*\d+: (\S+))", re.M)
+
+
+def normalize(text: str) -> str:
+    for pat, rep in _MASKS:
+        text = pat.sub(rep, text)
+    return text.strip()
+
+
+def top_frames(trace: str, n: int = 3) -> list[str]:
+    """Innermost function names from a Python or C++ (TVM/ORT) backtrace."""
+    frames = [next(g for g in m.groups() if g) for m in _FRAME.finditer(trace or "")]
+    frames = [f for f in frames if not f.startswith(("_Py", "Py", "<module>"))]
+    return frames[-n:]
+
+
+def error_key(error: str, trace: str | None = None) -> str:
+    """Exception type + the message's most specific line (TVM's "Check failed" lines), normalized."""
+    lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()]
+    head = lines[0] if lines else ""
+    specific = next((ln for ln in lines if "Check failed" in ln or "Error" in ln.split(":")[0]), head)
+    etype = head.split(":", 1)[0]
+    return f"{etype}|{normalize(specific)[:160]}|{'/'.join(top_frames(trace or ''))}"
+
+
+def digest(*parts: str) -> str:
+    return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]

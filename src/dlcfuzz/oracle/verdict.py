@@ -1,0 +1,92 @@
+"""Verdicts: bug, unknown or pass. Only bugs become findings; unknowns are counted with their reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.campaign.testcase import Observation
+from dlcfuzz.oracle.numeric import compare
+from dlcfuzz.oracle.signature import error_key, normalize, top_frames
+
+
+@dataclass
+class Verdict:
+    kind: str  # "bug" | "unknown" | "pass"
+    category: str  # crash | oom | hang | unexpected-error | inconsistency | wrong-result | expected-error | slow | invalid | ...
+    detail: str = ""
+    configs: list[str] = field(default_factory=list)
+    output_index: int = -1
+    key: str = ""  # dedup key (before the graph's operator signature is added)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def crash_verdict(compiler: str, status: str, error: str, progress: str | None, stderr: str) -> Verdict:
+    """A worker death (signal, abort, OOM) or hang, attributed to the config named by the progress note."""
+    config = (progress or "?:?").split(":")[0]
+    stage = (progress or "?:?").split(":")[-1]
+    category = {"crash": "crash", "oom": "oom", "timeout": "hang"}[status]
+    sig = error.split("(")[-1].rstrip(")") if status == "crash" else category
+    frames = "/".join(top_frames(stderr))
+    return Verdict("bug", category, f"{error} during {stage} of {config}\n{stderr[-2000:]}", [config],
+                   key=f"{category}|{compiler}|{stage}|{sig}|{normalize(frames)}")
+
+
+def judge(
+    compiler: str, expected_error: Any, reference: list[np.ndarray] | None, observations: list[Observation],
+) -> list[Verdict]:
+    """Compare observations of one test: with each other and, when available, with the reference.
+
+    `expected_error(message) -> str | None` is the backend's documented-rejection classifier.
+    """
+    verdicts: list[Verdict] = []
+    ok = [o for o in observations if o.status == "ok"]
+    for o in observations:
+        if o.status != "error":
+            continue
+        expected = expected_error(o.error or "")
+        if expected:
+            verdicts.append(Verdict("unknown", f"expected-error:{expected}", o.error or "", [o.config]))
+        else:
+            verdicts.append(Verdict("bug", "unexpected-error", f"{o.error}\n{o.traceback or ''}", [o.config],
+                                    key=f"error|{compiler}|{error_key(o.error or '', o.traceback)}"))
+    # "one compiles, the other fails" with an unexpected error is already a bug above; with an
+    # expected error in only some configs the configurations disagree about validity:
+    errs = [o for o in observations if o.status == "error" and expected_error(o.error or "")]
+    if ok and errs:
+        verdicts.append(Verdict("bug", "inconsistent-rejection",
+                                f"{errs[0].config} rejects ({errs[0].error}) while {ok[0].config} compiles",
+                                [errs[0].config, ok[0].config],
+                                key=f"rejection|{compiler}|{errs[0].config}|{error_key(errs[0].error or '')}"))
+    if reference is not None:
+        wrong = []
+        for o in ok:
+            bad = compare(o.outputs or [], reference)
+            if bad:
+                wrong.append((o, bad[0]))
+        right = [o for o in ok if o not in [w[0] for w in wrong]]
+        for o, m in wrong:
+            if right:
+                verdicts.append(Verdict("bug", "inconsistency",
+                                        f"{o.config} differs from {right[0].config} and the reference at output {m.index}: {m.detail}",
+                                        [right[0].config, o.config], m.index,
+                                        key=f"inconsistency|{compiler}|{right[0].config}|{o.config}|{m.reason}"))
+            else:
+                verdicts.append(Verdict("bug", "wrong-result",
+                                        f"{o.config} differs from the reference at output {m.index}: {m.detail}",
+                                        [o.config], m.index, key=f"wrong|{compiler}|{o.config}|{m.reason}"))
+    else:
+        for a, b in zip(ok, ok[1:]):
+            bad = compare(b.outputs or [], a.outputs or [])
+            if bad:
+                m = bad[0]
+                verdicts.append(Verdict("bug", "inconsistency", f"{b.config} vs {a.config} at output {m.index}: {m.detail}",
+                                        [a.config, b.config], m.index,
+                                        key=f"inconsistency|{compiler}|{a.config}|{b.config}|{m.reason}"))
+    if not verdicts:
+        verdicts.append(Verdict("pass", "pass"))
+    return verdicts

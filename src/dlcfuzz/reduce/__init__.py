@@ -1,0 +1,1 @@
+"""Reducers: graph-level (here), later mutation-sequence and pass-set ddmin."""
