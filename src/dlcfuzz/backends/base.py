@@ -54,6 +54,18 @@ class Backend(Protocol):
 
     def default_pair(self) -> tuple[Config, Config]: ...
 
+    def lower(self, g: Graph, config: Config) -> Any:
+        """Graph -> what the compiler takes (ONNX bytes, an IRModule): dlcfuzz's work, timed apart."""
+        ...
+
+    def lower_key(self, config: Config) -> str:
+        """Configs with equal keys share one lowering."""
+        ...
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> Compiled:
+        """The compiler's own work."""
+        ...
+
     def compile(self, g: Graph, config: Config) -> Compiled: ...
 
     def expected_error(self, message: str) -> str | None:

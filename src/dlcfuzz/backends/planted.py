@@ -44,8 +44,8 @@ class PlantedBackend(OnnxRuntimeBackend):
     def version(self) -> str:
         return f"{super().version()} + planted {self.fault}@{self.op}"
 
-    def compile(self, g: Graph, config: Config) -> Any:
-        compiled = super().compile(g, config)
+    def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
+        compiled = super().build(lowered, g, config)
         if config.options.get("opt_level") != "all" or self.op not in g.ops_used():
             return compiled
         if self.fault == "segfault":

@@ -46,23 +46,31 @@ def probe_cases(seed: int = 0) -> list[tuple[str, str, Any]]:
     return out
 
 
-def probe(pool: Any, backend: Any, configs: list[Any], seed: int = 0) -> Capabilities:
-    """Run the probe on a WorkerPool; an (op, dtype) is unsupported when every config rejects it
-    with a documented error. Crashes and wrong results keep it supported: those are findings."""
+def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> Capabilities:
+    """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
+
+    An (op, dtype) is unsupported when every config rejects it with a documented error.
+    Crashes and wrong results keep it supported: those are findings, not gaps."""
+    from dlcfuzz.backends.worker import run_configs
     from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
     from dlcfuzz.gen.inputs import sample_inputs
 
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed)
-    payloads = [TestCase(g, sample_inputs(g, rng), configs, compiler=backend.name).to_bytes() for _, _, g in cases]
+    tcs = [TestCase(g, sample_inputs(g, rng), configs, compiler=backend.name) for _, _, g in cases]
+    if pool is not None:
+        runs = []
+        for res in pool.map([tc.to_bytes() for tc in tcs]):
+            runs.append((res.status, observations_from_bytes(res.payload)[0] if res.status == "ok" else []))
+    else:
+        runs = [("ok", run_configs(backend, tc)) for tc in tcs]
     caps: Capabilities = {}
-    for (op, dtype, _), res in zip(cases, pool.map(payloads)):
-        if res.status != "ok":
-            caps[(op, dtype)] = (True, f"{res.status} during probe")
+    for (op, dtype, _), (status, obs) in zip(cases, runs):
+        if status != "ok":
+            caps[(op, dtype)] = (True, f"{status} during probe")
             continue
-        obs, _ = observations_from_bytes(res.payload)
         rejected = [o for o in obs if o.status == "error" and backend.expected_error(o.error or "")]
-        if len(rejected) == len(obs):
+        if obs and len(rejected) == len(obs):
             caps[(op, dtype)] = (False, (rejected[0].error or "")[:200])
         else:
             caps[(op, dtype)] = (True, "")
@@ -79,7 +87,7 @@ def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None) 
             pass  # a corrupt cache is re-probed
     if log:
         log(f"probing {backend.version()} (one-operator tests per dtype; cached in {path})")
-    caps = probe(pool, backend, configs)
+    caps = probe(backend, configs, pool=pool)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r} for (o, d), (ok, r) in sorted(caps.items())]))

@@ -109,13 +109,6 @@ class TvmBackend:
     def expected_error(self, message: str) -> str | None:
         return next((name for name, pat in EXPECTED if pat.search(message)), None)
 
-    def module(self, g: Graph, options: dict[str, Any]) -> Any:
-        if options.get("method", "direct") == "onnx":
-            from tvm.relax.frontend.onnx import from_onnx
-
-            return from_onnx(to_onnx(g), keep_params_in_input=False)
-        return to_relax(g)
-
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
         passes = [make_pass(p) for p in o.get("passes", [])]
@@ -128,6 +121,21 @@ class TvmBackend:
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return TvmCompiled(vm, input_names, n_outputs)
 
-    def compile(self, g: Graph, config: Config) -> TvmCompiled:
-        mod = self.module(g, config.options)
+    def lower(self, g: Graph, config: Config) -> Any:
+        if config.options.get("method", "direct") == "onnx":
+            return to_onnx(g)  # TVM's frontend import is the compiler's work, done in build()
+        return to_relax(g)
+
+    def lower_key(self, config: Config) -> str:
+        return config.options.get("method", "direct")
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
+        mod = lowered
+        if config.options.get("method", "direct") == "onnx":
+            from tvm.relax.frontend.onnx import from_onnx
+
+            mod = from_onnx(lowered, keep_params_in_input=False)
         return self.compile_module(mod, config, [v.name for v in g.inputs], len(g.outputs))
+
+    def compile(self, g: Graph, config: Config) -> TvmCompiled:
+        return self.build(self.lower(g, config), g, config)

@@ -104,6 +104,7 @@ class Campaign:
                 raise UsageError(f"{self.out} already holds a campaign: use --resume {self.out} or another --out")
             if opts.strategy not in STRATEGIES:
                 raise UsageError(f"unknown strategy {opts.strategy!r} (choose from {', '.join(STRATEGIES)})")
+            get_backend(opts.compiler)  # bad input is refused before anything is written
             try:
                 self.out.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -123,6 +124,7 @@ class Campaign:
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
         self.compiler_s = 0.0
         self.reduce_s = 0.0
+        self.internal_errors = 0
         self._reducer: Any = None
 
     # ---- output --------------------------------------------------------
@@ -218,7 +220,11 @@ class Campaign:
             if any(ob.status == "ok" for ob in observations):
                 self.counts["valid"] += 1
         elif res.status == "error":
-            verdicts = [Verdict("bug", "harness-error", res.error or "", key=f"harness|{(res.error or '')[:80]}")]
+            # dlcfuzz's own lowering failed: not the compiler's bug; counted and shown, never a finding.
+            verdicts = [Verdict("unknown", "dlcfuzz-internal-error", res.error or "")]
+            self.internal_errors += 1
+            if self.internal_errors <= 3:
+                self.log(f"\ndlcfuzz internal error (test {test_id}): {(res.error or '').splitlines()[-1:]}")
         else:
             verdicts = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
         if why:
@@ -231,10 +237,10 @@ class Campaign:
             self.counts["bugs"] += 1
         elif any(v.kind == "unknown" for v in verdicts):
             self.counts["unknown"] += 1
+        for v in bugs:  # findings first: a kill before finish_test re-runs the test, never loses a finding
+            self.record_finding(test_id, tc, ref, v, stop_at)
         self.store.finish_test(test_id, "bug" if bugs else ("unknown" if any(v.kind == "unknown" for v in verdicts) else "pass"),
                                res.seconds, observations)
-        for v in bugs:
-            self.record_finding(test_id, tc, ref, v, stop_at)
 
     # ---- findings ------------------------------------------------------
     def reducer_pool(self) -> Any:
@@ -268,6 +274,8 @@ class Campaign:
         self.counts["findings"] += 1
         numeric = v.category in ("inconsistency", "wrong-result")
         key = v.key
+        if self.store.has_finding_for(test_id, v.category):  # recorded before a kill; the test was re-run
+            return
         existing = None if numeric else self.store.find_signature(digest(key))
         if existing is not None:
             self.store.add_finding(test_id=test_id, category=v.category, signature=digest(key), key=key,

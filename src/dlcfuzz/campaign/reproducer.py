@@ -47,6 +47,9 @@ def main():
         except Exception as e:  # the error itself may be the finding
             results[name] = e
             print(f"{name}: raised {type(e).__name__}: {e}")
+    if category == "oom" and any(isinstance(r, MemoryError) for r in results.values()):
+        print("BUG REPRODUCED:", category)
+        return 1
     if category in ("unexpected-error", "inconsistent-rejection"):
         if any(isinstance(r, Exception) for r in results.values()):
             print("BUG REPRODUCED:", category)

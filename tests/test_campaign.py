@@ -1,0 +1,139 @@
+"""Planted faults prove every oracle: each is found, attributed to the right test, reduced,
+reproduced by a standalone script, and the campaign goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+from dlcfuzz.campaign.loop import Campaign, CampaignOptions  # noqa: E402
+from dlcfuzz.campaign.testcase import TestCase  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
+    out = tmp_path / "run"
+    opts = CampaignOptions(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
+                           max_tests=tests, quiet=True, **kw)
+    Campaign(opts).run()
+    return out
+
+
+def findings(out: Path) -> list[dict]:
+    db = sqlite3.connect(out / "store.sqlite")
+    db.row_factory = sqlite3.Row
+    return [dict(r) for r in db.execute("SELECT * FROM findings ORDER BY id")]
+
+
+def tests_done(out: Path) -> int:
+    return sqlite3.connect(out / "store.sqlite").execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
+
+
+def graph_ops(out: Path, test_id: int) -> set[str]:
+    blob = sqlite3.connect(out / "store.sqlite").execute("SELECT blob FROM tests WHERE id=?", (test_id,)).fetchone()[0]
+    return TestCase.from_bytes(blob).graph.ops_used()
+
+
+def run_repro(path: Path, timeout: float = 120) -> subprocess.CompletedProcess | None:
+    def limit():  # the "alloc" reproducer must not take the machine down
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    try:
+        return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=timeout,
+                              preexec_fn=limit, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return None
+
+
+EXPECT = {
+    "segfault": ("crash", lambda p: p is not None and p.returncode == -signal.SIGSEGV),
+    "abort": ("crash", lambda p: p is not None and p.returncode == -signal.SIGABRT),
+    "raise": ("unexpected-error", lambda p: p is not None and p.returncode == 1 and "BUG REPRODUCED" in p.stdout),
+    "wrong": ("inconsistency", lambda p: p is not None and p.returncode == 1 and "BUG REPRODUCED" in p.stdout),
+    "hang": ("hang", lambda p: p is None),
+    "alloc": ("oom", lambda p: p is not None and p.returncode != 0),
+}
+
+
+@pytest.mark.parametrize("fault", list(EXPECT))
+def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
+    op = "add"
+    kw = {"timeout_s": 2.0} if fault == "hang" else {}
+    if fault == "alloc":
+        kw["memory_mb"] = 600
+    out = campaign(tmp_path, f"planted:{fault}@{op}", tests=24 if fault in ("hang", "alloc") else 40, **kw)
+    category, reproduced = EXPECT[fault]
+    fs = findings(out)
+    assert fs, "planted fault not found"
+    assert {f["category"] for f in fs} == {category}
+    for f in fs:  # attributed to a test that really contains the faulty operator
+        assert op in graph_ops(out, f["test_id"])
+        assert json.loads(f["configs"]) == ["ort-all"] if category != "inconsistency" else "ort-all" in json.loads(f["configs"])
+    distinct = [f for f in fs if f["duplicate_of"] is None]
+    assert len(distinct) == 1, [f["key"] for f in distinct]
+    first = distinct[0]
+    assert first["reduced_nodes"] <= 2, first  # the faulty op (plus at most one producer)
+    # the campaign went on past the fault
+    assert tests_done(out) == (24 if fault in ("hang", "alloc") else 40)
+    repro = next((out / "findings").glob(f"{first['id']:04d}-*/repro.py"))
+    p = run_repro(repro, timeout=20 if fault == "hang" else 120)
+    assert reproduced(p), (p.returncode, p.stdout[-800:], p.stderr[-800:]) if p else "timed out"
+
+
+def test_correct_pair_is_quiet_and_reports(tmp_path):
+    out = campaign(tmp_path, "onnxruntime", tests=150, ops=10, configs=["ort-disable", "ort-basic"])
+    bad = [f for f in findings(out) if f["category"] in ("inconsistency", "wrong-result")]
+    assert not bad, [f["detail"][:300] for f in bad]
+    assert (out / "report.html").exists()
+    html = (out / "report.html").read_text()
+    assert "Statistics" in html and "Tests over time" in html
+
+
+def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--compiler", "planted:raise@add", "--time", "600s",
+           "--jobs", "2", "--seed", "7", "--ops", "6", "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    db_path = out / "store.sqlite"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        time.sleep(0.5)
+        if db_path.exists():
+            try:
+                n = sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
+            except sqlite3.OperationalError:
+                continue
+            if n >= 30:
+                break
+    os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, mid-flight
+    proc.wait()
+    db = sqlite3.connect(db_path)
+    before = {r[0]: r[1] for r in db.execute("SELECT seq, blob FROM tests")}
+    before_findings = db.execute("SELECT COUNT(*) FROM findings").fetchone()[0]
+    assert len(before) >= 30
+    p = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--resume", str(out), "--time", "600s",
+                        "--max-tests", str(max(before) + 20), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    db = sqlite3.connect(db_path)
+    after = {r[0]: r[1] for r in db.execute("SELECT seq, blob FROM tests")}
+    # nothing lost, nothing duplicated, every test finished, stored blobs unchanged
+    assert set(before) <= set(after)
+    assert all(after[s] == b for s, b in before.items())
+    assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == len(after) == max(after) + 1
+    assert db.execute("SELECT COUNT(*) FROM tests WHERE status != 'done'").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM findings").fetchone()[0] >= before_findings
+    dup_tests = db.execute("SELECT test_id, category, COUNT(*) c FROM findings GROUP BY test_id, category HAVING c > 1").fetchall()
+    assert not dup_tests
