@@ -274,7 +274,7 @@ class Campaign:
         self.counts["findings"] += 1
         numeric = v.category in ("inconsistency", "wrong-result")
         key = v.key
-        if self.store.has_finding_for(test_id, v.category):  # recorded before a kill; the test was re-run
+        if self.store.has_finding_for(test_id, v.key):  # recorded before a kill; the test was re-run
             return
         existing = None if numeric else self.store.find_signature(digest(key))
         if existing is not None:

@@ -109,8 +109,8 @@ class Store:
         ).fetchone()
         return None if row is None else int(row[0])
 
-    def has_finding_for(self, test_id: int, category: str) -> bool:
-        return self.db.execute("SELECT 1 FROM findings WHERE test_id = ? AND category = ?", (test_id, category)).fetchone() is not None
+    def has_finding_for(self, test_id: int, key: str) -> bool:
+        return self.db.execute("SELECT 1 FROM findings WHERE test_id = ? AND substr(key, 1, ?) = ?", (test_id, len(key), key)).fetchone() is not None
 
     def add_finding(self, **f: Any) -> int:
         f.setdefault("created", time.time())

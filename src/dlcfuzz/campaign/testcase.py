@@ -34,6 +34,8 @@ def _unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
 
 @dataclass
 class TestCase:
+    __test__ = False  # not a pytest class
+
     graph: Graph
     inputs: dict[str, np.ndarray]
     configs: list[Config]

@@ -47,7 +47,7 @@ def value_domains(g: Graph) -> dict[str, Domain]:
 def sample_tensor(rng: np.random.Generator, t: TensorType, d: Domain = ANY) -> np.ndarray:
     dt = t.np_dtype
     if t.dtype == "bool":
-        return rng.random(t.shape) < 0.5
+        return np.asarray(rng.random(t.shape) < 0.5)
     if np.issubdtype(dt, np.integer):
         info = np.iinfo(dt)
         lo = int(np.ceil(d.lo)) if d.lo is not None else INT_DEFAULT[0]

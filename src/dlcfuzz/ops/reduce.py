@@ -1,1 +1,258 @@
-"""reduce operators."""
+"""Reductions: ReduceSum/Mean/Max/Min/Prod (axes attribute, keepdims, noop_with_empty_axes) and ArgMax/ArgMin.
+
+The axes are an attribute in our IR; to_onnx emits them as the opset-18 `axes` input.
+float16 references are computed in float32 and cast back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.errors import ShapeError, Unsupported
+from dlcfuzz.ir.types import FLOATS, INTS, TensorType
+from dlcfuzz.ops.base import (
+    ANY,
+    Attrs,
+    Domain,
+    OpSpec,
+    expect_attrs,
+    onnx_attr,
+    register,
+    require_arity,
+    require_dtype,
+)
+
+F16_MAX_REDUCED = 8  # float16 accumulation order differs between compilers; keep sums short
+
+
+def _is_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def _flag(spec: OpSpec, attrs: Attrs, key: str) -> bool:
+    v = attrs.get(key)
+    if not _is_int(v) or v not in (0, 1):
+        raise ShapeError(f"{spec.name}: attribute {key!r} must be 0 or 1, got {v!r}")
+    return bool(v)
+
+
+def _axis(spec: OpSpec, axis: Any, rank: int) -> int:
+    if not _is_int(axis) or not -rank <= axis < rank:
+        raise ShapeError(f"{spec.name}: axis {axis!r} out of range for rank {rank}")
+    return int(axis) % rank
+
+
+class ReduceOp(OpSpec):
+    """attrs: axes (list; empty = all axes, or identity when noop_with_empty_axes=1), keepdims, noop_with_empty_axes."""
+
+    family = "reduce"
+
+    def __init__(self, name: str, onnx_op: str, kind: str, dtypes: Sequence[str], axes_input_since: int,
+                 relax_skip: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.relax_skip = dict(relax_skip or {})
+        self.onnx_op = onnx_op
+        self.onnx_ops = (onnx_op,)
+        self.kind = kind
+        self.dtypes = tuple(dtypes)
+        self.axes_input_since = axes_input_since
+
+    def reduced(self, t: TensorType, attrs: Attrs) -> tuple[int, ...] | None:
+        """The normalized reduced axes, or None for the noop (identity) case."""
+        axes = attrs.get("axes")
+        if not isinstance(axes, (list, tuple)):
+            raise ShapeError(f"{self.name}: attribute 'axes' must be a list of ints, got {axes!r}")
+        norm = [_axis(self, a, t.rank) for a in axes]
+        if len(set(norm)) != len(norm):
+            raise ShapeError(f"{self.name}: repeated axes {list(axes)}")
+        _flag(self, attrs, "keepdims")
+        if not norm:
+            return None if _flag(self, attrs, "noop_with_empty_axes") else tuple(range(t.rank))
+        _flag(self, attrs, "noop_with_empty_axes")
+        return tuple(sorted(norm))
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        require_arity(self, ins)
+        t = ins[0]
+        require_dtype(self, t)
+        axes = self.reduced(t, attrs)
+        if axes is None:
+            return [t]
+        keep = attrs["keepdims"]
+        return [t.with_shape(tuple(1 if i in axes else d for i, d in enumerate(t.shape) if keep or i not in axes))]
+
+    def count(self, t: TensorType, attrs: Attrs) -> int:
+        axes = self.reduced(t, attrs)
+        return 1 if axes is None else int(np.prod([t.shape[a] for a in axes], dtype=np.int64))
+
+    def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+        if self.kind != "prod":
+            return ANY
+        try:
+            n = self.count(ins[0], attrs)
+        except ShapeError:
+            n = ins[0].size
+        if np.issubdtype(ins[0].np_dtype, np.integer):
+            return Domain(lo=-2, hi=2) if n <= 16 else Domain(lo=-1, hi=1)
+        return Domain(lo=0.5, hi=1.5) if n <= 16 else Domain(lo=0.9, hi=1.1)
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        r = first.rank
+        for _ in range(10):
+            u = rng.random()
+            noop = 0
+            if r == 0 or u < 0.2:
+                axes: list[int] = []
+                noop = int(rng.random() < 0.25)
+            else:
+                k = int(rng.integers(1, r + 1))
+                axes = [int(a) - (r if rng.random() < 0.3 else 0) for a in rng.choice(r, size=k, replace=False)]
+            attrs = {"axes": axes, "keepdims": int(rng.integers(0, 2)), "noop_with_empty_axes": noop}
+            if first.dtype == "float16" and self.kind in ("sum", "mean", "prod") \
+                    and self.count(first, attrs) > F16_MAX_REDUCED:
+                continue
+            return [first], attrs
+        raise ShapeError(f"{self.name}: float16 reductions over {first.shape} would be too long to compare")
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        x = xs[0]
+        axes = self.reduced(TensorType.of(x), attrs)
+        if axes is None:
+            return [x.copy()]
+        keep = bool(attrs["keepdims"])
+        w = x.astype(np.float32) if x.dtype == np.float16 else x
+        if self.kind == "sum":
+            y = np.sum(w, axis=axes, keepdims=keep, dtype=w.dtype)
+        elif self.kind == "prod":
+            y = np.prod(w, axis=axes, keepdims=keep, dtype=w.dtype)
+        elif self.kind == "mean":
+            n = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
+            if np.issubdtype(w.dtype, np.integer):  # integer mean truncates toward zero, like ONNXRuntime
+                s = np.sum(w, axis=axes, keepdims=keep, dtype=np.int64)
+                y = np.sign(s) * (np.abs(s) // max(n, 1))
+            else:
+                y = np.sum(w, axis=axes, keepdims=keep, dtype=w.dtype) / w.dtype.type(n) if n else \
+                    np.full(np.sum(w, axis=axes, keepdims=keep).shape, np.nan, dtype=w.dtype)
+        else:  # max / min over an empty set give the identity (-inf / +inf or the dtype's bound)
+            if np.issubdtype(w.dtype, np.floating):
+                lo, hi = -np.inf, np.inf
+            else:
+                info = np.iinfo(w.dtype)
+                lo, hi = info.min, info.max
+            if self.kind == "max":
+                y = np.max(w, axis=axes, keepdims=keep, initial=lo)
+            else:
+                y = np.min(w, axis=axes, keepdims=keep, initial=hi)
+        return [np.asarray(y).astype(x.dtype)]
+
+    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+        inputs = [ins[0]]
+        if attrs["axes"]:
+            inputs.append(b.const(np.asarray(attrs["axes"], dtype=np.int64), "int64", "axes"))
+        b.node(self.onnx_op, inputs, outs, keepdims=int(attrs["keepdims"]),
+               noop_with_empty_axes=int(attrs["noop_with_empty_axes"]))
+
+    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        from tvm import relax
+
+        axes = self.reduced(in_types[0], attrs)
+        if axes is None:
+            return [ins[0]]
+        fn = getattr(relax.op, self.kind)
+        return [fn(ins[0], axis=list(axes) if attrs["axes"] else None, keepdims=bool(attrs["keepdims"]))]
+
+    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+        if ctx.opset >= self.axes_input_since:
+            expect_attrs(node, {"keepdims", "noop_with_empty_axes"})
+            v = ctx.const_input(node, 1)
+            if v is not None and v.dtype.kind not in "iu":
+                raise Unsupported(f"{node.op_type}: axes must be integers")
+            axes = [] if v is None else [int(a) for a in v.reshape(-1)]
+            noop = int(onnx_attr(node, "noop_with_empty_axes", 0))
+        else:
+            expect_attrs(node, {"keepdims", "axes"})
+            axes = [int(a) for a in onnx_attr(node, "axes", [])]
+            noop = 0
+        return [node.input[0]], {"axes": axes, "keepdims": int(onnx_attr(node, "keepdims", 1)),
+                                 "noop_with_empty_axes": noop}
+
+
+class ArgOp(OpSpec):
+    """ArgMax/ArgMin, first index on ties (select_last_index=0). attrs: axis, keepdims. Output int64."""
+
+    family = "reduce"
+    ranks = (1, 2, 3, 4)
+
+    def __init__(self, name: str, onnx_op: str, kind: str, relax_skip: dict[str, str] | None = None) -> None:
+        self.name = name
+        self.relax_skip = dict(relax_skip or {})
+        self.onnx_op = onnx_op
+        self.onnx_ops = (onnx_op,)
+        self.kind = kind
+        self.dtypes = FLOATS + INTS
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        require_arity(self, ins)
+        t = ins[0]
+        require_dtype(self, t)
+        if t.rank == 0:
+            raise ShapeError(f"{self.name}: input must have rank >= 1")
+        a = _axis(self, attrs.get("axis"), t.rank)
+        if t.shape[a] == 0:
+            raise ShapeError(f"{self.name}: no index to select along an empty axis {a}")
+        keep = _flag(self, attrs, "keepdims")
+        return [TensorType("int64", tuple(1 if i == a else d for i, d in enumerate(t.shape) if keep or i != a))]
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        if first.rank == 0:
+            raise ShapeError(f"{self.name}: input must have rank >= 1")
+        a = int(rng.integers(first.rank))
+        attrs = {"axis": a - (first.rank if rng.random() < 0.3 else 0), "keepdims": int(rng.integers(0, 2))}
+        self.infer([first], attrs)
+        return [first], attrs
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        fn = np.argmax if self.kind == "argmax" else np.argmin
+        return [fn(xs[0], axis=attrs["axis"], keepdims=bool(attrs["keepdims"])).astype(np.int64)]
+
+    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+        b.node(self.onnx_op, ins, outs, axis=int(attrs["axis"]), keepdims=int(attrs["keepdims"]))
+
+    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        from tvm import relax
+
+        fn = getattr(relax.op, self.kind)
+        return [fn(ins[0], axis=attrs["axis"] % in_types[0].rank, keepdims=bool(attrs["keepdims"]))]
+
+    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+        expect_attrs(node, {"axis", "keepdims", "select_last_index"})
+        if onnx_attr(node, "select_last_index", 0):
+            raise Unsupported(f"{node.op_type}: select_last_index=1 is not modelled")
+        return [node.input[0]], {"axis": int(onnx_attr(node, "axis", 0)),
+                                 "keepdims": int(onnx_attr(node, "keepdims", 1))}
+
+
+_SUM_TYPES = ("float16", "float32", "float64", "int32", "int64")
+_MAX_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8")
+
+register(ReduceOp("reduce_sum", "ReduceSum", "sum", _SUM_TYPES, axes_input_since=13))
+register(ReduceOp("reduce_mean", "ReduceMean", "mean", _SUM_TYPES, axes_input_since=18, relax_skip={
+    "int32": "TVM bug: LegalizeOps lowers R.mean over int32 to a TIR function returning int64 (topi divides by an "
+             "int64 count), contradicting R.mean's inferred int32 type",
+}))
+register(ReduceOp("reduce_max", "ReduceMax", "max", _MAX_TYPES, axes_input_since=18))
+register(ReduceOp("reduce_min", "ReduceMin", "min", _MAX_TYPES, axes_input_since=18))
+register(ReduceOp("reduce_prod", "ReduceProd", "prod", _SUM_TYPES, axes_input_since=18))
+# TVM's argmax/argmin reducer starts from (index -1, dtype min/max) and only replaces it on a strict
+# improvement, so a row whose values all equal the dtype's min (argmax) / max (argmin) yields -1.
+# For uint8 argmax that is any all-zero row, which ordinary inputs hit; other dtypes need -inf/INT_MIN rows.
+register(ArgOp("argmax", "ArgMax", "argmax", relax_skip={
+    "uint8": "TVM bug: R.argmax returns -1 for a row of all zeros (the uint8 minimum): its reducer's "
+             "identity (-1, min_value) is never replaced on ties",
+}))
+register(ArgOp("argmin", "ArgMin", "argmin"))
