@@ -17,6 +17,13 @@ import warnings
 import numpy as np
 
 
+def as_array(x: object) -> np.ndarray:
+    """Some cases store their data as TensorProto (e.g. float16/float8 casts)."""
+    import onnx
+
+    return onnx.numpy_helper.to_array(x) if isinstance(x, onnx.TensorProto) else np.asarray(x)
+
+
 def run(ops: set[str] | None = None, verbose: bool = False) -> tuple[int, int, int, list[str]]:
     warnings.filterwarnings("ignore")
     from onnx.backend.test.case.node import collect_testcases
@@ -41,7 +48,8 @@ def run(ops: set[str] | None = None, verbose: bool = False) -> tuple[int, int, i
         ok = True
         why = ""
         for inputs, expected in case.data_sets:
-            feed_arrays = [np.asarray(x) for x in inputs]
+            feed_arrays = [as_array(x) for x in inputs]
+            expected = [as_array(x) for x in expected]
             if len(feed_arrays) != len(g.inputs):
                 ok, why = False, f"{len(feed_arrays)} inputs given, graph has {len(g.inputs)}"
                 break

@@ -103,7 +103,8 @@ def check_instance(g: Graph, inputs: dict, *, ort: bool = True, relax: bool = Tr
         res = import_model(model)
         assert res.complete, f"import failed: {res.skipped}\n{text}"
         back = reference.outputs(res.graph, {res.graph.inputs[i].name: inputs[v.name] for i, v in enumerate(g.inputs)})
-        bad = compare(back, ref, scale=0.0)
+        # exact, unless the ONNX form is a decomposition (e.g. Gelu as its formula at opset 18)
+        bad = compare(back, ref, scale=0.0 if len(res.graph.nodes) == len(g.nodes) else 1.0)
         assert not bad, f"imported graph differs: {bad}\n{text}"
 
 
