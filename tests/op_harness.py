@@ -9,10 +9,10 @@ from dlcfuzz import reference
 from dlcfuzz.errors import ShapeError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.single import single_op_graph
-from dlcfuzz.ir import DTYPES, Graph, TensorType, graphs_equal, dumps, loads
+from dlcfuzz.ir import DTYPES, Graph, TensorType, dumps, graphs_equal, loads
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
-from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.ops import OpSpec
+from dlcfuzz.oracle.numeric import compare
 
 
 def instances(spec: OpSpec, seed: int, count: int) -> list[tuple[Graph, dict[str, np.ndarray]]]:

@@ -112,9 +112,8 @@ def test_reference_runs_functions_and_keeps_intermediates():
 
 def test_function_graph_lowers_to_onnx_and_relax():
     pytest.importorskip("onnxruntime")
-    from tests.op_harness import run_ort, run_relax
-
     from dlcfuzz.lower.onnx import to_onnx
+    from tests.op_harness import run_ort, run_relax
 
     g = with_function()
     x = {"x": np.random.default_rng(0).normal(size=(2, 3)).astype("float32")}

@@ -16,8 +16,8 @@ from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import dumps, graphs_equal, loads, to_text
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
-from dlcfuzz.oracle.numeric import all_finite, compare
 from dlcfuzz.ops import get_op
+from dlcfuzz.oracle.numeric import all_finite, compare
 
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -46,7 +46,7 @@ PASSES: dict[str, str] = {
 }
 OPTIMIZE = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
 EXPECTED = [
-    ("unsupported", re.compile(r"not supported|Unsupported|NotImplemented|is not implemented|not implemented")),
+    ("unsupported", re.compile(r"not supported|Unsupported|NotImplemented|is not implemented|not implemented|only support")),
     ("invalid-model", re.compile(r"InternalError: Check failed: \(false\) is false: Cannot find|TypeError: .*argument")),
 ]
 

@@ -91,7 +91,7 @@ def _header(title: str, detail: str, version: str) -> str:
 
 
 def _common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str, configs: list[Config]) -> str:
-    exp = "None" if expected is None else f'[EXP[k] for k in sorted(EXP, key=int)]'
+    exp = "None" if expected is None else '[EXP[k] for k in sorted(EXP, key=int)]'
     exp_def = "" if expected is None else f'EXP = dict(np.load(io.BytesIO(base64.b64decode("""\n{_npz_b64({str(i): a for i, a in enumerate(expected)})}\n"""))))\n'
     return (
         f'INPUTS = dict(np.load(io.BytesIO(base64.b64decode("""\n{_npz_b64(inputs)}\n"""))))\n'

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlcfuzz.gen.inputs import sample_tensor
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import OpSpec
-from dlcfuzz.gen.inputs import sample_tensor
 
 
 def single_op_graph(spec: OpSpec, rng: np.random.Generator, first: TensorType) -> Graph:

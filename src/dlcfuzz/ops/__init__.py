@@ -1,9 +1,19 @@
 """The operator registry. Importing this package registers every family."""
 
-from dlcfuzz.ops.base import (
-    ANY, NONNEG, NONZERO, POSITIVE, SMALL, UNIT_OPEN, Attrs, Domain, OpSpec, register, registry,
-)
 from dlcfuzz.ops import elementwise, nn, reduce, shape  # noqa: F401  (registration side effects)
+from dlcfuzz.ops.base import (
+    ANY,
+    NONNEG,
+    NONZERO,
+    POSITIVE,
+    SMALL,
+    UNIT_OPEN,
+    Attrs,
+    Domain,
+    OpSpec,
+    register,
+    registry,
+)
 
 
 def get_op(name: str) -> OpSpec:

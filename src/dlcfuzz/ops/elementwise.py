@@ -16,8 +16,24 @@ import numpy as np
 from dlcfuzz.errors import DTypeError, Unsupported
 from dlcfuzz.ir.types import DTYPES, FLOATS, INTS, NUMERIC, SIGNED, SIGNED_INTS, TensorType
 from dlcfuzz.ops.base import (
-    ANY, NONZERO, POSITIVE, SMALL, UNIT_OPEN, Attrs, Domain, OpSpec, broadcast_shapes, expect_attrs, onnx_attr,
-    register, registry, relax_dtype_const, require_arity, require_dtype, require_same_dtype, sample_broadcast_partner,
+    ANY,
+    NONZERO,
+    POSITIVE,
+    SMALL,
+    UNIT_OPEN,
+    Attrs,
+    Domain,
+    OpSpec,
+    broadcast_shapes,
+    expect_attrs,
+    onnx_attr,
+    register,
+    registry,
+    relax_dtype_const,
+    require_arity,
+    require_dtype,
+    require_same_dtype,
+    sample_broadcast_partner,
 )
 
 RelaxFn = Callable[[Any, Attrs, str], Any]

@@ -24,7 +24,7 @@ def prune(g: Graph) -> Graph:
     live = set(g.outputs)
     keep = []
     for n in reversed(g.nodes):
-        if any(v.name in live for v in n.outputs) or n.op == "call" and False:
+        if any(v.name in live for v in n.outputs):
             keep.append(n)
             live.update(n.inputs)
     out = g.copy()
