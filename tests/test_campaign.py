@@ -36,7 +36,7 @@ def findings(out: Path) -> list[dict]:
     return [dict(r) for r in db.execute("SELECT * FROM findings ORDER BY id")]
 
 
-def tests_done(out: Path) -> int:
+def count_done(out: Path) -> int:
     return sqlite3.connect(out / "store.sqlite").execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
 
 
@@ -87,7 +87,7 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     first = distinct[0]
     assert first["reduced_nodes"] <= 2, first  # the faulty op (plus at most one producer)
     # the campaign went on past the fault
-    assert tests_done(out) == (24 if fault in ("hang", "alloc") else 40)
+    assert count_done(out) == (24 if fault in ("hang", "alloc") else 40)
     repro = next((out / "findings").glob(f"{first['id']:04d}-*/repro.py"))
     p = run_repro(repro, timeout=20 if fault == "hang" else 120)
     assert reproduced(p), (p.returncode, p.stdout[-800:], p.stderr[-800:]) if p else "timed out"

@@ -9,9 +9,10 @@ import time
 
 import pytest
 
-from dlcfuzz.exec.pool import WorkerPool, WorkerStartupError
+from dlcfuzz.exec.pool import WorkerPool, WorkerStartupError, _scan_groups, progress
 
 H = "dlcfuzz.exec.planted:make_handler"
+ECHO = "dlcfuzz.exec.pool:make_echo_handler"
 
 
 def cmd(do: str, data=None) -> bytes:
@@ -20,76 +21,171 @@ def cmd(do: str, data=None) -> bytes:
 
 @pytest.fixture(scope="module")
 def pool():
-    with WorkerPool(H, jobs=2, timeout_s=2.0, memory_mb=400) as p:
+    with WorkerPool(H, jobs=2, timeout_s=1.0, memory_mb=300) as p:
         yield p
 
 
 def alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
         return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def group_of(p: WorkerPool) -> set[int]:
+    """Every live process in the pool's workers' process groups."""
+    groups = _scan_groups({w.pid for w in p._workers})
+    return {pid for pids in groups.values() for pid in pids}
 
 
 @pytest.mark.parametrize("do,status,sig", [
     ("segfault", "crash", signal.SIGSEGV), ("abort", "crash", signal.SIGABRT), ("exit", "crash", None),
-    ("hang", "timeout", None), ("alloc", "oom", None), ("raise", "error", None), ("memoryerror", "oom", None),
+    ("hang", "timeout", None), ("spin", "timeout", None), ("alloc", "oom", None), ("raise", "error", None),
+    ("memoryerror", "oom", None), ("badreturn", "error", None), ("child_alloc", "oom", None),
 ])
 def test_fault_is_attributed_and_pool_recovers(pool, do, status, sig):
+    before = pool.stats.restarts
     r = pool.run(cmd(do))
     assert r.status == status, r
+    assert r.worker_restarted == (status != "error")
+    assert pool.stats.restarts == before + (status != "error")
     if sig is not None:
-        assert r.signal == sig and "SIG" in r.error
+        assert r.signal == sig and r.exit_code == -sig and f"killed by signal {sig} ({sig.name})" == r.error
+    if do == "exit":
+        assert r.exit_code == 3 and r.signal is None and "status 3" in r.error
     if do == "segfault":
-        assert "Fatal Python error" in r.stderr_tail or "Segmentation" in r.stderr_tail
+        assert "Fatal Python error" in r.stderr_tail and "planted.py" in r.stderr_tail
+    if do in ("hang", "spin"):
+        assert r.error == "exceeded 1.0 s deadline" and 1.0 <= r.seconds < 3.0
+        assert "planted.py" in r.stderr_tail  # faulthandler's stacks, asked for before the kill
+    if do in ("alloc", "child_alloc"):
+        assert r.error.startswith("exceeded 300 MiB (rss ")
     if do == "raise":
-        assert "ValueError: planted" in r.error and not r.worker_restarted
+        assert r.error.startswith("ValueError: planted\n") and "Traceback" in r.error and "planted.py" in r.error
+    if do == "badreturn":
+        assert "TypeError: handler returned str" in r.error
     ok = pool.run(cmd("echo", [1, 2]))
-    assert ok.status == "ok" and json.loads(ok.payload) == [1, 2]
+    assert ok.status == "ok" and json.loads(ok.payload) == [1, 2] and not ok.worker_restarted
+
+
+def test_fault_attributed_to_its_task_among_others(pool):
+    ids = {pool.submit(cmd("echo", i)): i for i in range(5)}
+    bad = pool.submit(cmd("segfault"))
+    ids.update({pool.submit(cmd("echo", i)): i for i in range(5, 10)})
+    got = {}
+    for r in pool.results():
+        got[r.task_id] = r
+    assert set(got) == set(ids) | {bad}
+    assert got[bad].status == "crash"
+    assert all(got[t].status == "ok" and json.loads(got[t].payload) == i for t, i in ids.items())
 
 
 def test_timeout_kills_grandchildren(pool):
     r = pool.run(cmd("spawn_child_and_hang"))
     assert r.status == "timeout"
     child = int(r.progress.split()[1])
-    time.sleep(0.2)
+    deadline = time.monotonic() + 2
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert not alive(child)
 
 
 def test_progress_note_survives_a_crash(pool):
     r = pool.run(cmd("progress"))
-    assert r.status == "crash" and r.progress == "step 1"
+    assert r.status == "crash" and r.progress == "step 1" and r.signal == signal.SIGSEGV
+
+
+def test_progress_is_a_noop_outside_a_worker():
+    progress("nothing listens")
+
+
+def test_completion_order_and_per_task_timeout(pool):
+    slow = pool.submit(cmd("sleep", 0.4), timeout_s=5.0)
+    fast = pool.submit(cmd("echo", "fast"))
+    first = pool.next_result(timeout=5)
+    assert first.task_id == fast
+    assert pool.next_result(timeout=0.0) is None  # the slow one still sleeps
+    second = pool.run(cmd("echo", "x"))  # run() leaves the slow result queued for next_result
+    assert second.status == "ok"
+    rest = list(pool.results())
+    assert [r.task_id for r in rest] == [slow] and rest[0].status == "ok"
+    assert pool.next_result(timeout=0.1) is None  # nothing pending
 
 
 def test_map_keeps_order_with_faults_in_between(pool):
     payloads = [cmd("echo", i) if i % 7 else cmd("raise") for i in range(60)]
     payloads[30] = cmd("segfault")
-    res = pool.map(payloads)
+    res = pool.map(iter(payloads))
     assert [r.task_id for r in res] == sorted(r.task_id for r in res)
     for i, r in enumerate(res):
         if i == 30:
             assert r.status == "crash"
         elif i % 7 == 0:
-            assert r.status == "error"
+            assert r.status == "error" and "ValueError: planted" in r.error
         else:
             assert json.loads(r.payload) == i
 
 
-def test_many_small_tasks():
+def test_worker_killed_while_idle_is_replaced(pool):
+    victim = pool._workers[0].pid
+    os.kill(victim, signal.SIGKILL)
+    time.sleep(0.1)
+    res = pool.map([cmd("echo", i) for i in range(6)])
+    assert [json.loads(r.payload) for r in res] == list(range(6))
+    assert victim not in [w.pid for w in pool._workers]
+
+
+def test_stats_count_everything(pool):
+    s = pool.stats
+    before = (s.tasks, s.ok, s.errors, s.crashes, s.restarts)
+    pool.map([cmd("echo", 1), cmd("raise"), cmd("abort"), cmd("echo", 2)])
+    assert (s.tasks, s.ok, s.errors, s.crashes, s.restarts) == tuple(
+        b + d for b, d in zip(before, (4, 2, 1, 1, 1)))
+    assert s.tasks == s.ok + s.errors + s.crashes + s.timeouts + s.ooms
+    assert 0 < s.handler_s <= s.task_s <= s.wall_s * pool.jobs
+
+
+def test_many_small_tasks_and_big_payloads():
     with WorkerPool(H, jobs=1) as p:
         res = p.map([cmd("echo", i) for i in range(2000)])
-    assert [json.loads(r.payload) for r in res] == list(range(2000))
+        assert [json.loads(r.payload) for r in res] == list(range(2000))
+    blob = os.urandom(5 << 20)
+    with WorkerPool(ECHO, jobs=2) as p:
+        res = p.map([blob, b"", blob[:70000]])
+        assert [r.payload for r in res] == [blob, b"", blob[:70000]]
 
 
-def test_startup_failure_is_a_clear_error():
-    with pytest.raises(WorkerStartupError, match="compiler not installed"):
-        WorkerPool(H, {"fail_startup": True}, jobs=1)
+@pytest.mark.parametrize("init,match", [
+    ({"fail_startup": True}, "RuntimeError: planted startup failure: compiler not installed"),
+    ({"startup_crash": True}, r"killed by signal 11 \(SIGSEGV\) during startup"),
+])
+def test_startup_failure_is_a_clear_error(init, match):
+    with pytest.raises(WorkerStartupError, match=match):
+        WorkerPool(H, init, jobs=2)
+
+
+def test_startup_timeout_and_missing_module():
+    t0 = time.monotonic()
+    with pytest.raises(WorkerStartupError, match="no answer within 0.5 s"):
+        WorkerPool(H, {"startup_sleep": 30}, startup_timeout_s=0.5)
+    assert time.monotonic() - t0 < 5
+    with pytest.raises(WorkerStartupError, match="ModuleNotFoundError"):
+        WorkerPool("no_such_compiler_module:make", jobs=1)
 
 
 def test_close_leaves_no_processes():
     p = WorkerPool(H, jobs=2)
-    pids = [w.proc.pid for w in p._workers]
+    p.submit(cmd("spawn_child_and_hang"))
+    p.submit(cmd("hang"))
+    deadline = time.monotonic() + 5
+    while len(group_of(p)) < 3 and time.monotonic() < deadline:  # 2 workers + the grandchild
+        time.sleep(0.02)
+    procs = group_of(p)
+    workers = [w.pid for w in p._workers]
+    assert len(procs) == 3
     p.close()
-    assert not any(alive(pid) for pid in pids)
+    assert not any(alive(pid) for pid in procs)
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)  # reaped: no zombies
+    with pytest.raises(RuntimeError, match="closed"):
+        p.submit(cmd("echo"))

@@ -28,7 +28,7 @@ def test_family_is_registered():
 
 
 @pytest.mark.parametrize("op", REDUCE_OPS)
-def test_instances_agree_everywhere(op):
+def test_op_agrees_everywhere(op):
     spec = get_op(op)
     got = instances(spec, seed=2, count=6)
     assert got, f"{op}: sample() produced no instance"

@@ -36,7 +36,7 @@ def test_family_is_registered():
 
 
 @pytest.mark.parametrize("op", SHAPE_OPS)
-def test_instances_agree_everywhere(op):
+def test_op_agrees_everywhere(op):
     spec = get_op(op)
     got = instances(spec, seed=1, count=6)
     assert got, f"{op}: sample() produced no instance"

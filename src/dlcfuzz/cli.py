@@ -148,16 +148,16 @@ def cmd_replay(a: argparse.Namespace) -> int:
         tc = TestCase.from_bytes(store.test_blob(test_id))
         compiler = tc.compiler
         backend = get_backend(compiler)
-    ref, why = reference_of(tc)
+    ref = reference_of(tc)
     with WorkerPool(HANDLER, {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
         res = pool.run(tc.to_bytes())
     if res.status == "ok":
         obs, version = observations_from_bytes(res.payload)
-        verdicts = judge(compiler, backend.expected_error, ref, obs)
+        verdicts = judge(compiler, backend.expected_error, ref.outputs, obs, ref.unstable)
     else:
         verdicts = [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]
-    if why:
-        print(f"unknown: {why}")
+    if ref.reason:
+        print(f"unknown: {ref.reason}")
     for v in verdicts:
         print(f"{v.kind}: {v.category} {', '.join(v.configs)}\n  {v.detail.splitlines()[0] if v.detail else ''}")
     return 1 if any(v.kind == "bug" for v in verdicts) else 0

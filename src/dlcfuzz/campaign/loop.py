@@ -20,7 +20,7 @@ from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
 from dlcfuzz.errors import UsageError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir import save, to_text
-from dlcfuzz.oracle.numeric import all_finite
+from dlcfuzz.oracle.numeric import all_finite, compare_one
 from dlcfuzz.oracle.signature import digest
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.reduce.graph import reduce_graph
@@ -68,8 +68,22 @@ def make_test(opts: CampaignOptions, seq: int, configs: list[Config], supported:
     return TestCase(g, sample_inputs(g, rng), configs, seed=seed, compiler=opts.compiler, strategy=opts.strategy)
 
 
-def reference_of(tc: TestCase, tries: int = 3) -> tuple[list[np.ndarray] | None, str | None]:
-    """Reference outputs, re-sampling inputs until they are finite; None and a reason when they never are."""
+@dataclass
+class Reference:
+    """The reference verdict on a test: outputs (None when unusable), why not, and unstable outputs."""
+
+    outputs: list[np.ndarray] | None
+    reason: str | None = None
+    unstable: set[int] = field(default_factory=set)
+
+
+def reference_of(tc: TestCase, tries: int = 3) -> Reference:
+    """Reference outputs, re-sampling inputs until every value is finite.
+
+    Also marks ill-conditioned outputs: where evaluating without per-operator rounding moves an
+    output by more than a quarter of its tolerance, rounding differences that compilers may
+    legally make can cross the threshold, so no comparison on that output is trusted.
+    """
     rng = np.random.default_rng(tc.seed ^ 0x5EED)
     for _ in range(tries):
         env = reference.run(tc.graph, tc.inputs, keep_all=True)
@@ -79,10 +93,16 @@ def reference_of(tc: TestCase, tries: int = 3) -> tuple[list[np.ndarray] | None,
         if all_finite(list(env.values())):
             again = reference.outputs(tc.graph, tc.inputs)
             if any(a.tobytes() != b.tobytes() for a, b in zip(ref, again)):
-                return None, "nondeterministic-reference"
-            return ref, None
+                return Reference(None, "nondeterministic-reference")
+            exact = reference.run(tc.graph, tc.inputs, exact=True)
+            unstable = set()
+            for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
+                e = exact[o]
+                if not all_finite([e]) or compare_one(i, e.astype(r.dtype), r, scale=0.25) is not None:
+                    unstable.add(i)
+            return Reference(ref, None, unstable)
         tc.inputs = sample_inputs(tc.graph, rng)
-    return None, "nonfinite-reference"
+    return Reference(None, "nonfinite-reference")
 
 
 class Campaign:
@@ -160,11 +180,10 @@ class Campaign:
         with WorkerPool(HANDLER, {"compiler": o.compiler}, jobs=o.jobs, timeout_s=deadline, memory_mb=o.memory_mb) as pool:
             caps = load_or_probe(pool, self.backend, self.configs, log=self.log)
             supported = lambda op, dt: caps.get((op, dt), (True, ""))[0]  # noqa: E731
-            inflight: dict[int, tuple[int, TestCase, Any, str | None, bool]] = {}
+            inflight: dict[int, tuple[int, TestCase, Reference, bool]] = {}
             for test_id, _seq, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
                 tc = TestCase.from_bytes(blob)
-                ref, why = reference_of(tc)
-                inflight[pool.submit(tc.to_bytes())] = (test_id, tc, ref, why, False)
+                inflight[pool.submit(tc.to_bytes())] = (test_id, tc, reference_of(tc), False)
             seq = self.store.next_seq()
             last_progress = last_stats = start
             while True:
@@ -172,10 +191,10 @@ class Campaign:
                 out_of_budget = now >= stop_at or (o.max_tests is not None and seq >= o.max_tests)
                 while not out_of_budget and len(inflight) < 2 * o.jobs:
                     tc = make_test(o, seq, self.configs, supported)
-                    ref, why = reference_of(tc)
+                    ref = reference_of(tc)
                     blob = tc.to_bytes()
                     test_id = self.store.add_test(self.run_id, seq, tc.seed, blob)  # stored before it runs
-                    inflight[pool.submit(blob)] = (test_id, tc, ref, why, False)
+                    inflight[pool.submit(blob)] = (test_id, tc, ref, False)
                     seq += 1
                     if o.max_tests is not None and seq >= o.max_tests:
                         break
@@ -183,11 +202,11 @@ class Campaign:
                     break
                 res = pool.next_result(timeout=0.5)
                 if res is not None:
-                    test_id, tc, ref, why, rerun = inflight.pop(res.task_id)
+                    test_id, tc, ref, rerun = inflight.pop(res.task_id)
                     if res.status == "timeout" and not rerun:
-                        inflight[pool.submit(tc.to_bytes(), timeout_s=deadline * HANG_FACTOR)] = (test_id, tc, ref, why, True)
+                        inflight[pool.submit(tc.to_bytes(), timeout_s=deadline * HANG_FACTOR)] = (test_id, tc, ref, True)
                     else:
-                        self.handle(test_id, tc, ref, why, res, start, stop_at)
+                        self.handle(test_id, tc, ref, res, stop_at)
                 now = time.monotonic()
                 if now - last_progress >= 1.0:
                     self.progress(now - start)
@@ -213,13 +232,13 @@ class Campaign:
                              compiler_s=self.compiler_s)
 
     # ---- one result ----------------------------------------------------
-    def handle(self, test_id: int, tc: TestCase, ref: Any, why: str | None, res: Any, start: float, stop_at: float) -> None:
+    def handle(self, test_id: int, tc: TestCase, ref: Reference, res: Any, stop_at: float) -> None:
         self.counts["tests"] += 1
         observations = []
         if res.status == "ok":
             observations, _ = observations_from_bytes(res.payload)
             self.compiler_s += sum(ob.compile_s + ob.run_s for ob in observations)
-            verdicts = judge(tc.compiler, self.backend.expected_error, ref, observations)
+            verdicts = judge(tc.compiler, self.backend.expected_error, ref.outputs, observations, ref.unstable)
             if any(ob.status == "ok" for ob in observations):
                 self.counts["valid"] += 1
         elif res.status == "error":
@@ -230,8 +249,10 @@ class Campaign:
                 self.log(f"\ndlcfuzz internal error (test {test_id}): {(res.error or '').splitlines()[-1:]}")
         else:
             verdicts = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
-        if why:
-            verdicts.append(Verdict("unknown", why))
+        if ref.reason:
+            verdicts.append(Verdict("unknown", ref.reason))
+        elif ref.unstable:
+            verdicts.append(Verdict("unknown", "ill-conditioned-output"))
         bugs = [v for v in verdicts if v.kind == "bug"]
         for v in verdicts:
             if v.kind == "unknown":
@@ -259,11 +280,11 @@ class Campaign:
         def predicate(g: Any, inputs: dict[str, np.ndarray]) -> bool:
             cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
                             seed=tc.seed, compiler=tc.compiler)
-            ref, _ = reference_of(cand, tries=1)
+            ref = reference_of(cand, tries=1)
             res = self.reducer_pool().run(cand.to_bytes())
             if res.status == "ok":
                 obs, _ = observations_from_bytes(res.payload)
-                got = judge(tc.compiler, self.backend.expected_error, ref, obs)
+                got = judge(tc.compiler, self.backend.expected_error, ref.outputs, obs, ref.unstable)
             elif res.status == "error":
                 return False
             else:
@@ -273,7 +294,7 @@ class Campaign:
 
         return predicate
 
-    def record_finding(self, test_id: int, tc: TestCase, ref: Any, v: Verdict, stop_at: float) -> None:
+    def record_finding(self, test_id: int, tc: TestCase, ref: Reference, v: Verdict, stop_at: float) -> None:
         self.counts["findings"] += 1
         numeric = v.category in ("inconsistency", "wrong-result")
         key = v.key
@@ -308,7 +329,7 @@ class Campaign:
             return
         self.counts["distinct"] += 1
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
-        red_ref, _ = reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1)
+        red_ref = reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1).outputs
         title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
         script = make_script(tc.compiler, reduced, reduced_in, red_ref if v.category == "wrong-result" else None,
                              configs, v.category, title, v.detail, self.version)

@@ -1,7 +1,12 @@
 """A handler with planted misbehaviour, to prove the pool's isolation (tests only).
 
-The payload is JSON: {"do": "echo" | "segfault" | "abort" | "hang" | "alloc" | "raise" |
-"memoryerror" | "spawn_child_and_hang" | "progress" | "exit", "data": ...}.
+Payload: JSON {"do": COMMAND, "data": ...}. Commands: echo (returns data as JSON), segfault,
+abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), alloc (grows without
+bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
+reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
+child_alloc (a grandchild grows without bound), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), badreturn (a str).
+init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
+{"startup_sleep": S} delays it.
 """
 
 from __future__ import annotations
@@ -10,47 +15,68 @@ import ctypes
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 
+from dlcfuzz.exec.pool import progress
+
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
+    """Factory: checks the planted startup faults, returns handle(payload) -> bytes."""
     if init.get("fail_startup"):
         raise RuntimeError("planted startup failure: compiler not installed")
+    if init.get("startup_crash"):
+        ctypes.string_at(0)
+    if init.get("startup_sleep"):
+        time.sleep(float(init["startup_sleep"]))
 
     def handle(payload: bytes) -> bytes:
-        from dlcfuzz.exec.pool import progress
-
         cmd = json.loads(payload)
-        do = cmd["do"]
+        do, data = cmd["do"], cmd.get("data")
         if do == "echo":
-            return json.dumps(cmd.get("data")).encode()
+            return json.dumps(data).encode()
         if do == "segfault":
             ctypes.string_at(0)
         if do == "abort":
             os.abort()
+        if do == "exit":
+            os._exit(3)
         if do == "hang":
             while True:
                 time.sleep(1)
+        if do == "spin":
+            while True:
+                pass
         if do == "alloc":
             hog = []
             while True:
-                hog.append(bytearray(32 << 20))
-                hog[-1][::4096] = b"x" * len(hog[-1][::4096])
+                chunk = bytearray(10 << 20)
+                chunk[::4096] = b"x" * len(range(0, len(chunk), 4096))  # touch every page
+                hog.append(chunk)
         if do == "raise":
             raise ValueError("planted")
         if do == "memoryerror":
-            raise MemoryError
+            raise MemoryError("planted")
         if do == "spawn_child_and_hang":
             child = subprocess.Popen(["sleep", "1000"])
             progress(f"child {child.pid}")
             while True:
                 time.sleep(1)
+        if do == "child_alloc":
+            hog = "x = []\nwhile True:\n    x.append(bytearray(b'x') * (10 << 20))\n"
+            subprocess.Popen([sys.executable, "-c", hog]).wait()
         if do == "progress":
             progress("step 1")
             ctypes.string_at(0)
-        if do == "exit":
-            os._exit(3)
+        if do == "sleep":
+            time.sleep(float(data))
+            return json.dumps(data).encode()
+        if do == "badreturn":
+            return str(data)
+        if do == "stderr":
+            print(data, file=sys.stderr, flush=True)
+            return json.dumps(data).encode()
         raise ValueError(f"unknown command {do!r}")
 
     return handle

@@ -485,38 +485,44 @@ for spec in [
 
 
 class WhereOp(OpSpec):
+    """where(x, y, condition) = condition ? x : y.
+
+    The condition comes last in our IR (ONNX puts it first) so that input 0 carries the value
+    dtype: capability probing and generation key on input 0's dtype.
+    """
+
     name = "where"
     family = "elementwise"
     n_inputs = 3
-    dtypes = ("bool",)
+    dtypes = DTYPES
     onnx_ops = ("Where",)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
-        require_dtype(self, ins[0], ("bool",), "condition")
-        require_same_dtype(self, ins[1:])
-        return [TensorType(ins[1].dtype, broadcast_shapes(self, *(t.shape for t in ins)))]
+        require_dtype(self, ins[0])
+        require_same_dtype(self, ins[:2])
+        require_dtype(self, ins[2], ("bool",), "condition")
+        return [TensorType(ins[0].dtype, broadcast_shapes(self, *(t.shape for t in ins)))]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
-        require_dtype(self, first, ("bool",), "condition")
-        dt = str(rng.choice(DTYPES))
-        return [first, TensorType(dt, sample_broadcast_partner(rng, first.shape)),
-                TensorType(dt, sample_broadcast_partner(rng, first.shape))], {}
+        require_dtype(self, first)
+        return [first, first.with_shape(sample_broadcast_partner(rng, first.shape)),
+                TensorType("bool", sample_broadcast_partner(rng, first.shape))], {}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        return [np.where(xs[0], xs[1], xs[2])]
+        return [np.where(xs[2], xs[0], xs[1])]
 
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Where", ins, outs)
+        b.node("Where", [ins[2], ins[0], ins[1]], outs)
 
     def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
         from tvm import relax
 
-        return [relax.op.where(ins[0], ins[1], ins[2])]
+        return [relax.op.where(ins[2], ins[0], ins[1])]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
         expect_attrs(node)
-        return list(node.input[:3]), {}
+        return [node.input[1], node.input[2], node.input[0]], {}
 
 
 class CastOp(OpSpec):

@@ -94,6 +94,13 @@ def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.n
     return np.pad(x, width, constant_values=value)
 
 
+def _check_kernel_shape(node: Any, w: TensorType) -> None:
+    """ONNX kernel_shape is redundant with the weight; a disagreeing one is a model we do not model."""
+    k = onnx_attr(node, "kernel_shape")
+    if k is not None and list(k) != list(w.shape[2:]):
+        raise Unsupported(f"{node.op_type}: kernel_shape {list(k)} differs from weight {w.shape}")
+
+
 def _acc(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64) if x.dtype.kind == "f" else x.astype(np.int64)
 
@@ -191,6 +198,7 @@ class ConvOp(OpSpec):
         w = ctx.type_of(node.input[1])
         if w.rank != self.spatial + 2:
             raise Unsupported(f"Conv with {w.rank - 2} spatial dims is not {self.name}")
+        _check_kernel_shape(node, w)
         nd = self.spatial
         ins = [i for i in node.input if i]
         return ins, {"strides": list(onnx_attr(node, "strides", [1] * nd)),
@@ -223,12 +231,16 @@ class ConvTranspose2dOp(OpSpec):
         s = _list(attrs.get("strides"), 2, "strides", self)
         d = _list(attrs.get("dilations"), 2, "dilations", self)
         p = _list(attrs.get("pads"), 4, "pads", self)
+        op = _list(attrs.get("output_padding", [0, 0]), 2, "output_padding", self)
         out = []
         for i in range(2):
-            full = s[i] * (x.shape[2 + i] - 1) + d[i] * (w.shape[2 + i] - 1) + 1
-            o = full - p[i] - p[2 + i]
-            if min(s[i], d[i]) < 1 or min(p[i], p[2 + i]) < 0 or p[i] >= d[i] * (w.shape[2 + i] - 1) + 1 or o < 1:
-                raise ShapeError(f"{self.name}: invalid stride/dilation/pads for spatial dim {i}")
+            if min(s[i], d[i]) < 1 or min(p[i], p[2 + i]) < 0:
+                raise ShapeError(f"{self.name}: strides/dilations must be positive and pads non-negative")
+            if not 0 <= op[i] < s[i]:  # ONNX reference, ORT and TVM all require output_padding < stride
+                raise ShapeError(f"{self.name}: output_padding {op[i]} must be in [0, stride {s[i]})")
+            o = s[i] * (x.shape[2 + i] - 1) + op[i] + d[i] * (w.shape[2 + i] - 1) + 1 - p[i] - p[2 + i]
+            if o < 1:
+                raise ShapeError(f"{self.name}: pads {p[i]}+{p[2 + i]} leave no output in spatial dim {i}")
             out.append(o)
         return [TensorType(x.dtype, (x.shape[0], m, *out))]
 
@@ -240,7 +252,9 @@ class ConvTranspose2dOp(OpSpec):
         k = [int(rng.integers(1, 4)) for _ in range(2)]
         d = [int(rng.choice([1, 1, 2])) for _ in range(2)]
         pads = [int(rng.integers(0, d[i % 2] * (k[i % 2] - 1) + 1)) if rng.random() < 0.4 else 0 for i in range(4)]
-        attrs = {"strides": [int(rng.choice([1, 2])) for _ in range(2)], "dilations": d, "pads": pads, "group": g}
+        st = [int(rng.choice([1, 2])) for _ in range(2)]
+        outpad = [int(rng.integers(0, st[i])) if rng.random() < 0.4 else 0 for i in range(2)]
+        attrs = {"strides": st, "dilations": d, "pads": pads, "output_padding": outpad, "group": g}
         ins = [first, TensorType(first.dtype, (c, int(rng.integers(1, 3)), *k))]
         if rng.random() < 0.5:
             ins.append(TensorType(first.dtype, (ins[1].shape[1] * g,)))
@@ -264,31 +278,43 @@ class ConvTranspose2dOp(OpSpec):
                     contrib = np.einsum("nchw,cm->nmhw", x[:, gi * cg:(gi + 1) * cg], w[gi * cg:(gi + 1) * cg, :, kh, kw])
                     out[:, gi * mg:(gi + 1) * mg, kh * d[0]:kh * d[0] + s[0] * (h - 1) + 1:s[0],
                         kw * d[1]:kw * d[1] + s[1] * (wd - 1) + 1:s[1]] += contrib
-        out = out[:, :, p[0]:full[0] - p[2], p[1]:full[1] - p[3]]
+        # output_padding appends zero rows/columns at the high end, before the crop by pads
+        op = attrs.get("output_padding", [0, 0])
+        out = np.pad(out, [(0, 0), (0, 0), (0, op[0]), (0, op[1])])
+        out = out[:, :, p[0]:full[0] + op[0] - p[2], p[1]:full[1] + op[1] - p[3]]
         if len(xs) == 3:
             out = out + _acc(xs[2]).reshape(1, -1, 1, 1)
         return [out.astype(xs[0].dtype)]
 
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+        op = attrs.get("output_padding", [0, 0])
         b.node("ConvTranspose", ins, outs, strides=attrs["strides"], dilations=attrs["dilations"], pads=attrs["pads"],
-               group=attrs["group"], kernel_shape=list(in_types[1].shape[2:]))
+               group=attrs["group"], kernel_shape=list(in_types[1].shape[2:]), output_padding=op if any(op) else None)
 
     def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
         from tvm import relax
 
         y = relax.op.nn.conv2d_transpose(ins[0], ins[1], strides=attrs["strides"], padding=attrs["pads"],
+                                         output_padding=attrs.get("output_padding", [0, 0]),
                                          dilation=attrs["dilations"], groups=attrs["group"])
         if len(ins) == 3:
             y = relax.op.add(bb.emit(y), relax.op.reshape(ins[2], (1, -1, 1, 1)))
         return [y]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape"})
-        if ctx.type_of(node.input[1]).rank != 4:
+        expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape", "output_padding", "auto_pad"})
+        from dlcfuzz.ops.base import decode
+
+        if decode(onnx_attr(node, "auto_pad", "NOTSET")) != "NOTSET":
+            raise Unsupported("ConvTranspose auto_pad")
+        w = ctx.type_of(node.input[1])
+        if w.rank != 4:
             raise Unsupported("ConvTranspose that is not 2-D")
+        _check_kernel_shape(node, w)
         return [i for i in node.input if i], {
             "strides": list(onnx_attr(node, "strides", [1, 1])), "dilations": list(onnx_attr(node, "dilations", [1, 1])),
-            "pads": list(onnx_attr(node, "pads", [0, 0, 0, 0])), "group": int(onnx_attr(node, "group", 1))}
+            "pads": list(onnx_attr(node, "pads", [0, 0, 0, 0])),
+            "output_padding": list(onnx_attr(node, "output_padding", [0, 0])), "group": int(onnx_attr(node, "group", 1))}
 
 
 # ---- pooling -------------------------------------------------------------------------
@@ -743,6 +769,75 @@ class InstanceNormOp(OpSpec):
         return list(node.input[:3]), {"epsilon": float(onnx_attr(node, "epsilon", 1e-5))}
 
 
+class LrnOp(OpSpec):
+    """Local response normalization across channels (ONNX LRN)."""
+
+    name = "lrn"
+    family = "nn"
+    n_inputs = 1
+    dtypes = FLOATS
+    onnx_ops = ("LRN",)
+    # ONNX allows any rank >= 3 and any size >= 1 (infer accepts them); generation stays at rank 4
+    # and odd sizes, where ORT's CPU kernel enforces `X_shape.NumDimensions() == 4` and `size_ % 2 == 1`.
+    ranks = (4,)
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        if len(ins) != 1:
+            raise ShapeError("lrn: expects 1 input")
+        require_dtype(self, ins[0])
+        if ins[0].rank < 3:
+            raise ShapeError(f"lrn: input must be (N, C, D1, ...), got rank {ins[0].rank}")
+        if not isinstance(attrs.get("size"), int) or attrs["size"] < 1:
+            raise ShapeError(f"lrn: size must be a positive integer, got {attrs.get('size')!r}")
+        return [ins[0]]
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        if first.rank < 3:
+            raise ShapeError(f"lrn: input must be (N, C, D1, ...), got rank {first.rank}")
+        return [first], {"size": int(rng.choice([1, 3, 5])), "alpha": _f32(rng.uniform(1e-4, 0.5)),
+                         "beta": _f32(rng.uniform(0.25, 1.0)), "bias": _f32(rng.uniform(0.5, 2.0))}
+
+    @staticmethod
+    def _band(c: int, size: int) -> np.ndarray:
+        """band[i, c] = 1 when input channel i is in output channel c's window."""
+        lo = (size - 1) // 2
+        hi = size - 1 - lo
+        i, o = np.meshgrid(np.arange(c), np.arange(c), indexing="ij")
+        return ((i >= o - lo) & (i <= o + hi)).astype(np.float64)
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        x = _acc(xs[0])
+        band = self._band(x.shape[1], attrs["size"])
+        sq = np.moveaxis(np.moveaxis(x * x, 1, -1) @ band, -1, 1)
+        y = x / (attrs["bias"] + attrs["alpha"] / attrs["size"] * sq) ** attrs["beta"]
+        return [y.astype(xs[0].dtype)]
+
+    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+        b.node("LRN", ins, outs, size=attrs["size"], alpha=attrs["alpha"], beta=attrs["beta"], bias=attrs["bias"])
+
+    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        from tvm import relax
+
+        # Relax has no LRN: the channel window sum is a matmul with a 0/1 band matrix.
+        x, t = ins[0], in_types[0]
+        dt, r = t.dtype, t.rank
+        band = relax.const(self._band(t.shape[1], attrs["size"]).astype(dt), dt)
+        sq = bb.emit(relax.op.permute_dims(relax.op.multiply(x, x), [0, *range(2, r), 1]))
+        ss = bb.emit(relax.op.permute_dims(relax.op.matmul(sq, band), [0, r - 1, *range(1, r - 1)]))
+        scale = relax_dtype_const(attrs["alpha"] / attrs["size"], dt)
+        den = relax.op.power(relax.op.add(relax_dtype_const(attrs["bias"], dt), relax.op.multiply(ss, scale)),
+                             relax_dtype_const(attrs["beta"], dt))
+        return [relax.op.divide(x, bb.emit(den))]
+
+    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+        expect_attrs(node, {"size", "alpha", "beta", "bias"})
+        if onnx_attr(node, "size") is None:
+            raise Unsupported("LRN without size")
+        return [node.input[0]], {"size": int(onnx_attr(node, "size")), "alpha": float(onnx_attr(node, "alpha", 1e-4)),
+                                 "beta": float(onnx_attr(node, "beta", 0.75)), "bias": float(onnx_attr(node, "bias", 1.0))}
+
+
 # ---- softmax, dropout -----------------------------------------------------------------
 
 
@@ -843,7 +938,7 @@ for _spec in [
     Pool2dOp("max_pool2d", "MaxPool", "max", FLOATS + ("int8", "uint8")),
     Pool2dOp("avg_pool2d", "AveragePool", "avg", FLOATS),
     GlobalPoolOp("global_avg_pool", "GlobalAveragePool", "avg"), GlobalPoolOp("global_max_pool", "GlobalMaxPool", "max"),
-    MatMulOp(), GemmOp(), BatchNormOp(), LayerNormOp(), InstanceNormOp(),
+    MatMulOp(), GemmOp(), BatchNormOp(), LayerNormOp(), InstanceNormOp(), LrnOp(),
     SoftmaxOp("softmax", "Softmax", False), SoftmaxOp("log_softmax", "LogSoftmax", True), DropoutOp(),
 ]:
     register(_spec)
