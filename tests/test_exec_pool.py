@@ -43,6 +43,7 @@ def group_of(p: WorkerPool) -> set[int]:
     ("segfault", "crash", signal.SIGSEGV), ("abort", "crash", signal.SIGABRT), ("exit", "crash", None),
     ("hang", "timeout", None), ("spin", "timeout", None), ("alloc", "oom", None), ("raise", "error", None),
     ("memoryerror", "oom", None), ("badreturn", "error", None), ("child_alloc", "oom", None),
+    ("garbage", "crash", None),
 ])
 def test_fault_is_attributed_and_pool_recovers(pool, do, status, sig):
     before = pool.stats.restarts
@@ -63,6 +64,8 @@ def test_fault_is_attributed_and_pool_recovers(pool, do, status, sig):
         assert r.error.startswith("exceeded 300 MiB (rss ")
     if do == "raise":
         assert r.error.startswith("ValueError: planted\n") and "Traceback" in r.error and "planted.py" in r.error
+    if do == "garbage":
+        assert r.error.startswith("corrupt reply from worker")
     if do == "badreturn":
         assert "TypeError: handler returned str" in r.error
     ok = pool.run(cmd("echo", [1, 2]))

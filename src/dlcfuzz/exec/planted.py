@@ -4,7 +4,7 @@ Payload: JSON {"do": COMMAND, "data": ...}. Commands: echo (returns data as JSON
 abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), alloc (grows without
 bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
 reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
-child_alloc (a grandchild grows without bound), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), badreturn (a str).
+child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), badreturn (a str).
 init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
 {"startup_sleep": S} delays it.
 """
@@ -66,6 +66,12 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         if do == "child_alloc":
             hog = "x = []\nwhile True:\n    x.append(bytearray(b'x') * (10 << 20))\n"
             subprocess.Popen([sys.executable, "-c", hog]).wait()
+        if do == "garbage":  # corrupts the frame stream, then hangs
+            from dlcfuzz.exec import pool
+
+            os.write(pool._worker_chan.wfd, b"\x05\x00\x00\x00\x00\x00\x00\x00hello")
+            while True:
+                time.sleep(1)
         if do == "progress":
             progress("step 1")
             ctypes.string_at(0)

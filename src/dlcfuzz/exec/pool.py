@@ -121,6 +121,21 @@ def progress(note: str) -> None:
         _worker_chan.send({"kind": "progress", "note": str(note)})
 
 
+def _describe(e: BaseException) -> str:
+    """'Type: message' and the formatted traceback, even when str(e) itself fails."""
+    import traceback
+
+    try:
+        msg = str(e)
+    except Exception:
+        msg = "<unprintable>"
+    try:
+        tb = traceback.format_exc()
+    except Exception:
+        tb = ""
+    return f"{type(e).__name__}: {msg}\n{tb}"
+
+
 def _watch_parent(parent: int) -> None:
     while True:
         time.sleep(1.0)
@@ -186,9 +201,9 @@ def _worker_main(parent: int, pdeathsig: bool) -> None:
             head = {"status": "ok"}
             reply = out
         except MemoryError as e:
-            head = {"status": "oom", "error": f"MemoryError raised in the handler: {e}\n{traceback.format_exc()}"}
+            head = {"status": "oom", "error": f"MemoryError raised in the handler: {_describe(e)}"}
         except Exception as e:
-            head = {"status": "error", "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()}"}
+            head = {"status": "error", "error": _describe(e)}
         head.update(kind="result", id=header.get("id"), seconds=time.perf_counter() - t0)
         chan.send(head, reply)
 
@@ -288,7 +303,10 @@ class _Worker:
             end = off + 8 + hl + bl
             if end > n:
                 break
-            frames.append((json.loads(buf[off + 8:off + 8 + hl]), bytes(buf[off + 8 + hl:end])))
+            header = json.loads(buf[off + 8:off + 8 + hl])  # ValueError on garbage
+            if not isinstance(header, dict):
+                raise ValueError(f"frame header is {type(header).__name__}, not an object")
+            frames.append((header, bytes(buf[off + 8 + hl:end])))
             off = end
         if off:
             del buf[:off]
@@ -457,8 +475,8 @@ class WorkerPool:
         self._workers[i] = self._start()
 
     def _startup_failed(self, w: _Worker, why: str, startup: bool) -> None:
+        self._retire(w)  # also drains its stderr
         tail = w.stderr_tail(since_mark=False, limit=2000)
-        self._retire(w)
         msg = f"worker for {self.handler} failed to start: {why}" + (f"\n--- worker stderr ---\n{tail}" if tail else "")
         i = self._workers.index(w)
         self._failures[i] += 1
@@ -518,7 +536,6 @@ class WorkerPool:
             self._replace(w)
         else:
             w.state = "idle"
-            self._failures[self._workers.index(w)] = 0
 
     def _kill_task(self, w: _Worker, status: str, error: str) -> None:
         task_id, sent, _, _ = w.task
@@ -529,7 +546,17 @@ class WorkerPool:
                                    seconds=time.monotonic() - sent), restart=True)
 
     def _on_frames(self, w: _Worker, startup: bool) -> None:
-        for h, body in w.read_frames():
+        try:
+            frames = w.read_frames()
+        except ValueError as e:  # garbage on the frame pipe: treat the worker as crashed
+            if w.state == "busy":
+                self._kill_task(w, "crash", f"corrupt reply from worker: {e}")
+            elif w.state == "starting":
+                self._startup_failed(w, f"corrupt reply from worker: {e}", startup)
+            else:
+                self._replace(w)
+            return
+        for h, body in frames:
             kind = h.get("kind")
             if kind == "result" and w.task is not None and h.get("id") == w.task[0]:
                 status = h.get("status", "error")
@@ -542,6 +569,7 @@ class WorkerPool:
                 w.note = h.get("note")
             elif kind == "ready" and w.state == "starting":
                 w.state = "idle"
+                self._failures[self._workers.index(w)] = 0
             elif kind == "startup_failed" and w.state == "starting":
                 why = h.get("error", "?")
                 tb = h.get("traceback")
