@@ -54,7 +54,12 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     version = backend.version()
 
     def handle(payload: bytes) -> bytes:
+        from dlcfuzz.campaign.loop import reference_of  # the numeric policy runs here, in parallel
+
         tc = TestCase.from_bytes(payload)
-        return observations_to_bytes(run_configs(backend, tc, progress), version)
+        sampled = tc.inputs
+        ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
+        obs = run_configs(backend, tc, progress)
+        return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None)
 
     return handle

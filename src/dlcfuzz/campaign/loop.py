@@ -16,7 +16,7 @@ from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
 from dlcfuzz.campaign.reproducer import make_script
 from dlcfuzz.campaign.store import Store
-from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
+from dlcfuzz.campaign.testcase import TestCase, reply_from_bytes
 from dlcfuzz.errors import UsageError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir import save, to_text
@@ -26,6 +26,7 @@ from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.reduce.graph import reduce_graph
 
 HANDLER = "dlcfuzz.backends.worker:make_handler"
+NUMERIC = ("inconsistency", "wrong-result")
 STRATEGIES = ("random",)
 DEADLINE_S = {"tvm": 60.0}
 DEFAULT_DEADLINE_S = 15.0
@@ -77,12 +78,24 @@ class Reference:
     unstable: set[int] = field(default_factory=set)
 
 
-def reference_of(tc: TestCase, tries: int = 3) -> Reference:
+def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
+    """Ill-conditioned outputs: evaluating without per-operator rounding moves them by more than a
+    quarter of their tolerance, so rounding differences that compilers may legally make can cross
+    the threshold, and no comparison on them is trusted."""
+    exact = reference.run(tc.graph, tc.inputs, exact=True)
+    unstable = set()
+    for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
+        e = exact[o]
+        if not all_finite([e]) or compare_one(i, e.astype(r.dtype), r, scale=0.25) is not None:
+            unstable.add(i)
+    return unstable
+
+
+def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Reference:
     """Reference outputs, re-sampling inputs until every value is finite.
 
-    Also marks ill-conditioned outputs: where evaluating without per-operator rounding moves an
-    output by more than a quarter of its tolerance, rounding differences that compilers may
-    legally make can cross the threshold, so no comparison on that output is trusted.
+    With stability=False the (costlier) ill-conditioning check is left to the caller, who runs
+    it only when a comparison fails (see unstable_outputs).
     """
     rng = np.random.default_rng(tc.seed ^ 0x5EED)
     for _ in range(tries):
@@ -91,16 +104,7 @@ def reference_of(tc: TestCase, tries: int = 3) -> Reference:
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
         # is implementation-defined, and would make a "bug" of legal behaviour.
         if all_finite(list(env.values())):
-            again = reference.outputs(tc.graph, tc.inputs)
-            if any(a.tobytes() != b.tobytes() for a, b in zip(ref, again)):
-                return Reference(None, "nondeterministic-reference")
-            exact = reference.run(tc.graph, tc.inputs, exact=True)
-            unstable = set()
-            for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
-                e = exact[o]
-                if not all_finite([e]) or compare_one(i, e.astype(r.dtype), r, scale=0.25) is not None:
-                    unstable.add(i)
-            return Reference(ref, None, unstable)
+            return Reference(ref, None, unstable_outputs(tc, ref) if stability else set())
         tc.inputs = sample_inputs(tc.graph, rng)
     return Reference(None, "nonfinite-reference")
 
@@ -180,10 +184,10 @@ class Campaign:
         with WorkerPool(HANDLER, {"compiler": o.compiler}, jobs=o.jobs, timeout_s=deadline, memory_mb=o.memory_mb) as pool:
             caps = load_or_probe(pool, self.backend, self.configs, log=self.log)
             supported = lambda op, dt: caps.get((op, dt), (True, ""))[0]  # noqa: E731
-            inflight: dict[int, tuple[int, TestCase, Reference, bool]] = {}
+            inflight: dict[int, tuple[int, TestCase, bool]] = {}
             for test_id, _seq, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
                 tc = TestCase.from_bytes(blob)
-                inflight[pool.submit(tc.to_bytes())] = (test_id, tc, reference_of(tc), False)
+                inflight[pool.submit(tc.to_bytes())] = (test_id, tc, False)
             seq = self.store.next_seq()
             last_progress = last_stats = start
             while True:
@@ -191,10 +195,9 @@ class Campaign:
                 out_of_budget = now >= stop_at or (o.max_tests is not None and seq >= o.max_tests)
                 while not out_of_budget and len(inflight) < 2 * o.jobs:
                     tc = make_test(o, seq, self.configs, supported)
-                    ref = reference_of(tc)
                     blob = tc.to_bytes()
                     test_id = self.store.add_test(self.run_id, seq, tc.seed, blob)  # stored before it runs
-                    inflight[pool.submit(blob)] = (test_id, tc, ref, False)
+                    inflight[pool.submit(blob)] = (test_id, tc, False)
                     seq += 1
                     if o.max_tests is not None and seq >= o.max_tests:
                         break
@@ -202,11 +205,11 @@ class Campaign:
                     break
                 res = pool.next_result(timeout=0.5)
                 if res is not None:
-                    test_id, tc, ref, rerun = inflight.pop(res.task_id)
+                    test_id, tc, rerun = inflight.pop(res.task_id)
                     if res.status == "timeout" and not rerun:
-                        inflight[pool.submit(tc.to_bytes(), timeout_s=deadline * HANG_FACTOR)] = (test_id, tc, ref, True)
+                        inflight[pool.submit(tc.to_bytes(), timeout_s=deadline * HANG_FACTOR)] = (test_id, tc, True)
                     else:
-                        self.handle(test_id, tc, ref, res, stop_at)
+                        self.handle(test_id, tc, res, stop_at)
                 now = time.monotonic()
                 if now - last_progress >= 1.0:
                     self.progress(now - start)
@@ -232,23 +235,33 @@ class Campaign:
                              compiler_s=self.compiler_s)
 
     # ---- one result ----------------------------------------------------
-    def handle(self, test_id: int, tc: TestCase, ref: Reference, res: Any, stop_at: float) -> None:
+    def handle(self, test_id: int, tc: TestCase, res: Any, stop_at: float) -> None:
         self.counts["tests"] += 1
         observations = []
         if res.status == "ok":
-            observations, _ = observations_from_bytes(res.payload)
+            observations, _, r, new_inputs = reply_from_bytes(res.payload)
+            ref = Reference(**r)
+            if new_inputs is not None:  # the worker re-sampled them: the store keeps what really ran
+                tc.inputs = new_inputs
+                self.store.update_blob(test_id, tc.to_bytes())
             self.compiler_s += sum(ob.compile_s + ob.run_s for ob in observations)
             verdicts = judge(tc.compiler, self.backend.expected_error, ref.outputs, observations, ref.unstable)
+            if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
+                ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
+                verdicts = judge(tc.compiler, self.backend.expected_error, ref.outputs, observations, ref.unstable)
             if any(ob.status == "ok" for ob in observations):
                 self.counts["valid"] += 1
-        elif res.status == "error":
-            # dlcfuzz's own lowering failed: not the compiler's bug; counted and shown, never a finding.
-            verdicts = [Verdict("unknown", "dlcfuzz-internal-error", res.error or "")]
-            self.internal_errors += 1
-            if self.internal_errors <= 3:
-                self.log(f"\ndlcfuzz internal error (test {test_id}): {(res.error or '').splitlines()[-1:]}")
         else:
-            verdicts = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
+            ref = reference_of(tc)  # deterministic: the same inputs the dead worker used
+            if res.status == "error":
+                # dlcfuzz's own lowering failed: not the compiler's bug; counted and shown, never a finding.
+                verdicts = [Verdict("unknown", "dlcfuzz-internal-error", res.error or "")]
+                self.internal_errors += 1
+                if self.internal_errors <= 3:
+                    self.log(f"\ndlcfuzz internal error (test {test_id}): {(res.error or '').splitlines()[-1:]}")
+            else:
+                verdicts = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress,
+                                          res.stderr_tail or "")]
         if ref.reason:
             verdicts.append(Verdict("unknown", ref.reason))
         elif ref.unstable:
@@ -280,23 +293,26 @@ class Campaign:
         def predicate(g: Any, inputs: dict[str, np.ndarray]) -> bool:
             cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
                             seed=tc.seed, compiler=tc.compiler)
-            ref = reference_of(cand, tries=1)
             res = self.reducer_pool().run(cand.to_bytes())
             if res.status == "ok":
-                obs, _ = observations_from_bytes(res.payload)
-                got = judge(tc.compiler, self.backend.expected_error, ref.outputs, obs, ref.unstable)
+                obs, _, r, new_inputs = reply_from_bytes(res.payload)
+                got = judge(tc.compiler, self.backend.expected_error, r["outputs"], obs)
+                if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
+                    cand.inputs = new_inputs or cand.inputs
+                    got = judge(tc.compiler, self.backend.expected_error, r["outputs"], obs,
+                                unstable_outputs(cand, r["outputs"]))
             elif res.status == "error":
                 return False
             else:
                 got = [crash_verdict(tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
-            same_key = v.category in ("inconsistency", "wrong-result")
+            same_key = v.category in NUMERIC
             return any(x.kind == "bug" and x.category == v.category and (same_key or x.key == v.key) for x in got)
 
         return predicate
 
     def record_finding(self, test_id: int, tc: TestCase, ref: Reference, v: Verdict, stop_at: float) -> None:
         self.counts["findings"] += 1
-        numeric = v.category in ("inconsistency", "wrong-result")
+        numeric = v.category in NUMERIC
         key = v.key
         if self.store.has_finding_for(test_id, v.key):  # recorded before a kill; the test was re-run
             return

@@ -77,6 +77,9 @@ class Store:
         )
         return int(cur.lastrowid)
 
+    def update_blob(self, test_id: int, blob: bytes) -> None:
+        self.db.execute("UPDATE tests SET blob = ? WHERE id = ?", (blob, test_id))
+
     def pending_tests(self) -> list[tuple[int, int, bytes]]:
         return [(r[0], r[1], r[2]) for r in
                 self.db.execute("SELECT id, seq, blob FROM tests WHERE status = 'pending' ORDER BY seq")]

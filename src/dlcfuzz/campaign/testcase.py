@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,24 +10,18 @@ import numpy as np
 from dlcfuzz.backends.base import Config
 from dlcfuzz.errors import IRError
 from dlcfuzz.ir import Graph, dumps, loads
+from dlcfuzz.ir.blob import pack, unpack
 
 
 def _pack(meta: dict, arrays: dict[str, np.ndarray]) -> bytes:
-    buf = io.BytesIO()
-    arrays = dict(arrays)
-    arrays["__meta__.json"] = np.frombuffer(json.dumps(meta, sort_keys=True).encode(), dtype=np.uint8)
-    np.savez(buf, **arrays)
-    return buf.getvalue()
+    return pack(meta, arrays)
 
 
 def _unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        meta = json.loads(arrays.pop("__meta__.json").tobytes().decode())
-    except Exception as e:  # corrupt blobs arrive from disk; report, never crash
-        raise IRError(f"corrupt test-case blob: {type(e).__name__}: {e}") from None
-    return meta, arrays
+        return unpack(data)
+    except IRError as e:
+        raise IRError(f"corrupt test-case blob: {e}") from None
 
 
 @dataclass
@@ -46,7 +38,7 @@ class TestCase:
 
     def to_bytes(self) -> bytes:
         arrays = {f"in/{k}": v for k, v in self.inputs.items()}
-        arrays["__graph__"] = np.frombuffer(dumps(self.graph), dtype=np.uint8)
+        arrays["__graph__"] = np.frombuffer(dumps(self.graph), dtype=np.uint8)  # nested blob
         meta = {
             "configs": [c.to_json() for c in self.configs],
             "seed": self.seed,
@@ -88,9 +80,11 @@ class Observation:
     run_s: float = 0.0
 
 
-def observations_to_bytes(obs: list[Observation], version: str) -> bytes:
+def observations_to_bytes(obs: list[Observation], version: str, reference: Any = None,
+                          inputs: dict[str, np.ndarray] | None = None) -> bytes:
+    """A worker's reply: observations, and optionally the reference verdict and re-sampled inputs."""
     arrays: dict[str, np.ndarray] = {}
-    meta = {"version": version, "observations": []}
+    meta: dict[str, Any] = {"version": version, "observations": []}
     for i, o in enumerate(obs):
         meta["observations"].append({
             "config": o.config, "status": o.status, "error": o.error, "traceback": o.traceback,
@@ -99,14 +93,35 @@ def observations_to_bytes(obs: list[Observation], version: str) -> bytes:
         })
         for k, a in enumerate(o.outputs or []):
             arrays[f"{i}/{k}"] = np.asarray(a)
+    if reference is not None:
+        outs = reference.outputs
+        meta["reference"] = {"reason": reference.reason, "unstable": sorted(reference.unstable),
+                             "n": None if outs is None else len(outs)}
+        for k, a in enumerate(outs or []):
+            arrays[f"ref/{k}"] = np.asarray(a)
+    if inputs is not None:
+        meta["inputs"] = list(inputs)
+        arrays.update({f"in/{k}": v for k, v in inputs.items()})
     return _pack(meta, arrays)
 
 
 def observations_from_bytes(data: bytes) -> tuple[list[Observation], str]:
+    obs, version, _, _ = reply_from_bytes(data)
+    return obs, version
+
+
+def reply_from_bytes(data: bytes) -> tuple[list[Observation], str, dict[str, Any] | None, dict[str, np.ndarray] | None]:
+    """(observations, version, reference {outputs, reason, unstable} or None, re-sampled inputs or None)."""
     meta, arrays = _unpack(data)
     out = []
     for i, d in enumerate(meta["observations"]):
         n = d.pop("n_outputs")
         outputs = None if n is None else [arrays[f"{i}/{k}"] for k in range(n)]
         out.append(Observation(outputs=outputs, **d))
-    return out, meta["version"]
+    ref = None
+    if "reference" in meta:
+        r = meta["reference"]
+        ref = {"outputs": None if r["n"] is None else [arrays[f"ref/{k}"] for k in range(r["n"])],
+               "reason": r["reason"], "unstable": set(r["unstable"])}
+    inputs = {k: arrays[f"in/{k}"] for k in meta["inputs"]} if "inputs" in meta else None
+    return out, meta["version"], ref, inputs

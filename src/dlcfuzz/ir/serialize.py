@@ -108,22 +108,17 @@ def _load_npz(data: bytes) -> dict[str, np.ndarray]:
 
 
 def dumps(g: Graph) -> bytes:
-    """One self-contained blob (an npz holding the JSON and the constants)."""
-    arrays = _all_constants(g)
-    meta = json.dumps(graph_to_json(g), sort_keys=True).encode()
-    arrays["__graph__.json"] = np.frombuffer(meta, dtype=np.uint8)
-    return _npz_bytes(arrays)
+    """One self-contained blob (JSON header + raw constant data)."""
+    from dlcfuzz.ir.blob import pack
+
+    return pack(graph_to_json(g), _all_constants(g))
 
 
 def loads(data: bytes) -> Graph:
-    arrays = _load_npz(data)
-    if "__graph__.json" not in arrays:
-        raise IRError("corrupt graph blob: no graph JSON inside")
-    try:
-        d = json.loads(arrays.pop("__graph__.json").tobytes().decode())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IRError(f"corrupt graph JSON: {e}") from None
-    return graph_from_json(d, arrays)
+    from dlcfuzz.ir.blob import unpack
+
+    meta, arrays = unpack(data)
+    return graph_from_json(meta, arrays)
 
 
 def save(g: Graph, path: str | Path) -> Path:
