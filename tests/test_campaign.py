@@ -74,7 +74,9 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     kw = {"timeout_s": 2.0} if fault == "hang" else {}
     if fault == "alloc":
         kw["memory_mb"] = 600
-    out = campaign(tmp_path, f"planted:{fault}@{op}", tests=24 if fault in ("hang", "alloc") else 40, **kw)
+    # a few operators only, so that the faulty one is in most graphs whatever the seed
+    out = campaign(tmp_path, f"planted:{fault}@{op}", tests=24 if fault in ("hang", "alloc") else 40,
+                   only_ops=[op, "relu", "mul", "sub", "neg"], **kw)
     category, reproduced = EXPECT[fault]
     fs = findings(out)
     assert fs, "planted fault not found"

@@ -75,7 +75,14 @@ def test_onnxruntime_unoptimized_agrees_with_reference(seed, n):
     ref, x = policy_reference(g, x)
     if ref is None:
         return
-    got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    try:
+        got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
+    except OrtNotImplemented:
+        # a kernel missing for one attribute value (e.g. Erf in float64, only for exact gelu) is a
+        # documented rejection the per-(op, dtype) probe cannot see; campaigns count it as unknown
+        return
     assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
 
 

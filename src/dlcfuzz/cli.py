@@ -73,9 +73,10 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             raise UsageError("--jobs must be at least 1")
         if a.ops < 1:
             raise UsageError("--ops must be at least 1")
-        opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
-                               seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests, quiet=a.quiet,
-                               configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce)
+        opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, mode=a.mode, seconds=parse_duration(a.time),
+                               jobs=a.jobs, seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests,
+                               quiet=a.quiet, configs=[c for c in (a.configs or "").split(",") if c],
+                               only_ops=[c for c in (a.only_ops or "").split(",") if c], reduce=not a.no_reduce)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -120,12 +121,12 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_replay(a: argparse.Namespace) -> int:
     """Re-run a stored test (or a graph file) in the sandbox and print the verdicts."""
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.campaign.loop import HANDLER, reference_of
+    from dlcfuzz.campaign.loop import HANDLER, Reference, reference_of
     from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
     from dlcfuzz.exec.pool import WorkerPool
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir import load
-    from dlcfuzz.oracle.verdict import crash_verdict, judge
+    from dlcfuzz.oracle.verdict import crash_verdict, judge, judge_rejection
 
     target = Path(a.target)
     if target.suffix == ".json":
@@ -148,12 +149,14 @@ def cmd_replay(a: argparse.Namespace) -> int:
         tc = TestCase.from_bytes(store.test_blob(test_id))
         compiler = tc.compiler
         backend = get_backend(compiler)
-    ref = reference_of(tc)
+    broken = tc.meta.get("broken")
+    ref = Reference(None) if broken else reference_of(tc)  # a disruptive graph has no reference
     with WorkerPool(HANDLER, {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
         res = pool.run(tc.to_bytes())
     if res.status == "ok":
         obs, version = observations_from_bytes(res.payload)
-        verdicts = judge(compiler, backend.expected_error, ref.outputs, obs, ref.unstable)
+        verdicts = (judge_rejection(compiler, broken, obs) if broken
+                    else judge(compiler, backend.expected_error, ref.outputs, obs, ref.unstable))
     else:
         verdicts = [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]
     if ref.reason:
@@ -179,7 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_gen)
     s = sub.add_parser("fuzz", help="run a fuzz campaign")
     s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
-    s.add_argument("--strategy", default="random")
+    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation)")
+    s.add_argument("--mode", default="strict",
+                   help="strict: valid graphs; disruptive (hirgen): each graph breaks one type/shape rule and must be rejected")
+    s.add_argument("--only-ops", dest="only_ops", help="comma-separated operators to generate from (default: all)")
     s.add_argument("--time", default="60s", help="budget, e.g. 60s, 10m, 2h")
     s.add_argument("--jobs", type=int, default=2)
     s.add_argument("--seed", type=int, default=0)

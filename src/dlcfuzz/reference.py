@@ -11,6 +11,25 @@ from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ops import get_op
 
 _WIDEN = (np.dtype("float16"), np.dtype("float32"))
+# Integer arithmetic that can leave its dtype's range: signed overflow is undefined behaviour in
+# the compilers' C++ kernels, so such a result has no single right answer.
+_ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
+                    "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
+                    "global_avg_pool"})
+
+
+class IntegerOverflow(IRError):
+    """An integer operator's exact result does not fit its dtype (the reference is not defined)."""
+
+
+def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndarray], where: str) -> None:
+    y = np.asarray(ys[0])
+    if not np.issubdtype(y.dtype, np.integer) or not all(np.issubdtype(x.dtype, np.integer) for x in xs):
+        return
+    exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
+    info = np.iinfo(y.dtype)
+    if exact.size and (exact.max() > info.max or exact.min() < info.min):
+        raise IntegerOverflow(f"{op} overflows {y.dtype}", where)
 
 
 def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
@@ -21,7 +40,7 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
-    _functions: Mapping[str, Graph] | None = None,
+    check_overflow: bool = False, _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
 
@@ -29,6 +48,7 @@ def run(
     operator (explicit casts still round): comparing it with the normal run tells whether an
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
+    check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range.
     """
     functions = g.functions if _functions is None else _functions
     env: dict[str, np.ndarray] = {}
@@ -45,10 +65,13 @@ def run(
             xs = [env[i] for i in n.inputs]
             if n.op == CALL_OP:
                 f = functions[n.attrs["callee"]]
-                res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, _functions=functions)
+                res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, check_overflow=check_overflow,
+                          _functions=functions)
                 ys = [res[o] for o in f.outputs]
             else:
                 ys = get_op(n.op).reference(xs, n.attrs)
+                if check_overflow and n.op in _ARITH:
+                    _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
             for v, y in zip(n.outputs, ys, strict=True):
                 # References may compute in a wider type; the IR's declared type is authoritative.
                 env[v.name] = _store(y, v.type.np_dtype, exact).reshape(v.type.shape)

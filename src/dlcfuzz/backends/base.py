@@ -43,6 +43,7 @@ class Knob:
 
 class Backend(Protocol):
     name: str
+    packages: tuple[str, ...]  # Python packages of the compiler: an exception raised there is its rejection
 
     def version(self) -> str: ...
 

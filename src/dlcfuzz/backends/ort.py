@@ -39,6 +39,7 @@ class OrtCompiled:
 
 class OnnxRuntimeBackend:
     name = "onnxruntime"
+    packages = ("onnxruntime",)  # where the compiler's own exceptions come from
 
     def version(self) -> str:
         return f"onnxruntime {ort.__version__}"
@@ -91,7 +92,7 @@ class OnnxRuntimeBackend:
 
     def lower(self, g: Graph, config: Config) -> bytes:
         """dlcfuzz's share of the work (timed apart from the compiler's)."""
-        return to_onnx(g).SerializeToString()
+        return to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
 
     def lower_key(self, config: Config) -> str:
         return "onnx"

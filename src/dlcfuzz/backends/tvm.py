@@ -79,6 +79,7 @@ def _flatten(res: Any) -> list[np.ndarray]:
 
 class TvmBackend:
     name = "tvm"
+    packages = ("tvm", "tvm_ffi")  # where the compiler's own exceptions come from
 
     def version(self) -> str:
         return f"apache-tvm {tvm.__version__}"

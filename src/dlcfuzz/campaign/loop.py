@@ -18,16 +18,26 @@ from dlcfuzz.campaign.reproducer import make_script
 from dlcfuzz.campaign.store import Store
 from dlcfuzz.campaign.testcase import TestCase, reply_from_bytes
 from dlcfuzz.errors import UsageError
+from dlcfuzz.gen.coverage import Coverage, graph_items
+from dlcfuzz.gen.disruptive import RULES, generate_disruptive
+from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
 from dlcfuzz.gen.inputs import sample_inputs
+from dlcfuzz.gen.random import allowed_choices, generate
 from dlcfuzz.ir import save, to_text
+from dlcfuzz.ops import all_ops, get_op
 from dlcfuzz.oracle.numeric import all_finite, compare_one
 from dlcfuzz.oracle.signature import digest
-from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
-from dlcfuzz.reduce.graph import reduce_graph
+from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge, judge_rejection
+from dlcfuzz.reduce.graph import isolate_node, reduce_graph
 
 HANDLER = "dlcfuzz.backends.worker:make_handler"
 NUMERIC = ("inconsistency", "wrong-result")
-STRATEGIES = ("random",)
+STRATEGIES = ("random", "hirgen", "hirgen-random")
+MODES = ("strict", "disruptive")
+# Rules whose violation a compiler must reject. A dtype outside ONNX's type constraint is invalid
+# ONNX, but Relax defines its own operators' dtypes, so TVM is held to shape/rank/mismatch rules only.
+DISRUPTIVE_RULES = {"tvm": ("dtype-mismatch", "rank", "shape")}
+DISRUPTIVE_CONFIGS = {"onnxruntime": ("ort-disable", "ort-all"), "tvm": ("tvm-opt", "tvm-onnx-opt")}
 DEADLINE_S = {"tvm": 60.0}
 DEFAULT_DEADLINE_S = 15.0
 HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
@@ -37,6 +47,7 @@ HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline befor
 class CampaignOptions:
     compiler: str = "onnxruntime"
     strategy: str = "random"
+    mode: str = "strict"
     seconds: float = 60.0
     jobs: int = 2
     seed: int = 0
@@ -46,6 +57,7 @@ class CampaignOptions:
     memory_mb: int = 4096
     timeout_s: float | None = None
     configs: list[str] = field(default_factory=list)
+    only_ops: list[str] = field(default_factory=list)
     reduce: bool = True
     quiet: bool = False
 
@@ -58,15 +70,6 @@ class CampaignOptions:
 def test_seed(master: int, seq: int) -> int:
     """Per-test seeds derived from the one master seed (replayable, independent of --jobs)."""
     return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0] >> 1)
-
-
-def make_test(opts: CampaignOptions, seq: int, configs: list[Config], supported: Any) -> TestCase:
-    from dlcfuzz.gen.random import generate
-
-    seed = test_seed(opts.seed, seq)
-    rng = np.random.default_rng(seed)
-    g = generate(rng, opts.ops, supported=supported)
-    return TestCase(g, sample_inputs(g, rng), configs, seed=seed, compiler=opts.compiler, strategy=opts.strategy)
 
 
 @dataclass
@@ -98,15 +101,20 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
     it only when a comparison fails (see unstable_outputs).
     """
     rng = np.random.default_rng(tc.seed ^ 0x5EED)
+    reason = "nonfinite-reference"
     for _ in range(tries):
-        env = reference.run(tc.graph, tc.inputs, keep_all=True)
-        ref = [env[o] for o in tc.graph.outputs]
+        try:
+            env = reference.run(tc.graph, tc.inputs, keep_all=True, check_overflow=True)
+        except reference.IntegerOverflow:
+            env, reason = None, "integer-overflow"
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
         # is implementation-defined, and would make a "bug" of legal behaviour.
-        if all_finite(list(env.values())):
+        if env is not None and all_finite(list(env.values())):
+            ref = [env[o] for o in tc.graph.outputs]
             return Reference(ref, None, unstable_outputs(tc, ref) if stability else set())
+        reason = reason if env is None else "nonfinite-reference"
         tc.inputs = sample_inputs(tc.graph, rng)
-    return Reference(None, "nonfinite-reference")
+    return Reference(None, reason)
 
 
 class Campaign:
@@ -124,13 +132,20 @@ class Campaign:
                 raise UsageError(f"--resume: {store_path} holds no campaign")
             saved = first["args"]
             # The campaign's identity comes from the store; only the budget may change.
-            for k in ("compiler", "strategy", "seed", "ops", "configs"):
+            for k in ("compiler", "strategy", "mode", "seed", "ops", "configs", "only_ops"):
                 setattr(self.opts, k, saved.get(k, getattr(self.opts, k)))
         else:
             if store_path.exists():
                 raise UsageError(f"{self.out} already holds a campaign: use --resume {self.out} or another --out")
             if opts.strategy not in STRATEGIES:
                 raise UsageError(f"unknown strategy {opts.strategy!r} (choose from {', '.join(STRATEGIES)})")
+            if opts.mode not in MODES:
+                raise UsageError(f"unknown mode {opts.mode!r} (choose from {', '.join(MODES)})")
+            if opts.mode == "disruptive" and not opts.strategy.startswith("hirgen"):
+                raise UsageError("--mode disruptive needs --strategy hirgen or hirgen-random")
+            unknown_ops = [op for op in opts.only_ops if op not in {s.name for s in all_ops()}]
+            if unknown_ops:
+                raise UsageError(f"unknown operator(s) {unknown_ops}: see `dlcfuzz ops`")
             get_backend(opts.compiler)  # bad input is refused before anything is written
             try:
                 self.out.mkdir(parents=True, exist_ok=True)
@@ -147,8 +162,14 @@ class Campaign:
             self.configs = [all_configs[c] for c in self.opts.configs]
         else:
             self.configs = list(self.backend.default_pair())
+        if self.opts.mode == "disruptive":
+            # unless the user picked them: the configurations with the most distinct front doors
+            if not self.opts.configs:
+                self.configs = [all_configs[n] for n in DISRUPTIVE_CONFIGS.get(self.opts.compiler, ())] or self.configs
+        self.coverage = Coverage(self.store.coverage())
         self.run_id = self.store.new_run(self.opts.seed, self.opts.compiler, self.version, self.opts.strategy, self.opts.to_json())
-        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
+        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "rejected": 0}
+        self._choices: Any = None
         self.compiler_s = 0.0
         self.reduce_s = 0.0
         self.internal_errors = 0
@@ -163,8 +184,14 @@ class Campaign:
         c = self.counts
         rate = c["tests"] / elapsed if elapsed > 0 else 0.0
         valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
+        if self.opts.mode == "disruptive":
+            rejected = 100.0 * c["rejected"] / c["tests"] if c["tests"] else 0.0
+            share = f"rejected {rejected:.0f}%"
+        else:
+            share = f"valid {valid:.0f}%"
         line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) "
-                f"valid {valid:.0f}% findings {c['findings']} (distinct {c['distinct']}) unknown {c['unknown']}")
+                f"{share} findings {c['findings']} (distinct {c['distinct']}) unknown {c['unknown']} "
+                f"coverage {len(self.coverage)}")
         if self.opts.quiet:
             return
         if sys.stderr.isatty() and not final:
@@ -194,9 +221,10 @@ class Campaign:
                 now = time.monotonic()
                 out_of_budget = now >= stop_at or (o.max_tests is not None and seq >= o.max_tests)
                 while not out_of_budget and len(inflight) < 2 * o.jobs:
-                    tc = make_test(o, seq, self.configs, supported)
+                    tc, items = self.make_test(seq, supported)
                     blob = tc.to_bytes()
-                    test_id = self.store.add_test(self.run_id, seq, tc.seed, blob)  # stored before it runs
+                    new = self.coverage.add(items)
+                    test_id = self.store.add_test(self.run_id, seq, tc.seed, blob, new)  # stored before it runs
                     inflight[pool.submit(blob)] = (test_id, tc, False)
                     seq += 1
                     if o.max_tests is not None and seq >= o.max_tests:
@@ -228,6 +256,39 @@ class Campaign:
         self.store.close()
         return report
 
+    def per_op_rules(self, config: str) -> bool:
+        """Whether a configuration's front door checks each operator's rules in its own code (our
+        direct lowering reaches each Relax operator's type inference), rather than one importer."""
+        c = next((c for c in self.configs if c.name == config), None)
+        return c is None or c.options.get("method", "direct") != "onnx"
+
+    # ---- test generation -----------------------------------------------
+    def make_test(self, seq: int, supported: Any) -> tuple[TestCase, list[str]]:
+        """The test of number `seq`: a function of the master seed and the coverage so far."""
+        o = self.opts
+        seed = test_seed(o.seed, seq)
+        rng = np.random.default_rng(seed)
+        if self._choices is None:
+            only = [get_op(n) for n in o.only_ops] or None
+            self._choices = allowed_choices(only, None, supported)
+        configs = self.configs
+        meta: dict[str, Any] = {}
+        if o.strategy == "random":
+            g = generate(rng, o.ops, ops=[s for s, _ in self._choices], supported=supported)
+            inputs = sample_inputs(g, rng)
+        elif o.mode == "disruptive":
+            g, inputs, broken = generate_disruptive(rng, self.coverage, self._choices,
+                                                    rules=DISRUPTIVE_RULES.get(o.compiler, RULES))
+            configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in configs]
+            meta["broken"] = broken.to_json()
+            return TestCase(g, inputs, configs, seed=seed, compiler=o.compiler, strategy=o.strategy, meta=meta), [broken.item]
+        else:
+            g = generate_guided(rng, o.ops, self.coverage, self._choices,
+                                candidates=GUIDED_CANDIDATES if o.strategy == "hirgen" else 1)
+            inputs = sample_inputs(g, rng)
+        return (TestCase(g, inputs, configs, seed=seed, compiler=o.compiler, strategy=o.strategy, meta=meta),
+                list(graph_items(g)))
+
     def save_stats(self, elapsed: float) -> None:
         c = self.counts
         self.store.add_stats(self.run_id, elapsed=elapsed, tests=c["tests"], valid=c["valid"], bugs=c["bugs"],
@@ -238,7 +299,14 @@ class Campaign:
     def handle(self, test_id: int, tc: TestCase, res: Any, stop_at: float) -> None:
         self.counts["tests"] += 1
         observations = []
-        if res.status == "ok":
+        broken = tc.meta.get("broken")
+        if res.status == "ok" and broken:
+            observations, _, _, _ = reply_from_bytes(res.payload)
+            self.compiler_s += sum(ob.compile_s + ob.run_s for ob in observations)
+            ref = Reference(None)
+            verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules)
+            self.counts["rejected"] += verdicts[0].category == "rejected"
+        elif res.status == "ok":
             observations, _, r, new_inputs = reply_from_bytes(res.payload)
             ref = Reference(**r)
             if new_inputs is not None:  # the worker re-sampled them: the store keeps what really ran
@@ -252,7 +320,8 @@ class Campaign:
             if any(ob.status == "ok" for ob in observations):
                 self.counts["valid"] += 1
         else:
-            ref = reference_of(tc)  # deterministic: the same inputs the dead worker used
+            # deterministic: the same inputs the dead worker used
+            ref = Reference(None) if broken else reference_of(tc)
             if res.status == "error":
                 # dlcfuzz's own lowering failed: not the compiler's bug; counted and shown, never a finding.
                 verdicts = [Verdict("unknown", "dlcfuzz-internal-error", res.error or "")]
@@ -290,7 +359,16 @@ class Campaign:
         return self._reducer
 
     def still_fails(self, tc: TestCase, v: Verdict) -> Any:
+        broken = tc.meta.get("broken")
+
         def predicate(g: Any, inputs: dict[str, np.ndarray]) -> bool:
+            if broken and v.category == "accepted-invalid":
+                cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs], seed=tc.seed,
+                                compiler=tc.compiler, meta=tc.meta)
+                res = self.reducer_pool().run(cand.to_bytes())
+                return res.status == "ok" and any(
+                    x.category == "accepted-invalid" and x.key == v.key
+                    for x in judge_rejection(tc.compiler, broken, reply_from_bytes(res.payload)[0], self.per_op_rules))
             cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
                             seed=tc.seed, compiler=tc.compiler)
             res = self.reducer_pool().run(cand.to_bytes())
@@ -324,7 +402,15 @@ class Campaign:
             return
         reduced, reduced_in = tc.graph, tc.inputs
         budget_left = stop_at - time.monotonic()
-        if self.opts.reduce and (budget_left > 0 or self.opts.max_tests is not None) and self.reduce_s < 0.4 * self.opts.seconds + 30:
+        broken = tc.meta.get("broken")
+        if broken and self.opts.reduce:
+            try:
+                cand, cand_in = isolate_node(tc.graph, tc.inputs, broken["node"])
+                if cand.nodes != reduced.nodes and self.still_fails(tc, v)(cand, cand_in):
+                    reduced, reduced_in = cand, cand_in
+            except Exception as e:  # a reducer failure must not lose the finding
+                self.log(f"reduction failed: {type(e).__name__}: {e}")
+        elif self.opts.reduce and (budget_left > 0 or self.opts.max_tests is not None) and self.reduce_s < 0.4 * self.opts.seconds + 30:
             t0 = time.monotonic()
             try:
                 reduced, reduced_in = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v),
@@ -345,10 +431,11 @@ class Campaign:
             return
         self.counts["distinct"] += 1
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
-        red_ref = reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1).outputs
+        red_ref = None if broken else reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1).outputs
         title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
         script = make_script(tc.compiler, reduced, reduced_in, red_ref if v.category == "wrong-result" else None,
-                             configs, v.category, title, v.detail, self.version)
+                             configs, v.category, title, v.detail, self.version,
+                             untyped_outputs=[broken["output"]] if broken else ())
         folder = self.out / "findings" / f"{fid:04d}-{v.category}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "repro.py").write_text(script)

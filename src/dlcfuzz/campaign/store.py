@@ -28,6 +28,7 @@ CREATE INDEX IF NOT EXISTS findings_sig ON findings(signature);
 CREATE TABLE IF NOT EXISTS stats (
   run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
   unknown INTEGER, findings INTEGER, distinct_findings INTEGER, compiler_s REAL);
+CREATE TABLE IF NOT EXISTS coverage (item TEXT PRIMARY KEY, test_id INTEGER);
 CREATE TABLE IF NOT EXISTS unknowns (category TEXT PRIMARY KEY, count INTEGER);
 CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TEXT, ok INTEGER, reason TEXT,
   PRIMARY KEY (backend_version, op, dtype));
@@ -70,12 +71,31 @@ class Store:
         row = self.db.execute("SELECT MAX(seq) FROM tests").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def add_test(self, run_id: int, seq: int, seed: int, blob: bytes) -> int:
+    def add_test(self, run_id: int, seq: int, seed: int, blob: bytes, coverage: list[str] | None = None) -> int:
+        """Store a test before it runs, with the coverage items it adds (one transaction: a resumed
+        campaign's coverage is exactly that of the tests it holds)."""
+        self.db.execute("BEGIN")
         cur = self.db.execute(
             "INSERT INTO tests (run_id, seq, seed, created, status, blob) VALUES (?,?,?,?,?,?)",
             (run_id, seq, seed, time.time(), "pending", blob),
         )
-        return int(cur.lastrowid)
+        test_id = int(cur.lastrowid)
+        if coverage:
+            self.db.executemany("INSERT OR IGNORE INTO coverage VALUES (?, ?)", [(i, test_id) for i in coverage])
+        self.db.execute("COMMIT")
+        return test_id
+
+    def coverage(self) -> list[str]:
+        return [r[0] for r in self.db.execute("SELECT item FROM coverage")]
+
+    def coverage_over_time(self) -> list[tuple[int, int]]:
+        """(test id, items covered up to it) at each test that added coverage."""
+        rows = self.db.execute("SELECT test_id, COUNT(*) FROM coverage GROUP BY test_id ORDER BY test_id").fetchall()
+        total, out = 0, []
+        for tid, n in rows:
+            total += n
+            out.append((int(tid), total))
+        return out
 
     def update_blob(self, test_id: int, blob: bytes) -> None:
         self.db.execute("UPDATE tests SET blob = ? WHERE id = ?", (blob, test_id))

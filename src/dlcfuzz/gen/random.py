@@ -9,6 +9,8 @@ inputs (indices) are always constants sampled inside their domain.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +18,7 @@ from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.inputs import sample_tensor
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.ops import OpSpec, all_ops
+from dlcfuzz.ops import ANY, Domain, OpSpec, all_ops
 
 Supported = Callable[[str, str], bool]
 MAX_DIM = 6
@@ -24,6 +26,22 @@ MAX_DIM = 6
 
 def random_shape(rng: np.random.Generator, rank: int) -> tuple[int, ...]:
     return tuple(int(d) for d in rng.integers(1, MAX_DIM + 1, size=rank))
+
+
+@dataclass
+class Proposal:
+    """An operator instance not yet in the graph: what coverage-guided generation scores."""
+
+    spec: OpSpec
+    in_types: list[TensorType]
+    attrs: dict[str, Any]
+    outs: list[TensorType]
+    domains: list[Domain]
+    sources: list[str | None]  # an existing value per input, or None: a new input/constant
+
+    @property
+    def dtype(self) -> str:
+        return self.in_types[0].dtype if self.in_types else self.outs[0].dtype
 
 
 class GraphBuilder:
@@ -34,6 +52,7 @@ class GraphBuilder:
         self.g = Graph()
         self.values: list[Value] = []  # values a later node may consume
         self.used: set[str] = set()
+        self.producer: dict[str, Node] = {}  # value -> the operator node computing it
 
     def new_input(self, t: TensorType) -> str:
         name = f"x{len(self.g.inputs)}"
@@ -41,9 +60,7 @@ class GraphBuilder:
         self.values.append(Value(name, t))
         return name
 
-    def new_constant(self, t: TensorType, domain=None) -> str:
-        from dlcfuzz.ops import ANY
-
+    def new_constant(self, t: TensorType, domain: Domain | None = None) -> str:
         name = f"c{len(self.g.constants)}"
         self.g.constants[name] = sample_tensor(self.rng, t, domain or ANY)
         return name
@@ -51,44 +68,71 @@ class GraphBuilder:
     def candidates(self, dtype: str, ranks: Sequence[int]) -> list[Value]:
         return [v for v in self.values if v.type.dtype == dtype and v.type.rank in ranks]
 
-    def try_add(self, spec: OpSpec, first_name: str | None, first: TensorType) -> Node | None:
-        """Instantiate `spec` with input 0 of type `first` (named `first_name`, or a new input)."""
+    def propose(self, spec: OpSpec, first_name: str | None, first: TensorType) -> Proposal | None:
+        """Sample an instance of `spec` whose input 0 has type `first` (value `first_name`, or new)."""
         rng = self.rng
         try:
             in_types, attrs = spec.sample(rng, first)
             outs = spec.infer(in_types, attrs)
         except TypeRuleError:
             return None
-        names: list[str] = []
+        domains: list[Domain] = []
+        sources: list[str | None] = []
         for k, t in enumerate(in_types):
             d = spec.domain(k, in_types, attrs)
-            if k == 0 and not d.strict:
-                names.append(first_name if first_name is not None else self.new_input(t))
-                continue
+            domains.append(d)
             if d.strict:
-                names.append(self.new_constant(t, d))
-                continue
-            same = [v for v in self.values if v.type == t and v.name not in names]
-            restricted = d.lo is not None or d.hi is not None or d.nonzero
-            if same and rng.random() < (0.4 if restricted else 0.7):
-                names.append(same[int(rng.integers(len(same)))].name)
-            elif rng.random() < 0.5:
-                names.append(self.new_input(t))
+                sources.append(None)
+            elif k == 0:
+                sources.append(first_name)
             else:
+                same = [v for v in self.values if v.type == t and v.name not in sources]
+                restricted = d.lo is not None or d.hi is not None or d.nonzero
+                reuse = bool(same) and rng.random() < (0.4 if restricted else 0.7)
+                sources.append(same[int(rng.integers(len(same)))].name if reuse else None)
+        return Proposal(spec, list(in_types), attrs, list(outs), domains, sources)
+
+    def commit(self, p: Proposal) -> Node:
+        names: list[str] = []
+        for k, (t, d, src) in enumerate(zip(p.in_types, p.domains, p.sources)):
+            if src is not None:
+                names.append(src)
+            elif d.strict or (k > 0 and self.rng.random() >= 0.5):
                 names.append(self.new_constant(t, d))
+            else:
+                names.append(self.new_input(t))
         idx = len(self.g.nodes)
-        outputs = [Value(f"v{idx}_{i}" if len(outs) > 1 else f"v{idx}", t) for i, t in enumerate(outs)]
-        node = Node(spec.name, names, outputs, attrs, name=f"n{idx}")
+        outputs = [Value(f"v{idx}_{i}" if len(p.outs) > 1 else f"v{idx}", t) for i, t in enumerate(p.outs)]
+        node = Node(p.spec.name, names, outputs, p.attrs, name=f"n{idx}")
         self.g.nodes.append(node)
         self.used.update(names)
         self.values.extend(outputs)
+        self.producer.update({v.name: node for v in outputs})
         return node
+
+    def try_add(self, spec: OpSpec, first_name: str | None, first: TensorType) -> Node | None:
+        p = self.propose(spec, first_name, first)
+        return None if p is None else self.commit(p)
 
     def finish(self) -> Graph:
         produced = [v.name for n in self.g.nodes for v in n.outputs]
         leaves = [v for v in produced if v not in self.used]
         self.g.outputs = leaves or produced[-1:]
         return self.g
+
+
+def allowed_choices(ops: Sequence[OpSpec] | None, dtypes: Sequence[str] | None,
+                    supported: Supported | None) -> list[tuple[OpSpec, list[str]]]:
+    """(operator, its dtypes) pairs a generator may use: the registry filtered by dtype and capability."""
+    specs = list(ops) if ops is not None else all_ops()
+    choices = [
+        (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (supported is None or supported(s.name, d))])
+        for s in specs
+    ]
+    choices = [(s, ds) for s, ds in choices if ds]
+    if not choices:
+        raise ValueError("no operator/dtype pair is allowed")
+    return choices
 
 
 def generate(
@@ -101,14 +145,7 @@ def generate(
     reuse: float = 0.8,
 ) -> Graph:
     """A valid graph of `n_ops` operator nodes (fewer only if nothing fits after many tries)."""
-    specs = list(ops) if ops is not None else all_ops()
-    choices = [
-        (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (supported is None or supported(s.name, d))])
-        for s in specs
-    ]
-    choices = [(s, ds) for s, ds in choices if ds]
-    if not choices:
-        raise ValueError("no operator/dtype pair is allowed")
+    choices = allowed_choices(ops, dtypes, supported)
     b = GraphBuilder(rng)
     attempts = 0
     while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):

@@ -21,7 +21,7 @@ def pack(meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     chunks = []
     offset = 0
     for name, a in arrays.items():
-        a = np.ascontiguousarray(a)
+        # tobytes() is C-ordered for any layout; np.ascontiguousarray would turn 0-d into 1-d.
         data = a.tobytes()
         table.append([name, a.dtype.str, list(a.shape), offset, len(data)])
         chunks.append(data)

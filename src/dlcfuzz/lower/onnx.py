@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -72,8 +73,9 @@ def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: di
         get_op(n.op).to_onnx(b, ins, outs, n.attrs, [env[i] for i in n.inputs], [v.type for v in n.outputs])
 
 
-def to_onnx(g: Graph, opset: int = OPSET) -> Any:
-    """Return an onnx.ModelProto computing `g`."""
+def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ()) -> Any:
+    """Return an onnx.ModelProto computing `g`. Outputs in `untyped_outputs` are declared without
+    a type (disruptive graphs: the compiler infers it, a guessed type must not be what it rejects)."""
     import onnx
 
     b = OnnxBuilder()
@@ -98,7 +100,8 @@ def to_onnx(g: Graph, opset: int = OPSET) -> Any:
         g.name,
         [onnx.helper.make_tensor_value_info(v.name, onnx_elem_type(v.type.dtype), v.type.shape) for v in g.inputs],
         [
-            onnx.helper.make_tensor_value_info(name, onnx_elem_type(env[o].dtype), env[o].shape)
+            onnx.helper.make_empty_tensor_value_info(name) if o in untyped_outputs
+            else onnx.helper.make_tensor_value_info(name, onnx_elem_type(env[o].dtype), env[o].shape)
             for name, o in zip(out_names, g.outputs)
         ],
         initializer=b.initializers,

@@ -1,20 +1,24 @@
-"""Elementwise operators: unary, binary (numpy broadcasting), where, cast, clip.
+"""Elementwise operators: unary, binary (numpy broadcasting), pow, prelu, where, cast, clip.
 
-Table-driven: each registration is one row naming dtypes, the NumPy reference (ONNX
-semantics), the ONNX lowering, the Relax lowering, attribute sampling and value domain.
+Table-driven: each registration is one row naming dtypes (the ONNX opset-18 type constraint
+restricted to our DTYPES), the NumPy reference (ONNX semantics), the ONNX lowering, the Relax
+lowering, the attributes (ONNX default, sampling range) and the value domain.
 float16 references are computed in float32 and rounded once, as compilers do.
+Attribute problems in infer() raise ShapeError (the convention for attribute rules), dtype
+problems DTypeError.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import DTypeError, Unsupported
-from dlcfuzz.ir.types import DTYPES, FLOATS, INTS, NUMERIC, SIGNED, SIGNED_INTS, TensorType
+from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
+from dlcfuzz.ir.types import DTYPES, FLOATS, INTS, NUMERIC, SIGNED, TensorType
 from dlcfuzz.ops.base import (
     ANY,
     NONZERO,
@@ -25,10 +29,10 @@ from dlcfuzz.ops.base import (
     Domain,
     OpSpec,
     broadcast_shapes,
+    decode,
     expect_attrs,
     onnx_attr,
     register,
-    registry,
     relax_dtype_const,
     require_arity,
     require_dtype,
@@ -37,24 +41,92 @@ from dlcfuzz.ops.base import (
 )
 
 RelaxFn = Callable[[Any, Attrs, str], Any]
-NO_ATTRS: Callable[[np.random.Generator], Attrs] = lambda rng: {}  # noqa: E731
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _wide(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
-    """Compute float16 in float32 (one rounding at the end, like the compilers' kernels)."""
+def _c(v: float, dtype: str) -> Any:
+    return relax_dtype_const(v, dtype)
 
-    def run(*xs: np.ndarray) -> np.ndarray:
-        dt = xs[0].dtype
-        if dt == np.float16:
-            return fn(*[x.astype(np.float32) for x in xs]).astype(dt)
-        return fn(*xs)
 
-    return run
+def _widen(*xs: np.ndarray) -> list[np.ndarray]:
+    """float16 is computed in float32 (one rounding at the end, like the compilers' kernels)."""
+    return [x.astype(np.float32) if x.dtype == np.float16 else x for x in xs]
+
+
+# ---- attributes ---------------------------------------------------------------------
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) \
+        and math.isfinite(float(v))
+
+
+@dataclass(frozen=True)
+class FloatAttr:
+    """A float attribute. Sampled values lie on a 1/256 grid: exact in float16, so a threshold
+    compares the same in every precision and no value changes through the ONNX float32 attribute."""
+
+    default: float | None
+    lo: float
+    hi: float
+    step: float = 1 / 256
+
+    def sample(self, rng: np.random.Generator) -> float:
+        return float(round(rng.uniform(self.lo, self.hi) / self.step) * self.step)
+
+    def valid(self, v: Any) -> bool:
+        return _is_real(v)
+
+    def load(self, v: Any) -> Any:
+        return float(v) if _is_real(v) else v
+
+
+@dataclass(frozen=True)
+class ChoiceAttr:
+    """An enumerated attribute (flags 0/1, modes)."""
+
+    default: Any
+    choices: tuple[Any, ...]
+
+    def sample(self, rng: np.random.Generator) -> Any:
+        v = self.choices[int(rng.integers(len(self.choices)))]
+        return int(v) if isinstance(v, (int, np.integer)) else v
+
+    def valid(self, v: Any) -> bool:
+        return not isinstance(v, (bool, float)) and v in self.choices
+
+    def load(self, v: Any) -> Any:
+        return decode(v)
+
+
+AttrKind = FloatAttr | ChoiceAttr
+FLAG = ChoiceAttr(1, (0, 1))
+
+
+def _check_attrs(spec: OpSpec, kinds: Mapping[str, AttrKind], attrs: Attrs) -> None:
+    for k, kind in kinds.items():
+        if k not in attrs or not kind.valid(attrs[k]):
+            raise ShapeError(f"{spec.name}: attribute {k}={attrs.get(k)!r} is invalid")
+
+
+def _import_attrs(node: Any, kinds: Mapping[str, AttrKind]) -> Attrs:
+    expect_attrs(node, set(kinds))
+    attrs: Attrs = {}
+    for k, kind in kinds.items():
+        v = kind.load(onnx_attr(node, k, kind.default))
+        if v is None or not kind.valid(v):
+            raise Unsupported(f"{node.op_type}: attribute {k}={v!r}")
+        attrs[k] = v
+    return attrs
+
+
+# ---- unary --------------------------------------------------------------------------
 
 
 def _rx(name: str) -> RelaxFn:
+    """A Relax operator by dotted name, applied to x alone."""
+
     def build(x: Any, attrs: Attrs, dtype: str) -> Any:
         from tvm import relax
 
@@ -66,88 +138,60 @@ def _rx(name: str) -> RelaxFn:
     return build
 
 
-def _c(v: float, dtype: str) -> Any:
-    return relax_dtype_const(v, dtype)
-
-
 class UnaryOp(OpSpec):
     family = "elementwise"
     n_inputs = 1
 
-    def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, Attrs], np.ndarray],
+    def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, Attrs], Any],
                  onnx_op: str, relax: RelaxFn, domain: Domain = ANY, out_dtype: str | None = None,
-                 attrs: Callable[[np.random.Generator], Attrs] = NO_ATTRS, onnx_attrs: Sequence[str] = (),
-                 to_onnx: Callable[..., None] | None = None, import_ops: Sequence[str] = ()) -> None:
+                 attrs: Mapping[str, AttrKind] | None = None,
+                 to_onnx: Callable[[Any, list[str], list[str], Attrs, str], None] | None = None) -> None:
         self.name = name
         self.dtypes = tuple(dtypes)
         self.ref = ref
         self.onnx_op = onnx_op
-        self.onnx_ops = (onnx_op, *import_ops)
+        self.onnx_ops = (onnx_op,)
         self.relax = relax
         self.in_domain = domain
         self.out_dtype = out_dtype
-        self.sample_attrs = attrs
-        self.onnx_attr_names = tuple(onnx_attrs)
+        self.attr_kinds = dict(attrs or {})
         self.custom_onnx = to_onnx
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
         require_dtype(self, ins[0])
+        _check_attrs(self, self.attr_kinds, attrs)
         return [TensorType(self.out_dtype or ins[0].dtype, ins[0].shape)]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        return [first], self.sample_attrs(rng)
+        return [first], {k: kind.sample(rng) for k, kind in self.attr_kinds.items()}
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return self.in_domain
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        return [np.asarray(self.ref(xs[0], attrs))]
+        x = xs[0]
+        (w,) = _widen(x)
+        return [np.asarray(self.ref(w, attrs)).astype(self.out_dtype or x.dtype, copy=False)]
 
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
         if self.custom_onnx is not None:
             self.custom_onnx(b, ins, outs, attrs, in_types[0].dtype)
-            return
-        b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.onnx_attr_names})
+        else:
+            b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.attr_kinds})
 
     def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
         return [self.relax(ins[0], attrs, in_types[0].dtype)]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if node.op_type != self.onnx_op and node.op_type in self.onnx_ops:
-            return self.import_alternative(node, ctx)
-        expect_attrs(node, set(self.onnx_attr_names))
-        defaults = self.sample_attrs(np.random.default_rng(0))
-        attrs = {k: _num(onnx_attr(node, k, DEFAULTS.get((self.name, k), defaults.get(k)))) for k in self.onnx_attr_names}
+        attrs = _import_attrs(node, self.attr_kinds)
+        if len(node.input) != 1:
+            raise Unsupported(f"{node.op_type} with {len(node.input)} inputs")
         return [node.input[0]], attrs
 
-    def import_alternative(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        raise Unsupported(f"{node.op_type} -> {self.name}")
 
-
-def _num(v: Any) -> Any:
-    return float(v) if isinstance(v, float) else v
-
-
-# ONNX attribute defaults (used on import when an attribute is absent).
-DEFAULTS: dict[tuple[str, str], Any] = {
-    ("leaky_relu", "alpha"): 0.01, ("elu", "alpha"): 1.0, ("selu", "alpha"): 1.67326319217681884765625,
-    ("selu", "gamma"): 1.05070102214813232421875, ("hard_sigmoid", "alpha"): 0.2, ("hard_sigmoid", "beta"): 0.5,
-    ("thresholded_relu", "alpha"): 1.0, ("is_inf", "detect_negative"): 1, ("is_inf", "detect_positive"): 1,
-}
-
-
-def f32(v: float) -> float:
-    """ONNX float attributes are float32: sample values that survive the round trip exactly."""
-    return float(np.float32(round(v, 3)))
-
-
-def _alpha(lo: float, hi: float) -> Callable[[np.random.Generator], Attrs]:
-    return lambda rng: {"alpha": f32(rng.uniform(lo, hi))}
-
-
-# ---- Relax compositions for operators Relax lacks or parameterizes differently ----------
+# Relax compositions for operators Relax lacks or parameterizes differently.
 
 
 def _rx_reciprocal(x: Any, a: Attrs, dt: str) -> Any:
@@ -169,6 +213,14 @@ def _rx_elu(x: Any, a: Attrs, dt: str) -> Any:
     return relax.op.where(relax.op.less(x, _c(0, dt)), neg, x)
 
 
+def _rx_celu(x: Any, a: Attrs, dt: str) -> Any:
+    from tvm import relax
+
+    al = _c(a["alpha"], dt)
+    neg = relax.op.multiply(al, relax.op.subtract(relax.op.exp(relax.op.divide(x, al)), _c(1, dt)))
+    return relax.op.add(relax.op.maximum(x, _c(0, dt)), relax.op.minimum(neg, _c(0, dt)))
+
+
 def _rx_selu(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
@@ -179,7 +231,8 @@ def _rx_selu(x: Any, a: Attrs, dt: str) -> Any:
 def _rx_softplus(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
-    return relax.op.log(relax.op.add(relax.op.exp(x), _c(1, dt)))
+    # TVM's softplus returns x past the threshold: log(1 + exp(x)) would overflow to inf
+    return relax.op.nn.softplus(x, 1.0, 20.0)
 
 
 def _rx_softsign(x: Any, a: Attrs, dt: str) -> Any:
@@ -204,8 +257,7 @@ def _rx_hard_sigmoid(x: Any, a: Attrs, dt: str) -> Any:
 def _rx_hard_swish(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
-    gate = relax.op.clip(relax.op.add(relax.op.multiply(_c(1 / 6, dt), x), _c(0.5, dt)), 0.0, 1.0)
-    return relax.op.multiply(x, gate)
+    return relax.op.multiply(x, _rx_hard_sigmoid(x, {"alpha": 1 / 6, "beta": 0.5}, dt))
 
 
 def _rx_mish(x: Any, a: Attrs, dt: str) -> Any:
@@ -220,102 +272,127 @@ def _rx_thresholded(x: Any, a: Attrs, dt: str) -> Any:
     return relax.op.where(relax.op.greater(x, _c(a["alpha"], dt)), x, _c(0, dt))
 
 
+def _rx_shrink(x: Any, a: Attrs, dt: str) -> Any:
+    from tvm import relax
+
+    # ONNX computes x -/+ bias in float and converts back (truncation for integers): do the same
+    wide = "float64" if dt in INTS else dt
+    v = relax.op.astype(x, wide) if wide != dt else x
+    lam, bias, zero = _c(a["lambd"], wide), _c(a["bias"], wide), _c(0, wide)
+    y = relax.op.where(relax.op.less(v, relax.op.negative(lam)), relax.op.add(v, bias),
+                       relax.op.where(relax.op.greater(v, lam), relax.op.subtract(v, bias), zero))
+    return relax.op.astype(y, dt) if wide != dt else y
+
+
 def _rx_isinf(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
     inf = relax.op.isinf(x)
     if a["detect_negative"] and a["detect_positive"]:
         return inf
+    if not (a["detect_negative"] or a["detect_positive"]):
+        return relax.op.logical_and(inf, relax.op.logical_not(inf))
     side = relax.op.greater(x, _c(0, dt)) if a["detect_positive"] else relax.op.less(x, _c(0, dt))
-    return relax.op.logical_and(inf, side) if (a["detect_negative"] or a["detect_positive"]) else relax.op.logical_and(inf, relax.op.logical_not(inf))
+    return relax.op.logical_and(inf, side)
 
 
 def _onnx_gelu(b: Any, ins: list[str], outs: list[str], a: Attrs, dt: str) -> None:
-    # Gelu is opset 20; at opset 18 it is its formula (what exporters emit, and what fusions match).
+    """Gelu is opset 20; at opset 18 it is its formula (what exporters emit, and what fusions match)."""
     x = ins[0]
-    half = b.const(np.array(0.5, dt))
-    one = b.const(np.array(1.0, dt))
+
+    def op(op_type: str, *args: str) -> str:
+        out = b.tmp("gelu")
+        b.node(op_type, list(args), [out])
+        return out
+
     if a["approximate"] == "tanh":
-        x3 = b.tmp("g")
-        b.node("Mul", [x, x], [x3 + "a"])
-        b.node("Mul", [x3 + "a", x], [x3])
-        inner = b.tmp("g")
-        b.node("Mul", [x3, b.const(np.array(0.044715, dt))], [inner + "a"])
-        b.node("Add", [x, inner + "a"], [inner + "b"])
-        b.node("Mul", [inner + "b", b.const(np.array(math.sqrt(2 / math.pi), dt))], [inner])
-        t = b.tmp("g")
-        b.node("Tanh", [inner], [t])
+        x3 = op("Mul", op("Mul", x, x), x)
+        inner = op("Add", x, op("Mul", x3, b.const(np.array(0.044715, dt))))
+        t = op("Tanh", op("Mul", inner, b.const(np.array(math.sqrt(2 / math.pi), dt))))
     else:
-        d = b.tmp("g")
-        b.node("Div", [x, b.const(np.array(math.sqrt(2.0), dt))], [d])
-        t = b.tmp("g")
-        b.node("Erf", [d], [t])
-    s = b.tmp("g")
-    b.node("Add", [t, one], [s])
-    m = b.tmp("g")
-    b.node("Mul", [x, half], [m])
-    b.node("Mul", [m, s], outs)
+        t = op("Erf", op("Div", x, b.const(np.array(math.sqrt(2.0), dt))))
+    s = op("Add", t, b.const(np.array(1.0, dt)))
+    b.node("Mul", [op("Mul", x, b.const(np.array(0.5, dt))), s], outs)
 
 
 def _ref_gelu(x: np.ndarray, a: Attrs) -> np.ndarray:
     x64 = x.astype(np.float64)
     if a["approximate"] == "tanh":
-        y = 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))
-    else:
-        y = 0.5 * x64 * (1 + _erf(x64 / math.sqrt(2.0)))
-    return y.astype(x.dtype)
+        return 0.5 * x64 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x64 + 0.044715 * x64**3)))
+    return 0.5 * x64 * (1 + _erf(x64 / math.sqrt(2.0)))
 
 
 def _softplus(x: np.ndarray) -> np.ndarray:
-    return np.logaddexp(0, x)
+    return np.logaddexp(np.zeros((), x.dtype), x)
 
 
 def _isinf(x: np.ndarray, a: Attrs) -> np.ndarray:
     return (np.isposinf(x) & bool(a["detect_positive"])) | (np.isneginf(x) & bool(a["detect_negative"]))
 
 
-class GeluOp(UnaryOp):
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"approximate"})
-        from dlcfuzz.ops.base import decode
+def _shrink(x: np.ndarray, a: Attrs) -> np.ndarray:
+    # ONNX reference: computed in float, converted back to x's dtype (integers truncate)
+    lam, bias = a["lambd"], a["bias"]
+    xf = x.astype(np.float64) if x.dtype.kind in "iu" else x
+    return np.where(xf < -lam, xf + bias, np.where(xf > lam, xf - bias, 0))
 
-        return [node.input[0]], {"approximate": decode(onnx_attr(node, "approximate", "none"))}
+
+def _int_grid_shrink(rng: np.random.Generator) -> Attrs:
+    """Integer inputs: integral lambd >= 0 and 0 <= bias <= lambd + 1 keep x -/+ bias in range (uint8 too)."""
+    lam = int(rng.integers(0, 3))
+    return {"bias": float(rng.integers(0, lam + 2)), "lambd": float(lam)}
 
 
-# TVM 0.27's LLVM codegen has no float16 lowering for these intrinsics ("unknown intrinsic tirx.X").
+class ShrinkOp(UnaryOp):
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        types, attrs = super().sample(rng, first)
+        return types, (_int_grid_shrink(rng) if first.dtype in INTS else attrs)
+
+
+# LLVM codegen in TVM 0.27 has no float16 lowering of these intrinsics.
 _TVM_NO_F16 = {"float16": "TVM 0.27 LLVM codegen: unknown intrinsic for float16 (InternalError at build)"}
 
+
+def _alpha(default: float, lo: float, hi: float) -> dict[str, AttrKind]:
+    return {"alpha": FloatAttr(default, lo, hi)}
+
+
 U = UnaryOp
-for spec in [
+_UNARY = [
     U("abs", NUMERIC, lambda x, a: np.abs(x), "Abs", _rx("abs")),
     U("neg", SIGNED, lambda x, a: np.negative(x), "Neg", _rx("negative")),
-    U("exp", FLOATS, lambda x, a: _wide(np.exp)(x), "Exp", _rx("exp"), SMALL),
-    U("log", FLOATS, lambda x, a: _wide(np.log)(x), "Log", _rx("log"), POSITIVE),
-    U("sqrt", FLOATS, lambda x, a: _wide(np.sqrt)(x), "Sqrt", _rx("sqrt"), POSITIVE),
-    U("reciprocal", FLOATS, lambda x, a: _wide(np.reciprocal)(x), "Reciprocal", _rx_reciprocal, NONZERO),
-    U("sin", FLOATS, lambda x, a: _wide(np.sin)(x), "Sin", _rx("sin")),
-    U("cos", FLOATS, lambda x, a: _wide(np.cos)(x), "Cos", _rx("cos")),
-    U("tan", FLOATS, lambda x, a: _wide(np.tan)(x), "Tan", _rx("tan"), Domain(-1.2, 1.2)),
-    U("asin", FLOATS, lambda x, a: _wide(np.arcsin)(x), "Asin", _rx("asin"), UNIT_OPEN),
-    U("acos", FLOATS, lambda x, a: _wide(np.arccos)(x), "Acos", _rx("acos"), UNIT_OPEN),
-    U("atan", FLOATS, lambda x, a: _wide(np.arctan)(x), "Atan", _rx("atan")),
-    U("sinh", FLOATS, lambda x, a: _wide(np.sinh)(x), "Sinh", _rx("sinh"), SMALL),
-    U("cosh", FLOATS, lambda x, a: _wide(np.cosh)(x), "Cosh", _rx("cosh"), SMALL),
-    U("tanh", FLOATS, lambda x, a: _wide(np.tanh)(x), "Tanh", _rx("tanh")),
-    U("sigmoid", FLOATS, lambda x, a: _wide(lambda v: 1 / (1 + np.exp(-v)))(x), "Sigmoid", _rx("sigmoid")),
-    U("relu", FLOATS + SIGNED_INTS, lambda x, a: np.maximum(x, np.zeros((), x.dtype)), "Relu", _rx("nn.relu")),
-    U("leaky_relu", FLOATS, lambda x, a: np.where(x < 0, x * np.asarray(a["alpha"], x.dtype), x), "LeakyRelu",
-      _rx_leaky, attrs=_alpha(0.01, 0.5), onnx_attrs=["alpha"]),
-    U("elu", FLOATS, lambda x, a: _wide(lambda v: np.where(v < 0, a["alpha"] * (np.exp(v) - 1), v))(x), "Elu",
-      _rx_elu, SMALL, attrs=_alpha(0.1, 2.0), onnx_attrs=["alpha"]),
-    U("selu", FLOATS, lambda x, a: _wide(lambda v: a["gamma"] * np.where(v > 0, v, a["alpha"] * np.exp(v) - a["alpha"]))(x),
-      "Selu", _rx_selu, SMALL, onnx_attrs=["alpha", "gamma"],
-      attrs=lambda rng: {"alpha": f32(rng.uniform(1.0, 2.0)), "gamma": f32(rng.uniform(0.5, 1.5))}),
-    GeluOp("gelu", FLOATS, _ref_gelu, "Gelu", _rx_gelu, to_onnx=_onnx_gelu,
-           attrs=lambda rng: {"approximate": str(rng.choice(["none", "tanh"]))}),
-    U("softplus", FLOATS, lambda x, a: _wide(_softplus)(x), "Softplus", _rx_softplus, SMALL),
-    U("softsign", FLOATS, lambda x, a: _wide(lambda v: v / (1 + np.abs(v)))(x), "Softsign", _rx_softsign),
-    U("erf", FLOATS, lambda x, a: _erf(x.astype(np.float64)).astype(x.dtype), "Erf", _rx("erf")),
+    U("exp", FLOATS, lambda x, a: np.exp(x), "Exp", _rx("exp"), SMALL),
+    U("log", FLOATS, lambda x, a: np.log(x), "Log", _rx("log"), POSITIVE),
+    U("sqrt", FLOATS, lambda x, a: np.sqrt(x), "Sqrt", _rx("sqrt"), POSITIVE),
+    U("reciprocal", FLOATS, lambda x, a: np.reciprocal(x), "Reciprocal", _rx_reciprocal, NONZERO),
+    U("sin", FLOATS, lambda x, a: np.sin(x), "Sin", _rx("sin")),
+    U("cos", FLOATS, lambda x, a: np.cos(x), "Cos", _rx("cos")),
+    U("tan", FLOATS, lambda x, a: np.tan(x), "Tan", _rx("tan"), Domain(-1.2, 1.2)),
+    U("asin", FLOATS, lambda x, a: np.arcsin(x), "Asin", _rx("asin"), UNIT_OPEN),
+    U("acos", FLOATS, lambda x, a: np.arccos(x), "Acos", _rx("acos"), UNIT_OPEN),
+    U("atan", FLOATS, lambda x, a: np.arctan(x), "Atan", _rx("atan")),
+    U("sinh", FLOATS, lambda x, a: np.sinh(x), "Sinh", _rx("sinh"), SMALL),
+    U("cosh", FLOATS, lambda x, a: np.cosh(x), "Cosh", _rx("cosh"), SMALL),
+    U("tanh", FLOATS, lambda x, a: np.tanh(x), "Tanh", _rx("tanh")),
+    U("asinh", FLOATS, lambda x, a: np.arcsinh(x), "Asinh", _rx("asinh")),
+    U("acosh", FLOATS, lambda x, a: np.arccosh(x), "Acosh", _rx("acosh"), Domain(1.1, 4.0)),
+    U("atanh", FLOATS, lambda x, a: np.arctanh(x), "Atanh", _rx("atanh"), UNIT_OPEN),
+    U("sigmoid", FLOATS, lambda x, a: 1 / (1 + np.exp(-x)), "Sigmoid", _rx("sigmoid")),
+    U("relu", SIGNED, lambda x, a: np.maximum(x, 0), "Relu", _rx("nn.relu")),
+    U("leaky_relu", FLOATS, lambda x, a: np.where(x < 0, x * a["alpha"], x), "LeakyRelu", _rx_leaky,
+      attrs=_alpha(0.01, 0.01, 0.5)),
+    U("elu", FLOATS, lambda x, a: np.where(x < 0, a["alpha"] * (np.exp(x) - 1), x), "Elu", _rx_elu, SMALL,
+      attrs=_alpha(1.0, 0.1, 2.0)),
+    U("celu", ("float32",), lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
+      "Celu", _rx_celu, SMALL, attrs=_alpha(1.0, 0.5, 2.0)),
+    U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu",
+      _rx_selu, SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0),
+                              "gamma": FloatAttr(1.05070102214813232421875, 0.5, 1.5)}),
+    U("gelu", FLOATS, _ref_gelu, "Gelu", _rx_gelu, to_onnx=_onnx_gelu,
+      attrs={"approximate": ChoiceAttr("none", ("none", "tanh"))}),
+    U("softplus", FLOATS, lambda x, a: _softplus(x), "Softplus", _rx_softplus, SMALL),
+    U("softsign", FLOATS, lambda x, a: x / (1 + np.abs(x)), "Softsign", _rx_softsign),
+    U("erf", FLOATS, lambda x, a: _erf(x.astype(np.float64)), "Erf", _rx("erf")),
     U("floor", FLOATS, lambda x, a: np.floor(x), "Floor", _rx("floor")),
     U("ceil", FLOATS, lambda x, a: np.ceil(x), "Ceil", _rx("ceil")),
     U("round", FLOATS, lambda x, a: np.round(x), "Round", _rx("round")),  # half to even, as ONNX specifies
@@ -323,40 +400,49 @@ for spec in [
     U("not", ("bool",), lambda x, a: np.logical_not(x), "Not", _rx("logical_not")),
     U("bitwise_not", INTS, lambda x, a: np.invert(x), "BitwiseNot", _rx("bitwise_not")),
     U("isnan", FLOATS, lambda x, a: np.isnan(x), "IsNaN", _rx("isnan"), out_dtype="bool"),
-    U("isinf", ("float32", "float64"), _isinf, "IsInf", _rx_isinf, out_dtype="bool",
-      onnx_attrs=["detect_negative", "detect_positive"],
-      attrs=lambda rng: {"detect_negative": int(rng.integers(2)), "detect_positive": int(rng.integers(2))}),
-    U("hard_sigmoid", FLOATS, lambda x, a: _wide(lambda v: np.clip(a["alpha"] * v + a["beta"], 0, 1))(x), "HardSigmoid",
-      _rx_hard_sigmoid, onnx_attrs=["alpha", "beta"],
-      attrs=lambda rng: {"alpha": f32(rng.uniform(0.1, 0.5)), "beta": f32(rng.uniform(0.2, 0.8))}),
-    U("hard_swish", FLOATS, lambda x, a: _wide(lambda v: v * np.clip(v / 6 + 0.5, 0, 1))(x), "HardSwish", _rx_hard_swish),
-    U("mish", FLOATS, lambda x, a: _wide(lambda v: v * np.tanh(_softplus(v)))(x), "Mish", _rx_mish, SMALL),
-    U("thresholded_relu", FLOATS, lambda x, a: np.where(x > np.asarray(a["alpha"], x.dtype), x, np.zeros((), x.dtype)),
-      "ThresholdedRelu", _rx_thresholded, attrs=_alpha(-0.5, 1.5), onnx_attrs=["alpha"]),
-]:
-    register(spec)
+    U("isinf", ("float32", "float64"), _isinf, "IsInf", _rx_isinf, out_dtype="bool",  # float16 from opset 20
+      attrs={"detect_negative": FLAG, "detect_positive": FLAG}),
+    U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid",
+      _rx_hard_sigmoid, attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
+    U("hard_swish", FLOATS, lambda x, a: x * np.clip(x / 6 + 0.5, 0, 1), "HardSwish", _rx_hard_swish),
+    U("mish", FLOATS, lambda x, a: x * np.tanh(_softplus(x)), "Mish", _rx_mish, SMALL),
+    U("thresholded_relu", FLOATS, lambda x, a: np.where(x > a["alpha"], x, 0), "ThresholdedRelu", _rx_thresholded,
+      attrs=_alpha(1.0, -0.5, 1.5)),
+    ShrinkOp("shrink", NUMERIC, _shrink, "Shrink", _rx_shrink,
+             attrs={"bias": FloatAttr(0.0, 0.0, 1.5, 1 / 8), "lambd": FloatAttr(0.5, 0.0, 1.5, 1 / 8)}),
+]
 
 
-# ---- binary ------------------------------------------------------------------
+# ---- binary ------------------------------------------------------------------------
 
 
-def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _int_div(a: np.ndarray, b: np.ndarray, attrs: Attrs) -> np.ndarray:
     """ONNX integer Div truncates toward zero (C semantics), unlike numpy's floor division."""
     if a.dtype.kind in "iu":
         q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
-        return (np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q).astype(a.dtype)
-    return _wide(np.divide)(a, b)
+        return np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q
+    return a / b
+
+
+def _divisor(dt: str, attrs: Attrs) -> Domain:
+    # Integer division by zero is undefined (SIGFPE): integer divisors are sampled constants.
+    return Domain(nonzero=True, strict=dt in INTS)
+
+
+def _any(dt: str, attrs: Attrs) -> Domain:
+    return ANY
 
 
 class BinaryOp(OpSpec):
+    """Two inputs of one dtype, multidirectional (numpy) broadcasting."""
+
     family = "elementwise"
     n_inputs = 2
 
-    def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, np.ndarray, Attrs], np.ndarray],
-                 onnx_op: str, relax_fn: str, rhs_domain: Callable[[str, Attrs], Domain] = lambda dt, a: ANY,
-                 lhs_domain: Callable[[str, Attrs], Domain] = lambda dt, a: ANY, out_dtype: str | None = None,
-                 attrs: Callable[[np.random.Generator, str], Attrs] = lambda rng, dt: {},
-                 onnx_attrs: Sequence[str] = ()) -> None:
+    def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, np.ndarray, Attrs], Any],
+                 onnx_op: str, relax_fn: str | Callable[[Any, Any, Attrs, str], Any],
+                 rhs_domain: Callable[[str, Attrs], Domain] = _any, lhs_domain: Callable[[str, Attrs], Domain] = _any,
+                 out_dtype: str | None = None, attrs: Mapping[str, AttrKind] | None = None) -> None:
         self.name = name
         self.dtypes = tuple(dtypes)
         self.ref = ref
@@ -366,18 +452,21 @@ class BinaryOp(OpSpec):
         self.rhs_domain = rhs_domain
         self.lhs_domain = lhs_domain
         self.out_dtype = out_dtype
-        self.sample_attrs = attrs
-        self.onnx_attr_names = tuple(onnx_attrs)
+        self.attr_kinds = dict(attrs or {})
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
         require_dtype(self, ins[0])
         require_same_dtype(self, ins)
+        _check_attrs(self, self.attr_kinds, attrs)
         self.check_attrs(ins[0].dtype, attrs)
         return [TensorType(self.out_dtype or ins[0].dtype, broadcast_shapes(self, ins[0].shape, ins[1].shape))]
 
     def check_attrs(self, dtype: str, attrs: Attrs) -> None:
-        pass
+        """Dtype-dependent attribute rules."""
+
+    def sample_attrs(self, rng: np.random.Generator, dtype: str) -> Attrs:
+        return {k: kind.sample(rng) for k, kind in self.attr_kinds.items()}
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
@@ -387,108 +476,165 @@ class BinaryOp(OpSpec):
         return (self.rhs_domain if index == 1 else self.lhs_domain)(ins[0].dtype, attrs)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        return [np.asarray(self.ref(xs[0], xs[1], attrs))]
+        a, b = _widen(xs[0], xs[1])
+        return [np.asarray(self.ref(a, b, attrs)).astype(self.out_dtype or xs[0].dtype, copy=False)]
 
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.onnx_attr_names})
+        b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.attr_kinds})
 
     def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
         from tvm import relax
 
+        if callable(self.relax_fn):
+            return [self.relax_fn(ins[0], ins[1], attrs, in_types[0].dtype)]
         return [getattr(relax.op, self.relax_fn)(ins[0], ins[1])]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, set(self.onnx_attr_names))
-        if len(node.input) != 2:
-            raise Unsupported(f"{node.op_type} with {len(node.input)} inputs")
-        return [node.input[0], node.input[1]], {}
-
-
-def _divisor(dt: str, a: Attrs) -> Domain:
-    # Integer division by zero is undefined (SIGFPE): integer divisors are sampled constants.
-    return Domain(nonzero=True, strict=dt in INTS)
+        attrs = _import_attrs(node, self.attr_kinds)
+        if len(node.input) != 2 or "" in node.input:
+            raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
+        return [node.input[0], node.input[1]], attrs
 
 
 class ModOp(BinaryOp):
     def check_attrs(self, dtype: str, attrs: Attrs) -> None:
-        if dtype in FLOATS and attrs.get("fmod") != 1:
+        if dtype in FLOATS and attrs["fmod"] != 1:
             raise DTypeError("mod: floating-point inputs require fmod=1")
 
-    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        a, b = xs
-        return [(np.fmod(a, b) if attrs["fmod"] else np.mod(a, b)).astype(a.dtype)]
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        # TVM: mod is truncated (C fmod), floor_mod follows the divisor's sign (ONNX fmod=0).
-        return [(relax.op.mod if attrs["fmod"] else relax.op.floor_mod)(ins[0], ins[1])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"fmod"})
-        return [node.input[0], node.input[1]], {"fmod": int(onnx_attr(node, "fmod", 0))}
+    def sample_attrs(self, rng: np.random.Generator, dtype: str) -> Attrs:
+        return {"fmod": 1 if dtype in FLOATS else int(rng.integers(2))}
 
 
-class BitShiftOp(BinaryOp):
-    def check_attrs(self, dtype: str, attrs: Attrs) -> None:
-        if attrs.get("direction") not in ("LEFT", "RIGHT"):
-            raise DTypeError(f"bit_shift: direction {attrs.get('direction')!r}")
+def _rx_mod(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
+    from tvm import relax
 
-    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        a, b = xs
-        return [(np.left_shift(a, b) if attrs["direction"] == "LEFT" else np.right_shift(a, b)).astype(a.dtype)]
+    # TVM: mod truncates (C fmod); floor_mod follows the divisor's sign (ONNX fmod=0)
+    return (relax.op.mod if attrs["fmod"] else relax.op.floor_mod)(a, b)
 
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
 
-        return [(relax.op.left_shift if attrs["direction"] == "LEFT" else relax.op.right_shift)(ins[0], ins[1])]
+def _rx_shift(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
+    from tvm import relax
 
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        from dlcfuzz.ops.base import decode
-
-        expect_attrs(node, {"direction"})
-        return [node.input[0], node.input[1]], {"direction": decode(onnx_attr(node, "direction"))}
+    return (relax.op.left_shift if attrs["direction"] == "LEFT" else relax.op.right_shift)(a, b)
 
 
 B = BinaryOp
-CMP = NUMERIC
-for spec in [
-    B("add", NUMERIC, lambda a, b, t: (a + b).astype(a.dtype), "Add", "add"),
-    B("sub", NUMERIC, lambda a, b, t: (a - b).astype(a.dtype), "Sub", "subtract"),
-    B("mul", NUMERIC, lambda a, b, t: _wide(np.multiply)(a, b).astype(a.dtype), "Mul", "multiply"),
-    B("div", NUMERIC, lambda a, b, t: _int_div(a, b), "Div", "divide", rhs_domain=_divisor),
-    B("pow", FLOATS, lambda a, b, t: _wide(np.power)(a, b), "Pow", "power",
-      lhs_domain=lambda dt, a: POSITIVE, rhs_domain=lambda dt, a: Domain(-2.0, 2.0)),
+_BINARY = [
+    B("add", NUMERIC, lambda a, b, t: a + b, "Add", "add"),
+    B("sub", NUMERIC, lambda a, b, t: a - b, "Sub", "subtract"),
+    B("mul", NUMERIC, lambda a, b, t: a * b, "Mul", "multiply"),
+    B("div", NUMERIC, _int_div, "Div", "divide", rhs_domain=_divisor),
     B("max", NUMERIC, lambda a, b, t: np.maximum(a, b), "Max", "maximum"),
     B("min", NUMERIC, lambda a, b, t: np.minimum(a, b), "Min", "minimum"),
-    ModOp("mod", NUMERIC, lambda a, b, t: a, "Mod", "mod", rhs_domain=_divisor,
-          attrs=lambda rng, dt: {"fmod": 1 if dt in FLOATS else int(rng.integers(2))}, onnx_attrs=["fmod"]),
+    ModOp("mod", NUMERIC, lambda a, b, t: np.fmod(a, b) if t["fmod"] else np.mod(a, b), "Mod", _rx_mod,
+          rhs_domain=_divisor, attrs={"fmod": ChoiceAttr(0, (0, 1))}),
     B("and", ("bool",), lambda a, b, t: np.logical_and(a, b), "And", "logical_and"),
     B("or", ("bool",), lambda a, b, t: np.logical_or(a, b), "Or", "logical_or"),
     B("xor", ("bool",), lambda a, b, t: np.logical_xor(a, b), "Xor", "logical_xor"),
     B("equal", NUMERIC + ("bool",), lambda a, b, t: np.equal(a, b), "Equal", "equal", out_dtype="bool"),
-    B("less", CMP, lambda a, b, t: np.less(a, b), "Less", "less", out_dtype="bool"),
-    B("less_equal", CMP, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", "less_equal", out_dtype="bool"),
-    B("greater", CMP, lambda a, b, t: np.greater(a, b), "Greater", "greater", out_dtype="bool"),
-    B("greater_equal", CMP, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual", "greater_equal", out_dtype="bool"),
+    B("less", NUMERIC, lambda a, b, t: np.less(a, b), "Less", "less", out_dtype="bool"),
+    B("less_equal", NUMERIC, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", "less_equal", out_dtype="bool"),
+    B("greater", NUMERIC, lambda a, b, t: np.greater(a, b), "Greater", "greater", out_dtype="bool"),
+    B("greater_equal", NUMERIC, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual", "greater_equal",
+      out_dtype="bool"),
     B("bitwise_and", INTS, lambda a, b, t: np.bitwise_and(a, b), "BitwiseAnd", "bitwise_and"),
     B("bitwise_or", INTS, lambda a, b, t: np.bitwise_or(a, b), "BitwiseOr", "bitwise_or"),
     B("bitwise_xor", INTS, lambda a, b, t: np.bitwise_xor(a, b), "BitwiseXor", "bitwise_xor"),
-    BitShiftOp("bit_shift", ("uint8",), lambda a, b, t: a, "BitShift", "left_shift",
-               rhs_domain=lambda dt, a: Domain(0, 7, strict=True),
-               attrs=lambda rng, dt: {"direction": str(rng.choice(["LEFT", "RIGHT"]))}, onnx_attrs=["direction"]),
-]:
-    register(spec)
+    # ONNX BitShift takes unsigned types only; shifting by >= the bit width is undefined: sampled 0..7.
+    B("bit_shift", ("uint8",), lambda a, b, t: (np.left_shift if t["direction"] == "LEFT" else np.right_shift)(a, b),
+      "BitShift", _rx_shift, rhs_domain=lambda dt, a: Domain(0, 7, strict=True),
+      attrs={"direction": ChoiceAttr(None, ("LEFT", "RIGHT"))}),
+]
 
 
-# ---- where, cast, clip ------------------------------------------------------------
+POW_EXPONENTS = ("int32", "int64", "float32", "float64")
+
+
+class PowOp(BinaryOp):
+    """Pow(X: T, Y: T1): the exponent may have any numeric dtype (ONNX's T1), the output has X's."""
+
+    def __init__(self) -> None:
+        super().__init__("pow", ("int32", "int64") + FLOATS, lambda a, b, t: np.power(a, b), "Pow", "power")
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        require_arity(self, ins)
+        require_dtype(self, ins[0])
+        require_dtype(self, ins[1], NUMERIC, "exponent")
+        return [TensorType(ins[0].dtype, broadcast_shapes(self, ins[0].shape, ins[1].shape))]
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        (_, rhs), attrs = super().sample(rng, first)
+        if rng.random() < 0.3:
+            # ONNX allows any numeric T1; ORT (and most kernels) implement only these exponent types.
+            rhs = rhs.with_dtype(POW_EXPONENTS[int(rng.integers(len(POW_EXPONENTS)))])
+        return [first, rhs], attrs
+
+    def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+        base_int, exp_int = ins[0].dtype in INTS, ins[1].dtype in INTS
+        if index == 0:
+            # a positive base keeps fractional powers real; integer powers of small integers stay exact
+            return Domain(-3, 3) if base_int and exp_int else POSITIVE
+        # integer ** negative integer is undefined (numpy refuses): only sampled exponents there
+        return Domain(0, 3, strict=True) if base_int and exp_int else Domain(-2.0, 2.0)
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        a, b = xs
+        if a.dtype == b.dtype:
+            a, b = _widen(a, b)
+        return [np.asarray(np.power(a, b)).astype(xs[0].dtype, copy=False)]
+
+    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        from tvm import relax
+
+        x, y = ins
+        dx, dy = in_types[0].dtype, in_types[1].dtype
+        if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference, ORT)
+            r = relax.op.power(relax.op.astype(x, "float64"), relax.op.astype(y, "float64"))
+            return [relax.op.astype(r, dx)]
+        if dx != dy:
+            y = relax.op.astype(y, dx)
+        return [relax.op.power(x, y)]
+
+
+def _unidirectional(spec: OpSpec, x: tuple[int, ...], s: tuple[int, ...]) -> None:
+    if broadcast_shapes(spec, x, s) != tuple(x):
+        raise ShapeError(f"{spec.name}: slope {s} does not broadcast to the input {x}")
+
+
+class PReluOp(BinaryOp):
+    """PRelu: the slope broadcasts to X unidirectionally (the output has X's shape)."""
+
+    def __init__(self) -> None:
+        super().__init__("prelu", FLOATS + ("int32", "int64"), lambda x, s, t: np.where(x < 0, x * s, x),
+                         "PRelu", self._relax)
+
+    @staticmethod
+    def _relax(x: Any, s: Any, attrs: Attrs, dt: str) -> Any:
+        from tvm import relax
+
+        return relax.op.where(relax.op.less(x, _c(0, dt)), relax.op.multiply(x, s), x)
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        out = super().infer(ins, attrs)
+        _unidirectional(self, ins[0].shape, ins[1].shape)
+        return out
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        r = first.rank
+        k = int(rng.integers(0, r + 1))  # a suffix of X's shape with some dims set to 1
+        slope = tuple(1 if rng.random() < 0.4 else d for d in first.shape[k:])
+        return [first, first.with_shape(slope)], {}
+
+
+# ---- where, cast, clip ------------------------------------------------------------------
 
 
 class WhereOp(OpSpec):
     """where(x, y, condition) = condition ? x : y.
 
-    The condition comes last in our IR (ONNX puts it first) so that input 0 carries the value
-    dtype: capability probing and generation key on input 0's dtype.
+    Our input order is (x, y, condition), ONNX's is (condition, x, y): input 0 carries the value
+    dtype, on which capability probing, the generator's dtype filter and the skip lists key.
     """
 
     name = "where"
@@ -522,6 +668,8 @@ class WhereOp(OpSpec):
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
         expect_attrs(node)
+        if len(node.input) != 3 or "" in node.input:
+            raise Unsupported(f"Where with inputs {list(node.input)}")
         return [node.input[1], node.input[2], node.input[0]], {}
 
 
@@ -540,13 +688,15 @@ class CastOp(OpSpec):
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        return [first], {"to": str(rng.choice(DTYPES))}
+        return [first], {"to": DTYPES[int(rng.integers(len(DTYPES)))]}
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         src, to = ins[0].dtype, attrs["to"]
-        if src in FLOATS and to in ("uint8", "int8"):
-            # Out-of-range float -> small int conversion is undefined: only sampled values.
+        # float -> integer of a NaN or out-of-range value is undefined behaviour (C++ conversion)
+        if src in FLOATS and to == "uint8":
             return Domain(0.0, 100.0, strict=True)
+        if src in FLOATS and to == "int8":
+            return Domain(-100.0, 100.0, strict=True)
         if src in FLOATS and to in INTS:
             return Domain(-100.0, 100.0)
         if src in INTS and to == "float16":
@@ -572,19 +722,19 @@ class CastOp(OpSpec):
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
         import onnx
 
-        expect_attrs(node, {"to"})
+        expect_attrs(node, {"to"})  # opset 19's `saturate` only concerns float8
         try:
-            to = str(onnx.helper.tensor_dtype_to_np_dtype(onnx_attr(node, "to")))
+            to = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(onnx_attr(node, "to"))))
         except (KeyError, TypeError, ValueError):
             raise Unsupported(f"Cast to {onnx_attr(node, 'to')}") from None
         if to not in DTYPES:
             raise Unsupported(f"Cast to {to}")
-        if ctx.type_of(node.input[0]).dtype == "float16" or to == "float16":
-            pass
         return [node.input[0]], {"to": to}
 
 
 class ClipOp(OpSpec):
+    """attrs min, max: numbers or None (absent). min > max is defined: everything becomes max."""
+
     name = "clip"
     family = "elementwise"
     dtypes = NUMERIC
@@ -593,21 +743,32 @@ class ClipOp(OpSpec):
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
         require_dtype(self, ins[0])
-        lo, hi = attrs.get("min"), attrs.get("max")
-        if lo is not None and hi is not None and lo > hi:
-            # ONNX leaves min > max unspecified; we never generate it
-            raise DTypeError(f"clip: min {lo} > max {hi}")
+        dt = ins[0].dtype
+        for k in ("min", "max"):
+            if k not in attrs:
+                raise ShapeError(f"clip: attribute {k} missing (None when absent)")
+            v = attrs[k]
+            if v is None:
+                continue
+            # ONNX's bound is a scalar tensor of the input's dtype: its value must be representable
+            if dt in INTS and not (isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                   and np.iinfo(dt).min <= v <= np.iinfo(dt).max):
+                raise ShapeError(f"clip: {k}={v!r} is not a {dt} value")
+            if dt in FLOATS and not (_is_real(v) or (isinstance(v, float) and math.isinf(v))):
+                raise ShapeError(f"clip: {k}={v!r} is not a number")
         return [ins[0]]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
         if first.dtype in FLOATS:
-            lo = f32(rng.uniform(-2, 1))
-            hi = f32(lo + rng.uniform(0.1, 3))
+            lo = float(round(rng.uniform(-2, 1) * 64) / 64)
+            hi = float(round((lo + rng.uniform(0.1, 3)) * 64) / 64)
         else:
             info = np.iinfo(first.dtype)
             lo = int(max(info.min, rng.integers(-4, 3)))
             hi = int(min(info.max, lo + rng.integers(0, 6)))
+        if rng.random() < 0.1:  # min > max: defined by ONNX (the result is max)
+            lo, hi = hi, lo
         attrs: Attrs = {"min": lo, "max": hi}
         drop = rng.integers(4)
         if drop == 1:
@@ -617,18 +778,19 @@ class ClipOp(OpSpec):
         return [first], attrs
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        # Min(max, Max(x, min)), as ONNX defines it
         x = xs[0]
-        if attrs.get("min") is not None:
+        if attrs["min"] is not None:
             x = np.maximum(x, np.asarray(attrs["min"], x.dtype))
-        if attrs.get("max") is not None:
+        if attrs["max"] is not None:
             x = np.minimum(x, np.asarray(attrs["max"], x.dtype))
         return [x]
 
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
         dt = in_types[0].dtype
-        lo = b.const(np.asarray(attrs["min"], dt)) if attrs.get("min") is not None else ""
-        hi = b.const(np.asarray(attrs["max"], dt)) if attrs.get("max") is not None else ""
-        args = [ins[0], lo, hi] if hi else ([ins[0], lo] if lo else [ins[0]])
+        args = [ins[0]] + [b.const(np.asarray(attrs[k], dt)) if attrs[k] is not None else "" for k in ("min", "max")]
+        while args[-1] == "":
+            args.pop()
         b.node("Clip", args, outs)
 
     def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
@@ -637,33 +799,39 @@ class ClipOp(OpSpec):
         x = ins[0]
         dt = in_types[0].dtype
         # relax.op.clip takes PrimValue bounds; maximum/minimum with typed constants keep exact int semantics
-        if attrs.get("min") is not None:
+        if attrs["min"] is not None:
             x = relax.op.maximum(x, _c(attrs["min"], dt))
-        if attrs.get("max") is not None:
+        if attrs["max"] is not None:
             x = relax.op.minimum(x, _c(attrs["max"], dt))
         return [x]
 
     def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
         if ctx.opset < 11:
-            raise Unsupported("Clip before opset 11")
-        lo = ctx.const_input(node, 1)
-        hi = ctx.const_input(node, 2)
+            raise Unsupported("Clip before opset 11 (min/max attributes)")
+        expect_attrs(node)
+        if len(node.input) > 3:
+            raise Unsupported(f"Clip with {len(node.input)} inputs")
         cast = float if ctx.type_of(node.input[0]).dtype in FLOATS else int
-        return [node.input[0]], {"min": None if lo is None else cast(lo.item()),
-                                 "max": None if hi is None else cast(hi.item())}
+        attrs: Attrs = {}
+        for i, k in ((1, "min"), (2, "max")):
+            v = ctx.const_input(node, i)
+            if v is not None and v.size != 1:
+                raise Unsupported(f"Clip {k} of shape {v.shape}")
+            attrs[k] = None if v is None else cast(v.reshape(()).item())
+        return [node.input[0]], attrs
 
-
-register(WhereOp())
-register(CastOp())
-register(ClipOp())
 
 # Known compiler gaps, each with its upstream reason (an allow-list for the agreement tests).
-for _name in ("asin", "acos", "atan", "sinh", "cosh"):
-    registry()[_name].relax_skip = _TVM_NO_F16
-registry()["sign"].relax_skip = {
-    "uint8": "TVM 0.27 topi.sign builds the constant -1 in the input dtype: 'cannot make uint from negative value -1'",
+_RELAX_SKIP: dict[str, dict[str, str]] = {
+    **{n: _TVM_NO_F16 for n in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")},
+    "sign": {"uint8": "TVM 0.27 topi.sign builds the constant -1 in the input dtype: "
+                      "'cannot make uint from negative value -1' (a TVM bug)"},
+    "equal": {"bool": "TVM 0.27 lowers equal on bool to an LLVM fcmp on i1: "
+                      "'LLVM module verification failed' (a TVM bug)"},
+    "pow": {dt: "TVM 0.27 tir.pow is float-only: 'power only applies to float' for integer bases"
+            for dt in ("int32", "int64")},
 }
-registry()["equal"].relax_skip = {
-    "bool": "TVM 0.27 lowers equal on bool to an LLVM fcmp on i1: 'LLVM module verification failed' (a TVM bug)",
-}
+
+for _spec in [*_UNARY, *_BINARY, PowOp(), PReluOp(), WhereOp(), CastOp(), ClipOp()]:
+    _spec.relax_skip = _RELAX_SKIP.get(_spec.name, {})
+    register(_spec)

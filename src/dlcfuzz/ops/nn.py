@@ -33,8 +33,8 @@ from dlcfuzz.ops.base import (
     require_same_dtype,
 )
 
-PARAM = Domain(-1.0, 1.0, strict=True)  # weights that models keep as constants
-VARIANCE = Domain(0.5, 2.0, strict=True)
+PARAM = Domain(-1.0, 1.0)  # weights and affine parameters: inputs or constants, small for float16 sums
+VARIANCE = Domain(0.5, 2.0, strict=True)  # var + epsilon must be positive: only sampled constants
 
 
 def _f32(v: float) -> float:
@@ -342,6 +342,11 @@ class Pool2dOp(OpSpec):
         s = _list(attrs.get("strides"), 2, "strides", self)
         p = _list(attrs.get("pads"), 4, "pads", self)
         d = _list(attrs.get("dilations", [1, 1]), 2, "dilations", self)
+        if self.kind == "avg":
+            if d != [1, 1]:
+                raise ShapeError(f"{self.name}: AveragePool has no dilations before opset 19, got {d}")
+            if attrs.get("count_include_pad") not in (0, 1):
+                raise ShapeError(f"{self.name}: count_include_pad must be 0 or 1")
         for i in range(2):
             if p[i] >= k[i] or p[2 + i] >= k[i]:
                 raise ShapeError(f"{self.name}: pad {max(p[i], p[2 + i])} must be smaller than kernel {k[i]}")
@@ -902,6 +907,9 @@ class DropoutOp(OpSpec):
         if len(ins) != 1:
             raise ShapeError("dropout: expects 1 input")
         require_dtype(self, ins[0])
+        ratio = attrs.get("ratio", 0.5)
+        if not 0.0 <= ratio < 1.0:
+            raise ShapeError(f"dropout: ratio {ratio} outside [0, 1)")
         return [ins[0]]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:

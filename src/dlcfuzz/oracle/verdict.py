@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,3 +100,25 @@ def judge(
     if not verdicts:
         verdicts.append(Verdict("pass", "pass"))
     return verdicts
+
+
+def judge_rejection(compiler: str, broken: dict[str, str], observations: list[Observation],
+                    per_op: Callable[[str], bool] = lambda config: True) -> list[Verdict]:
+    """Disruptive mode: the graph breaks one type/shape rule, so every configuration must reject it
+    with an error. Output silently produced is an *accepted-invalid* bug, one per configuration
+    (crashes and hangs are judged by crash_verdict as always). The dedup key names the operator
+    when `per_op(config)` (each operator's type rule is its own code), else only the rule (a
+    front door that validates nothing, such as an importer, is one root cause for all operators)."""
+    what = f"{broken['op']} with its {broken['rule']} rule broken ({broken['why']})"
+    verdicts = []
+    for o in observations:
+        if o.status != "ok":
+            continue
+        scope = broken["op"] if per_op(o.config) else "any-operator"
+        verdicts.append(Verdict("bug", "accepted-invalid", f"{o.config} compiled and ran {what} without an error",
+                                [o.config], key=f"accepted|{compiler}|{o.config}|{scope}|{broken['rule']}"))
+    if verdicts:
+        return verdicts
+    if not any(o.status == "error" for o in observations):  # no configuration could be tried
+        return [Verdict("unknown", "not-lowerable", "; ".join(o.error or "" for o in observations))]
+    return [Verdict("pass", "rejected")]

@@ -103,3 +103,26 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
             if changed:
                 break
     return cur, cur_in
+
+
+def isolate_node(g: Graph, inputs: dict[str, np.ndarray], node_name: str) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The graph of one node alone: its computed inputs become graph inputs carrying the values
+    the (valid) rest of the graph gives them. For a disruptive graph, whose broken node has no
+    reference semantics, this is the whole reduction; the caller checks the finding still shows."""
+    node = next(n for n in g.nodes if n.name == node_name)
+    produced = {v.name: v for n in g.nodes for v in n.outputs}
+    computed = [i for i in dict.fromkeys(node.inputs) if i in produced]
+    values: dict[str, np.ndarray] = {}
+    if computed:
+        upstream = g.copy()
+        upstream.outputs = computed
+        upstream = prune(upstream)
+        values = reference.run(upstream, {v.name: inputs[v.name] for v in upstream.inputs})
+    out = g.copy()
+    out.nodes = [n for n in out.nodes if n.name == node_name]
+    out.inputs = [v for v in g.inputs if v.name in node.inputs] + [produced[i] for i in computed]
+    out.constants = {k: a for k, a in g.constants.items() if k in node.inputs}
+    out.outputs = [v.name for v in node.outputs]
+    out.functions = {}
+    feed = {v.name: (values[v.name] if v.name in values else inputs[v.name]) for v in out.inputs}
+    return out, feed

@@ -1,0 +1,179 @@
+"""Disruptive mode (HirGen): graphs that break exactly one type or shape rule on purpose.
+
+A small valid prefix graph is grown with the coverage-guided generator; then one operator node
+is added whose inputs break one rule of its spec:
+  dtype           an input dtype the operator does not accept (all inputs of its type constraint);
+  dtype-mismatch  two inputs that must share a dtype get different ones;
+  rank            input 0 has a rank the operator does not accept;
+  shape           a later input's shape is incompatible (broadcast, inner dimension, ...).
+The break is confirmed twice: our spec's infer() raises a TypeRuleError, and ONNX's own strict
+shape/type inference rejects the lowered model, so a compiler that accepts the graph accepts
+something the ONNX standard calls invalid. The broken node's output is declared without a type
+(compilers infer it; a wrong guess must not be what gets the model rejected).
+Coverage of disruptive mode is (operator, broken rule, dtype).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage
+from dlcfuzz.gen.hirgen import generate_guided
+from dlcfuzz.gen.inputs import sample_inputs, sample_tensor
+from dlcfuzz.gen.random import random_shape
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import DTYPES, TensorType
+from dlcfuzz.ops import ANY, OpSpec
+
+RULES = ("dtype", "dtype-mismatch", "rank", "shape")
+MAX_RANK = 5
+TRIES = 60
+
+
+@dataclass
+class Broken:
+    """What a disruptive graph breaks: recorded in the test case for the oracle and the report."""
+
+    op: str
+    rule: str
+    dtype: str
+    node: str
+    output: str
+    why: str  # our spec's error message
+
+    @property
+    def item(self) -> str:
+        return f"{DISRUPTIVE}|{self.op}|{self.rule}|{self.dtype}"
+
+    def to_json(self) -> dict[str, str]:
+        return dict(self.__dict__)
+
+
+def _other(rng: np.random.Generator, options: Sequence[str]) -> str | None:
+    return options[int(rng.integers(len(options)))] if options else None
+
+
+def perturb(rng: np.random.Generator, spec: OpSpec, rule: str, ins: list[TensorType]) -> list[TensorType] | None:
+    """The input types with `rule` broken, or None when the rule cannot be broken for this op."""
+    out = list(ins)
+    d0 = ins[0].dtype
+    if rule == "dtype":
+        bad = _other(rng, [d for d in DTYPES if d not in spec.dtypes])
+        if bad is None:
+            return None
+        return [t.with_dtype(bad) if t.dtype == d0 else t for t in ins]
+    if rule == "dtype-mismatch":
+        same = [k for k in range(1, len(ins)) if ins[k].dtype == d0]
+        if not same:
+            return None
+        k = same[int(rng.integers(len(same)))]
+        other = _other(rng, [d for d in spec.dtypes if d != d0]) or _other(rng, [d for d in DTYPES if d != d0])
+        out[k] = ins[k].with_dtype(other)  # type: ignore[arg-type]
+        return out
+    if rule == "rank":
+        ranks = [r for r in range(MAX_RANK + 1) if r not in spec.ranks and abs(r - ins[0].rank) <= 2]
+        if not ranks:
+            return None
+        r = ranks[int(rng.integers(len(ranks)))]
+        shape = tuple(ins[0].shape[:r]) + random_shape(rng, max(0, r - ins[0].rank))
+        out[0] = TensorType(d0, shape)
+        return out
+    if rule == "shape":
+        ks = [k for k in range(len(ins)) if ins[k].rank > 0 and (k > 0 or len(ins) > 1)]
+        if not ks:
+            return None
+        k = ks[int(rng.integers(len(ks)))]
+        shape = list(ins[k].shape)
+        i = int(rng.integers(len(shape)))
+        shape[i] = int(_other(rng, [s for s in range(2, 8) if s != shape[i]]))  # type: ignore[arg-type]
+        out[k] = TensorType(ins[k].dtype, tuple(shape))
+        return out
+    raise ValueError(f"unknown rule {rule!r}")
+
+
+def onnx_rejects(g: Graph, untyped: Sequence[str]) -> bool:
+    """ONNX's strict type and shape inference rejects the lowered graph (the independent witness)."""
+    import onnx
+
+    from dlcfuzz.lower.onnx import to_onnx
+
+    try:
+        model = to_onnx(g, untyped_outputs=untyped)
+    except Exception:  # noqa: BLE001 - a break our ONNX lowering cannot express is not tested
+        return False
+    try:
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
+    except Exception:  # noqa: BLE001 - onnx raises several types (InferenceError, ValidationError, ...)
+        return True
+    return False
+
+
+def generate_disruptive(
+    rng: np.random.Generator,
+    coverage: Coverage,
+    choices: Sequence[tuple[OpSpec, list[str]]],
+    *,
+    rules: Sequence[str] = RULES,
+    prefix_ops: int = 3,
+) -> tuple[Graph, dict[str, np.ndarray], Broken]:
+    """(graph, inputs, what it breaks). Prefers (operator, rule, dtype) triples not yet covered."""
+    prefix = generate_guided(rng, prefix_ops, coverage, choices)
+    inputs = sample_inputs(prefix, rng)
+    fallback = None
+    for attempt in range(TRIES):
+        spec, ds = choices[int(rng.integers(len(choices)))]
+        rule = rules[int(rng.integers(len(rules)))]
+        fits = [v for n in prefix.nodes for v in n.outputs if v.type.dtype in ds and v.type.rank in spec.ranks]
+        first_v = fits[int(rng.integers(len(fits)))] if fits and rng.random() < 0.8 else None
+        first = first_v.type if first_v else TensorType(
+            ds[int(rng.integers(len(ds)))], random_shape(rng, int(spec.ranks[int(rng.integers(len(spec.ranks)))])))
+        try:
+            ins, attrs = spec.sample(rng, first)
+            outs = spec.infer(ins, attrs)
+        except TypeRuleError:
+            continue
+        bad = perturb(rng, spec, rule, list(ins))
+        if bad is None:
+            continue
+        try:
+            spec.infer(bad, attrs)
+            continue  # our spec accepts it: nothing is broken
+        except TypeRuleError as e:
+            why = str(e)
+        g = prefix.copy()
+        feed = dict(inputs)
+        names = []
+        for k, t in enumerate(bad):
+            if k == 0 and first_v is not None and t == first_v.type:
+                names.append(first_v.name)
+                continue
+            try:
+                dom = spec.domain(k, ins, attrs) if t.dtype == ins[k].dtype else ANY
+            except Exception:  # noqa: BLE001 - a domain rule may not apply to broken types
+                dom = ANY
+            name = g.fresh_name("bad")
+            if dom.strict:
+                g.constants[name] = sample_tensor(rng, t, dom)
+            else:
+                g.inputs.append(Value(name, t))
+                feed[name] = sample_tensor(rng, t, dom)
+            names.append(name)
+        out_t = outs[0].with_dtype(bad[0].dtype) if rule == "dtype" and outs[0].dtype == ins[0].dtype else outs[0]
+        out_name = g.fresh_name("broken")
+        extra = [Value(f"{out_name}_{i}", t) for i, t in enumerate(outs[1:], 1)]
+        node = Node(spec.name, names, [Value(out_name, out_t), *extra], attrs, name=g.fresh_name("n_broken"))
+        g.nodes.append(node)
+        g.outputs = [out_name]
+        broken = Broken(spec.name, rule, bad[0].dtype if rule == "dtype" else ins[0].dtype, node.name, out_name, why)
+        if not onnx_rejects(g, [v.name for v in node.outputs]):
+            continue
+        if broken.item not in coverage or attempt >= TRIES // 2:
+            return g, feed, broken
+        fallback = fallback or (g, feed, broken)
+    if fallback is None:
+        raise ValueError("could not break a rule of any allowed operator")
+    return fallback

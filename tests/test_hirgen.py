@@ -1,0 +1,134 @@
+"""HirGen: coverage-guided generation steers each criterion; disruptive graphs break exactly one
+rule and every one is rejected or reported by the real compilers."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
+from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
+from dlcfuzz.gen.hirgen import generate_guided
+from dlcfuzz.gen.random import allowed_choices
+
+CHOICES = allowed_choices(None, None, None)
+
+
+def covered(criterion: str | None, graphs: int = 150, seed: int = 0) -> dict[str, int]:
+    """Counts after `graphs` graphs, guided by `criterion` alone (None: unguided)."""
+    cov = Coverage()
+    for s in range(graphs):
+        rng = np.random.default_rng([seed, s])
+        if criterion is None:
+            g = generate_guided(rng, 10, cov, CHOICES, candidates=1)
+        else:
+            g = generate_guided(rng, 10, cov, CHOICES, weights={criterion: 1})
+        g.check()
+        cov.add(graph_items(g))
+    return cov.counts()
+
+
+@pytest.mark.parametrize("criterion", ["op-dtype", "op-shape", "edge"])
+def test_each_criterion_steers_generation(criterion):
+    unguided = covered(None)[criterion]
+    guided = covered(criterion)[criterion]
+    assert guided > 1.1 * unguided, (criterion, guided, unguided)
+
+
+def test_graph_items_match_what_the_generator_scored():
+    cov = Coverage()
+    g = generate_guided(np.random.default_rng(3), 12, cov, CHOICES)
+    items = graph_items(g)
+    assert {i.split("|")[0] for i in items} >= {"op-dtype", "op-shape", "edge"}
+    for n in g.nodes:
+        assert f"op-dtype|{n.op}|{g.types()[n.inputs[0]].dtype}" in items
+
+
+def test_generation_prefers_deep_data_flow():
+    g = generate_guided(np.random.default_rng(5), 10, Coverage(), CHOICES)
+    produced = {v.name for n in g.nodes for v in n.outputs}
+    chained = sum(1 for n in g.nodes if n.inputs and n.inputs[0] in produced)
+    assert chained >= 6, chained
+
+
+def test_disruptive_graphs_break_exactly_one_checked_rule():
+    cov = Coverage()
+    rules = set()
+    for s in range(80):
+        g, inputs, broken = generate_disruptive(np.random.default_rng(s), cov, CHOICES)
+        assert set(inputs) == {v.name for v in g.inputs}
+        with pytest.raises(TypeRuleError) as e:
+            g.check()
+        assert e.value.node == broken.node
+        assert onnx_rejects(g, [broken.output])  # the ONNX standard calls it invalid too
+        # everything before the broken node is valid
+        valid = g.copy()
+        valid.nodes = [n for n in g.nodes if n.name != broken.node]
+        valid.outputs = [v.name for n in valid.nodes for v in n.outputs][-1:]
+        if valid.nodes:
+            valid.check()
+        cov.add([broken.item])
+        rules.add(broken.rule)
+    assert rules == {"dtype", "dtype-mismatch", "rank", "shape"}
+    assert cov.counts()[DISRUPTIVE] >= 70  # uncovered (operator, rule, dtype) triples are preferred
+
+
+def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
+    out = tmp_path / "run"
+    opts = CampaignOptions(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out,
+                           ops=kw.pop("ops", 6), max_tests=tests, quiet=True, **kw)
+    Campaign(opts).run()
+    return out
+
+
+def verdicts(out: Path) -> list[tuple[int, str, list[str]]]:
+    db = sqlite3.connect(out / "store.sqlite")
+    rows = db.execute("SELECT id, verdict FROM tests WHERE status = 'done' ORDER BY id").fetchall()
+    obs = {}
+    for tid, status in db.execute("SELECT test_id, status FROM observations"):
+        obs.setdefault(tid, []).append(status)
+    return [(tid, v, obs.get(tid, [])) for tid, v in rows]
+
+
+@pytest.mark.parametrize("compiler,tests", [("onnxruntime", 60), ("tvm", 16)])
+def test_disruptive_graphs_are_rejected_or_reported(tmp_path, compiler, tests):
+    pytest.importorskip("tvm" if compiler == "tvm" else "onnxruntime")
+    out = campaign(tmp_path, compiler, tests, strategy="hirgen", mode="disruptive")
+    rows = verdicts(out)
+    assert len(rows) == tests
+    db = sqlite3.connect(out / "store.sqlite")
+    found = {r[0] for r in db.execute("SELECT test_id FROM findings")}
+    for tid, verdict, statuses in rows:
+        if verdict == "pass":  # passing means: every configuration tried rejected it with an error
+            assert "error" in statuses and set(statuses) <= {"error", "skipped"}, (tid, statuses)
+        else:  # anything else is a finding (accepted-invalid, crash, hang), never silence
+            assert verdict == "bug" and tid in found, (tid, verdict, statuses)
+    for (blob,) in db.execute("SELECT blob FROM tests"):
+        tc = TestCase.from_bytes(blob)
+        assert tc.meta["broken"]["rule"] in ("dtype", "dtype-mismatch", "rank", "shape")
+    for f in db.execute("SELECT id, category FROM findings WHERE duplicate_of IS NULL"):
+        assert f[1] in ("accepted-invalid", "crash", "hang", "oom")
+
+
+def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
+    pytest.importorskip("onnxruntime")
+    out = campaign(tmp_path, "onnxruntime", 12, strategy="hirgen")
+    db = sqlite3.connect(out / "store.sqlite")
+    stored = {r[0] for r in db.execute("SELECT item FROM coverage")}
+    expect: set[str] = set()
+    for (blob,) in db.execute("SELECT blob FROM tests ORDER BY seq"):
+        expect |= graph_items(TestCase.from_bytes(blob).graph)
+    assert stored == expect and len(stored) > 50
+    db.close()
+    opts = CampaignOptions(out=out, seconds=600, max_tests=20, quiet=True)
+    Campaign(opts, resume=True).run()
+    db = sqlite3.connect(out / "store.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 20
+    assert db.execute("SELECT strategy FROM runs ORDER BY id DESC").fetchone()[0] == "hirgen"
+    assert db.execute("SELECT COUNT(*) FROM coverage").fetchone()[0] > len(stored)
