@@ -6,6 +6,7 @@ drown in "unsupported" noise and do not pay for the probe twice.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -20,9 +21,21 @@ from dlcfuzz.ops import all_ops
 Capabilities = dict[tuple[str, str], tuple[bool, str]]
 
 
+def ops_fingerprint() -> str:
+    """Changes whenever an operator spec or a lowering changes, so that a stale probe is not reused."""
+    import dlcfuzz.lower
+    import dlcfuzz.ops
+
+    h = hashlib.sha1()
+    for pkg in (dlcfuzz.ops, dlcfuzz.lower):
+        for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+            h.update(f.read_bytes())
+    return h.hexdigest()[:10]
+
+
 def cache_path(compiler: str, version: str) -> Path:
     root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{compiler}-{version}")
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{compiler}-{version}-{ops_fingerprint()}")
     return root / "capabilities" / f"{safe}.json"
 
 

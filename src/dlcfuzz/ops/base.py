@@ -82,6 +82,11 @@ class OpSpec:
         return ANY
 
     # ---- semantics -----------------------------------------------------
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        """Whether the result here is decided by input differences within `tol` (relative): a
+        discontinuity (argmax between near-equal values) where legal rounding can flip it."""
+        return False
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         raise NotImplementedError
 

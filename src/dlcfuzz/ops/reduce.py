@@ -220,6 +220,15 @@ class ArgOp(OpSpec):
         fn = np.argmax if self.kind == "argmax" else np.argmin
         return [fn(xs[0], axis=attrs["axis"], keepdims=bool(attrs["keepdims"])).astype(np.int64)]
 
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        x = xs[0]
+        if not np.issubdtype(x.dtype, np.floating) or x.shape[attrs["axis"]] < 2:
+            return False
+        s = np.sort(x.astype(np.float64), axis=attrs["axis"])
+        best, second = (np.take(s, -1, attrs["axis"]), np.take(s, -2, attrs["axis"])) if self.kind == "argmax" \
+            else (np.take(s, 0, attrs["axis"]), np.take(s, 1, attrs["axis"]))
+        return bool(np.any(np.abs(best - second) <= tol * np.maximum(1.0, np.abs(best))))
+
     def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
         b.node(self.onnx_op, ins, outs, axis=int(attrs["axis"]), keepdims=int(attrs["keepdims"]))
 

@@ -53,15 +53,22 @@ def judge(
 
     verdicts: list[Verdict] = []
     ok = [o for o in observations if o.status == "ok"]
+    unexpected: dict[str, Verdict] = {}  # one finding per distinct message, naming every config that raised it
     for o in observations:
         if o.status != "error":
             continue
         expected = expected_error(o.error or "")
         if expected:
             verdicts.append(Verdict("unknown", f"expected-error:{expected}", o.error or "", [o.config]))
-        else:
-            verdicts.append(Verdict("bug", "unexpected-error", f"{o.error}\n{o.traceback or ''}", [o.config],
-                                    key=f"error|{compiler}|{error_key(o.error or '', o.traceback)}"))
+            continue
+        same = unexpected.get(normalize(o.error or ""))
+        if same is not None:
+            same.configs.append(o.config)
+            continue
+        v = Verdict("bug", "unexpected-error", f"{o.error}\n{o.traceback or ''}", [o.config],
+                    key=f"error|{compiler}|{error_key(o.error or '', o.traceback)}")
+        unexpected[normalize(o.error or "")] = v
+        verdicts.append(v)
     # "one compiles, the other fails" with an unexpected error is already a bug above; with an
     # expected error in only some configs the configurations disagree about validity:
     errs = [o for o in observations if o.status == "error" and expected_error(o.error or "")]
