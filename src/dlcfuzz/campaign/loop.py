@@ -76,7 +76,7 @@ def known_gaps(compiler: str) -> Any:
 
 def test_seed(master: int, seq: int) -> int:
     """Per-test seeds derived from the one master seed (replayable, independent of --jobs)."""
-    return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0] >> 1)
+    return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0]) >> 1
 
 
 @dataclass
