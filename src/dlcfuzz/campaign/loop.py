@@ -96,7 +96,9 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     unstable = set()
     for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
         e = exact[o]
-        if not all_finite([e]) or compare_one(i, e.astype(r.dtype), r, scale=0.25) is not None:
+        with np.errstate(over="ignore"):  # an exact value beyond float16's range becomes inf: unstable
+            rounded = e.astype(r.dtype)
+        if not all_finite([e]) or compare_one(i, rounded, r, scale=0.25) is not None:
             unstable.add(i)
     # Discontinuities (argmax between near-equal values) taint everything downstream of them.
     env = reference.run(tc.graph, tc.inputs, keep_all=True)

@@ -16,7 +16,9 @@ from dlcfuzz.ir.graph import CALL_OP, Graph
 def relax_type(t: Any) -> Any:
     from tvm import relax
 
-    return relax.TensorType(t.shape, t.dtype)
+    # apache-tvm <= 0.25 spells it TensorStructInfo (its TensorType was the old DynTensorType)
+    cls = getattr(relax, "TensorStructInfo", None) or relax.TensorType
+    return cls(t.shape, t.dtype)
 
 
 def _emit_body(bb: Any, g: Graph, env: dict[str, Any], gvars: dict[str, Any]) -> None:
