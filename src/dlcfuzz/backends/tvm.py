@@ -57,6 +57,22 @@ def make_pass(name: str) -> Any:
     return getattr(relax.transform, name)()
 
 
+def has_local_functions(mod: Any) -> bool:
+    """Whether a Relax function of `mod` binds or returns a local function (a closure)."""
+    found = False
+
+    def visit(e: Any) -> None:
+        nonlocal found
+        found = found or isinstance(e, relax.Function)
+
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+            if found:
+                return True
+    return False
+
+
 class TvmCompiled:
     def __init__(self, vm: Any, input_names: list[str], n_outputs: int) -> None:
         self.vm = vm
@@ -118,6 +134,9 @@ class TvmBackend:
             if passes:
                 with target:
                     mod = tvm.transform.Sequential(passes)(mod)
+            if has_local_functions(mod):
+                # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
+                mod = relax.transform.LambdaLift()(mod)
             ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=o.get("exec_mode", "bytecode"))
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return TvmCompiled(vm, input_names, n_outputs)

@@ -37,6 +37,7 @@ MODES = ("strict", "disruptive")
 # Rules whose violation a compiler must reject. A dtype outside ONNX's type constraint is invalid
 # ONNX, but Relax defines its own operators' dtypes, so TVM is held to shape/rank/mismatch rules only.
 DISRUPTIVE_RULES = {"tvm": ("dtype-mismatch", "rank", "shape")}
+CROSS_METHOD = {"tvm": ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")}
 DISRUPTIVE_CONFIGS = {"onnxruntime": ("ort-disable", "ort-all"), "tvm": ("tvm-opt", "tvm-onnx-opt")}
 DEADLINE_S = {"tvm": 60.0}
 DEFAULT_DEADLINE_S = 15.0
@@ -305,8 +306,22 @@ class Campaign:
             g = generate_guided(rng, o.ops, self.coverage, self._choices,
                                 candidates=GUIDED_CANDIDATES if o.strategy == "hirgen" else 1)
             inputs = sample_inputs(g, rng)
+            configs = self.hirgen_configs(rng)
         return (TestCase(g, inputs, configs, seed=seed, compiler=o.compiler, strategy=o.strategy, meta=meta),
                 list(graph_items(g)))
+
+    def hirgen_configs(self, rng: np.random.Generator) -> list[Config]:
+        """HirGen's cross-method oracle: besides the campaign's pair, each test also runs under one
+        other compilation method (another VM exec mode, target or front door), chosen per test."""
+        cross = CROSS_METHOD.get(self.opts.compiler, ())
+        if self.opts.configs or not cross:
+            return self.configs
+        all_configs = self.backend.configs()
+        names = [c.name for c in self.configs]
+        extra = [n for n in cross if n in all_configs and n not in names]
+        if not extra:
+            return self.configs
+        return [*self.configs, all_configs[extra[int(rng.integers(len(extra)))]]]
 
     def save_stats(self, elapsed: float) -> None:
         c = self.counts

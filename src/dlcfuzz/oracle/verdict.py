@@ -69,9 +69,11 @@ def judge(
                     key=f"error|{compiler}|{error_key(o.error or '', o.traceback)}")
         unexpected[normalize(o.error or "")] = v
         verdicts.append(v)
-    # "one compiles, the other fails" with an unexpected error is already a bug above; with an
-    # expected error in only some configs the configurations disagree about validity:
-    errs = [o for o in observations if o.status == "error" and expected_error(o.error or "")]
+    # "one compiles, the other fails" with an unexpected error is already a bug above; a validity
+    # rejection in only some configs means they disagree about validity. An "unsupported" one does
+    # not: front doors and kernels legitimately cover different operators.
+    errs = [o for o in observations if o.status == "error"
+            and expected_error(o.error or "") not in (None, "unsupported")]
     if ok and errs:
         verdicts.append(Verdict("bug", "inconsistent-rejection",
                                 f"{errs[0].config} rejects ({errs[0].error}) while {ok[0].config} compiles",
