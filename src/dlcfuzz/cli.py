@@ -21,6 +21,15 @@ def parse_duration(text: str) -> float:
     return value * {"ms": 1e-3, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
 
 
+def cmd_zoo(a: argparse.Namespace) -> int:
+    from dlcfuzz.zoo import ZOO, build, summary
+
+    for name, info in ZOO.items():
+        nodes, params = summary(build(name))
+        print(f"{name:16s} {nodes:5d} nodes {params:12,d} parameters  {info.description}")
+    return 0
+
+
 def cmd_ops(a: argparse.Namespace) -> int:
     from dlcfuzz.ops import all_ops
 
@@ -76,7 +85,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, mode=a.mode, seconds=parse_duration(a.time),
                                jobs=a.jobs, seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests,
                                quiet=a.quiet, configs=[c for c in (a.configs or "").split(",") if c],
-                               only_ops=[c for c in (a.only_ops or "").split(",") if c], reduce=not a.no_reduce)
+                               only_ops=[c for c in (a.only_ops or "").split(",") if c], model=a.model,
+                               delta=a.delta, reduce=not a.no_reduce)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -174,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("ops", help="table of operators with their dtypes")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_ops)
+    s = sub.add_parser("zoo", help="model architectures the metamorphic strategy mutates")
+    s.set_defaults(fn=cmd_zoo)
     s = sub.add_parser("gen", help="generate random valid graphs (JSON + ONNX)")
     s.add_argument("--count", type=int, default=10)
     s.add_argument("--ops", type=int, default=10)
@@ -182,9 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_gen)
     s = sub.add_parser("fuzz", help="run a fuzz campaign")
     s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
-    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation)")
+    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation) | metamorphic (MT-DLComp)")
     s.add_argument("--mode", default="strict",
                    help="strict: valid graphs; disruptive (hirgen): each graph breaks one type/shape rule and must be rejected")
+    s.add_argument("--model", default="resnet18", help="metamorphic: the zoo model to mutate (see `dlcfuzz zoo`)")
+    s.add_argument("--delta", type=float, default=1e-4, help="metamorphic: score tolerance between mutant and seed")
     s.add_argument("--only-ops", dest="only_ops", help="comma-separated operators to generate from (default: all)")
     s.add_argument("--time", default="60s", help="budget, e.g. 60s, 10m, 2h")
     s.add_argument("--jobs", type=int, default=2)

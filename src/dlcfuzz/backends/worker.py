@@ -71,6 +71,27 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
 
     backend = get_backend(init["compiler"])
     version = backend.version()
+    seeds: dict[tuple[str, int], Any] = {}  # zoo model -> its graph (built once per worker)
+    seed_runs: dict[tuple[str, int, str], Observation] = {}  # the seed's observation per config
+
+    def metamorphic(tc: TestCase) -> bytes:
+        """Compile and run the mutant, and its seed model with the same configurations (the
+        seed's observation is computed once per worker: its inputs never change)."""
+        from dlcfuzz.zoo import build
+
+        mt = tc.meta["metamorphic"]
+        key = (mt["model"], int(mt["model_seed"]))
+        if key not in seeds:
+            seeds[key] = build(*key)
+        seed = seeds[key]
+        tc.graph.constants = {**{k: seed.constants[k] for k in mt["shared"]}, **tc.graph.constants}
+        obs = run_configs(backend, tc, progress)
+        for c in tc.configs:
+            if (*key, c.name) not in seed_runs:
+                (seed_runs[(*key, c.name)],) = run_configs(backend, TestCase(seed, tc.inputs, [c]), progress)
+            o = seed_runs[(*key, c.name)]
+            obs.append(Observation(f"seed:{c.name}", o.status, o.outputs, o.error, o.traceback, o.compile_s, o.run_s))
+        return observations_to_bytes(obs, version)
 
     def handle(payload: bytes) -> bytes:
         from dlcfuzz.campaign.loop import reference_of  # the numeric policy runs here, in parallel
@@ -79,6 +100,8 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         sampled = tc.inputs
         if tc.meta.get("broken"):  # a disruptive graph has no reference semantics
             return observations_to_bytes(run_configs(backend, tc, progress), version)
+        if tc.meta.get("metamorphic"):  # the seed model is the reference
+            return metamorphic(tc)
         ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
         obs = run_configs(backend, tc, progress)
         return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None)

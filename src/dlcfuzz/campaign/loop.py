@@ -14,7 +14,7 @@ import numpy as np
 from dlcfuzz import reference
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
-from dlcfuzz.campaign.reproducer import make_script
+from dlcfuzz.campaign.reproducer import make_script, metamorphic_ort_script
 from dlcfuzz.campaign.store import Store
 from dlcfuzz.campaign.testcase import TestCase, reply_from_bytes
 from dlcfuzz.errors import UsageError
@@ -24,15 +24,20 @@ from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import allowed_choices, generate
 from dlcfuzz.ir import save, to_text
+from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ops import all_ops, get_op
 from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
 from dlcfuzz.oracle.signature import digest
-from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge, judge_rejection
+from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge, judge_metamorphic, judge_rejection
+from dlcfuzz.reduce.ddmin import ddmin
 from dlcfuzz.reduce.graph import isolate_node, reduce_graph
 
 HANDLER = "dlcfuzz.backends.worker:make_handler"
-NUMERIC = ("inconsistency", "wrong-result")
-STRATEGIES = ("random", "hirgen", "hirgen-random")
+NUMERIC = ("inconsistency", "wrong-result", "metamorphic")
+STRATEGIES = ("random", "hirgen", "hirgen-random", "metamorphic")
+MT_STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
+MT_CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18
+# nodes a step and compile time with them), then starts again from the seed
 MODES = ("strict", "disruptive")
 # Rules whose violation a compiler must reject. A dtype outside ONNX's type constraint is invalid
 # ONNX, but Relax defines its own operators' dtypes, so TVM is held to shape/rank/mismatch rules only.
@@ -59,6 +64,8 @@ class CampaignOptions:
     timeout_s: float | None = None
     configs: list[str] = field(default_factory=list)
     only_ops: list[str] = field(default_factory=list)
+    model: str = "resnet18"  # metamorphic: the zoo model mutated
+    delta: float = 1e-4  # metamorphic: score tolerance between a mutant and its seed
     reduce: bool = True
     quiet: bool = False
 
@@ -151,7 +158,7 @@ class Campaign:
                 raise UsageError(f"--resume: {store_path} holds no campaign")
             saved = first["args"]
             # The campaign's identity comes from the store; only the budget may change.
-            for k in ("compiler", "strategy", "mode", "seed", "ops", "configs", "only_ops"):
+            for k in ("compiler", "strategy", "mode", "seed", "ops", "configs", "only_ops", "model", "delta"):
                 setattr(self.opts, k, saved.get(k, getattr(self.opts, k)))
         else:
             if store_path.exists():
@@ -162,6 +169,11 @@ class Campaign:
                 raise UsageError(f"unknown mode {opts.mode!r} (choose from {', '.join(MODES)})")
             if opts.mode == "disruptive" and not opts.strategy.startswith("hirgen"):
                 raise UsageError("--mode disruptive needs --strategy hirgen or hirgen-random")
+            if opts.strategy == "metamorphic":
+                from dlcfuzz.zoo import ZOO
+
+                if opts.model not in ZOO:
+                    raise UsageError(f"unknown model {opts.model!r} (choose from {', '.join(ZOO)}; see `dlcfuzz zoo`)")
             unknown_ops = [op for op in opts.only_ops if op not in {s.name for s in all_ops()}]
             if unknown_ops:
                 raise UsageError(f"unknown operator(s) {unknown_ops}: see `dlcfuzz ops`")
@@ -189,6 +201,8 @@ class Campaign:
         self.run_id = self.store.new_run(self.opts.seed, self.opts.compiler, self.version, self.opts.strategy, self.opts.to_json())
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "rejected": 0}
         self._choices: Any = None
+        self._chain: dict[str, Any] = {}  # metamorphic: seed, inputs, current mutant and its steps
+        self._steps_of: dict[int, tuple[int, int]] = {}  # test seq -> (chain start seq, steps so far)
         self.compiler_s = 0.0
         self.reduce_s = 0.0
         self.internal_errors = 0
@@ -293,6 +307,8 @@ class Campaign:
             self._choices = allowed_choices(only, None, supported)
         configs = self.configs
         meta: dict[str, Any] = {}
+        if o.strategy == "metamorphic":
+            return self.make_mutant(seq, rng), []
         if o.strategy == "random":
             g = generate(rng, o.ops, ops=[s for s, _ in self._choices], supported=supported)
             inputs = sample_inputs(g, rng)
@@ -309,6 +325,39 @@ class Campaign:
             configs = self.hirgen_configs(rng)
         return (TestCase(g, inputs, configs, seed=seed, compiler=o.compiler, strategy=o.strategy, meta=meta),
                 list(graph_items(g)))
+
+    def make_mutant(self, seq: int, rng: np.random.Generator) -> TestCase:
+        """The next mutant of the chain (MT_STEPS_PER_TEST more steps). A resumed campaign starts a
+        new chain from the seed model."""
+        from dlcfuzz.mutate.metamorphic import iterate
+        from dlcfuzz.zoo import sample_inputs as model_inputs
+
+        o = self.opts
+        ch = self._chain
+        if "inputs" not in ch:
+            seed_graph = self.seed_model()
+            ch["inputs"] = model_inputs(seed_graph, o.seed)
+        if "graph" not in ch or len(ch["steps"]) >= MT_CHAIN_STEPS:
+            ch.update(graph=ch["seed"], steps=[], start=seq, profile={})
+            ch["chains"][seq] = ch["steps"]
+        g, new = iterate(ch["graph"], rng, MT_STEPS_PER_TEST, ch["inputs"], profile=ch["profile"])
+        ch["graph"] = g
+        ch["steps"].extend(new)
+        self._steps_of[seq] = (ch["start"], len(ch["steps"]))
+        return self.mutant_test(g, seq, ch["start"], len(ch["steps"]))
+
+    def mutant_test(self, g: Graph, seq: int, start: int, n_steps: int) -> TestCase:
+        """A test case of mutant g; the seed's weights are left out of it (the worker rebuilds the
+        seed model from the zoo), so stored tests of full-size models stay small."""
+        o = self.opts
+        seed = self._chain["seed"]
+        shared = [k for k, a in g.constants.items() if seed.constants.get(k) is a]
+        stored = g.copy()
+        stored.constants = {k: a for k, a in g.constants.items() if k not in set(shared)}
+        meta = {"metamorphic": {"model": o.model, "model_seed": o.seed, "shared": shared, "chain": start,
+                                "steps": n_steps, "delta": o.delta}}
+        return TestCase(stored, dict(self._chain["inputs"]), self.configs, seed=test_seed(o.seed, seq),
+                        compiler=o.compiler, strategy=o.strategy, meta=meta)
 
     def hirgen_configs(self, rng: np.random.Generator) -> list[Config]:
         """HirGen's cross-method oracle: besides the campaign's pair, each test also runs under one
@@ -340,6 +389,13 @@ class Campaign:
             ref = Reference(None)
             verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules)
             self.counts["rejected"] += verdicts[0].category == "rejected"
+        elif res.status == "ok" and tc.meta.get("metamorphic"):
+            observations, _, _, _ = reply_from_bytes(res.payload)
+            self.compiler_s += sum(ob.compile_s + ob.run_s for ob in observations if not ob.config.startswith("seed:"))
+            ref = Reference(None)
+            verdicts = judge_metamorphic(tc.compiler, observations, float(tc.meta["metamorphic"]["delta"]))
+            if any(ob.status == "ok" for ob in observations):
+                self.counts["valid"] += 1
         elif res.status == "ok":
             observations, _, r, new_inputs = reply_from_bytes(res.payload)
             ref = Reference(**r)
@@ -355,7 +411,7 @@ class Campaign:
                 self.counts["valid"] += 1
         else:
             # deterministic: the same inputs the dead worker used
-            ref = Reference(None) if broken else reference_of(tc)
+            ref = Reference(None) if broken or tc.meta.get("metamorphic") else reference_of(tc)
             if res.status == "error":
                 # dlcfuzz's own lowering failed: not the compiler's bug; counted and shown, never a finding.
                 verdicts = [Verdict("unknown", "dlcfuzz-internal-error", res.error or "")]
@@ -422,6 +478,71 @@ class Campaign:
 
         return predicate
 
+    def seed_model(self) -> Graph:
+        from dlcfuzz.zoo import build
+
+        if "seed" not in self._chain:
+            self._chain.update(seed=build(self.opts.model, self.opts.seed), chains={})
+        return self._chain["seed"]
+
+    def reduce_mutant(self, tc: TestCase, v: Verdict) -> Graph:
+        """Delta debugging over the mutation steps (each subset completed by its dependencies);
+        returns the mutant of the fewest steps that still shows the finding. Tests of an earlier
+        session of a resumed campaign keep their full mutant."""
+        from dlcfuzz.mutate.metamorphic import closure, replay
+
+        mt = tc.meta["metamorphic"]
+        seed = self.seed_model()
+        full = tc.graph.copy()
+        full.constants = {**{k: seed.constants[k] for k in mt["shared"]}, **tc.graph.constants}
+        steps = self._chain.get("chains", {}).get(mt["chain"])
+        if steps is None:
+            return full
+        steps = steps[:mt["steps"]]
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+
+        def fails(subset: list[Any]) -> bool:
+            cand = self.mutant_test(replay(seed, subset, check=False), 0, mt["chain"], len(subset))
+            cand.configs = configs
+            res = self.reducer_pool().run(cand.to_bytes())
+            if res.status != "ok":
+                return False
+            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], float(mt["delta"]))
+            return any(x.kind == "bug" and x.category == v.category for x in got)
+
+        try:
+            kept = ddmin(steps, fails, close=lambda xs: closure(steps, [s.id for s in xs]),
+                         max_checks=40 if tc.compiler == "tvm" else 80)
+            return replay(seed, kept)
+        except Exception as e:  # a reducer failure must not lose the finding
+            self.log(f"reduction failed: {type(e).__name__}: {e}")
+            return full
+
+    def write_mutant_finding(self, folder: Path, fid: int, test_id: int, tc: TestCase, v: Verdict, reduced: Graph,
+                             signature: str, key: str) -> None:
+        from dlcfuzz.lower.onnx import to_onnx
+        from dlcfuzz.mutate.metamorphic import owner
+
+        folder.mkdir(parents=True, exist_ok=True)
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+        steps = sorted({owner(n.name) for n in reduced.nodes if n.name and owner(n.name) is not None})
+        title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
+        detail = (f"{v.detail}\nmodel {self.opts.model} (seed {self.opts.seed}); the mutant keeps "
+                  f"{len(steps)} mutation step(s): {steps}")
+        save(reduced, folder / "mutant.json")
+        (folder / "detail.txt").write_text(f"{title}\nsignature {signature}\nkey {key}\ntest {test_id}\n\n{detail}\n"
+                                           f"replay: dlcfuzz replay {self.out} --test {test_id}\n")
+        np.savez(folder / "inputs.npz", **tc.inputs)
+        script = None
+        if tc.compiler == "onnxruntime" or tc.compiler.startswith("planted:"):  # planted: ORT + a fault
+            (folder / "seed.onnx").write_bytes(to_onnx(self.seed_model()).SerializeToString())
+            (folder / "mutant.onnx").write_bytes(to_onnx(reduced).SerializeToString())
+            script = metamorphic_ort_script(tc.inputs, configs, float(tc.meta["metamorphic"]["delta"]), title, detail,
+                                            self.version)
+            (folder / "repro.py").write_text(script)
+        self.store.update_finding(fid, reproducer=script, reduced=None, reduced_nodes=len(reduced.nodes))
+        self.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}), {len(steps)} mutation steps kept: {folder}")
+
     def record_finding(self, test_id: int, tc: TestCase, ref: Reference, v: Verdict, stop_at: float) -> None:
         self.counts["findings"] += 1
         numeric = v.category in NUMERIC
@@ -437,7 +558,12 @@ class Campaign:
         reduced, reduced_in = tc.graph, tc.inputs
         budget_left = stop_at - time.monotonic()
         broken = tc.meta.get("broken")
-        if broken and self.opts.reduce:
+        mt = tc.meta.get("metamorphic")
+        if mt:
+            t0 = time.monotonic()
+            reduced = self.reduce_mutant(tc, v) if self.opts.reduce else tc.graph
+            self.reduce_s += time.monotonic() - t0
+        elif broken and self.opts.reduce:
             try:
                 cand, cand_in = isolate_node(tc.graph, tc.inputs, broken["node"])
                 if cand.nodes != reduced.nodes and self.still_fails(tc, v)(cand, cand_in):
@@ -465,12 +591,15 @@ class Campaign:
             return
         self.counts["distinct"] += 1
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+        folder = self.out / "findings" / f"{fid:04d}-{v.category}"
+        if mt:
+            self.write_mutant_finding(folder, fid, test_id, tc, v, reduced, signature, key)
+            return
         red_ref = None if broken else reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1).outputs
         title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
         script = make_script(tc.compiler, reduced, reduced_in, red_ref if v.category == "wrong-result" else None,
                              configs, v.category, title, v.detail, self.version,
                              untyped_outputs=[broken["output"]] if broken else ())
-        folder = self.out / "findings" / f"{fid:04d}-{v.category}"
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "repro.py").write_text(script)
         save(tc.graph, folder / "original.json")

@@ -244,3 +244,53 @@ def make_script(compiler: str, g: Graph, inputs: dict[str, np.ndarray], expected
     if compiler == "tvm":
         return tvm_script(g, inputs, expected, configs, category, title, detail, version, untyped_outputs)
     return dlcfuzz_script(compiler, dumps(g), inputs, expected, configs, category, title, detail, version)
+
+
+def metamorphic_ort_script(inputs: dict[str, np.ndarray], configs: list[Config], delta: float, title: str,
+                           detail: str, version: str) -> str:
+    """MT-DLComp reproducer: runs seed.onnx and mutant.onnx (written beside it: full-size models are
+    too large to embed) under each configuration and compares label and scores."""
+    return _header(title, detail, version) + f'''import base64
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = Path(__file__).resolve().parent
+{_common(inputs, None, "metamorphic", configs)}DELTA = {delta!r}
+LEVELS = {{"disable": "ORT_DISABLE_ALL", "basic": "ORT_ENABLE_BASIC", "extended": "ORT_ENABLE_EXTENDED", "all": "ORT_ENABLE_ALL"}}
+
+
+def run(model, name):
+    opts = CONFIGS[name]
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    sess = ort.InferenceSession(str(HERE / model), so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+
+
+def main():
+    for name in CONFIGS:
+        seed = run("seed.onnx", name)[0].astype(np.float64)
+        try:
+            mutant = run("mutant.onnx", name)[0].astype(np.float64)
+        except Exception as e:
+            print(f"{{name}}: the mutant fails while its seed compiles: {{type(e).__name__}}: {{e}}")
+            print("BUG REPRODUCED: mutant-rejected")
+            return 1
+        labels = seed.reshape(seed.shape[0], -1).argmax(-1), mutant.reshape(mutant.shape[0], -1).argmax(-1)
+        d = float(np.max(np.abs(mutant - seed) / np.maximum(1.0, np.abs(seed))))
+        print(f"{{name}}: labels {{labels[0].tolist()}} vs {{labels[1].tolist()}}, score distance {{d:.3g}}")
+        if not np.array_equal(*labels) or d > DELTA:
+            print("BUG REPRODUCED: metamorphic (the mutant is semantically equal to its seed)")
+            return 1
+    print("not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''

@@ -131,3 +131,37 @@ def judge_rejection(compiler: str, broken: dict[str, str], observations: list[Ob
     if not any(o.status == "error" for o in observations):  # no configuration could be tried
         return [Verdict("unknown", "not-lowerable", "; ".join(o.error or "" for o in observations))]
     return [Verdict("pass", "rejected")]
+
+
+def judge_metamorphic(compiler: str, observations: list[Observation], delta: float) -> list[Verdict]:
+    """MT-DLComp: a mutant and its seed model, compiled by the same configuration, must agree on
+    the top-1 label and on every score within `delta` (relative: |a - b| / max(1, |b|)); a mutant
+    that fails where its seed compiles is a bug. Observations of the seed are named "seed:CONFIG"."""
+    seed = {o.config.removeprefix("seed:"): o for o in observations if o.config.startswith("seed:")}
+    verdicts: list[Verdict] = []
+    for o in observations:
+        s = seed.get(o.config)
+        if o.config.startswith("seed:") or s is None:
+            continue
+        if s.status != "ok":
+            verdicts.append(Verdict("unknown", "seed-rejected", s.error or "", [o.config]))
+        elif o.status != "ok":
+            verdicts.append(Verdict("bug", "mutant-rejected", f"{o.config} fails on the mutant while its seed "
+                                    f"compiles: {o.error}\n{o.traceback or ''}", [o.config],
+                                    key=f"mutant-rejected|{compiler}|{error_key(o.error or '', o.traceback)}"))
+        else:
+            for i, (a, b) in enumerate(zip(o.outputs or [], s.outputs or [])):
+                a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+                if a.shape != b.shape:
+                    why = f"shape {a.shape} != {b.shape}"
+                elif a.ndim and not np.array_equal(a.reshape(a.shape[0], -1).argmax(-1), b.reshape(b.shape[0], -1).argmax(-1)):
+                    why = "top-1 label differs"
+                else:
+                    d = float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)), initial=0.0))
+                    if not d > delta and np.isnan(a).sum() == np.isnan(b).sum():
+                        continue
+                    why = f"score distance {d:.3g} > {delta}"
+                verdicts.append(Verdict("bug", "metamorphic", f"{o.config}: mutant vs seed at output {i}: {why}",
+                                        [o.config], i, key=f"metamorphic|{compiler}|{o.config}|{why.split(' ')[0]}"))
+                break
+    return verdicts or [Verdict("pass", "pass")]

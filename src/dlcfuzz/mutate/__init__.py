@@ -1,0 +1,1 @@
+"""Semantics-preserving rewrites of lowered programs (applied after lowering, before the compiler)."""
