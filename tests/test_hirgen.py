@@ -132,3 +132,23 @@ def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
     assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 20
     assert db.execute("SELECT strategy FROM runs ORDER BY id DESC").fetchone()[0] == "hirgen"
     assert db.execute("SELECT COUNT(*) FROM coverage").fetchone()[0] > len(stored)
+
+
+def test_hirgen_on_tvm_runs_the_three_oracles(tmp_path):
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends.relax_passes import violations
+
+    out = campaign(tmp_path, "tvm", 6, strategy="hirgen")
+    db = sqlite3.connect(out / "store.sqlite")
+    rewritten = 0
+    for (blob,) in db.execute("SELECT blob FROM tests"):
+        tc = TestCase.from_bytes(blob)
+        names = [c.name for c in tc.configs]
+        assert names[:2] == ["tvm-unopt", "tvm-passes"]  # original vs a random pass order/subset
+        assert not violations(tc.configs[1].options["passes"])
+        assert names[-1] in ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")  # another method
+        if tc.graph.functions:
+            rewritten += 1
+            assert any(n.startswith("tvm-rewrite-") for n in names)
+    assert rewritten >= 2
+    assert db.execute("SELECT COUNT(*) FROM tests WHERE status = 'done'").fetchone()[0] == 6

@@ -11,40 +11,14 @@ import tvm
 from tvm import relax
 
 from dlcfuzz.backends.base import Config, Knob
+from dlcfuzz.backends.relax_passes import OPTIMIZE, PASSES, sample_pass_sequence
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
-from dlcfuzz.lower.relax import to_relax
+from dlcfuzz.lower.relax import FORMS, to_relax
+from dlcfuzz.mutate.functions import KINDS, apply_rewrite
 
-# Relax passes that apply to the modules we build, with the (tiny) ordering needs they have.
-PASSES: dict[str, str] = {
-    "FoldConstant": "evaluates constant subexpressions",
-    "FuseOps": "groups operators into fused primitive functions (after LegalizeOps + AnnotateTIROpPattern)",
-    "FuseTIR": "merges fused primitive functions into single TIR functions (after FuseOps)",
-    "DeadCodeElimination": "removes unused bindings and functions",
-    "EliminateCommonSubexpr": "merges identical bindings",
-    "CanonicalizeBindings": "removes trivial var-to-var bindings",
-    "LambdaLift": "lifts local functions to global ones",
-    "InlinePrivateFunctions": "inlines private functions into callers",
-    "ConvertToDataflow": "wraps pure bindings into dataflow blocks",
-    "ToNonDataflow": "turns dataflow blocks into ordinary ones",
-    "RemoveUnusedParameters": "drops parameters nobody reads",
-    "RemoveUnusedOutputs": "drops tuple outputs nobody reads",
-    "ExpandTupleArguments": "flattens tuple parameters",
-    "CombineParallelMatmul": "merges matmuls that share an operand",
-    "ReorderPermuteDimsAfterConcat": "moves permute_dims after concat",
-    "AdjustMatmulOrder": "re-associates chains of matmuls",
-    "RemoveRedundantReshape": "drops reshape of reshape / identity reshapes",
-    "DecomposeOpsForInference": "decomposes batch_norm etc. for inference",
-    "FoldBatchnormToConv2D": "folds batch_norm into the preceding conv2d",
-    "ExpandMatmulOfSum": "expands matmul(x, a + b)",
-    "ReorderTakeAfterMatmul": "moves take after matmul",
-    "FuseTransposeMatmul": "fuses transpose into matmul",
-    "Normalize": "normalizes the AST",
-    "TopologicalSort": "orders bindings topologically",
-    "LegalizeOps": "lowers high-level ops to TIR",
-    "AnnotateTIROpPattern": "annotates TIR functions with their op pattern",
-}
-OPTIMIZE = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
+__all__ = ["OPTIMIZE", "PASSES", "TvmBackend", "make_pass", "sample_pass_sequence"]  # the table lives in relax_passes
+
 EXPECTED = [
     ("unsupported", re.compile(r"not supported|Unsupported|NotImplemented|is not implemented|not implemented|only support")),
     ("invalid-model", re.compile(r"InternalError: Check failed: \(false\) is false: Cannot find|TypeError: .*argument")),
@@ -71,6 +45,34 @@ def has_local_functions(mod: Any) -> bool:
             if found:
                 return True
     return False
+
+
+def private_constants(mod: Any) -> Any:
+    """`mod` with a fresh copy of every Relax constant's data.
+
+    A compiled executable shares constant storage with the module it was built from, and
+    DataflowUseInplaceCalls can make a kernel write into a constant at run time (a known
+    apache-tvm 0.27 bug): without the copy, one configuration's build would corrupt the lowered
+    module that the next configurations of the same test compile."""
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    def fresh(c: Any) -> Any:
+        data = c.value if hasattr(c, "value") else c.data  # apache-tvm <= 0.25: relax.Constant.data
+        return relax.const(data.numpy(), str(data.dtype))
+
+    @mutator
+    class Copy(PyExprMutator):
+        def visit_generic_const_(self, c: Any) -> Any:
+            return fresh(c)
+
+        def visit_constant_(self, c: Any) -> Any:  # apache-tvm <= 0.25
+            return fresh(c)
+
+    m = Copy(mod)
+    for gv, func in mod.functions.items():
+        if isinstance(func, relax.Function):
+            m.builder_.update_func(gv, m.visit_expr(func))
+    return m.builder_.get()
 
 
 class TvmCompiled:
@@ -107,6 +109,9 @@ class TvmBackend:
             Knob("opt_level", [0, 1, 2, 3], "PassContext opt_level (4 enables FastMath: never compared exactly)"),
             Knob("target", ["llvm", "c"], "code generation target"),
             Knob("exec_mode", ["bytecode", "compiled"], "Relax VM execution mode"),
+            Knob("form", list(FORMS), "sub-functions as global functions, local closures, or closures returned by globals"),
+            Knob("rewrite", [None, *KINDS], "HirGen function rewrite applied after lowering (direct method only)"),
+            Knob("rewrite_seed", [0, 1, 2, 3], "which function the rewrite picks"),
         ]
 
     def configs(self) -> dict[str, Config]:
@@ -128,6 +133,7 @@ class TvmBackend:
 
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
+        mod = private_constants(mod)
         passes = [make_pass(p) for p in o.get("passes", [])]
         target = tvm.target.Target(o.get("target", "llvm"))
         with tvm.transform.PassContext(opt_level=int(o.get("opt_level", 3))):
@@ -144,10 +150,22 @@ class TvmBackend:
     def lower(self, g: Graph, config: Config) -> Any:
         if config.options.get("method", "direct") == "onnx":
             return to_onnx(g)  # TVM's frontend import is the compiler's work, done in build()
-        return to_relax(g)
+        o = config.options
+        mod = to_relax(g, form=o.get("form", "global"))
+        if o.get("rewrite"):
+            mod = apply_rewrite(mod, o["rewrite"], int(o.get("rewrite_seed", 0)))
+        return mod
 
     def lower_key(self, config: Config) -> str:
-        return config.options.get("method", "direct")
+        o = config.options
+        if o.get("method", "direct") == "onnx":
+            return "onnx"
+        key = "direct"
+        if o.get("form", "global") != "global":
+            key += f"/{o['form']}"
+        if o.get("rewrite"):
+            key += f"/rewrite-{o['rewrite']}{int(o.get('rewrite_seed', 0))}"
+        return key
 
     def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
         mod = lowered

@@ -42,6 +42,7 @@ MODES = ("strict", "disruptive")
 # Rules whose violation a compiler must reject. A dtype outside ONNX's type constraint is invalid
 # ONNX, but Relax defines its own operators' dtypes, so TVM is held to shape/rank/mismatch rules only.
 DISRUPTIVE_RULES = {"tvm": ("dtype-mismatch", "rank", "shape")}
+P_OUTLINE = 0.7  # share of hirgen graphs on TVM whose node ranges become sub-functions
 CROSS_METHOD = {"tvm": ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")}
 DISRUPTIVE_CONFIGS = {"onnxruntime": ("ort-disable", "ort-all"), "tvm": ("tvm-opt", "tvm-onnx-opt")}
 DEADLINE_S = {"tvm": 60.0}
@@ -109,15 +110,26 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
         if not all_finite([e]) or compare_one(i, rounded, r, scale=0.25) is not None:
             unstable.add(i)
     # Discontinuities (argmax between near-equal values) taint everything downstream of them.
-    env = reference.run(tc.graph, tc.inputs, keep_all=True)
-    tainted: set[str] = set()
-    for n in tc.graph.nodes:
-        xs = [env[i] for i in n.inputs]
-        if any(i in tainted for i in n.inputs) or (
-                n.op != "call" and xs and get_op(n.op).near_tie(xs, n.attrs, tolerance(str(xs[0].dtype)))):
-            tainted.update(v.name for v in n.outputs)
+    tainted = near_ties(tc.graph, tc.inputs, tc.graph.functions)
     unstable.update(i for i, o in enumerate(tc.graph.outputs) if o in tainted)
     return unstable
+
+
+def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Graph]) -> set[str]:
+    """Values downstream of a discontinuity decided within tolerance (argmax of near-equal values);
+    a call is tainted as a whole when its callee has one."""
+    env = reference.run(g, inputs, keep_all=True, _functions=functions)
+    tainted: set[str] = set()
+    for n in g.nodes:
+        xs = [env[i] for i in n.inputs]
+        if n.op == "call":
+            f = functions[n.attrs["callee"]]
+            tie = bool(near_ties(f, {p.name: x for p, x in zip(f.inputs, xs)}, functions))
+        else:
+            tie = bool(xs) and get_op(n.op).near_tie(xs, n.attrs, tolerance(str(xs[0].dtype)))
+        if tie or any(i in tainted for i in n.inputs):
+            tainted.update(v.name for v in n.outputs)
+    return tainted
 
 
 def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Reference:
@@ -321,8 +333,12 @@ class Campaign:
         else:
             g = generate_guided(rng, o.ops, self.coverage, self._choices,
                                 candidates=GUIDED_CANDIDATES if o.strategy == "hirgen" else 1)
+            if o.compiler == "tvm" and rng.random() < P_OUTLINE:  # Relax functions, calls, closures
+                from dlcfuzz.gen.functions import outline
+
+                g = outline(g, rng)
             inputs = sample_inputs(g, rng)
-            configs = self.hirgen_configs(rng)
+            configs = self.hirgen_configs(rng, g)
         return (TestCase(g, inputs, configs, seed=seed, compiler=o.compiler, strategy=o.strategy, meta=meta),
                 list(graph_items(g)))
 
@@ -359,18 +375,39 @@ class Campaign:
         return TestCase(stored, dict(self._chain["inputs"]), self.configs, seed=test_seed(o.seed, seq),
                         compiler=o.compiler, strategy=o.strategy, meta=meta)
 
-    def hirgen_configs(self, rng: np.random.Generator) -> list[Config]:
-        """HirGen's cross-method oracle: besides the campaign's pair, each test also runs under one
-        other compilation method (another VM exec mode, target or front door), chosen per test."""
+    def hirgen_configs(self, rng: np.random.Generator, g: Graph) -> list[Config]:
+        """HirGen's three oracles, per test: the campaign's pair (original unoptimized vs optimized);
+        on TVM the optimized one is a random order/subset of the Relax passes with a random function
+        form, a function-rewritten variant (rewrite a/b/c) joins when the graph has sub-functions,
+        and one other compilation method (VM exec mode, target or front door) is added."""
         cross = CROSS_METHOD.get(self.opts.compiler, ())
         if self.opts.configs or not cross:
             return self.configs
         all_configs = self.backend.configs()
-        names = [c.name for c in self.configs]
+        configs = list(self.configs)
+        if self.opts.compiler == "tvm":
+            from dlcfuzz.backends.relax_passes import KNOWN_BUGS, PASSES, sample_pass_sequence
+            from dlcfuzz.lower.relax import FORMS
+
+            opt = all_configs["tvm-opt"].options
+            form = FORMS[int(rng.integers(len(FORMS)))]
+            # passes with a documented TVM bug stay out (FuseOps' needs a closure in a dataflow
+            # block: the closure form without ConvertToDataflow cannot make one)
+            pool = [p for p in PASSES if p == "FuseOps" or p not in KNOWN_BUGS]
+            if form == "closure":
+                pool.remove("ConvertToDataflow")
+            configs = [all_configs["tvm-unopt"],
+                       Config("tvm-passes", {**opt, "passes": sample_pass_sequence(rng, pool=pool), "form": form})]
+            if g.functions:
+                kind = "abc"[int(rng.integers(3))]
+                configs.append(Config(f"tvm-rewrite-{kind}", {**opt, "rewrite": kind,
+                                                              "rewrite_seed": int(rng.integers(2**31)),
+                                                              "form": FORMS[int(rng.integers(len(FORMS)))]}))
+        names = [c.name for c in configs]
         extra = [n for n in cross if n in all_configs and n not in names]
-        if not extra:
-            return self.configs
-        return [*self.configs, all_configs[extra[int(rng.integers(len(extra)))]]]
+        if extra:
+            configs.append(all_configs[extra[int(rng.integers(len(extra)))]])
+        return configs
 
     def save_stats(self, elapsed: float) -> None:
         c = self.counts

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import base64
 import io
-import json
+import pprint
 import textwrap
 from collections.abc import Sequence
 
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.ir.graph import Graph, Value
+from dlcfuzz.ir.graph import Graph
 
 _COMPARE = '''
 TOL = {"float16": 1e-2, "float32": 1e-3, "float64": 1e-6}
@@ -106,7 +106,8 @@ def _common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, ca
         f'INPUTS = dict(np.load(io.BytesIO(base64.b64decode("""\n{_npz_b64(inputs)}\n"""))))\n'
         f"{exp_def}EXPECTED = {exp}  # dlcfuzz's NumPy reference\n"
         f"CATEGORY = {category!r}\n"
-        f"CONFIGS = {json.dumps({c.name: c.options for c in configs}, indent=1)}\n"
+        # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
+        f"CONFIGS = {pprint.pformat({c.name: c.options for c in configs}, sort_dicts=False)}\n"
     )
 
 
@@ -139,16 +140,25 @@ def run(name):
 def tvm_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str, version: str,
                untyped_outputs: Sequence[str] = ()) -> str:
-    """TVMScript of the module with main's constants lifted to parameters, re-bound with BindParams
-    (printing constants needs show_meta, whose JSON export crashes on TVM 0.27)."""
+    """TVMScript of each module the configurations compile (one per lowering: function form and
+    rewrite), every constant printed as R.const over an array shipped with the script (printing
+    constants needs show_meta, whose JSON export crashes on TVM 0.27)."""
+    from dlcfuzz.backends.tvm import TvmBackend
     from dlcfuzz.lower.onnx import to_onnx
-    from dlcfuzz.lower.relax import to_relax
+    from dlcfuzz.lower.relax import to_script
 
-    lifted = g.copy()
-    params = dict(lifted.constants)
-    lifted.inputs = lifted.inputs + [Value(k, _type_of(a)) for k, a in params.items()]
-    lifted.constants = {}
-    source = to_relax(lifted).script()
+    backend = TvmBackend()
+    sources: dict[str, str] = {}
+    lowering: dict[str, str] = {}
+    consts: dict[str, np.ndarray] = {}
+    for c in configs:
+        if c.options.get("method", "direct") == "onnx":
+            continue
+        key = backend.lower_key(c)
+        if key not in sources:
+            sources[key], arrays = to_script(backend.lower(g, c), prefix=f"m{len(sources)}_")
+            consts.update(arrays)
+        lowering[c.name] = key
     onnx_model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
     return _header(title, detail, version) + f'''import base64
 import io
@@ -157,10 +167,18 @@ import sys
 import numpy as np
 import tvm
 from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
 
-SOURCE = {source!r}
-PARAMS = dict(np.load(io.BytesIO(base64.b64decode("""
-{_npz_b64(params) if params else _npz_b64({})}
+try:
+    from tvm.script import tirx as T
+except ImportError:  # apache-tvm <= 0.25
+    from tvm.script import tir as T
+
+SOURCES = {sources!r}
+LOWERING = {lowering!r}  # configuration -> its module in SOURCES
+CONSTS = dict(np.load(io.BytesIO(base64.b64decode("""
+{_npz_b64(consts)}
 """))))
 ONNX_MODEL = base64.b64decode("""
 {_b64(onnx_model)}
@@ -168,16 +186,21 @@ ONNX_MODEL = base64.b64decode("""
 INPUT_ORDER = {[v.name for v in g.inputs]!r}
 {_common(inputs, expected, category, configs)}
 
-def module(opts):
-    if opts.get("method") == "onnx":
+def module(name):
+    if CONFIGS[name].get("method") == "onnx":
         import onnx
         from tvm.relax.frontend.onnx import from_onnx
 
         return from_onnx(onnx.load_from_string(ONNX_MODEL))
-    mod = tvm.script.from_source(SOURCE)
-    if PARAMS:
-        mod = relax.transform.BindParams("main", {{k: tvm.runtime.tensor(v) for k, v in PARAMS.items()}})(mod)
-    return mod
+    return tvm.script.from_source(SOURCES[LOWERING[name]], extra_vars={{"I": I, "R": R, "T": T, "CONSTS": CONSTS}})
+
+
+def has_local_functions(mod):
+    found = []
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, relax.Function) else None)
+    return bool(found)
 
 
 def flatten(res):
@@ -188,13 +211,15 @@ def flatten(res):
 
 def run(name):
     opts = CONFIGS[name]
-    mod = module(opts)
+    mod = module(name)
     target = tvm.target.Target(opts.get("target", "llvm"))
     with tvm.transform.PassContext(opt_level=int(opts.get("opt_level", 3))):
         passes = [getattr(relax.transform, p)() for p in opts.get("passes", [])]
         if passes:
             with target:
                 mod = tvm.transform.Sequential(passes)(mod)
+        if has_local_functions(mod):  # relax.build's VMShapeLower needs closures lifted
+            mod = relax.transform.LambdaLift()(mod)
         ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=opts.get("exec_mode", "bytecode"))
     vm = relax.VirtualMachine(ex, tvm.cpu())
     return flatten(vm["main"](*[tvm.runtime.tensor(INPUTS[n]) for n in INPUT_ORDER]))

@@ -28,10 +28,14 @@ class _Callees:
     """How a function body reaches the sub-functions it calls, per form.
 
     global:   a call to the GlobalVar.
-    closure:  the callee is bound as a local function (a relax.Function value) inside the caller
-              before its first call, then called through that variable.
+    closure:  the callee is bound as a local function (a relax.Function value) at the start of the
+              caller's body, in an ordinary binding block before its dataflow block, then called
+              through that variable. (Bound inside the dataflow block, a local function makes
+              FuseOps fail with "it_creator != group2func_.end()" in apache-tvm 0.27: a known bug
+              that would stop every closure test short of the passes after it.)
     returned: a global `make_<callee>` without parameters returns the callee as a local function;
-              the caller binds `fv = make_<callee>()` and calls `fv(args)`.
+              the caller binds `fv = make_<callee>()` (a pure call, in its dataflow block) and
+              calls `fv(args)`.
     """
 
     def __init__(self, g: Graph, form: str, gvars: dict[str, Any]) -> None:
@@ -39,6 +43,14 @@ class _Callees:
         self.form = form
         self.gvars = gvars
         self.bound: dict[str, Any] = {}  # callee -> the variable holding it in the current body
+
+    def bind_closures(self, bb: Any, g: Graph) -> None:
+        """Closure form: bind every callee of `g` as a local function, in first-call order."""
+        if self.form != "closure":
+            return
+        for n in g.nodes:
+            if n.op == CALL_OP:
+                self.callee(bb, n.attrs["callee"])
 
     def callee(self, bb: Any, name: str) -> Any:
         from tvm import relax
@@ -91,9 +103,11 @@ def _build_function(bb: Any, top: Graph, g: Graph, name: str, form: str, gvars: 
 
     params = [relax.Var(v.name, relax_type(v.type)) for v in g.inputs]
     env: dict[str, Any] = {v.name: p for v, p in zip(g.inputs, params)}
+    callees = _Callees(top, form, gvars)
     with bb.function(name, params, private=private):
+        callees.bind_closures(bb, g)
         with bb.dataflow():
-            _emit_body(bb, g, env, _Callees(top, form, gvars))
+            _emit_body(bb, g, env, callees)
             out = bb.emit_output(_output_expr(g, env))
         bb.emit_func_output(out)
 
@@ -147,3 +161,57 @@ def to_relax(g: Graph, form: str = "global") -> Any:
             gvars[maker] = bb.get().get_global_var(maker)
     _build_function(bb, g, g, "main", form, gvars)
     return bb.get()
+
+
+CONST_MARK = "dlcfuzz_const_"
+
+
+def to_script(mod: Any, prefix: str = "") -> tuple[str, dict[str, np.ndarray]]:
+    """TVMScript of `mod` that parses back without metadata: each Relax constant is printed as
+    `R.const(CONSTS["<prefix><i>"], "<dtype>")` and its data returned under that key. (Printing
+    constants otherwise needs show_meta, whose JSON export crashes on apache-tvm 0.27.)
+    Parse it with from_script(source, arrays)."""
+    import re
+
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    arrays: dict[str, np.ndarray] = {}
+
+    def mark(c: Any) -> Any:
+        data = c.value if hasattr(c, "value") else c.data  # apache-tvm <= 0.25: relax.Constant.data
+        name = f"{prefix}{len(arrays)}"
+        arrays[name] = data.numpy()
+        return relax.Var(CONST_MARK + name, c.ty if hasattr(c, "ty") else c.struct_info)
+
+    @mutator
+    class Mark(PyExprMutator):
+        def visit_generic_const_(self, c: Any) -> Any:
+            return mark(c)
+
+        def visit_constant_(self, c: Any) -> Any:  # apache-tvm <= 0.25
+            return mark(c)
+
+    m = Mark(mod)
+    for gv, func in mod.functions.items():
+        if isinstance(func, relax.Function):
+            m.builder_.update_func(gv, m.visit_expr(func))
+    source = m.builder_.get().script()
+    # the printer declares free variables (our markers) as annotations at the top of a function
+    source = re.sub(rf"(?m)^[ \t]*{CONST_MARK}\w+: .*\n", "", source)
+    source = re.sub(rf"\b{CONST_MARK}(\w+)\b",
+                    lambda mt: f'R.const(CONSTS["{mt.group(1)}"], "{arrays[mt.group(1)].dtype}")', source)
+    return source, arrays
+
+
+def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
+    """The IRModule of a to_script() result."""
+    import tvm
+    from tvm.script import ir as I  # noqa: N812
+    from tvm.script import relax as R  # noqa: N812
+
+    try:
+        from tvm.script import tirx as T  # noqa: N812
+    except ImportError:  # apache-tvm <= 0.25
+        from tvm.script import tir as T  # noqa: N812
+    return tvm.script.from_source(source, extra_vars={"I": I, "R": R, "T": T, "CONSTS": arrays})

@@ -1,1 +1,2 @@
-"""Semantics-preserving rewrites of lowered programs (applied after lowering, before the compiler)."""
+"""Semantics-preserving mutations: metamorphic graph mutations (metamorphic) and function
+rewrites of lowered Relax modules (functions)."""

@@ -1,0 +1,141 @@
+"""The Relax pass table, its ordering rules, and random pass sequences (no TVM import: strategies
+and reducers can sample and check sequences without loading the compiler).
+
+Every pass here takes no argument, applies to the modules dlcfuzz builds (before relax.build's
+own pipeline runs), and keeps main's results unchanged: a mismatch, crash or internal error after
+a sequence that satisfies the rules below is a compiler bug. The rules encode measured ordering
+needs only (random graphs through random sequences, including ones that break the rules), each
+with the reason it exists.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+PASSES: dict[str, str] = {
+    "FoldConstant": "evaluates constant subexpressions",
+    "FuseOps": "groups operators into fused primitive functions (after LegalizeOps + AnnotateTIROpPattern)",
+    "FuseTIR": "merges fused primitive functions into single TIR functions (after FuseOps)",
+    "DeadCodeElimination": "removes unused bindings and functions",
+    "EliminateCommonSubexpr": "merges identical bindings",
+    "CanonicalizeBindings": "removes trivial var-to-var bindings",
+    "LambdaLift": "lifts local functions to global ones",
+    "InlinePrivateFunctions": "inlines private functions into callers",
+    "ConvertToDataflow": "wraps pure bindings into dataflow blocks",
+    "ToNonDataflow": "turns dataflow blocks into ordinary ones",
+    "RemoveUnusedParameters": "drops parameters nobody reads",
+    "RemoveUnusedOutputs": "drops tuple outputs nobody reads",
+    "ExpandTupleArguments": "flattens tuple parameters",
+    "CombineParallelMatmul": "merges matmuls that share an operand",
+    "ReorderPermuteDimsAfterConcat": "moves permute_dims after concat",
+    "AdjustMatmulOrder": "re-associates chains of matmuls",
+    "RemoveRedundantReshape": "drops reshape of reshape / identity reshapes",
+    "DecomposeOpsForInference": "decomposes batch_norm etc. for inference",
+    "FoldBatchnormToConv2D": "folds batch_norm into the preceding conv2d",
+    "ExpandMatmulOfSum": "expands matmul(x, a + b)",
+    "ReorderTakeAfterMatmul": "moves take after matmul",
+    "FuseTransposeMatmul": "fuses transpose into matmul",
+    "Normalize": "normalizes the AST",
+    "TopologicalSort": "orders bindings topologically",
+    "LegalizeOps": "lowers high-level ops to TIR",
+    "AnnotateTIROpPattern": "annotates TIR functions with their op pattern",
+    "RewriteDataflowReshape": "turns reshape-like TIR calls into VM reshapes (views)",
+    "DataflowUseInplaceCalls": "turns elementwise ops whose input dies into in-place TIR calls",
+}
+
+# The optimization pipeline the "opt" configurations run (relax.build's own zero pipeline, spelled out).
+OPTIMIZE = ["LegalizeOps", "AnnotateTIROpPattern", "FoldConstant", "FuseOps", "FuseTIR"]
+
+# pass -> passes that must have run before it (the sampler inserts what is missing). Measured:
+# out of order these passes find nothing to work on and do nothing (no error, same results), so
+# the rules keep sampled sequences from wasting them rather than from breaking the build.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    # FuseOps groups TIR calls by the op pattern AnnotateTIROpPattern puts on PrimFuncs, which
+    # only exist after LegalizeOps.
+    "FuseOps": ("LegalizeOps", "AnnotateTIROpPattern"),
+    "AnnotateTIROpPattern": ("LegalizeOps",),  # annotates PrimFuncs: none exist before LegalizeOps
+    "FuseTIR": ("FuseOps",),  # merges the primitive functions FuseOps creates
+}
+
+# pass -> passes after which it must not run (the sampler drops it instead).
+NOT_AFTER: dict[str, tuple[str, ...]] = {}
+
+# pass -> (opening, closing): it must not run after the opening pass unless the closing one ran in
+# between (the sampler postpones it past the closing pass, or drops it).
+NOT_BETWEEN: dict[str, tuple[str, str]] = {
+    # FuseTIR accepts only call_tir inside the primitive functions FuseOps made, and
+    # RewriteDataflowReshape turns reshape-like call_tir there into R.reshape ("Only call_tir and
+    # call_tir_inplace are supported in primitive function"); relax.build runs it after FuseTIR.
+    "RewriteDataflowReshape": ("FuseOps", "FuseTIR"),
+}
+
+# Passes with a known apache-tvm 0.27 bug that random sequences hit (found by dlcfuzz; minimal
+# reproducers in the README). They stay in the table: a campaign that wants new findings can
+# leave them out with `pool`.
+KNOWN_BUGS: dict[str, str] = {
+    "DataflowUseInplaceCalls": "ValueError 'In-place index 0 is out of range' on R.add(R.const(scalar), x); "
+                               "segfault on a call returning a tuple whose items alias one value; "
+                               "in-place kernels write through aliases: R.tile(x, [1, 1]) overwrites the caller's x, "
+                               "a constant viewed through expand_dims drifts between runs",
+    "FuseOps": "InternalError 'it_creator != group2func_.end()' when a local function is bound in a dataflow block",
+    "RemoveUnusedOutputs": "rewrites a private function used as a value (a lifted closure that is returned): dangling GlobalVar",
+    "RemoveUnusedParameters": "same: drops parameters of a private function used as a value",
+    "InlinePrivateFunctions": "same: removes a private function used as a value",
+}
+
+
+def violations(seq: Sequence[str]) -> list[str]:
+    """What is wrong with a pass sequence under the rules above (empty: it is well ordered)."""
+    out: list[str] = []
+    for i, p in enumerate(seq):
+        if p not in PASSES:
+            out.append(f"unknown pass {p!r}")
+            continue
+        before = set(seq[:i])
+        out.extend(f"{p} needs {r} before it" for r in REQUIRES.get(p, ()) if r not in before)
+        out.extend(f"{p} must not run after {q}" for q in NOT_AFTER.get(p, ()) if q in before)
+        if p in NOT_BETWEEN and _inside(seq[:i], *NOT_BETWEEN[p]):
+            out.append(f"{p} must not run between {NOT_BETWEEN[p][0]} and {NOT_BETWEEN[p][1]}")
+    return out
+
+
+def _inside(done: Sequence[str], opening: str, closing: str) -> bool:
+    """Whether `done` ran `opening` and, after its last run, not `closing`."""
+    last = max((i for i, q in enumerate(done) if q == opening), default=-1)
+    return last >= 0 and closing not in done[last + 1:]
+
+
+def sample_pass_sequence(rng: np.random.Generator, *, min_len: int = 1, max_len: int = 8,
+                         pool: Sequence[str] | None = None) -> list[str]:
+    """A random subset of `pool` (default: every pass) in random order, repaired to satisfy the
+    rules: a missing prerequisite is inserted right before the pass that needs it (so the result
+    may be longer than max_len), a pass that must not follow an earlier one is dropped, one that
+    must wait for a closing pass runs right after it (or is dropped). Distinct passes."""
+    names = list(PASSES if pool is None else pool)
+    k = int(rng.integers(max(min_len, 0), min(max_len, len(names)) + 1))
+    chosen = [names[i] for i in rng.permutation(len(names))[:k]]
+    out: list[str] = []
+    waiting: list[str] = []
+
+    def place(p: str) -> None:
+        if p in out or any(q in out for q in NOT_AFTER.get(p, ())):
+            return
+        for r in REQUIRES.get(p, ()):
+            place(r)
+        if not all(r in out for r in REQUIRES.get(p, ())):
+            return
+        if p in NOT_BETWEEN and _inside(out, *NOT_BETWEEN[p]):
+            if p not in waiting:
+                waiting.append(p)
+            return
+        out.append(p)
+        for w in list(waiting):
+            if not _inside(out, *NOT_BETWEEN[w]):
+                waiting.remove(w)
+                place(w)
+
+    for p in chosen:
+        place(p)
+    return out
