@@ -433,11 +433,22 @@ def _any(dt: str, attrs: Attrs) -> Domain:
     return ANY
 
 
+COMPARISONS = frozenset({"equal", "less", "less_equal", "greater", "greater_equal"})
+
+
 class BinaryOp(OpSpec):
     """Two inputs of one dtype, multidirectional (numpy) broadcasting."""
 
     family = "elementwise"
     n_inputs = 2
+
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        """A comparison of computed floats that differ by less than the tolerance can flip."""
+        a, b = xs[0], xs[1]
+        if self.name not in COMPARISONS or not np.issubdtype(a.dtype, np.floating):
+            return False
+        a, b = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
+        return bool(np.any(np.abs(a - b) <= tol * np.maximum(1.0, np.abs(b))))
 
     def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, np.ndarray, Attrs], Any],
                  onnx_op: str, relax_fn: str | Callable[[Any, Any, Attrs, str], Any],
