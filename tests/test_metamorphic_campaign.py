@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.ir import dumps
 
 pytest.importorskip("onnxruntime")
 
@@ -30,7 +32,8 @@ def findings(out: Path) -> list[dict]:
     return [dict(r) for r in db.execute("SELECT * FROM findings ORDER BY id")]
 
 
-@pytest.mark.parametrize("fault,category", [("wrong", "metamorphic"), ("raise", "mutant-rejected")])
+@pytest.mark.parametrize("fault,category", [("wrong", "metamorphic"), ("miseval", "metamorphic"),
+                                            ("raise", "mutant-rejected")])
 def test_planted_fault_in_mutant_is_found_and_steps_reduced(tmp_path, fault, category):
     # "abs" is in every mutation step and in none of the seed models: only mutants hit the fault
     out = campaign(tmp_path, f"planted:{fault}@abs", tests=4)
@@ -43,9 +46,14 @@ def test_planted_fault_in_mutant_is_found_and_steps_reduced(tmp_path, fault, cat
     kept = json.loads(detail.split("mutation step(s): ")[1].splitlines()[0])
     assert 1 <= len(kept) <= 3, kept  # one step suffices (plus what it depends on), out of 10+
     assert (folder / "seed.onnx").exists() and (folder / "mutant.onnx").exists()
-    # the standalone script runs the real onnxruntime, which has no planted fault
-    p = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=300)
+    # the seed/mutant script runs the real onnxruntime, which has no planted fault
+    p = subprocess.run([sys.executable, str(folder / "repro_mutant.py")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and "not reproduced" in p.stdout, p.stdout + p.stderr
+    # then node level: a few nodes around the faulty operator, and a script that shows the fault
+    assert first["reduced_nodes"] <= 10, first
+    assert "= abs(" in (folder / "reduced.txt").read_text()
+    p = subprocess.run([sys.executable, str(folder / "repro.py")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "BUG REPRODUCED" in p.stdout, p.stdout + p.stderr
 
 
 def test_correct_compiler_is_quiet_on_mutants(tmp_path):
@@ -53,3 +61,24 @@ def test_correct_compiler_is_quiet_on_mutants(tmp_path):
     assert findings(out) == []
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests WHERE verdict = 'pass'").fetchone()[0] == 8
+
+
+def test_resumed_campaign_continues_its_chain(tmp_path):
+    """Stopped after 3 tests and resumed, a campaign stores the same mutants as one run of 6: the
+    steps each test records rebuild the chain."""
+    whole = campaign(tmp_path / "whole", "onnxruntime", tests=6, model="tiny_mobilenet")
+    part = tmp_path / "part" / "run"
+    Campaign(CampaignOptions(compiler="onnxruntime", strategy="metamorphic", model="tiny_mobilenet", seconds=600,
+                             jobs=2, out=part, max_tests=3, quiet=True)).run()
+    Campaign(CampaignOptions(out=part, seconds=600, jobs=2, max_tests=6, quiet=True), resume=True).run()
+
+    def mutants(out: Path) -> dict[int, tuple]:
+        db = sqlite3.connect(out / "store.sqlite")
+        tests = {seq: TestCase.from_bytes(b) for seq, b in db.execute("SELECT seq, blob FROM tests")}
+        return {seq: (tc.meta["metamorphic"]["chain"], tc.meta["metamorphic"]["steps"], dumps(tc.graph))
+                for seq, tc in tests.items()}
+
+    a, b = mutants(whole), mutants(part)
+    assert sorted(a) == sorted(b) == list(range(6))
+    assert a[5][:2] == (0, 60)  # one chain, ten steps per test
+    assert a == b

@@ -3,7 +3,9 @@
 Used to prove the oracles (each fault must be found, attributed, reduced and reproduced).
 Name syntax: "planted:FAULT@OP", e.g. "planted:segfault@relu". The fault fires only in the
 optimized configuration ("ort-all") and only when the graph contains OP, like a real
-optimization bug. FAULT is one of: segfault, abort, hang, alloc, raise, wrong.
+optimization bug. FAULT is one of: segfault, abort, hang, alloc, raise, wrong (output 0 of the
+whole graph is off by one), miseval (every ONNX node of OP's kind computes its result plus one: a
+mis-evaluated operator, wherever it sits in the graph).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.ort import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval")
 
 
 class _Wrong:
@@ -31,6 +33,30 @@ class _Wrong:
         o = outs[0]
         outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
         return outs
+
+
+def misevaluate(model_bytes: bytes, op: str) -> bytes:
+    """The ONNX model with output 0 of every node of kind `op` (case and '_' ignored) plus one."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    m = onnx.load_from_string(model_bytes)
+    kind = op.replace("_", "").lower()
+    inferred = onnx.shape_inference.infer_shapes(m).graph
+    types = {v.name: v.type.tensor_type.elem_type for v in [*inferred.value_info, *inferred.input, *inferred.output]}
+    nodes = []
+    for k, n in enumerate(m.graph.node):
+        nodes.append(n)
+        if n.op_type.lower() != kind or n.output[0] not in types:
+            continue
+        out, raw, one = n.output[0], f"planted_raw_{k}", f"planted_one_{k}"
+        n.output[0] = raw
+        dtype = helper.tensor_dtype_to_np_dtype(types[out])
+        m.graph.initializer.append(numpy_helper.from_array(np.ones((), dtype), one))
+        nodes.append(helper.make_node("Add", [raw, one], [out]))
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    return m.SerializeToString()
 
 
 class PlantedBackend(OnnxRuntimeBackend):
@@ -45,6 +71,8 @@ class PlantedBackend(OnnxRuntimeBackend):
         return f"{super().version()} + planted {self.fault}@{self.op}"
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
+        if self.fault == "miseval" and config.options.get("opt_level") == "all":
+            return super().build(misevaluate(lowered, self.op), g, config)
         compiled = super().build(lowered, g, config)
         if config.options.get("opt_level") != "all" or self.op not in g.ops_used():
             return compiled

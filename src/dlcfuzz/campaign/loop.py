@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
@@ -214,7 +215,6 @@ class Campaign:
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "rejected": 0}
         self._choices: Any = None
         self._chain: dict[str, Any] = {}  # metamorphic: seed, inputs, current mutant and its steps
-        self._steps_of: dict[int, tuple[int, int]] = {}  # test seq -> (chain start seq, steps so far)
         self.compiler_s = 0.0
         self.reduce_s = 0.0
         self.internal_errors = 0
@@ -343,9 +343,10 @@ class Campaign:
                 list(graph_items(g)))
 
     def make_mutant(self, seq: int, rng: np.random.Generator) -> TestCase:
-        """The next mutant of the chain (MT_STEPS_PER_TEST more steps). A resumed campaign starts a
-        new chain from the seed model."""
-        from dlcfuzz.mutate.metamorphic import iterate
+        """The next mutant of the chain (MT_STEPS_PER_TEST more steps). A resumed campaign rebuilds
+        its last chain from the steps its tests recorded and goes on with it, exactly as the
+        uninterrupted campaign would have."""
+        from dlcfuzz.mutate.metamorphic import iterate, replay
         from dlcfuzz.zoo import sample_inputs as model_inputs
 
         o = self.opts
@@ -353,25 +354,57 @@ class Campaign:
         if "inputs" not in ch:
             seed_graph = self.seed_model()
             ch["inputs"] = model_inputs(seed_graph, o.seed)
+            # PIOC profiles: the seed model's values on the inputs, for every chain (a profile taken
+            # mid-chain would also hold earlier steps' values, and a resumed chain would diverge)
+            ch["seed_profile"] = reference.run(seed_graph, ch["inputs"], keep_all=True)
+            last = self.store.db.execute("SELECT blob FROM tests WHERE seq < ? ORDER BY seq DESC LIMIT 1",
+                                         (seq,)).fetchone()
+            mt = TestCase.from_bytes(last[0]).meta.get("metamorphic") if last else None
+            steps = self.chain_steps(int(mt["chain"])) if mt else None
+            if steps is not None and 0 < len(steps) < MT_CHAIN_STEPS:
+                ch.update(graph=replay(seed_graph, steps, check=False), steps=steps, start=int(mt["chain"]),
+                          profile=dict(ch["seed_profile"]))
         if "graph" not in ch or len(ch["steps"]) >= MT_CHAIN_STEPS:
-            ch.update(graph=ch["seed"], steps=[], start=seq, profile={})
+            ch.update(graph=ch["seed"], steps=[], start=seq, profile=dict(ch["seed_profile"]))
             ch["chains"][seq] = ch["steps"]
         g, new = iterate(ch["graph"], rng, MT_STEPS_PER_TEST, ch["inputs"], profile=ch["profile"])
         ch["graph"] = g
         ch["steps"].extend(new)
-        self._steps_of[seq] = (ch["start"], len(ch["steps"]))
-        return self.mutant_test(g, seq, ch["start"], len(ch["steps"]))
+        return self.mutant_test(g, seq, ch["start"], len(ch["steps"]), new)
 
-    def mutant_test(self, g: Graph, seq: int, start: int, n_steps: int) -> TestCase:
+    def chain_steps(self, start: int) -> list[Any] | None:
+        """The steps of the chain that began at test `start`, from the steps each stored test of it
+        recorded (None when a test lacks them: a store of an older dlcfuzz)."""
+        from dlcfuzz.mutate.metamorphic import steps_from_json
+
+        if start in self._chain.get("chains", {}):
+            return self._chain["chains"][start]
+        steps: list[Any] = []
+        for (blob,) in self.store.db.execute("SELECT blob FROM tests WHERE seq >= ? ORDER BY seq", (start,)):
+            mt = TestCase.from_bytes(blob).meta.get("metamorphic")
+            if not mt or mt.get("chain") != start:
+                break
+            if "new_steps" not in mt:
+                return None
+            steps.extend(steps_from_json(mt["new_steps"]))
+        self._chain.setdefault("chains", {})[start] = steps
+        return steps
+
+    def mutant_test(self, g: Graph, seq: int, start: int, n_steps: int, new_steps: list[Any] | None = None) -> TestCase:
         """A test case of mutant g; the seed's weights are left out of it (the worker rebuilds the
-        seed model from the zoo), so stored tests of full-size models stay small."""
+        seed model from the zoo), so stored tests of full-size models stay small. The test records
+        the steps that were new in it: the store alone rebuilds every chain (resume, reduction)."""
+        from dlcfuzz.mutate.metamorphic import steps_to_json
+
         o = self.opts
         seed = self._chain["seed"]
         shared = [k for k, a in g.constants.items() if seed.constants.get(k) is a]
-        stored = g.copy()
-        stored.constants = {k: a for k, a in g.constants.items() if k not in set(shared)}
+        # copy without the shared weights (a deep copy of resnet18's would cost 44 MB per test)
+        stored = dataclasses.replace(g, constants={k: a for k, a in g.constants.items() if k not in set(shared)}).copy()
         meta = {"metamorphic": {"model": o.model, "model_seed": o.seed, "shared": shared, "chain": start,
                                 "steps": n_steps, "delta": o.delta}}
+        if new_steps is not None:
+            meta["metamorphic"]["new_steps"] = steps_to_json(new_steps)
         return TestCase(stored, dict(self._chain["inputs"]), self.configs, seed=test_seed(o.seed, seq),
                         compiler=o.compiler, strategy=o.strategy, meta=meta)
 
@@ -522,41 +555,77 @@ class Campaign:
             self._chain.update(seed=build(self.opts.model, self.opts.seed), chains={})
         return self._chain["seed"]
 
+    def mutant_fails(self, tc: TestCase, v: Verdict) -> Any:
+        """Predicate over candidate mutants: compiled next to the seed model by the finding's
+        configurations, does the candidate still show finding `v`?"""
+        mt = tc.meta["metamorphic"]
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+
+        def fails(g: Graph) -> bool:
+            cand = self.mutant_test(g, 0, mt["chain"], mt["steps"])
+            cand.configs = configs
+            res = self.reducer_pool().run(cand.to_bytes())
+            if res.status != "ok":  # a crash of the worker: the same crash?
+                return res.status != "error" and v.key == crash_verdict(
+                    tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "").key
+            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], float(mt["delta"]))
+            return any(x.kind == "bug" and x.category == v.category and (v.category == "metamorphic" or x.key == v.key)
+                       for x in got)
+
+        return fails
+
     def reduce_mutant(self, tc: TestCase, v: Verdict) -> Graph:
-        """Delta debugging over the mutation steps (each subset completed by its dependencies);
-        returns the mutant of the fewest steps that still shows the finding. Tests of an earlier
-        session of a resumed campaign keep their full mutant."""
-        from dlcfuzz.mutate.metamorphic import closure, replay
+        """MT-DLComp's reduction, first two stages: delta debugging over the mutation steps (each
+        subset completed by its dependencies), then each kept step's opaque condition replaced by
+        the constant it provably is (zeros of its shape) where the finding survives that. Tests of
+        an earlier session of a resumed campaign have no step record and keep their full mutant."""
+        from dlcfuzz.mutate.metamorphic import closure, constant_conditions, replay
 
         mt = tc.meta["metamorphic"]
         seed = self.seed_model()
         full = tc.graph.copy()
         full.constants = {**{k: seed.constants[k] for k in mt["shared"]}, **tc.graph.constants}
-        steps = self._chain.get("chains", {}).get(mt["chain"])
-        if steps is None:
+        steps = self.chain_steps(int(mt["chain"]))
+        if steps is None or len(steps) < mt["steps"]:
             return full
-        steps = steps[:mt["steps"]]
-        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
-
-        def fails(subset: list[Any]) -> bool:
-            cand = self.mutant_test(replay(seed, subset, check=False), 0, mt["chain"], len(subset))
-            cand.configs = configs
-            res = self.reducer_pool().run(cand.to_bytes())
-            if res.status != "ok":
-                return False
-            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], float(mt["delta"]))
-            return any(x.kind == "bug" and x.category == v.category for x in got)
-
+        fails = self.mutant_fails(tc, v)
         try:
-            kept = ddmin(steps, fails, close=lambda xs: closure(steps, [s.id for s in xs]),
+            steps = steps[:mt["steps"]]
+            kept = ddmin(steps, lambda subset: fails(replay(seed, subset, check=False)),
+                         close=lambda xs: closure(steps, [s.id for s in xs]),
                          max_checks=40 if tc.compiler == "tvm" else 80)
-            return replay(seed, kept)
+            g = replay(seed, kept)
+            return constant_conditions(g, fails)
         except Exception as e:  # a reducer failure must not lose the finding
             self.log(f"reduction failed: {type(e).__name__}: {e}")
             return full
 
+    def reduce_mutant_nodes(self, tc: TestCase, v: Verdict, mutant: Graph) -> tuple[Graph, dict[str, np.ndarray]] | None:
+        """The third stage: node-level reduction of the mutant alone. Every mutation leaves the
+        reference output unchanged, so a mutant that the compiler computes differently from its seed
+        is (almost always) one it computes differently from the reference interpreter: the usual
+        differential oracle then drives `reduce_graph` to the few nodes that show it. None when the
+        mutant alone does not show a reducible failure (e.g. the seed deviates the same way)."""
+        if v.category == "metamorphic":
+            as_plain = Verdict("bug", "wrong-result", v.detail, list(v.configs))
+        elif v.category == "mutant-rejected":
+            as_plain = Verdict("bug", "unexpected-error", v.detail, list(v.configs),
+                               key="error|" + v.key.split("|", 1)[1])
+        else:
+            as_plain = v
+        plain = TestCase(mutant, dict(tc.inputs), tc.configs, seed=tc.seed, compiler=tc.compiler)
+        still = self.still_fails(plain, as_plain)
+        plain_inputs = {x.name: tc.inputs[x.name] for x in mutant.inputs}
+        if not still(mutant, plain_inputs):
+            return None
+        return reduce_graph(mutant, plain_inputs, still, max_checks=60 if tc.compiler == "tvm" else 150)
+
     def write_mutant_finding(self, folder: Path, fid: int, test_id: int, tc: TestCase, v: Verdict, reduced: Graph,
-                             signature: str, key: str) -> None:
+                             signature: str, key: str,
+                             node_level: tuple[Graph, dict[str, np.ndarray]] | None = None) -> None:
+        """mutant.json (the mutant after step reduction) and, for ONNXRuntime, seed.onnx + mutant.onnx
+        with `repro_mutant.py` comparing them; with a node-level reduction, reduced.json/.txt/_inputs.npz
+        and a standalone `repro.py` (for TVM too) that compares the compiler with the expected output."""
         from dlcfuzz.lower.onnx import to_onnx
         from dlcfuzz.mutate.metamorphic import owner
 
@@ -566,6 +635,8 @@ class Campaign:
         title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"
         detail = (f"{v.detail}\nmodel {self.opts.model} (seed {self.opts.seed}); the mutant keeps "
                   f"{len(steps)} mutation step(s): {steps}")
+        if node_level is not None:
+            detail += f"\nnode-level reduction: {len(reduced.nodes)} -> {len(node_level[0].nodes)} nodes (reduced.txt)"
         save(reduced, folder / "mutant.json")
         (folder / "detail.txt").write_text(f"{title}\nsignature {signature}\nkey {key}\ntest {test_id}\n\n{detail}\n"
                                            f"replay: dlcfuzz replay {self.out} --test {test_id}\n")
@@ -576,9 +647,23 @@ class Campaign:
             (folder / "mutant.onnx").write_bytes(to_onnx(reduced).SerializeToString())
             script = metamorphic_ort_script(tc.inputs, configs, float(tc.meta["metamorphic"]["delta"]), title, detail,
                                             self.version)
+            (folder / "repro_mutant.py").write_text(script)
+        reduced_nodes = len(reduced.nodes)
+        if node_level is not None:
+            g, inputs = node_level
+            rejected = v.category == "mutant-rejected"
+            expected = None if rejected else reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed), tries=1).outputs
+            script = make_script(tc.compiler, g, inputs, expected, configs,
+                                 "unexpected-error" if rejected else "wrong-result", title, detail, self.version)
+            save(g, folder / "reduced.json")
+            np.savez(folder / "reduced_inputs.npz", **inputs)
+            (folder / "reduced.txt").write_text(to_text(g) + "\n")
+            reduced_nodes = len(g.nodes)
+        if script is not None:
             (folder / "repro.py").write_text(script)
-        self.store.update_finding(fid, reproducer=script, reduced=None, reduced_nodes=len(reduced.nodes))
-        self.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}), {len(steps)} mutation steps kept: {folder}")
+        self.store.update_finding(fid, reproducer=script, reduced=None, reduced_nodes=reduced_nodes)
+        self.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}), {len(steps)} mutation steps kept, "
+                 f"{reduced_nodes} nodes: {folder}")
 
     def record_finding(self, test_id: int, tc: TestCase, ref: Reference, v: Verdict, stop_at: float) -> None:
         self.counts["findings"] += 1
@@ -596,9 +681,15 @@ class Campaign:
         budget_left = stop_at - time.monotonic()
         broken = tc.meta.get("broken")
         mt = tc.meta.get("metamorphic")
+        node_level = None
         if mt:
             t0 = time.monotonic()
             reduced = self.reduce_mutant(tc, v) if self.opts.reduce else tc.graph
+            if self.opts.reduce and (budget_left > 0 or self.opts.max_tests is not None):
+                try:
+                    node_level = self.reduce_mutant_nodes(tc, v, reduced)
+                except Exception as e:  # a reducer failure must not lose the finding
+                    self.log(f"node-level reduction failed: {type(e).__name__}: {e}")
             self.reduce_s += time.monotonic() - t0
         elif broken and self.opts.reduce:
             try:
@@ -617,7 +708,7 @@ class Campaign:
             self.reduce_s += time.monotonic() - t0
         if numeric:
             # An inconsistency is identified by the configurations and the operators left after reduction.
-            key = f"{key}|ops={','.join(sorted(reduced.ops_used()))}"
+            key = f"{key}|ops={','.join(sorted((node_level[0] if node_level else reduced).ops_used()))}"
             existing = self.store.find_signature(digest(key))
         signature = digest(key)
         fid = self.store.add_finding(test_id=test_id, category=v.category, signature=signature, key=key,
@@ -630,7 +721,7 @@ class Campaign:
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
         folder = self.out / "findings" / f"{fid:04d}-{v.category}"
         if mt:
-            self.write_mutant_finding(folder, fid, test_id, tc, v, reduced, signature, key)
+            self.write_mutant_finding(folder, fid, test_id, tc, v, reduced, signature, key, node_level)
             return
         red_ref = None if broken else reference_of(TestCase(reduced, dict(reduced_in), configs, seed=tc.seed), tries=1).outputs
         title = f"dlcfuzz finding {fid}: {v.category} in {self.version} ({', '.join(v.configs)})"

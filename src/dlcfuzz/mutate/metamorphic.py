@@ -51,7 +51,7 @@ from __future__ import annotations
 import base64
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -451,7 +451,9 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     cond_reads = [cond["i"], cond["j"]] if kind == "uoc" else [cond["value"]]
     reads = list(dict.fromkeys([target, *cond_reads, *leaves]))
     step = Step(sid, kind, reads, params, _deps(reads, sid))
-    return apply(g, step), step
+    # the emitter infers every inserted node's type and rewired uses get a value of the same type:
+    # a full check of the (growing) graph per step would make a chain quadratic
+    return apply(g, step, check=False), step
 
 
 def iterate(g: Graph, rng: np.random.Generator, steps: int,
@@ -486,6 +488,48 @@ def closure(steps: Sequence[Step], keep: set[int] | Sequence[int]) -> list[Step]
     return [s for s in steps if s.id in need]
 
 
+def condition_of(g: Graph, step_id: int) -> str | None:
+    """The value of step `step_id`'s opaque condition (fitted to the target's shape) in mutant g:
+    the first operand of the Mul under the step's Abs (the step's only Abs: dead = Abs(Mul(c, garbage)))."""
+    prefix = f"mt{step_id}_"
+    producer = {v.name: n for n in g.nodes for v in n.outputs}
+    for n in g.nodes:
+        if n.op == "abs" and n.name and n.name.startswith(prefix):
+            mul = producer.get(n.inputs[0])
+            return mul.inputs[0] if mul is not None and mul.op == "mul" else None
+    return None
+
+
+def constant_conditions(g: Graph, still_fails: Callable[[Graph], bool]) -> Graph:
+    """Reduction stage 2: replace each step's condition by the constant it provably is (zeros;
+    for PIOC on the profiled input), which deletes the condition's subgraph, wherever the mutant
+    then still fails. The graph's inputs are kept (the test feeds the model's inputs)."""
+    ids = sorted({o for n in g.nodes if n.name and (o := owner(n.name)) is not None})
+    for sid in ids:
+        c = condition_of(g, sid)
+        if c is None or c in g.constants:
+            continue
+        t = g.types()[c]
+        zero = f"mt{sid}_zero"
+        cand = _copy(g)
+        cand.constants[zero] = np.zeros(t.shape, t.np_dtype)
+        for n in cand.nodes:
+            n.inputs = [zero if i == c else i for i in n.inputs]
+        cand.outputs = [zero if o == c else o for o in cand.outputs]
+        live = set(cand.outputs)
+        kept = []
+        for n in reversed(cand.nodes):  # drop what only the condition used (no deep copy: 44 MB of weights)
+            if any(v.name in live for v in n.outputs):
+                kept.append(n)
+                live.update(n.inputs)
+        cand.nodes = kept[::-1]
+        cand.constants = {k: a for k, a in cand.constants.items() if k in live}
+        cand.check()
+        if still_fails(cand):
+            g = cand
+    return g
+
+
 def steps_to_json(steps: Sequence[Step]) -> list[dict[str, Any]]:
     return [s.to_json() for s in steps]
 
@@ -495,6 +539,7 @@ def steps_from_json(data: Sequence[Mapping[str, Any]]) -> list[Step]:
 
 
 __all__ = [
-    "CAP", "FITS", "GARBAGE_OPS", "KINDS", "LEAF", "Step", "apply", "closure", "decode_array", "encode_array",
+    "CAP", "FITS", "GARBAGE_OPS", "KINDS", "LEAF", "Step", "apply", "closure", "condition_of", "constant_conditions",
+    "decode_array", "encode_array",
     "iterate", "mutate", "next_id", "owner", "replay", "steps_from_json", "steps_to_json",
 ]

@@ -80,11 +80,13 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
                 if attempt(cand, {v.name: cur_in[v.name] for v in cand.inputs}):
                     cur, cur_in, changed = cand, {v.name: cur_in[v.name] for v in cand.inputs}, True
                     break
-        # 2. cut upstream of each node
+        # 2. cut upstream of a node; the cuts that delete the most are tried first (building and
+        # pruning candidates costs no compile, each attempt does)
         env = reference.run(cur, cur_in, keep_all=True)
         produced = {v.name: v for n in cur.nodes for v in n.outputs}
-        for n in list(cur.nodes):
-            for i in n.inputs:
+        cuts = []
+        for n in cur.nodes:
+            for i in dict.fromkeys(n.inputs):
                 if i not in produced:
                     continue
                 cand = cur.copy()
@@ -94,13 +96,12 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
                     if m.name == n.name:
                         m.inputs = [fresh if x == i else x for x in m.inputs]
                 cand = prune(cand)
-                if len(cand.nodes) >= len(cur.nodes):
-                    continue
-                cand_in = {v.name: (env[i] if v.name == fresh else cur_in[v.name]) for v in cand.inputs}
-                if attempt(cand, cand_in):
-                    cur, cur_in, changed = cand, cand_in, True
-                    break
-            if changed:
+                if len(cand.nodes) < len(cur.nodes):
+                    cuts.append((len(cand.nodes), len(cuts), cand, i, fresh))
+        for _, _, cand, i, fresh in sorted(cuts, key=lambda c: c[:2]):
+            cand_in = {v.name: (env[i] if v.name == fresh else cur_in[v.name]) for v in cand.inputs}
+            if attempt(cand, cand_in):
+                cur, cur_in, changed = cand, cand_in, True
                 break
     return cur, cur_in
 
