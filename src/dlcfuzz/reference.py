@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -32,6 +33,18 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
         raise IntegerOverflow(f"{op} overflows {y.dtype}", where)
 
 
+PERTURB_EPS = 4.0  # error of a correct compiler, in epsilons of the operator's error scale
+
+
+def _perturbed(rng: np.random.Generator, n: Any, xs: list[np.ndarray], y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if dtype.kind != "f":
+        return y
+    y = np.asarray(y, dtype=np.float64)
+    scale = np.broadcast_to(get_op(n.op).error_scale(xs, n.attrs, y), y.shape)
+    noise = rng.uniform(-1.0, 1.0, y.shape) * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
+    return y + np.where(np.isfinite(noise), noise, 0.0)
+
+
 def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
     if exact and dtype in _WIDEN:
         return np.asarray(y).astype(np.float64, copy=False)
@@ -40,7 +53,8 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
-    check_overflow: bool = False, _functions: Mapping[str, Graph] | None = None,
+    check_overflow: bool = False, perturb: np.random.Generator | None = None,
+    _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
 
@@ -49,7 +63,12 @@ def run(
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
     check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range.
+    perturb=rng (implies exact) moves every float result by a random error of up to
+    PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale): the sensitivity
+    analysis that finds outputs which legal rounding (another summation order, a fused
+    multiply-add, a few-ulp transcendental) can move past the tolerance.
     """
+    exact = exact or perturb is not None
     functions = g.functions if _functions is None else _functions
     env: dict[str, np.ndarray] = {}
     for v in g.inputs:
@@ -66,12 +85,14 @@ def run(
             if n.op == CALL_OP:
                 f = functions[n.attrs["callee"]]
                 res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, check_overflow=check_overflow,
-                          _functions=functions)
+                          perturb=perturb, _functions=functions)
                 ys = [res[o] for o in f.outputs]
             else:
                 ys = get_op(n.op).reference(xs, n.attrs)
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
+                if perturb is not None:
+                    ys = [_perturbed(perturb, n, xs, y, v.type.np_dtype) for v, y in zip(n.outputs, ys)]
             for v, y in zip(n.outputs, ys, strict=True):
                 # References may compute in a wider type; the IR's declared type is authoritative.
                 env[v.name] = _store(y, v.type.np_dtype, exact).reshape(v.type.shape)

@@ -90,6 +90,14 @@ class OpSpec:
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        """The magnitude, in units of the dtype's epsilon, of the error a correct compiler may make
+        in output `y` (the reference's sensitivity analysis perturbs y by a few of these). A few
+        ulps of the result by default; operators that accumulate terms of either sign override it
+        with the sum of the terms' magnitudes, since cancellation there loses relative accuracy
+        legally (a float32 conv whose terms cancel to 1e-5 may be off by 1e-3 relative)."""
+        return np.abs(y)
+
     # ---- lowering / import ---------------------------------------------
     def to_onnx(
         self, b: OnnxBuilder, ins: list[str], outs: list[str], attrs: Attrs,
@@ -209,3 +217,9 @@ def expect_attrs(node: onnx.NodeProto, allowed: set[str] | frozenset[str] = froz
     extra = [a.name for a in node.attribute if a.name not in allowed]
     if extra:
         raise Unsupported(f"{node.op_type}: attributes {extra} are not modelled")
+
+
+def magnitude_of_terms(spec: OpSpec, xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    """The reference on the inputs' magnitudes: for a sum of products (conv, matmul, mean) the sum
+    of its terms' magnitudes, which bounds the rounding error of any summation order."""
+    return np.abs(spec.reference([np.abs(x) for x in xs], attrs)[0])

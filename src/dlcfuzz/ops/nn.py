@@ -23,6 +23,7 @@ from dlcfuzz.ops.base import (
     broadcast_shapes,
     check_size,
     expect_attrs,
+    magnitude_of_terms,
     norm_axis,
     onnx_attr,
     register,
@@ -160,6 +161,9 @@ class ConvOp(OpSpec):
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return PARAM if index >= 1 else ANY
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x, w = _acc(xs[0]), _acc(xs[1])
         g = attrs["group"]
@@ -264,6 +268,9 @@ class ConvTranspose2dOp(OpSpec):
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return PARAM if index >= 1 else ANY
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x, w = _acc(xs[0]), _acc(xs[1])
         g, s, d, p = attrs["group"], attrs["strides"], attrs["dilations"], attrs["pads"]
@@ -365,6 +372,9 @@ class Pool2dOp(OpSpec):
         self.infer([first], attrs)
         return [first], attrs
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs) if self.kind == "avg" else np.abs(y)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
         out_shape = self.infer([TensorType.of(x)], attrs)[0].shape[2:]
@@ -442,6 +452,9 @@ class GlobalPoolOp(OpSpec):
         self.infer([first], {})
         return [first], {}
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs) if self.kind == "avg" else np.abs(y)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
         axes = tuple(range(2, x.ndim))
@@ -514,6 +527,9 @@ class MatMulOp(OpSpec):
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return Domain(-3, 3) if ins[0].dtype in ("int32", "int64") else ANY
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [_matmul_ref(xs[0], xs[1])]
 
@@ -566,6 +582,10 @@ class GemmOp(OpSpec):
         attrs = {"alpha": _f32(rng.uniform(0.5, 1.5)), "beta": _f32(rng.uniform(0.5, 1.5)), "transA": ta, "transB": tb}
         check_size(self, self.infer(ins, attrs)[0].shape)
         return ins, attrs
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, {**attrs, "alpha": abs(attrs.get("alpha", 1.0)),
+                                             "beta": abs(attrs.get("beta", 1.0))})
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         a, b = _acc(xs[0]), _acc(xs[1])

@@ -19,6 +19,7 @@ from dlcfuzz.ops.base import (
     Domain,
     OpSpec,
     expect_attrs,
+    magnitude_of_terms,
     onnx_attr,
     register,
     require_arity,
@@ -117,6 +118,9 @@ class ReduceOp(OpSpec):
                 continue
             return [first], attrs
         raise ShapeError(f"{self.name}: float16 reductions over {first.shape} would be too long to compare")
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return magnitude_of_terms(self, xs, attrs) if self.kind in ("sum", "mean") else np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]

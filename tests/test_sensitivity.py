@@ -1,0 +1,54 @@
+"""The reference's sensitivity analysis: an output that legal rounding can move past the tolerance
+is ill-conditioned (never judged), found by perturbing every float result by its operator's
+error scale; a well-conditioned output of the same graph shape stays judged."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlcfuzz import reference
+from dlcfuzz.campaign.loop import unstable_outputs
+from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
+
+
+def chain(w: np.ndarray) -> Graph:
+    """fmod(1 / (x @ w), y): found by a campaign on ONNXRuntime, where the conv/matmul sum's
+    summation order alone changed the result from 0.067 to 0.91."""
+    f = TensorType("float32", (1, 2))
+    s = TensorType("float32", (1, 1))
+    return Graph(inputs=[Value("x", f), Value("y", s)], constants={"w": w},
+                 nodes=[Node("matmul", ["x", "w"], [Value("m", s)], name="n0"),
+                        Node("reciprocal", ["m"], [Value("r", s)], name="n1"),
+                        Node("mod", ["r", "y"], [Value("z", s)], {"fmod": 1}, name="n2")],
+                 outputs=["z"])
+
+
+def case(w: list[float]) -> TestCase:
+    g = chain(np.array(w, np.float32).reshape(2, 1))
+    g.check()
+    return TestCase(g, {"x": np.array([[1.0, 1.0]], np.float32), "y": np.array([[1.618]], np.float32)}, [], seed=3)
+
+
+def test_cancelling_sum_feeding_a_discontinuity_is_ill_conditioned():
+    # the sum cancels to 1e-3 (evaluating without rounding does not notice); a float32 summation
+    # may be off by ~1e-7, i.e. 1e-4 relative, so 1/m = 1000 by 0.1, and the fmod by as much
+    tc = case([1.0, -0.999])
+    ref = reference.outputs(tc.graph, tc.inputs)
+    assert unstable_outputs(tc, ref) == {0}
+
+
+def test_well_conditioned_output_is_judged():
+    tc = case([0.5, 0.25])
+    ref = reference.outputs(tc.graph, tc.inputs)
+    assert unstable_outputs(tc, ref) == set()
+
+
+def test_perturbation_stays_within_the_error_scale():
+    tc = case([1.0, -0.99999])
+    plain = reference.run(tc.graph, tc.inputs, keep_all=True)
+    noisy = reference.run(tc.graph, tc.inputs, keep_all=True, perturb=np.random.default_rng(0))
+    terms = 1.0 + 0.99999  # |x| @ |w|: the magnitude of the matmul's terms
+    bound = reference.PERTURB_EPS * np.finfo(np.float32).eps * terms
+    assert 0 < abs(float(noisy["m"][0, 0]) - float(plain["m"][0, 0])) <= bound * 1.01
