@@ -33,7 +33,7 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
         raise IntegerOverflow(f"{op} overflows {y.dtype}", where)
 
 
-PERTURB_EPS = 4.0  # error of a correct compiler, in epsilons of the operator's error scale
+PERTURB_EPS = 1.0  # error of a correct compiler, in epsilons of the operator's error scale
 
 
 def _perturbed(rng: np.random.Generator, n: Any, xs: list[np.ndarray], y: np.ndarray, dtype: np.dtype) -> np.ndarray:

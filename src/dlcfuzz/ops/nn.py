@@ -651,6 +651,14 @@ class BatchNormOp(OpSpec):
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return VARIANCE if index == 4 else (PARAM if index else ANY)
 
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # x - mean rounds at the magnitude of its operands, and dividing by the standard deviation
+        # amplifies that: rows of near-equal values normalize to rounding noise
+        x, scale, bias, mean, var = (_acc(a) for a in xs)
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        sd = np.sqrt(var.reshape(shape) + attrs["epsilon"])
+        return (np.abs(x) + np.abs(mean.reshape(shape))) / sd * np.abs(scale.reshape(shape)) + np.abs(y)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x, scale, bias, mean, var = (_acc(a) for a in xs)
         shape = (1, -1) + (1,) * (x.ndim - 2)
@@ -705,6 +713,15 @@ class LayerNormOp(OpSpec):
         ins = [first, p] + ([p] if rng.random() < 0.7 else [])
         return ins, {"axis": axis - first.rank if rng.random() < 0.5 else axis,
                      "epsilon": _f32(float(rng.choice([1e-5, 1e-3])))}
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # x - mean rounds at the magnitude of its operands, and dividing by the standard deviation
+        # amplifies that: rows of near-equal values normalize to rounding noise
+        x = _acc(xs[0])
+        axes = tuple(range(attrs["axis"] % x.ndim, x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        sd = np.sqrt(x.var(axis=axes, keepdims=True) + attrs["epsilon"])
+        return (np.abs(x) + np.abs(mean)) / sd * np.abs(_acc(xs[1])) + np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
@@ -770,6 +787,16 @@ class InstanceNormOp(OpSpec):
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return PARAM if index else ANY
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # x - mean rounds at the magnitude of its operands, and dividing by the standard deviation
+        # amplifies that: rows of near-equal values normalize to rounding noise
+        x = _acc(xs[0])
+        axes = tuple(range(2, x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        sd = np.sqrt(x.var(axis=axes, keepdims=True) + attrs["epsilon"])
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        return (np.abs(x) + np.abs(mean)) / sd * np.abs(_acc(xs[1]).reshape(shape)) + np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
@@ -892,6 +919,13 @@ class SoftmaxOp(OpSpec):
         if first.rank == 0:
             raise ShapeError(f"{self.name}: rank 0")
         return [first], {"axis": int(rng.integers(-first.rank, first.rank))}
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # x - max(x) rounds at the magnitude of its operands; exp turns that absolute error into a
+        # relative one, log_softmax keeps it absolute (floor(log_softmax(x)) near 0 flips on it)
+        x = _acc(xs[0])
+        operands = np.abs(x) + np.abs(x.max(axis=attrs["axis"], keepdims=True))
+        return np.abs(y) + operands if self.log else np.abs(y) * (1.0 + operands)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
