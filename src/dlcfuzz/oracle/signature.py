@@ -10,6 +10,8 @@ _MASKS = [
     (re.compile(r"(/[\w.\-+]+)+(\.py|\.cc|\.h|\.so[\.\d]*)?"), "<path>"),
     (re.compile(r"'[^']{0,80}'|\"[^\"]{0,80}\""), "<q>"),
     (re.compile(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b"), "N"),
+    # numbered identifiers (lv8, v12, %x3) name values of one program, not a bug; dtypes stay
+    (re.compile(r"\b(?!(?:u?int|b?float|complex)\d+\b)([A-Za-z_]+)\d+\b"), r"\1N"),
     (re.compile(r"\s+"), " "),
 ]
 _FRAME = re.compile(r"(?:File \"[^\"]+\", line \d+, in ([\w<>.]+))|(?:in (tvm::[\w:<>]+|onnxruntime::[\w:<>]+))|(?:^\s*\d+: (\S+))", re.M)

@@ -1,0 +1,75 @@
+"""Memory of a campaign over time: the resident memory of the campaign process and its workers,
+sampled every second, then, last, `memory growth: X MB/min` (after the first minute, when the
+compiler is loaded and caches are warm; NNSmith grew to 18.8 GB in 10 minutes here).
+
+  python bench/memory.py [--time 300] [--compiler onnxruntime] [--strategy random] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def tree_rss_mb(root: int) -> float:
+    """Resident memory of `root` and all its descendants (from /proc), in MB."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            statm = Path(f"/proc/{entry}/statm").read_text().split()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+        rss[int(entry)] = int(statm[1]) * PAGE
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(children.get(pid, []))
+    return total / 2**20
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--time", type=int, default=300, help="campaign seconds")
+    ap.add_argument("--compiler", default="onnxruntime")
+    ap.add_argument("--strategy", default="random")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--compiler", a.compiler, "--strategy", a.strategy,
+               "--time", f"{a.time}s", "--jobs", str(a.jobs), "--seed", "0", "--out", str(Path(tmp) / "run"),
+               "--quiet"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.monotonic()
+        samples: list[tuple[float, float]] = []
+        while proc.poll() is None:
+            samples.append((time.monotonic() - t0, tree_rss_mb(proc.pid)))
+            time.sleep(1.0)
+    if len(samples) < 10:
+        sys.exit(f"the campaign ended after {len(samples)} s: nothing to measure")
+    for t, mb in samples[:: max(1, len(samples) // 10)]:
+        print(f"{t:6.0f} s  {mb:8.1f} MB")
+    # while the campaign runs (it winds its workers down at the end of its budget)
+    warm = [(t, mb) for t, mb in samples if min(60.0, a.time / 2) <= t <= a.time - 2]
+    peak = max(mb for _, mb in samples)
+    first, last = warm[0], warm[-1]
+    growth = (last[1] - first[1]) / max(1e-9, (last[0] - first[0]) / 60)
+    print(f"peak: {peak:.0f} MB; after warm-up {first[1]:.0f} MB at {first[0]:.0f} s -> {last[1]:.0f} MB at {last[0]:.0f} s")
+    print(f"memory growth: {growth:.1f} MB/min")
+
+
+if __name__ == "__main__":
+    main()
