@@ -117,6 +117,28 @@ def test_replay_reproduces_the_iterated_graph(chain):
     assert graphs_equal(mt.replay(g, again), m)
 
 
+def test_constant_conditions_delete_the_condition_subgraphs(chain):
+    g, x, m, steps = chain
+    conditions = {s.id: mt.condition_of(m, s.id) for s in steps}
+    assert all(conditions.values())
+    seen: list[int] = []
+
+    def keeps_every_other(cand):  # a predicate that accepts the replacement of even steps only
+        replaced = {o for k, a in cand.constants.items() if k.endswith("_zero") and (o := mt.owner(k)) is not None}
+        seen.append(len(cand.nodes))
+        return all(i % 2 == 0 for i in replaced)
+
+    reduced = mt.constant_conditions(m, keeps_every_other)
+    reduced.check()
+    zeros = sorted(mt.owner(k) for k in reduced.constants if k.endswith("_zero"))
+    assert zeros and all(i % 2 == 0 for i in zeros)
+    # an even step not replaced had its whole step deleted with an earlier condition it hung off
+    assert all(mt.condition_of(reduced, s.id) is None for s in steps if s.id % 2 == 0 and s.id not in zeros)
+    assert len(reduced.nodes) < len(m.nodes) and all(n < len(m.nodes) for n in seen)
+    assert [v.name for v in reduced.inputs] == [v.name for v in m.inputs]
+    _same(_out(reduced, x), _out(g, x))  # zero conditions: the garbage is dead, the output the seed's
+
+
 def test_deps_name_earlier_steps_that_created_what_is_read(chain):
     _, _, _, steps = chain
     seen: set[int] = set()

@@ -82,3 +82,13 @@ def test_resumed_campaign_continues_its_chain(tmp_path):
     assert sorted(a) == sorted(b) == list(range(6))
     assert a[5][:2] == (0, 60)  # one chain, ten steps per test
     assert a == b
+
+
+def test_tvm_campaign_runs_and_stays_quiet(tmp_path):
+    pytest.importorskip("tvm", reason="apache-tvm is not installed")
+    out = tmp_path / "run"
+    Campaign(CampaignOptions(compiler="tvm", strategy="metamorphic", model="tiny_mobilenet", seconds=600, jobs=1,
+                             out=out, max_tests=2, quiet=True)).run()
+    db = sqlite3.connect(out / "store.sqlite")
+    assert db.execute("SELECT COUNT(*) FROM tests WHERE verdict = 'pass'").fetchone()[0] == 2
+    assert findings(out) == []
