@@ -257,8 +257,12 @@ class Campaign:
         deadline = o.timeout_s or DEADLINE_S.get(o.compiler, DEFAULT_DEADLINE_S)
         start = time.monotonic()
         stop_at = start + o.seconds
-        with WorkerPool(HANDLER, {"compiler": o.compiler}, jobs=o.jobs, timeout_s=deadline, memory_mb=o.memory_mb) as pool:
-            caps = load_or_probe(pool, self.backend, self.configs, log=self.log)
+        from dlcfuzz.synth.worker import HANDLER as OATEST_HANDLER  # the ordinary handler + trigger checks
+
+        handler = OATEST_HANDLER if o.strategy == "oatest" else HANDLER
+        with WorkerPool(handler, {"compiler": o.compiler}, jobs=o.jobs, timeout_s=deadline, memory_mb=o.memory_mb) as pool:
+            # the metamorphic strategy mutates a fixed model: no per-operator capabilities to probe
+            caps = {} if o.strategy == "metamorphic" else load_or_probe(pool, self.backend, self.configs, log=self.log)
             gaps = known_gaps(o.compiler)
             supported = lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in gaps(op)  # noqa: E731
             inflight: dict[int, tuple[int, TestCase, bool]] = {}
