@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz import reference
-from dlcfuzz.campaign.loop import unstable_outputs
+from dlcfuzz.campaign.loop import reference_of, unstable_outputs
 from dlcfuzz.campaign.testcase import TestCase
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
@@ -52,3 +52,24 @@ def test_perturbation_stays_within_the_error_scale():
     terms = 1.0 + 0.99999  # |x| @ |w|: the magnitude of the matmul's terms
     bound = reference.PERTURB_EPS * np.finfo(np.float32).eps * terms
     assert 0 < abs(float(noisy["m"][0, 0]) - float(plain["m"][0, 0])) <= bound * 1.01
+
+
+def test_bounded_transcendental_near_zero_is_judged_in_absolute_terms():
+    """sign(sigmoid(-48.5)): ONNXRuntime computes the sigmoid as 0, the reference as 9e-22."""
+    t = TensorType("float32", (2,))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("sigmoid", ["x"], [Value("s", t)], name="n0"),
+                                             Node("sign", ["s"], [Value("z", t)], name="n1")], outputs=["z"])
+    for x, expected in (([-48.5, 2.0], {0}), ([-3.0, 2.0], set())):
+        tc = TestCase(g, {"x": np.array(x, np.float32)}, [], seed=0)
+        assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == expected
+
+
+def test_integer_division_by_a_computed_zero_has_no_reference():
+    t = TensorType("int32", (3,))
+    g = Graph(inputs=[Value("x", t), Value("y", t)],
+              nodes=[Node("sub", ["y", "y"], [Value("zero", t)], name="n0"),
+                     Node("div", ["x", "zero"], [Value("q", t)], name="n1")], outputs=["q"])
+    g.check()
+    tc = TestCase(g, {"x": np.array([1, 2, 3], np.int32), "y": np.array([4, 5, 6], np.int32)}, [], seed=0)
+    ref = reference_of(tc)
+    assert ref.outputs is None and ref.reason == "integer-division-by-zero"

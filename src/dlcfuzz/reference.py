@@ -23,6 +23,13 @@ class IntegerOverflow(IRError):
     """An integer operator's exact result does not fit its dtype (the reference is not defined)."""
 
 
+class IntegerDivisionByZero(IntegerOverflow):
+    """An integer division or remainder by zero: undefined behaviour in the kernels (NumPy says 0)."""
+
+
+_DIVISION = frozenset({"div", "mod"})
+
+
 def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndarray], where: str) -> None:
     y = np.asarray(ys[0])
     if not np.issubdtype(y.dtype, np.integer) or not all(np.issubdtype(x.dtype, np.integer) for x in xs):
@@ -36,12 +43,14 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
 PERTURB_EPS = 1.0  # error of a correct compiler, in epsilons of the operator's error scale
 
 
-def _perturbed(rng: np.random.Generator, n: Any, xs: list[np.ndarray], y: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def _perturbed(how: np.random.Generator | float, n: Any, xs: list[np.ndarray], y: np.ndarray,
+               dtype: np.dtype) -> np.ndarray:
     if dtype.kind != "f":
         return y
     y = np.asarray(y, dtype=np.float64)
     scale = np.broadcast_to(get_op(n.op).error_scale(xs, n.attrs, y), y.shape)
-    noise = rng.uniform(-1.0, 1.0, y.shape) * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
+    direction = how.uniform(-1.0, 1.0, y.shape) if isinstance(how, np.random.Generator) else float(how)
+    noise = direction * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
     return y + np.where(np.isfinite(noise), noise, 0.0)
 
 
@@ -53,7 +62,7 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
-    check_overflow: bool = False, perturb: np.random.Generator | None = None,
+    check_overflow: bool = False, perturb: np.random.Generator | float | None = None,
     _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
@@ -62,9 +71,11 @@ def run(
     operator (explicit casts still round): comparing it with the normal run tells whether an
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
-    check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range.
+    check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range,
+    IntegerDivisionByZero where an integer divisor is zero.
     perturb=rng (implies exact) moves every float result by a random error of up to
-    PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale): the sensitivity
+    PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale), perturb=+1.0 or
+    -1.0 by exactly that much upwards or downwards: the sensitivity
     analysis that finds outputs which legal rounding (another summation order, a fused
     multiply-add, a few-ulp transcendental) can move past the tolerance.
     """
@@ -91,6 +102,8 @@ def run(
                 ys = get_op(n.op).reference(xs, n.attrs)
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
+                if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu" and not np.all(xs[1]):
+                    raise IntegerDivisionByZero(f"{n.op} divides by zero", n.name or n.op)
                 if perturb is not None:
                     ys = [_perturbed(perturb, n, xs, y, v.type.np_dtype) for v, y in zip(n.outputs, ys)]
             for v, y in zip(n.outputs, ys, strict=True):

@@ -102,12 +102,13 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     """Ill-conditioned outputs: evaluating without per-operator rounding moves them by more than a
     quarter of their tolerance, so rounding differences that compilers may legally make can cross
     the threshold, and no comparison on them is trusted."""
-    # Without rounding, then twice with every float result moved by a legal rounding error
-    # (reference.run perturb=...: summation order, cancellation in conv/matmul sums, ulps).
+    # Without rounding, then with every float result moved by a legal rounding error, all up, all
+    # down and at random (reference.run perturb=...: summation order, cancellation in sums, ulps).
     rng = np.random.default_rng(tc.seed ^ 0x5E45)
     unstable = set()
-    for evaluation in (reference.run(tc.graph, tc.inputs, exact=True),
-                       reference.run(tc.graph, tc.inputs, perturb=rng), reference.run(tc.graph, tc.inputs, perturb=rng)):
+    evaluations = [reference.run(tc.graph, tc.inputs, exact=True)]
+    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how) for how in (1.0, -1.0, rng)]
+    for evaluation in evaluations:
         for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
             e = evaluation[o]
             with np.errstate(over="ignore", invalid="ignore"):  # beyond float16's range becomes inf: unstable
@@ -148,6 +149,8 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
     for _ in range(tries):
         try:
             env = reference.run(tc.graph, tc.inputs, keep_all=True, check_overflow=True)
+        except reference.IntegerDivisionByZero:
+            env, reason = None, "integer-division-by-zero"
         except reference.IntegerOverflow:
             env, reason = None, "integer-overflow"
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
