@@ -7,7 +7,9 @@ import re
 
 _MASKS = [
     (re.compile(r"0x[0-9a-fA-F]+"), "0xX"),
-    (re.compile(r"(/[\w.\-+]+)+(\.py|\.cc|\.h|\.so[\.\d]*)?"), "<path>"),
+    # a source file keeps its name (pad.cc vs reshape_helper.h tell bugs apart), not its folder
+    (re.compile(r"(?:/[\w.\-+]+)*/([\w\-+]+\.(?:py|cc|cpp|cu|h|hpp))\b"), r"\1"),
+    (re.compile(r"(/[\w.\-+]+)+(\.so[\.\d]*)?"), "<path>"),
     (re.compile(r"'[^']{0,80}'|\"[^\"]{0,80}\""), "<q>"),
     (re.compile(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b"), "N"),
     # numbered identifiers (lv8, v12, %x3) name values of one program, not a bug; dtypes stay
@@ -30,9 +32,14 @@ def top_frames(trace: str, n: int = 3) -> list[str]:
     return frames[-n:]
 
 
+# ONNXRuntime names the node that failed; the status message after it is the bug (a wrong shape
+# upstream fails in whichever kernel reuses its buffer: Tan, Erf, Cast, ... are one finding)
+_ORT_NODE = re.compile(r"Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: ")
+
+
 def error_key(error: str, trace: str | None = None) -> str:
     """Exception type + the message's most specific line (TVM's "Check failed" lines), normalized."""
-    lines = [ln.strip() for ln in (error or "").splitlines() if ln.strip()]
+    lines = [_ORT_NODE.sub("", ln.strip()) for ln in (error or "").splitlines() if ln.strip()]
     head = lines[0] if lines else ""
     specific = next((ln for ln in lines if "Check failed" in ln or "Error" in ln.split(":")[0]), head)
     etype = head.split(":", 1)[0]
