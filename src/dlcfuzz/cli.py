@@ -72,7 +72,10 @@ def cmd_gen(a: argparse.Namespace) -> int:
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
     from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.lowlevel.campaign import cli_fuzz, is_tzer_run
 
+    if a.strategy == "tzer" or (a.resume and is_tzer_run(Path(a.resume))):  # low-level TIR fuzzing: its own loop
+        return cli_fuzz(a, parse_duration(a.time))
     if a.resume:
         opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
                                max_tests=a.max_tests)
@@ -86,7 +89,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
                                jobs=a.jobs, seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests,
                                quiet=a.quiet, configs=[c for c in (a.configs or "").split(",") if c],
                                only_ops=[c for c in (a.only_ops or "").split(",") if c], model=a.model,
-                               delta=a.delta, reduce=not a.no_reduce)
+                               delta=a.delta, reduce=not a.no_reduce, patterns=a.patterns)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -147,6 +150,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
         tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
     else:
         store = _open_store(a.target)
+        if (store.first_run() or {}).get("strategy") == "tzer":
+            raise UsageError("tzer findings replay with their standalone script: python RUN/findings/NNNN-*/repro.py")
         if a.finding is not None:
             row = store.db.execute("SELECT test_id FROM findings WHERE id = ?", (a.finding,)).fetchone()
             if row is None:
@@ -176,6 +181,41 @@ def cmd_replay(a: argparse.Namespace) -> int:
     return 1 if any(v.kind == "bug" for v in verdicts) else 0
 
 
+def cmd_patterns_extract(a: argparse.Namespace) -> int:
+    from dlcfuzz.synth.extract import extract_onnx_dir, extract_pytest
+    from dlcfuzz.synth.pattern import save_patterns
+
+    if a.max_nodes < 1 or (a.limit is not None and a.limit < 1):
+        raise UsageError("--max-nodes and --limit must be at least 1")
+    if a.from_dir:
+        if not Path(a.from_dir).is_dir():
+            raise UsageError(f"--from: {a.from_dir} is not a folder")
+        patterns, report = extract_onnx_dir(Path(a.from_dir), compiler=a.compiler or "onnxruntime",
+                                            max_nodes=a.max_nodes, limit=a.limit, aware=a.aware)
+    else:
+        if not Path(a.pytest).exists():
+            raise UsageError(f"--pytest: {a.pytest} does not exist")
+        patterns, report = extract_pytest(Path(a.pytest), compiler=a.compiler or "tvm", max_nodes=a.max_nodes)
+    save_patterns(patterns, a.out)
+    print(report.summary())
+    print(f"wrote {len(patterns)} patterns to {a.out}")
+    return 0
+
+
+def cmd_patterns_list(a: argparse.Namespace) -> int:
+    from dlcfuzz.synth.campaign import load_campaign_patterns
+
+    patterns = load_campaign_patterns(a.file)
+    if a.compiler:
+        patterns = [p for p in patterns if p.targets_for(a.compiler)]
+    print(f"{'pattern':28} {'granularity':11} {'nodes':>5} {'holes':>5}  targets")
+    for p in patterns:
+        targets = "; ".join(f"{c}: {','.join(ts)}" for c, ts in sorted(p.targets.items()) if ts)
+        print(f"{p.name[:28]:28} {p.granularity:11} {len(p.graph.nodes):5d} {len(p.holes):5d}  {targets}")
+    print(f"{len(patterns)} patterns")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dlcfuzz.backends import backend_names
 
@@ -194,7 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_gen)
     s = sub.add_parser("fuzz", help="run a fuzz campaign")
     s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
-    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation) | metamorphic (MT-DLComp)")
+    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation) | metamorphic (MT-DLComp) | oatest (optimization-aware synthesis) | tzer (TVM TIR + pass sequences, --compiler tvm)")
+    s.add_argument("--coverage", default="ir,python", help="tzer: coverage sources, comma-separated: ir, python, sancov:LIB")
+    s.add_argument("--n-max", type=int, default=5, dest="n_max", help="tzer: IR mutations without new coverage before the pass sequence mutates")
+    s.add_argument("--patterns", help="oatest: pattern file from `dlcfuzz patterns extract` (default: the built-in library)")
     s.add_argument("--mode", default="strict",
                    help="strict: valid graphs; disruptive (hirgen): each graph breaks one type/shape rule and must be rejected")
     s.add_argument("--model", default="resnet18", help="metamorphic: the zoo model to mutate (see `dlcfuzz zoo`)")
@@ -211,6 +254,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--no-reduce", action="store_true")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_fuzz)
+    s = sub.add_parser("patterns", help="optimization patterns for --strategy oatest: extract, list")
+    pat = s.add_subparsers(dest="patterns_cmd", required=True)
+    t = pat.add_parser("extract", help="cut patterns from ONNX models (one folder per optimization) or a pytest run")
+    src = t.add_mutually_exclusive_group(required=True)
+    src.add_argument("--from", dest="from_dir", metavar="DIR", help="folder of ONNX models; a subfolder's name is the optimization")
+    src.add_argument("--pytest", metavar="PATH", help="Python test files/folder: every TVM pass call is recorded")
+    t.add_argument("--out", required=True, help="pattern file to write (JSON)")
+    t.add_argument("--compiler", default=None, help="whose optimizations the sources test (default: onnxruntime for --from, tvm for --pytest)")
+    t.add_argument("--max-nodes", type=int, default=12, dest="max_nodes", help="largest subgraph-level pattern")
+    t.add_argument("--limit", type=int, default=None, help="read at most this many models")
+    t.add_argument("--aware", action="store_true",
+                   help="--from, ONNXRuntime: cut only the nodes the optimization rewrites (located by running ORT)")
+    t.set_defaults(fn=cmd_patterns_extract)
+    t = pat.add_parser("list", help="list patterns (the built-in library, or a pattern file)")
+    t.add_argument("file", nargs="?", help="pattern file (default: the built-in library)")
+    t.add_argument("--compiler", default=None, help="only patterns targeting this compiler's optimizations")
+    t.set_defaults(fn=cmd_patterns_list)
     s = sub.add_parser("replay", help="re-run a stored test or a graph file")
     s.add_argument("target", help="a campaign folder, or a graph .json")
     s.add_argument("--finding", type=int)
@@ -225,6 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("report", help="write a campaign's HTML report")
     s.add_argument("run")
     s.set_defaults(fn=cmd_report)
+    from dlcfuzz.verify.cli import add_parser as add_verify_parser
+
+    add_verify_parser(sub)
     return p
 
 

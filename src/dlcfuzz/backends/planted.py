@@ -5,7 +5,10 @@ Name syntax: "planted:FAULT@OP", e.g. "planted:segfault@relu". The fault fires o
 optimized configuration ("ort-all") and only when the graph contains OP, like a real
 optimization bug. FAULT is one of: segfault, abort, hang, alloc, raise, wrong (output 0 of the
 whole graph is off by one), miseval (every ONNX node of OP's kind computes its result plus one: a
-mis-evaluated operator, wherever it sits in the graph).
+mis-evaluated operator, wherever it sits in the graph), fusion (a wrong optimization: OP names an
+ONNXRuntime optimization of `PLANTED_FUSIONS`, e.g. "planted:fusion@MatMulAddFusion"; wherever its
+pattern occurs, the pattern's result is off by one, unless `disabled_optimizers` names OP, like the
+real optimizer's switch).
 """
 
 from __future__ import annotations
@@ -21,7 +24,14 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.ort import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval", "fusion")
+# optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
+PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
+    "MatMulAddFusion": ("MatMul", "Add"),
+    "ConvActivationFusion": ("Conv", "Relu"),
+    "ConvBNFusion": ("Conv", "BatchNormalization"),
+    "QuickGeluFusion": ("Sigmoid", "Mul"),
+}
 
 
 class _Wrong:
@@ -35,8 +45,12 @@ class _Wrong:
         return outs
 
 
-def misevaluate(model_bytes: bytes, op: str) -> bytes:
-    """The ONNX model with output 0 of every node of kind `op` (case and '_' ignored) plus one."""
+MARK = "dlcfuzz-planted"
+
+
+def misevaluate(model_bytes: bytes, op: str, only_marked: bool = False) -> bytes:
+    """The ONNX model with output 0 of every node of kind `op` (case and '_' ignored) plus one; with
+    `only_marked`, of every node whose doc_string is MARK instead."""
     import onnx
     from onnx import helper, numpy_helper
 
@@ -47,7 +61,8 @@ def misevaluate(model_bytes: bytes, op: str) -> bytes:
     nodes = []
     for k, n in enumerate(m.graph.node):
         nodes.append(n)
-        if n.op_type.lower() != kind or n.output[0] not in types:
+        hit = n.doc_string == MARK if only_marked else n.op_type.lower() == kind
+        if not hit or n.output[0] not in types:
             continue
         out, raw, one = n.output[0], f"planted_raw_{k}", f"planted_one_{k}"
         n.output[0] = raw
@@ -59,10 +74,28 @@ def misevaluate(model_bytes: bytes, op: str) -> bytes:
     return m.SerializeToString()
 
 
+def misfuse(model_bytes: bytes, optimization: str) -> bytes:
+    """The ONNX model with the output of every instance of the optimization's pattern plus one: a
+    producer -> consumer edge of the two op types, rewritten wrongly where the pattern is present."""
+    import onnx
+
+    producer, consumer = PLANTED_FUSIONS[optimization]
+    m = onnx.load_from_string(model_bytes)
+    made = {o for n in m.graph.node if n.op_type == producer for o in n.output}
+    hits = [k for k, n in enumerate(m.graph.node) if n.op_type == consumer and any(i in made for i in n.input)]
+    if not hits:
+        return model_bytes
+    for k in hits:
+        m.graph.node[k].doc_string = MARK
+    return misevaluate(m.SerializeToString(), consumer, only_marked=True)
+
+
 class PlantedBackend(OnnxRuntimeBackend):
     def __init__(self, fault: str, op: str) -> None:
         if fault not in FAULTS:
             raise ValueError(f"unknown planted fault {fault!r} (choose from {', '.join(FAULTS)})")
+        if fault == "fusion" and op not in PLANTED_FUSIONS:
+            raise ValueError(f"planted fusion: unknown optimization {op!r} (choose from {', '.join(PLANTED_FUSIONS)})")
         self.fault = fault
         self.op = op
         self.name = f"planted:{fault}@{op}"
@@ -71,6 +104,9 @@ class PlantedBackend(OnnxRuntimeBackend):
         return f"{super().version()} + planted {self.fault}@{self.op}"
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
+        if self.fault == "fusion":
+            on = config.options.get("opt_level") == "all" and self.op not in config.options.get("disabled_optimizers", [])
+            return super().build(misfuse(lowered, self.op) if on else lowered, g, config)
         if self.fault == "miseval" and config.options.get("opt_level") == "all":
             return super().build(misevaluate(lowered, self.op), g, config)
         compiled = super().build(lowered, g, config)

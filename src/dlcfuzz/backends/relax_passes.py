@@ -10,7 +10,7 @@ with the reason it exists.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Mapping, Sequence
 
 import numpy as np
 
@@ -86,19 +86,27 @@ KNOWN_BUGS: dict[str, str] = {
 }
 
 
-def violations(seq: Sequence[str]) -> list[str]:
-    """What is wrong with a pass sequence under the rules above (empty: it is well ordered)."""
+def order_violations(seq: Sequence[str], known: Container[str], requires: Mapping[str, Sequence[str]],
+                     not_after: Mapping[str, Sequence[str]],
+                     not_between: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
+    """What is wrong with a pass sequence under a pass table's ordering rules (empty: well ordered).
+    Shared by the Relax table here and the TIR table (lowlevel/passes.py)."""
     out: list[str] = []
     for i, p in enumerate(seq):
-        if p not in PASSES:
+        if p not in known:
             out.append(f"unknown pass {p!r}")
             continue
         before = set(seq[:i])
-        out.extend(f"{p} needs {r} before it" for r in REQUIRES.get(p, ()) if r not in before)
-        out.extend(f"{p} must not run after {q}" for q in NOT_AFTER.get(p, ()) if q in before)
-        if p in NOT_BETWEEN and _inside(seq[:i], *NOT_BETWEEN[p]):
-            out.append(f"{p} must not run between {NOT_BETWEEN[p][0]} and {NOT_BETWEEN[p][1]}")
+        out.extend(f"{p} needs {r} before it" for r in requires.get(p, ()) if r not in before)
+        out.extend(f"{p} must not run after {q}" for q in not_after.get(p, ()) if q in before)
+        if not_between and p in not_between and _inside(seq[:i], *not_between[p]):
+            out.append(f"{p} must not run between {not_between[p][0]} and {not_between[p][1]}")
     return out
+
+
+def violations(seq: Sequence[str]) -> list[str]:
+    """What is wrong with a Relax pass sequence under the rules above (empty: it is well ordered)."""
+    return order_violations(seq, PASSES, REQUIRES, NOT_AFTER, NOT_BETWEEN)
 
 
 def _inside(done: Sequence[str], opening: str, closing: str) -> bool:

@@ -35,7 +35,7 @@ from dlcfuzz.reduce.graph import isolate_node, reduce_graph
 
 HANDLER = "dlcfuzz.backends.worker:make_handler"
 NUMERIC = ("inconsistency", "wrong-result", "metamorphic")
-STRATEGIES = ("random", "hirgen", "hirgen-random", "metamorphic")
+STRATEGIES = ("random", "hirgen", "hirgen-random", "metamorphic", "oatest", "tzer")  # tzer: lowlevel/campaign.py
 MT_STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 MT_CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18
 # nodes a step and compile time with them), then starts again from the seed
@@ -67,6 +67,7 @@ class CampaignOptions:
     configs: list[str] = field(default_factory=list)
     only_ops: list[str] = field(default_factory=list)
     model: str = "resnet18"  # metamorphic: the zoo model mutated
+    patterns: str | None = None  # oatest: a pattern file (`dlcfuzz patterns extract`); default the built-in library
     delta: float = 1e-4  # metamorphic: score tolerance between a mutant and its seed
     reduce: bool = True
     quiet: bool = False
@@ -178,7 +179,7 @@ class Campaign:
                 raise UsageError(f"--resume: {store_path} holds no campaign")
             saved = first["args"]
             # The campaign's identity comes from the store; only the budget may change.
-            for k in ("compiler", "strategy", "mode", "seed", "ops", "configs", "only_ops", "model", "delta"):
+            for k in ("compiler", "strategy", "mode", "seed", "ops", "configs", "only_ops", "model", "delta", "patterns"):
                 setattr(self.opts, k, saved.get(k, getattr(self.opts, k)))
         else:
             if store_path.exists():
@@ -194,6 +195,13 @@ class Campaign:
 
                 if opts.model not in ZOO:
                     raise UsageError(f"unknown model {opts.model!r} (choose from {', '.join(ZOO)}; see `dlcfuzz zoo`)")
+            if opts.patterns:
+                if opts.strategy != "oatest":
+                    raise UsageError("--patterns needs --strategy oatest")
+                from dlcfuzz.synth.pattern import load_patterns
+
+                if not load_patterns(opts.patterns):
+                    raise UsageError(f"{opts.patterns} holds no patterns")
             unknown_ops = [op for op in opts.only_ops if op not in {s.name for s in all_ops()}]
             if unknown_ops:
                 raise UsageError(f"unknown operator(s) {unknown_ops}: see `dlcfuzz ops`")
@@ -332,6 +340,10 @@ class Campaign:
         meta: dict[str, Any] = {}
         if o.strategy == "metamorphic":
             return self.make_mutant(seq, rng), []
+        if o.strategy == "oatest":  # OATest: a pattern spliced into a seed graph (synth/)
+            from dlcfuzz.synth.campaign import make_test as synthesize_test
+
+            return synthesize_test(self, seq, seed, rng, supported), []
         if o.strategy == "random":
             g = generate(rng, o.ops, ops=[s for s, _ in self._choices], supported=supported)
             inputs = sample_inputs(g, rng)
@@ -479,6 +491,10 @@ class Campaign:
                 self.counts["valid"] += 1
         elif res.status == "ok":
             observations, _, r, new_inputs = reply_from_bytes(res.payload)
+            if tc.meta.get("oatest"):  # which targeted optimizations fired (trigger rates)
+                from dlcfuzz.synth.campaign import record_triggers
+
+                record_triggers(self.store, test_id, tc, res.payload)
             ref = Reference(**r)
             if new_inputs is not None:  # the worker re-sampled them: the store keeps what really ran
                 tc.inputs = new_inputs
@@ -680,7 +696,8 @@ class Campaign:
 
     def record_finding(self, test_id: int, tc: TestCase, ref: Reference, v: Verdict, stop_at: float) -> None:
         self.counts["findings"] += 1
-        numeric = v.category in NUMERIC
+        # OATest identifies an optimized build's rejection, like an inconsistency, by its minimal optimization set
+        numeric = v.category in NUMERIC or (bool(tc.meta.get("oatest")) and v.category == "inconsistent-rejection")
         key = v.key
         if self.store.has_finding_for(test_id, v.key):  # recorded before a kill; the test was re-run
             return
@@ -722,6 +739,12 @@ class Campaign:
         if numeric:
             # An inconsistency is identified by the configurations and the operators left after reduction.
             key = f"{key}|ops={','.join(sorted((node_level[0] if node_level else reduced).ops_used()))}"
+            if tc.meta.get("oatest") and self.opts.reduce and self.reduce_s < 0.4 * self.opts.seconds + 30:
+                from dlcfuzz.synth.campaign import minimal_set_key  # OATest dedup: the minimal optimization set
+
+                t0 = time.monotonic()
+                key = minimal_set_key(self, tc, reduced, reduced_in, v, key)
+                self.reduce_s += time.monotonic() - t0
             existing = self.store.find_signature(digest(key))
         signature = digest(key)
         fid = self.store.add_finding(test_id=test_id, category=v.category, signature=signature, key=key,

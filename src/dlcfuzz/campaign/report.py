@@ -9,16 +9,16 @@ from pathlib import Path
 from dlcfuzz.campaign.store import Store
 
 
-def _svg_series(rows: list[tuple], width: int = 640, height: int = 160) -> str:
+def _svg_series(rows: list[tuple], width: int = 640, height: int = 160, what: str = "tests") -> str:
     if len(rows) < 2:
         return "<p>(not enough samples for a plot)</p>"
     t_max = max(r[0] for r in rows) or 1.0
     n_max = max(r[1] for r in rows) or 1
     pts = " ".join(f"{10 + (width - 20) * r[0] / t_max:.1f},{height - 10 - (height - 20) * r[1] / n_max:.1f}" for r in rows)
-    return (f'<svg width="{width}" height="{height}" role="img" aria-label="tests over time">'
+    return (f'<svg width="{width}" height="{height}" role="img" aria-label="{what} over time">'
             f'<rect width="100%" height="100%" fill="#fafafa" stroke="#ccc"/>'
             f'<polyline fill="none" stroke="#2a6" stroke-width="2" points="{pts}"/>'
-            f'<text x="12" y="16" font-size="11">{n_max} tests</text>'
+            f'<text x="12" y="16" font-size="11">{n_max} {what}</text>'
             f'<text x="{width - 60}" y="{height - 14}" font-size="11">{t_max:.0f} s</text></svg>')
 
 
@@ -47,7 +47,16 @@ def write_report(out: Path, store: Store) -> Path:
         rate = last[1] / last[0] if last[0] else 0.0
         parts.append(f"<tr><th>elapsed</th><td>{last[0]:.0f} s ({rate:.1f} tests/s)</td></tr>")
     parts.append(f"<tr><th>distinct findings</th><td>{len(findings)}</td></tr></table>")
+    from dlcfuzz.synth.campaign import trigger_table_html  # oatest campaigns: trigger rate per optimization
+
+    parts.append(trigger_table_html(store))
     parts.append("<h2>Tests over time</h2>" + _svg_series([(r[0], r[1]) for r in rows]))
+    curve = store.coverage_curve()
+    if curve:  # campaigns that measure coverage inside the compiler (tzer)
+        last = curve[-1]
+        wf = f"; well-formed mutants {100.0 * last[5] / last[4]:.1f}% of {last[4]}" if last[4] else ""
+        parts.append(f"<h2>Coverage over time</h2><p>{last[2]} coverage items; {last[3]} valuable tests "
+                     f"(valid and adding coverage){wf}</p>" + _svg_series([(r[0], r[2]) for r in curve], what="items"))
     parts.append("<h2>Findings</h2>")
     if not findings:
         parts.append("<p>No findings.</p>")

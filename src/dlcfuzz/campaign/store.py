@@ -32,6 +32,8 @@ CREATE TABLE IF NOT EXISTS coverage (item TEXT PRIMARY KEY, test_id INTEGER);
 CREATE TABLE IF NOT EXISTS unknowns (category TEXT PRIMARY KEY, count INTEGER);
 CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TEXT, ok INTEGER, reason TEXT,
   PRIMARY KEY (backend_version, op, dtype));
+CREATE TABLE IF NOT EXISTS coverage_curve (run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, items INTEGER,
+  valuable INTEGER, mutants INTEGER, well_formed INTEGER);
 """
 
 
@@ -87,6 +89,32 @@ class Store:
 
     def coverage(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT item FROM coverage")]
+
+    def add_coverage(self, test_id: int, items: list[str]) -> None:
+        """Coverage items a test added after it ran (coverage measured inside the compiler's worker)."""
+        self.db.executemany("INSERT OR IGNORE INTO coverage VALUES (?, ?)", [(i, test_id) for i in items])
+
+    def add_coverage_point(self, run_id: int, elapsed: float, tests: int, items: int, valuable: int = 0,
+                           mutants: int = 0, well_formed: int = 0) -> None:
+        self.db.execute("INSERT INTO coverage_curve VALUES (?,?,?,?,?,?,?,?)",
+                        (run_id, time.time(), elapsed, tests, items, valuable, mutants, well_formed))
+
+    def coverage_curve(self) -> list[tuple[float, int, int, int, int, int]]:
+        """(elapsed s, tests, coverage items, valuable tests, mutants, well-formed mutants) over time;
+        the elapsed time of a resumed run continues from the previous run's last point."""
+        rows = self.db.execute("SELECT run_id, elapsed, tests, items, valuable, mutants, well_formed FROM coverage_curve"
+                               " ORDER BY t").fetchall()
+        out: list[tuple[float, int, int, int, int, int]] = []
+        offset = {"t": 0.0, "n": 0, "v": 0, "m": 0, "w": 0}
+        last_run, prev = None, None
+        for run_id, elapsed, tests, items, valuable, mutants, wf in rows:
+            if run_id != last_run and prev is not None:
+                offset = {"t": prev[0], "n": prev[1], "v": prev[3], "m": prev[4], "w": prev[5]}
+            last_run = run_id
+            prev = (offset["t"] + elapsed, offset["n"] + tests, items, offset["v"] + valuable, offset["m"] + mutants,
+                    offset["w"] + wf)
+            out.append(prev)
+        return out
 
     def coverage_over_time(self) -> list[tuple[int, int]]:
         """(test id, items covered up to it) at each test that added coverage."""

@@ -30,6 +30,7 @@ class SkippedNode:
 class ImportResult:
     graph: Graph | None
     skipped: list[SkippedNode] = field(default_factory=list)
+    origins: dict[str, int] = field(default_factory=dict)  # our node name -> index of its ONNX node
 
     @property
     def complete(self) -> bool:
@@ -89,6 +90,8 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
             by_onnx.setdefault(t, []).append(spec)
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    if partial:  # test models of optimizers: symbolic dimensions and attributes that change nothing here
+        model = _concrete_free_dims(model)
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception:  # inference itself failing on odd models is not our crash
@@ -102,6 +105,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
     ctx = ImportContext(opset)
     g = Graph(name="main")
     skipped: list[SkippedNode] = []
+    origins: dict[str, int] = {}
     rename: dict[str, str] = {}
 
     def local(name: str) -> str:
@@ -135,7 +139,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
         ctx.types[vi.name] = t
 
     used_consts: set[str] = set()
-    for node in model.graph.node:
+    for index, node in enumerate(model.graph.node):
         label = node.name or node.op_type
         try:
             if node.domain not in ("", "ai.onnx"):
@@ -170,6 +174,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
                 if i in ctx.constants and i not in used_consts:
                     used_consts.add(i)
                     g.constants[local(i)] = ctx.constants[i]
+            origins[f"n{len(g.nodes)}"] = index
             g.nodes.append(
                 Node(spec.name, [local(i) for i in ins], [Value(local(o), t) for o, t in zip(real_outs, outs)],
                      attrs, name=f"n{len(g.nodes)}")
@@ -202,7 +207,53 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
         g.outputs = produced[-1:]
     if not g.outputs:
         return ImportResult(None, skipped)
-    return ImportResult(g, skipped)
+    return ImportResult(g, skipped, origins)
+
+
+FREE_DIM = 2  # what a symbolic or missing input dimension becomes in partial imports
+
+
+def _concrete_free_dims(model: Any) -> Any:
+    """A copy (inert attributes dropped) whose graph inputs have concrete dimensions: each symbolic dimension (dim_param) one
+    value per symbol, a missing one FREE_DIM. Pattern extraction abstracts shapes anyway; ONNX shape
+    inference then gives every downstream value a static type."""
+    import onnx
+
+    inits = {i.name for i in model.graph.initializer}
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    _drop_inert_attributes(m)
+    if all(d.HasField("dim_value") for vi in m.graph.input if vi.name not in inits
+           for d in vi.type.tensor_type.shape.dim):
+        return m
+    symbols: dict[str, int] = {}
+    for vi in m.graph.input:
+        if vi.name in inits or not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if not d.HasField("dim_value"):
+                value = symbols.setdefault(d.dim_param, FREE_DIM) if d.dim_param else FREE_DIM
+                d.Clear()
+                d.dim_value = value
+    static = [vi for vi in m.graph.value_info  # the rest is inferred again from the concrete inputs
+              if vi.type.HasField("tensor_type") and all(d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    del m.graph.value_info[:]
+    m.graph.value_info.extend(static)
+    for o in m.graph.output:
+        if o.type.HasField("tensor_type"):
+            o.type.tensor_type.ClearField("shape")
+    return m
+
+
+def _drop_inert_attributes(model: Any) -> None:
+    """Attributes that do not change the result for the dtypes we model: Cast's `saturate` only
+    concerns float8 targets."""
+    for n in model.graph.node:
+        if n.op_type == "Cast" and n.domain in ("", "ai.onnx"):
+            keep = [a for a in n.attribute if a.name != "saturate"]
+            if len(keep) != len(n.attribute):
+                del n.attribute[:]
+                n.attribute.extend(keep)
 
 
 def _import_constant(node: Any, ctx: ImportContext) -> None:
