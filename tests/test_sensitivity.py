@@ -5,6 +5,7 @@ error scale; a well-conditioned output of the same graph shape stays judged."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from dlcfuzz import reference
 from dlcfuzz.campaign.loop import reference_of, unstable_outputs
@@ -73,3 +74,20 @@ def test_integer_division_by_a_computed_zero_has_no_reference():
     tc = TestCase(g, {"x": np.array([1, 2, 3], np.int32), "y": np.array([4, 5, 6], np.int32)}, [], seed=0)
     ref = reference_of(tc)
     assert ref.outputs is None and ref.reason == "integer-division-by-zero"
+
+
+def test_hard_swish_uses_onnx_float32_alpha():
+    """ONNX defines HardSwish with the float32 attribute alpha = 1/6; near x = -3 the inner sum
+    cancels and 1/hard_swish(x) exposes the difference (a default-campaign false positive)."""
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.numeric import compare
+
+    t = TensorType("float64", (2,))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("hard_swish", ["x"], [Value("h", t)], name="n0"),
+                                             Node("reciprocal", ["h"], [Value("r", t)], name="n1")], outputs=["r"])
+    x = {"x": np.array([-2.9961583817110213, 1.5])}
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    got = ort.InferenceSession(to_onnx(g).SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, x)
+    assert compare(got, reference.outputs(g, x)) == []

@@ -176,8 +176,11 @@ class UnaryOp(OpSpec):
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # Vectorized approximations of these are accurate in absolute, not relative, terms where
         # the result nears zero (ORT's sigmoid(-48.5) is 0, not 9e-22; exp(x) - 1 cancels in elu)
+        x = np.abs(np.asarray(xs[0], np.float64))
         if self.name in ABSOLUTE_NEAR_ZERO:
-            return np.abs(y) + np.maximum(1.0, np.abs(np.asarray(xs[0], np.float64)))
+            return np.abs(y) + np.maximum(1.0, x)
+        if self.name == "hard_swish":  # x * (alpha*x + 0.5): the inner sum cancels near x = -3
+            return np.abs(y) + x * (HARD_SWISH_ALPHA * x + 0.5)
         return np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
@@ -257,6 +260,11 @@ def _rx_gelu(x: Any, a: Attrs, dt: str) -> Any:
     return relax.op.nn.gelu_tanh(x) if a["approximate"] == "tanh" else relax.op.nn.gelu(x)
 
 
+# ONNX defines HardSwish as HardSigmoid with the float32 attribute alpha = 1/6: ONNXRuntime computes
+# float64 inputs with float32(1/6), which differs from 1/6 where alpha*x + 0.5 cancels (x near -3)
+HARD_SWISH_ALPHA = float(np.float32(1 / 6))
+
+
 def _rx_hard_sigmoid(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
@@ -267,7 +275,7 @@ def _rx_hard_sigmoid(x: Any, a: Attrs, dt: str) -> Any:
 def _rx_hard_swish(x: Any, a: Attrs, dt: str) -> Any:
     from tvm import relax
 
-    return relax.op.multiply(x, _rx_hard_sigmoid(x, {"alpha": 1 / 6, "beta": 0.5}, dt))
+    return relax.op.multiply(x, _rx_hard_sigmoid(x, {"alpha": HARD_SWISH_ALPHA, "beta": 0.5}, dt))
 
 
 def _rx_mish(x: Any, a: Attrs, dt: str) -> Any:
@@ -414,7 +422,7 @@ _UNARY = [
       attrs={"detect_negative": FLAG, "detect_positive": FLAG}),
     U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid",
       _rx_hard_sigmoid, attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
-    U("hard_swish", FLOATS, lambda x, a: x * np.clip(x / 6 + 0.5, 0, 1), "HardSwish", _rx_hard_swish),
+    U("hard_swish", FLOATS, lambda x, a: x * np.clip(x * HARD_SWISH_ALPHA + 0.5, 0, 1), "HardSwish", _rx_hard_swish),
     U("mish", FLOATS, lambda x, a: x * np.tanh(_softplus(x)), "Mish", _rx_mish, SMALL),
     U("thresholded_relu", FLOATS, lambda x, a: np.where(x > a["alpha"], x, 0), "ThresholdedRelu", _rx_thresholded,
       attrs=_alpha(1.0, -0.5, 1.5)),
