@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TE
   PRIMARY KEY (backend_version, op, dtype));
 CREATE TABLE IF NOT EXISTS coverage_curve (run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, items INTEGER,
   valuable INTEGER, mutants INTEGER, well_formed INTEGER);
+CREATE TABLE IF NOT EXISTS oatest_triggers (test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER,
+  PRIMARY KEY (test_id, optimization));
 """
 
 

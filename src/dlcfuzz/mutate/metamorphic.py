@@ -62,6 +62,7 @@ from dlcfuzz.errors import IRError
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import get_op
+from dlcfuzz.reduce.graph import prune
 
 KINDS = ("uoc", "pioc")
 PIOC_WINDOW = 16  # profiled values a PIOC condition compares (a window of the flattened value)
@@ -271,15 +272,6 @@ def _available(g: Graph, anchor: int) -> set[str]:
     return names
 
 
-def _copy(g: Graph) -> Graph:
-    """A copy that shares the (immutable by convention) constant arrays: resnet18 is 44 MB."""
-    return Graph(
-        inputs=list(g.inputs), constants=dict(g.constants),
-        nodes=[Node(n.op, list(n.inputs), list(n.outputs), copy.deepcopy(n.attrs), n.name) for n in g.nodes],
-        outputs=list(g.outputs), functions=copy.deepcopy(g.functions), name=g.name,
-    )
-
-
 def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     """The graph `g` with `step` applied (g itself is not modified; constant arrays are shared)."""
     p = step.params
@@ -311,7 +303,7 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     dead = em.op("abs", [em.op("mul", [c, garbage])])
     new = em.op("sub", [target, dead])
 
-    out = _copy(g)
+    out = g.light_copy()
     out.constants.update(em.constants)
     rest = out.nodes[anchor:]
     for n in rest:
@@ -511,19 +503,13 @@ def constant_conditions(g: Graph, still_fails: Callable[[Graph], bool]) -> Graph
             continue
         t = g.types()[c]
         zero = f"mt{sid}_zero"
-        cand = _copy(g)
+        cand = g.light_copy()
         cand.constants[zero] = np.zeros(t.shape, t.np_dtype)
         for n in cand.nodes:
             n.inputs = [zero if i == c else i for i in n.inputs]
         cand.outputs = [zero if o == c else o for o in cand.outputs]
-        live = set(cand.outputs)
-        kept = []
-        for n in reversed(cand.nodes):  # drop what only the condition used (no deep copy: 44 MB of weights)
-            if any(v.name in live for v in n.outputs):
-                kept.append(n)
-                live.update(n.inputs)
-        cand.nodes = kept[::-1]
-        cand.constants = {k: a for k, a in cand.constants.items() if k in live}
+        cand = prune(cand)  # drops what only the condition used
+        cand.inputs = list(g.inputs)
         cand.check()
         if still_fails(cand):
             g = cand

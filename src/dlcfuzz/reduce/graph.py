@@ -27,7 +27,7 @@ def prune(g: Graph) -> Graph:
         if any(v.name in live for v in n.outputs):
             keep.append(n)
             live.update(n.inputs)
-    out = g.copy()
+    out = g.light_copy()
     out.nodes = list(reversed(keep))
     out.inputs = [v for v in g.inputs if v.name in live]
     out.constants = {k: a for k, a in g.constants.items() if k in live}
@@ -72,7 +72,7 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
             for name in candidates:
                 if [name] == cur.outputs:
                     break
-                cand = cur.copy()
+                cand = cur.light_copy()
                 cand.outputs = [name]
                 cand = prune(cand)
                 if len(cand.nodes) >= len(cur.nodes) and len(cand.outputs) >= len(cur.outputs):
@@ -89,7 +89,7 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
             for i in dict.fromkeys(n.inputs):
                 if i not in produced:
                     continue
-                cand = cur.copy()
+                cand = cur.light_copy()
                 fresh = cand.fresh_name("r")
                 cand.inputs.append(Value(fresh, produced[i].type))
                 for m in cand.nodes:
@@ -115,11 +115,11 @@ def isolate_node(g: Graph, inputs: dict[str, np.ndarray], node_name: str) -> tup
     computed = [i for i in dict.fromkeys(node.inputs) if i in produced]
     values: dict[str, np.ndarray] = {}
     if computed:
-        upstream = g.copy()
+        upstream = g.light_copy()
         upstream.outputs = computed
         upstream = prune(upstream)
         values = reference.run(upstream, {v.name: inputs[v.name] for v in upstream.inputs})
-    out = g.copy()
+    out = g.light_copy()
     out.nodes = [n for n in out.nodes if n.name == node_name]
     out.inputs = [v for v in g.inputs if v.name in node.inputs] + [produced[i] for i in computed]
     out.constants = {k: a for k, a in g.constants.items() if k in node.inputs}

@@ -17,11 +17,6 @@ from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.synth.pattern import Pattern
 
-TRIGGERS_SCHEMA = """
-CREATE TABLE IF NOT EXISTS oatest_triggers (
-  test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER, PRIMARY KEY (test_id, optimization));
-"""
-
 
 def load_campaign_patterns(path: str | None) -> list[Pattern]:
     from dlcfuzz.synth.library import library
@@ -89,7 +84,6 @@ def record_triggers(store: Any, test_id: int, tc: TestCase, reply: bytes | None)
     fired = fired_from_reply(reply) if reply else None
     if not fired:
         return
-    store.db.executescript(TRIGGERS_SCHEMA)
     pattern = tc.meta.get("oatest", {}).get("pattern", "")
     store.db.executemany("INSERT OR REPLACE INTO oatest_triggers VALUES (?,?,?,?)",
                          [(test_id, pattern, opt, int(f)) for opt, f in fired.items()])
@@ -97,11 +91,8 @@ def record_triggers(store: Any, test_id: int, tc: TestCase, reply: bytes | None)
 
 def trigger_rates(store: Any) -> dict[str, tuple[int, int]]:
     """optimization -> (tests where it fired, tests that targeted it)."""
-    try:
-        rows = store.db.execute("SELECT optimization, SUM(fired), COUNT(*) FROM oatest_triggers "
-                                "GROUP BY optimization ORDER BY optimization").fetchall()
-    except Exception:  # sqlite3.OperationalError: no such table (not an oatest campaign)
-        return {}
+    rows = store.db.execute("SELECT optimization, SUM(fired), COUNT(*) FROM oatest_triggers "
+                            "GROUP BY optimization ORDER BY optimization").fetchall()
     return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
 

@@ -245,6 +245,14 @@ class ExprChecker:
                 return Outcome(WRAP, model, "solver")
         return Outcome(PROVEN)
 
+    def _solve(self, s: z3.Solver) -> Any:
+        """One solver query, counted and timed for the run's statistics."""
+        t0 = time.perf_counter()
+        r = s.check()
+        self.solver_s += time.perf_counter() - t0
+        self.queries += 1
+        return r
+
     def _int_query(self, before: Any, after: Any, variables: Sequence[Any]) -> tuple[str, dict | None]:
         tr = IntTranslator()
         try:
@@ -256,10 +264,7 @@ class ExprChecker:
         s.set("rlimit", self.rlimit)
         s.set("timeout", self.timeout_ms)
         s.add(*tr.domain, din, z3.Not(_and(dout, vin == vout)))
-        t0 = time.perf_counter()
-        r = s.check()
-        self.solver_s += time.perf_counter() - t0
-        self.queries += 1
+        r = self._solve(s)
         if r == z3.sat:
             m = s.model()
             vals = {}
@@ -292,10 +297,7 @@ class ExprChecker:
     def _query(self, pre: Any, post: Any, tin: Term, tout: Term, variables: Sequence[Any]) -> tuple[str, dict | None]:
         s = self.solver()
         s.add(pre, z3.Not(_and(post, tin.value == tout.value)))
-        t0 = time.perf_counter()
-        r = s.check()
-        self.solver_s += time.perf_counter() - t0
-        self.queries += 1
+        r = self._solve(s)
         if r == z3.sat:
             m = s.model()
             # Do the wrapped bits agree at this point (only an introduced overflow)?
