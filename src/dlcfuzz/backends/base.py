@@ -42,15 +42,18 @@ class Knob:
 
 
 class Backend(Protocol):
+    """What one compiler is, to the rest of dlcfuzz. `BackendBase` gives the defaults."""
+
     name: str
     packages: tuple[str, ...]  # Python packages of the compiler: an exception raised there is its rejection
+    deadline_s: float  # compile + run of one test case in a worker; a timeout is re-run longer, then a hang
 
     def version(self) -> str: ...
 
     def knobs(self) -> list[Knob]: ...
 
     def configs(self) -> dict[str, Config]:
-        """Named configurations; `reference_pair()` names the two a campaign compares by default."""
+        """Named configurations; `default_pair()` names the two a campaign compares by default."""
         ...
 
     def default_pair(self) -> tuple[Config, Config]: ...
@@ -72,3 +75,65 @@ class Backend(Protocol):
     def expected_error(self, message: str) -> str | None:
         """If an exception message is documented rejection ("not supported", validation), its class name."""
         ...
+
+    def known_gaps(self, op: str) -> dict[str, str]:
+        """Input-0 dtype -> the documented upstream reason this compiler fails on `op` with it
+        (an allow-list with references, never a silent skip): campaigns leave these out."""
+        ...
+
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        """The configurations one generated test compares, varied per test from the campaign's
+        (HirGen's cross-method oracle, sampled pass sequences or knobs)."""
+        ...
+
+    def disruptive_configs(self) -> list[str]:
+        """Configurations with the most distinct front doors, for disruptive (invalid) graphs."""
+        ...
+
+    def disruptive_rules(self) -> tuple[str, ...] | None:
+        """The type/shape rules whose violation this compiler must reject (None: all of them)."""
+        ...
+
+    def per_op_rules(self, config: Config) -> bool:
+        """Whether this configuration's front door checks each operator's rules in its own code
+        (rather than one importer that validates the whole model)."""
+        ...
+
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        """A standalone script (the compiler's public API, NumPy, onnx) that exits 1 printing
+        "BUG REPRODUCED" when the finding shows, 0 when it does not."""
+        ...
+
+
+class BackendBase:
+    """Defaults of the optional parts of `Backend`; a compiler's class overrides what it has."""
+
+    name = ""
+    packages: tuple[str, ...] = ()
+    deadline_s = 15.0
+
+    def knobs(self) -> list[Knob]:
+        return []
+
+    def known_gaps(self, op: str) -> dict[str, str]:
+        return {}
+
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        return list(configs)
+
+    def disruptive_configs(self) -> list[str]:
+        return [c.name for c in self.default_pair()]  # type: ignore[attr-defined]
+
+    def disruptive_rules(self) -> tuple[str, ...] | None:
+        return None
+
+    def per_op_rules(self, config: Config) -> bool:
+        return False
+
+    def lower_key(self, config: Config) -> str:
+        return "default"
+
+    def compile(self, g: Graph, config: Config) -> Compiled:
+        return self.build(self.lower(g, config), g, config)  # type: ignore[attr-defined]
