@@ -6,6 +6,7 @@ A backend never decides what a bug is: it returns outputs or raises.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -137,3 +138,17 @@ class BackendBase:
 
     def compile(self, g: Graph, config: Config) -> Compiled:
         return self.build(self.lower(g, config), g, config)  # type: ignore[attr-defined]
+
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
+        """The smallest change of `config` that still shows a finding (`shows` compiles and judges a
+        candidate), and the names of what is left: the optimization set, knob set or HLO pass that
+        causes it. Default: nothing to minimize."""
+        return config, []
+
+    def start_coverage(self) -> None:
+        """Begin collecting the compiler's own code coverage in this worker (if the backend can)."""
+
+    def stop_coverage(self) -> list[str]:
+        """Coverage items (e.g. `file:line->line` arcs of the compiler's Python code) reached since
+        `start_coverage`; [] when the backend collects none."""
+        return []

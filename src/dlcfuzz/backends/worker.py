@@ -47,7 +47,8 @@ def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda
             note(f"{config.name}:run")
             outs = compiled.run(tc.inputs)
             t2 = time.perf_counter()
-            obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1))
+            info = compiled.info() if hasattr(compiled, "info") else {}  # e.g. the kernels that ran
+            obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1, info=info))
         except MemoryError:
             raise  # the pool classifies it as out-of-memory
         except Exception as e:  # the oracle decides expected vs unexpected

@@ -78,6 +78,7 @@ class Observation:
     traceback: str | None = None
     compile_s: float = 0.0
     run_s: float = 0.0
+    info: dict[str, Any] = field(default_factory=dict)  # backend facts a report names (e.g. executed kernels)
 
 
 def observations_to_bytes(obs: list[Observation], version: str, reference: Any = None,
@@ -88,7 +89,7 @@ def observations_to_bytes(obs: list[Observation], version: str, reference: Any =
     for i, o in enumerate(obs):
         meta["observations"].append({
             "config": o.config, "status": o.status, "error": o.error, "traceback": o.traceback,
-            "compile_s": o.compile_s, "run_s": o.run_s,
+            "compile_s": o.compile_s, "run_s": o.run_s, "info": o.info,
             "n_outputs": None if o.outputs is None else len(o.outputs),
         })
         for k, a in enumerate(o.outputs or []):
