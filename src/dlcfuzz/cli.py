@@ -46,7 +46,7 @@ def cmd_ops(a: argparse.Namespace) -> int:
 
 
 def cmd_gen(a: argparse.Namespace) -> int:
-    from dlcfuzz.campaign.loop import test_seed
+    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.gen.random import generate
     from dlcfuzz.ir import save
     from dlcfuzz.lower.onnx import to_onnx
@@ -97,7 +97,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
 
 
 def _open_store(run: str):
-    from dlcfuzz.campaign.store import Store
+    from dlcfuzz.engine.store import Store
 
     path = Path(run) / "store.sqlite" if Path(run).is_dir() else Path(run)
     if not path.exists():
@@ -120,7 +120,7 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from dlcfuzz.campaign.report import write_report
+    from dlcfuzz.engine.report import write_report
 
     store = _open_store(a.run)
     try:
@@ -134,8 +134,9 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_replay(a: argparse.Namespace) -> int:
     """Re-run a stored test (or a graph file) in the sandbox and print the verdicts."""
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.campaign.loop import HANDLER, Reference, reference_of
-    from dlcfuzz.campaign.testcase import TestCase, observations_from_bytes
+    from dlcfuzz.campaign.loop import HANDLER
+    from dlcfuzz.oracle.policy import Reference, reference_of
+    from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
     from dlcfuzz.exec.pool import WorkerPool
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir import load

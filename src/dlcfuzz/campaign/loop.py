@@ -15,8 +15,8 @@ from dlcfuzz import reference
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
 from dlcfuzz.campaign.reproducer import make_script, metamorphic_ort_script
-from dlcfuzz.campaign.store import Store
-from dlcfuzz.campaign.testcase import TestCase, reply_from_bytes
+from dlcfuzz.engine.store import Store
+from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.errors import UsageError
 from dlcfuzz.gen.coverage import Coverage, graph_items
 from dlcfuzz.gen.disruptive import RULES, generate_disruptive
@@ -315,7 +315,7 @@ class Campaign:
             self.progress(elapsed, final=True)
         if self._reducer is not None:
             self._reducer.close()
-        from dlcfuzz.campaign.report import write_report
+        from dlcfuzz.engine.report import write_report
 
         report = write_report(self.out, self.store)
         self.store.close()

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.campaign.store import Store
+from dlcfuzz.engine.store import Store
 from dlcfuzz.errors import UsageError
 from dlcfuzz.lowlevel import passes as tpasses
 from dlcfuzz.lowlevel.runner import PLANTED, decode_reply, decode_test, encode_test
@@ -169,7 +169,7 @@ class TzerCampaign:
     # ---- one step of Algorithm 1 ------------------------------------------------
     def make_test(self, seq: int) -> tuple[bytes, int | None, dict[str, Any]]:
         """The next test: (blob, index of the seed it came from or None, info)."""
-        from dlcfuzz.campaign.loop import test_seed
+        from dlcfuzz.oracle.policy import test_seed
         from dlcfuzz.lowlevel.tir import DOMAIN, GENERAL, MutationFailed, mutate, well_formed
 
         rng = np.random.default_rng(test_seed(self.opts.seed, seq))
@@ -295,7 +295,7 @@ class TzerCampaign:
             self._reducer.close()
         if self.store is None:
             return None
-        from dlcfuzz.campaign.report import write_report
+        from dlcfuzz.engine.report import write_report
 
         report = write_report(self.out, self.store)
         self.store.close()

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.campaign.testcase import Observation
+from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize, top_frames
 

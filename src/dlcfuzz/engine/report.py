@@ -6,7 +6,7 @@ import html
 import json
 from pathlib import Path
 
-from dlcfuzz.campaign.store import Store
+from dlcfuzz.engine.store import Store
 
 
 def _svg_series(rows: list[tuple], width: int = 640, height: int = 160, what: str = "tests") -> str:

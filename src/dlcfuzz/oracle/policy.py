@@ -1,0 +1,97 @@
+"""The reference policy: per-test seeds, reference outputs with finite inputs, ill-conditioned
+outputs and near ties. Runs in the workers (in parallel) and in the reducers; never runs a compiler."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlcfuzz import reference
+from dlcfuzz.gen.inputs import sample_inputs
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ops import get_op
+from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
+from dlcfuzz.oracle.testcase import TestCase
+
+NUMERIC = ("inconsistency", "wrong-result", "metamorphic")  # categories judged by comparing numbers
+
+
+def test_seed(master: int, seq: int) -> int:
+    """Per-test seeds derived from the one master seed (replayable, independent of --jobs)."""
+    return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0]) >> 1
+
+
+@dataclass
+class Reference:
+    """The reference verdict on a test: outputs (None when unusable), why not, and unstable outputs."""
+
+    outputs: list[np.ndarray] | None
+    reason: str | None = None
+    unstable: set[int] = field(default_factory=set)
+
+
+def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
+    """Ill-conditioned outputs: evaluating without per-operator rounding, or with every float
+    result moved by a legal rounding error, moves them by more than a quarter of their tolerance,
+    so differences that compilers may legally make can cross the threshold, and no comparison on
+    them is trusted."""
+    # Without rounding, then with every float result moved by a legal rounding error, all up, all
+    # down and at random (reference.run perturb=...: summation order, cancellation in sums, ulps).
+    rng = np.random.default_rng(tc.seed ^ 0x5E45)
+    unstable = set()
+    evaluations = [reference.run(tc.graph, tc.inputs, exact=True)]
+    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how) for how in (1.0, -1.0, rng)]
+    for evaluation in evaluations:
+        for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
+            e = evaluation[o]
+            with np.errstate(over="ignore", invalid="ignore"):  # beyond float16's range becomes inf: unstable
+                rounded = e.astype(r.dtype)
+            if not all_finite([e]) or compare_one(i, rounded, r, scale=0.25) is not None:
+                unstable.add(i)
+    # Discontinuities (argmax between near-equal values) taint everything downstream of them.
+    tainted = near_ties(tc.graph, tc.inputs, tc.graph.functions)
+    unstable.update(i for i, o in enumerate(tc.graph.outputs) if o in tainted)
+    return unstable
+
+
+def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Graph]) -> set[str]:
+    """Values downstream of a discontinuity decided within tolerance (argmax of near-equal values);
+    a call is tainted as a whole when its callee has one."""
+    env = reference.run(g, inputs, keep_all=True, _functions=functions)
+    tainted: set[str] = set()
+    for n in g.nodes:
+        xs = [env[i] for i in n.inputs]
+        if n.op == "call":
+            f = functions[n.attrs["callee"]]
+            tie = bool(near_ties(f, {p.name: x for p, x in zip(f.inputs, xs)}, functions))
+        else:
+            tie = bool(xs) and get_op(n.op).near_tie(xs, n.attrs, tolerance(str(xs[0].dtype)))
+        if tie or any(i in tainted for i in n.inputs):
+            tainted.update(v.name for v in n.outputs)
+    return tainted
+
+
+def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Reference:
+    """Reference outputs, re-sampling inputs until every value is finite.
+
+    With stability=False the (costlier) ill-conditioning check is left to the caller, who runs
+    it only when a comparison fails (see unstable_outputs).
+    """
+    rng = np.random.default_rng(tc.seed ^ 0x5EED)
+    reason = "nonfinite-reference"
+    for _ in range(tries):
+        try:
+            env = reference.run(tc.graph, tc.inputs, keep_all=True, check_overflow=True)
+        except reference.IntegerDivisionByZero:
+            env, reason = None, "integer-division-by-zero"
+        except reference.IntegerOverflow:
+            env, reason = None, "integer-overflow"
+        # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
+        # is implementation-defined, and would make a "bug" of legal behaviour.
+        if env is not None and all_finite(list(env.values())):
+            ref = [env[o] for o in tc.graph.outputs]
+            return Reference(ref, None, unstable_outputs(tc, ref) if stability else set())
+        reason = reason if env is None else "nonfinite-reference"
+        tc.inputs = sample_inputs(tc.graph, rng)
+    return Reference(None, reason)
