@@ -18,7 +18,7 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    from dlcfuzz.campaign.loop import test_seed
+    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.gen.coverage import Coverage, graph_items
     from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
     from dlcfuzz.gen.random import allowed_choices

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 from dlcfuzz.campaign.loop import Campaign, CampaignOptions  # noqa: E402
-from dlcfuzz.campaign.testcase import TestCase  # noqa: E402
+from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.ir.serialize import graphs_equal  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz.campaign.loop import Campaign, CampaignOptions
-from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects

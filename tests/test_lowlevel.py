@@ -171,7 +171,7 @@ def test_sancov_adapter_reads_distinct_edges_for_distinct_inputs(tmp_path):
 
 
 def test_planted_pass_bug_is_found_with_a_standalone_reproducer(tmp_path):
-    from dlcfuzz.campaign.store import Store
+    from dlcfuzz.engine.store import Store
     from dlcfuzz.lowlevel.campaign import TzerCampaign, TzerOptions
 
     out = tmp_path / "run"
@@ -211,8 +211,8 @@ def test_cli_tzer_campaign_resume_list_report_and_bad_input(tmp_path):
 
 def test_old_stores_stay_readable(tmp_path):
     """A store written before the coverage_curve table existed opens and reports."""
-    from dlcfuzz.campaign.report import write_report
-    from dlcfuzz.campaign.store import Store
+    from dlcfuzz.engine.report import write_report
+    from dlcfuzz.engine.store import Store
 
     path = tmp_path / "store.sqlite"
     db = sqlite3.connect(path)

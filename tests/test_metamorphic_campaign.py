@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlcfuzz.campaign.loop import Campaign, CampaignOptions
-from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir import dumps
 
 pytest.importorskip("onnxruntime")

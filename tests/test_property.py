@@ -36,8 +36,8 @@ def supported(compiler: str):
 
 def policy_reference(g, x):
     """dlcfuzz's numeric policy (campaign.loop.reference_of): finite inputs, ill-conditioned outputs marked."""
-    from dlcfuzz.campaign.loop import reference_of
-    from dlcfuzz.campaign.testcase import TestCase
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase
 
     tc = TestCase(g, x, [], seed=0)
     ref = reference_of(tc)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from dlcfuzz import reference
-from dlcfuzz.campaign.loop import reference_of, unstable_outputs
-from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.oracle.policy import reference_of, unstable_outputs
+from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 

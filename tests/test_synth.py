@@ -242,7 +242,7 @@ def test_planted_wrong_optimization_is_found_and_deduplicated_to_it(tmp_path: Pa
     optimization: one distinct finding whose key is the minimal set {MatMulAddFusion}."""
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
     from dlcfuzz.campaign.loop import Campaign, CampaignOptions
-    from dlcfuzz.campaign.store import Store
+    from dlcfuzz.engine.store import Store
 
     out = tmp_path / "run"
     opts = CampaignOptions(compiler="planted:fusion@MatMulAddFusion", strategy="oatest", seconds=120, jobs=1, seed=3,
@@ -262,7 +262,7 @@ def test_worker_reports_which_targeted_tvm_passes_fired() -> None:
     it changed the module (PassInstrument), for a pattern spliced into a seed graph."""
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
     from dlcfuzz.backends.tvm import TvmBackend
-    from dlcfuzz.campaign.testcase import TestCase, reply_from_bytes
+    from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.synth.campaign import tvm_config
     from dlcfuzz.synth.worker import fired_from_reply, make_handler
@@ -289,7 +289,7 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
     import sqlite3
 
     from dlcfuzz.campaign.loop import Campaign, CampaignOptions
-    from dlcfuzz.campaign.testcase import TestCase
+    from dlcfuzz.oracle.testcase import TestCase
     from dlcfuzz.ir import dumps
 
     def graphs(out: Path) -> list[bytes]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from dlcfuzz.backends import get_backend
-from dlcfuzz.campaign.testcase import Observation, TestCase, observations_to_bytes
+from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes
 
 
 def raised_inside(e: BaseException, packages: tuple[str, ...]) -> bool:
@@ -95,7 +95,7 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         return observations_to_bytes(obs, version)
 
     def handle(payload: bytes) -> bytes:
-        from dlcfuzz.campaign.loop import reference_of  # the numeric policy runs here, in parallel
+        from dlcfuzz.oracle.policy import reference_of  # the numeric policy runs here, in parallel
 
         tc = TestCase.from_bytes(payload)
         sampled = tc.inputs

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.errors import UsageError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir.graph import Graph
@@ -43,7 +43,7 @@ def make_test(camp: Any, seq: int, seed: int, rng: np.random.Generator, supporte
     generation time with tests whose reference is usable, never with worker results, whose arrival
     order depends on timing). A resumed campaign first replays the generation of its earlier tests
     (milliseconds each), so that its seed pool, and every later test, is the uninterrupted run's."""
-    from dlcfuzz.campaign.loop import test_seed
+    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.synth.synthesize import Synthesizer
 
     o = camp.opts
@@ -60,7 +60,7 @@ def make_test(camp: Any, seq: int, seed: int, rng: np.random.Generator, supporte
 
 
 def _synthesize(camp: Any, syn: Any, seed: int, rng: np.random.Generator) -> TestCase:
-    from dlcfuzz.campaign.loop import reference_of
+    from dlcfuzz.oracle.policy import reference_of
 
     o = camp.opts
     s = syn.next(rng)
@@ -116,7 +116,7 @@ def minimal_set_key(camp: Any, tc: TestCase, g: Graph, inputs: dict[str, np.ndar
     operators) with `|opts=none` when no listed optimization is needed, and unchanged when the
     reduction cannot run."""
     from dlcfuzz.campaign.loop import NUMERIC
-    from dlcfuzz.campaign.testcase import reply_from_bytes
+    from dlcfuzz.oracle.testcase import reply_from_bytes
     from dlcfuzz.oracle.verdict import judge
     from dlcfuzz.synth.dedup import minimal_optimizations
 

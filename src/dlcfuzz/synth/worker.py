@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
-from dlcfuzz.campaign.testcase import TestCase
+from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir.blob import pack, unpack
 
 HANDLER = "dlcfuzz.synth.worker:make_handler"
