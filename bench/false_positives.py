@@ -21,11 +21,11 @@ def main() -> None:
     ap.add_argument("--configs", default="ort-disable,ort-basic")
     ap.add_argument("--compiler", default="onnxruntime")
     a = ap.parse_args()
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        Campaign(CampaignOptions(compiler=a.compiler, seconds=36000, jobs=2, seed=3, out=out, ops=10,
+        Campaign(campaign_options(compiler=a.compiler, seconds=36000, jobs=2, seed=3, out=out, ops=10,
                                  max_tests=a.tests, quiet=True, configs=a.configs.split(","))).run()
         db = sqlite3.connect(out / "store.sqlite")
         tests = db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]

@@ -21,11 +21,11 @@ import numpy as np
 
 
 def reduction(model: str) -> None:
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        c = Campaign(CampaignOptions(compiler="planted:miseval@abs", strategy="metamorphic", model=model, seconds=600,
+        c = Campaign(campaign_options(compiler="planted:miseval@abs", strategy="metamorphic", model=model, seconds=600,
                                      jobs=1, out=out, max_tests=1, quiet=True))
         c.run()
         db = sqlite3.connect(out / "store.sqlite")
@@ -33,7 +33,7 @@ def reduction(model: str) -> None:
         if row is None:
             print(f"planted fault on {model}: NOT FOUND")
             return
-        print(f"planted fault on {model}: reduced {row[0]} -> {row[1]} nodes in {c.reduce_s:.1f} s")
+        print(f"planted fault on {model}: reduced {row[0]} -> {row[1]} nodes in {c.ctx.reduce_s[0]:.1f} s")
 
 
 def mutation_speed(model: str, steps: int) -> float:

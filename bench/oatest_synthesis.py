@@ -26,11 +26,11 @@ import numpy as np
 
 
 def campaign(compiler: str, tests: int, seed: int, patterns: str | None) -> dict:
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        Campaign(CampaignOptions(compiler=compiler, strategy="oatest", seconds=36000, jobs=2, seed=seed, out=out,
+        Campaign(campaign_options(compiler=compiler, strategy="oatest", seconds=36000, jobs=2, seed=seed, out=out,
                                  max_tests=tests, quiet=True, reduce=False, patterns=patterns)).run()
         db = sqlite3.connect(out / "store.sqlite")
         done = db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]

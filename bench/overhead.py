@@ -18,13 +18,13 @@ def main() -> None:
     ap.add_argument("--tests", type=int, default=600)
     ap.add_argument("--jobs", default="1,2")
     a = ap.parse_args()
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     last = None
     for jobs in [int(j) for j in a.jobs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run"
-            opts = CampaignOptions(compiler="onnxruntime", seconds=3600, jobs=jobs, seed=1, out=out, ops=10,
+            opts = campaign_options(compiler="onnxruntime", seconds=3600, jobs=jobs, seed=1, out=out, ops=10,
                                    max_tests=a.tests, quiet=True)
             camp = Campaign(opts)
             t0 = time.perf_counter()

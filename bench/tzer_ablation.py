@@ -34,21 +34,23 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("apache-tvm is not installed: nothing to measure", file=sys.stderr)
         return 2
-    from dlcfuzz.lowlevel.campaign import VARIANTS, TzerCampaign, TzerOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.strategies.tzer import VARIANTS
 
     figures: dict[str, int] = {}
     budget = f"{a.seconds:.0f} s" if a.seconds else f"{a.tests} tests"
     print(f"budget per variant: {budget}; coverage sources: {a.coverage}; jobs {a.jobs}; seed {a.seed}")
     with tempfile.TemporaryDirectory() as tmp:
         for v in VARIANTS:
-            opts = TzerOptions(seconds=a.seconds or 1e9, max_tests=None if a.seconds else a.tests, jobs=a.jobs,
-                               seed=a.seed, out=Path(tmp) / v, variant=v, coverage=a.coverage.split(","),
-                               store=False, quiet=True, reduce=False)
-            camp = TzerCampaign(opts)
+            opts = campaign_options(compiler="tvm", strategy="tzer", seconds=a.seconds or 1e9,
+                                    max_tests=None if a.seconds else a.tests, jobs=a.jobs, seed=a.seed,
+                                    out=Path(tmp) / v, variant=v, coverage=a.coverage.split(","), quiet=True,
+                                    reduce=False)
+            camp = Campaign(opts)
             t0 = time.monotonic()
             camp.run()
-            c = camp.counts
-            figures[v] = len(camp.covered)
+            c = {**camp.counts, **camp.strategy.counts}
+            figures[v] = len(camp.ctx.coverage)
             valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
             wf = 100.0 * c["well_formed"] / c["mutants"] if c["mutants"] else 0.0
             print(f"{v:14s} coverage {figures[v]:6d}  tests {c['tests']:5d}  valid {valid:5.1f}%  "

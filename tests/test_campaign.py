@@ -16,7 +16,7 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
-from dlcfuzz.campaign.loop import Campaign, CampaignOptions  # noqa: E402
+from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.ir.serialize import graphs_equal  # noqa: E402
 
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
     out = tmp_path / "run"
-    opts = CampaignOptions(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
+    opts = campaign_options(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
                            max_tests=tests, quiet=True, **kw)
     Campaign(opts).run()
     return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+from dlcfuzz.engine.campaign import Campaign, campaign_options
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
@@ -81,7 +81,7 @@ def test_disruptive_graphs_break_exactly_one_checked_rule():
 
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
     out = tmp_path / "run"
-    opts = CampaignOptions(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out,
+    opts = campaign_options(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out,
                            ops=kw.pop("ops", 6), max_tests=tests, quiet=True, **kw)
     Campaign(opts).run()
     return out
@@ -126,7 +126,7 @@ def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
         expect |= graph_items(TestCase.from_bytes(blob).graph)
     assert stored == expect and len(stored) > 50
     db.close()
-    opts = CampaignOptions(out=out, seconds=600, max_tests=20, quiet=True)
+    opts = campaign_options(out=out, seconds=600, max_tests=20, quiet=True)
     Campaign(opts, resume=True).run()
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 20

@@ -95,7 +95,7 @@ def test_pass_sequences_respect_the_rules():
 
 def test_every_pass_in_the_table_runs_and_a_correct_sequence_stays_quiet(funcs):
     """Each pass alone, then the whole default-order sequence: results equal the unoptimized build."""
-    from dlcfuzz.lowlevel.campaign import DEFAULT_SEQUENCE
+    from dlcfuzz.strategies.tzer import DEFAULT_SEQUENCE
 
     f = next(f for f in funcs if tir.node_kind(f.body) in ("For", "SeqStmt"))
     script = f.script()
@@ -171,14 +171,14 @@ def test_sancov_adapter_reads_distinct_edges_for_distinct_inputs(tmp_path):
 
 
 def test_planted_pass_bug_is_found_with_a_standalone_reproducer(tmp_path):
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.store import Store
-    from dlcfuzz.lowlevel.campaign import TzerCampaign, TzerOptions
 
     out = tmp_path / "run"
     # random-passes: the planted pass is in half of the sequences; the zoo seeds have 3x3 convolutions
-    camp = TzerCampaign(TzerOptions(seconds=120, max_tests=40, jobs=1, seed=1, out=out, planted=True, graphs=2, zoo=True,
-                                    variant="random-passes",
-                                    coverage=["ir"], quiet=True))
+    camp = Campaign(campaign_options(compiler="tvm", strategy="tzer", seconds=120, max_tests=40, jobs=1, seed=1, out=out,
+                                     planted=True, graphs=2, zoo=True, variant="random-passes", coverage=["ir"],
+                                     quiet=True))
     report = camp.run()
     store = Store(out / "store.sqlite", create=False)
     found = [f for f in store.findings() if runner.PLANTED in (f["key"] or "")]
@@ -204,7 +204,7 @@ def test_cli_tzer_campaign_resume_list_report_and_bad_input(tmp_path):
     assert main(["list", str(out)]) == 0
     assert main(["report", str(out)]) == 0
     assert "<svg" in (out / "report.html").read_text()
-    assert main(["replay", str(out), "--test", "1"]) == 2  # tzer tests replay through their repro.py
+    assert main(["replay", str(out), "--test", "1"]) in (0, 1)  # re-run in the sandbox and judged again
     assert main(["fuzz", "--compiler", "onnxruntime", "--strategy", "tzer", "--out", str(tmp_path / "x")]) == 2
     assert main(["fuzz", "--compiler", "tvm", "--strategy", "tzer", "--coverage", "gcov", "--out", str(tmp_path / "y")]) == 2
 
@@ -225,8 +225,8 @@ def test_old_stores_stay_readable(tmp_path):
 
 
 def test_performance_oracle_needs_a_margin():
-    from dlcfuzz.lowlevel.campaign import TzerCampaign
+    from dlcfuzz.strategies.tzer import slow
 
-    assert TzerCampaign.slow({"run_s": 1e-2}, {"run_s": 1e-3})
-    assert not TzerCampaign.slow({"run_s": 2.5e-3}, {"run_s": 1e-3})  # within the factor
-    assert not TzerCampaign.slow({"run_s": 4e-6}, {"run_s": 1e-6})  # a factor, but microseconds of noise
+    assert slow({"run_s": 1e-2}, {"run_s": 1e-3})
+    assert not slow({"run_s": 2.5e-3}, {"run_s": 1e-3})  # within the factor
+    assert not slow({"run_s": 4e-6}, {"run_s": 1e-6})  # a factor, but microseconds of noise

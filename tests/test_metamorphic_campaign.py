@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+from dlcfuzz.engine.campaign import Campaign, campaign_options
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir import dumps
 
@@ -21,7 +21,7 @@ pytest.importorskip("onnxruntime")
 
 def campaign(tmp_path: Path, compiler: str, tests: int, model: str = "tiny_resnet") -> Path:
     out = tmp_path / "run"
-    Campaign(CampaignOptions(compiler=compiler, strategy="metamorphic", model=model, seconds=600, jobs=2,
+    Campaign(campaign_options(compiler=compiler, strategy="metamorphic", model=model, seconds=600, jobs=2,
                              out=out, max_tests=tests, quiet=True)).run()
     return out
 
@@ -68,9 +68,9 @@ def test_resumed_campaign_continues_its_chain(tmp_path):
     steps each test records rebuild the chain."""
     whole = campaign(tmp_path / "whole", "onnxruntime", tests=6, model="tiny_mobilenet")
     part = tmp_path / "part" / "run"
-    Campaign(CampaignOptions(compiler="onnxruntime", strategy="metamorphic", model="tiny_mobilenet", seconds=600,
+    Campaign(campaign_options(compiler="onnxruntime", strategy="metamorphic", model="tiny_mobilenet", seconds=600,
                              jobs=2, out=part, max_tests=3, quiet=True)).run()
-    Campaign(CampaignOptions(out=part, seconds=600, jobs=2, max_tests=6, quiet=True), resume=True).run()
+    Campaign(campaign_options(out=part, seconds=600, jobs=2, max_tests=6, quiet=True), resume=True).run()
 
     def mutants(out: Path) -> dict[int, tuple]:
         db = sqlite3.connect(out / "store.sqlite")
@@ -87,7 +87,7 @@ def test_resumed_campaign_continues_its_chain(tmp_path):
 def test_tvm_campaign_runs_and_stays_quiet(tmp_path):
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
     out = tmp_path / "run"
-    Campaign(CampaignOptions(compiler="tvm", strategy="metamorphic", model="tiny_mobilenet", seconds=600, jobs=1,
+    Campaign(campaign_options(compiler="tvm", strategy="metamorphic", model="tiny_mobilenet", seconds=600, jobs=1,
                              out=out, max_tests=2, quiet=True)).run()
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests WHERE verdict = 'pass'").fetchone()[0] == 2

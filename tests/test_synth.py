@@ -241,11 +241,11 @@ def test_planted_wrong_optimization_is_found_and_deduplicated_to_it(tmp_path: Pa
     is found by an oatest campaign, and every inconsistency it causes reduces to that one
     optimization: one distinct finding whose key is the minimal set {MatMulAddFusion}."""
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.store import Store
 
     out = tmp_path / "run"
-    opts = CampaignOptions(compiler="planted:fusion@MatMulAddFusion", strategy="oatest", seconds=120, jobs=1, seed=3,
+    opts = campaign_options(compiler="planted:fusion@MatMulAddFusion", strategy="oatest", seconds=120, jobs=1, seed=3,
                            out=out, max_tests=60, quiet=True)
     Campaign(opts).run()
     store = Store(out / "store.sqlite", create=False)
@@ -264,22 +264,22 @@ def test_worker_reports_which_targeted_tvm_passes_fired() -> None:
     from dlcfuzz.backends.tvm import TvmBackend
     from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
     from dlcfuzz.gen.inputs import sample_inputs
-    from dlcfuzz.synth.campaign import tvm_config
-    from dlcfuzz.synth.worker import fired_from_reply, make_handler
+    from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.strategies.oatest import make_handler
 
     by = {p.name: p for p in library()}
     syn = Synthesizer([by["concat_of_permutes"]], "tvm")
     rng = np.random.default_rng(5)
     s = syn.next(rng)
     configs = TvmBackend().configs()
-    opt = tvm_config(rng, configs["tvm-opt"], ["ReorderPermuteDimsAfterConcat"])
+    _, opt = TvmBackend().oatest_configs(rng, ["ReorderPermuteDimsAfterConcat"], list(TvmBackend().default_pair()))
     assert opt.options["passes"][0] == "ReorderPermuteDimsAfterConcat" and "FuseTIR" in opt.options["passes"]
     tc = TestCase(s.graph, sample_inputs(s.graph, rng), [configs["tvm-unopt"], opt], seed=5, compiler="tvm",
                   strategy="oatest", meta={"oatest": {"pattern": s.pattern, "targets": ["ReorderPermuteDimsAfterConcat"]}})
     reply = make_handler({"compiler": "tvm"})(tc.to_bytes())
     obs, _, _, _ = reply_from_bytes(reply)
     assert [o.status for o in obs] == ["ok", "ok"]
-    assert fired_from_reply(reply) == {"ReorderPermuteDimsAfterConcat": True}
+    assert unpack(reply)[0]["oatest"]["fired"] == {"ReorderPermuteDimsAfterConcat": True}
 
 
 def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path) -> None:
@@ -288,7 +288,7 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
     import sqlite3
 
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.oracle.testcase import TestCase
     from dlcfuzz.ir import dumps
 
@@ -298,12 +298,12 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
         db.close()
         return rows
 
-    def opts(out: Path, n: int) -> CampaignOptions:
-        return CampaignOptions(strategy="oatest", seconds=120, jobs=1, seed=9, out=out, max_tests=n, quiet=True,
+    def opts(out: Path, n: int) -> Any:
+        return campaign_options(strategy="oatest", seconds=120, jobs=1, seed=9, out=out, max_tests=n, quiet=True,
                                reduce=False)
 
     Campaign(opts(tmp_path / "whole", 16)).run()
     Campaign(opts(tmp_path / "split", 8)).run()
-    Campaign(CampaignOptions(seconds=120, jobs=1, out=tmp_path / "split", max_tests=16, quiet=True), resume=True).run()
+    Campaign(campaign_options(seconds=120, jobs=1, out=tmp_path / "split", max_tests=16, quiet=True), resume=True).run()
     whole = graphs(tmp_path / "whole")
     assert len(whole) == 16 and graphs(tmp_path / "split") == whole

@@ -71,29 +71,29 @@ def cmd_gen(a: argparse.Namespace) -> int:
 
 
 def cmd_fuzz(a: argparse.Namespace) -> int:
-    from dlcfuzz.campaign.loop import Campaign, CampaignOptions
-    from dlcfuzz.lowlevel.campaign import cli_fuzz, is_tzer_run
+    from dlcfuzz.engine.campaign import Campaign, CampaignOptions
+    from dlcfuzz.strategies import all_options
 
-    if a.strategy == "tzer" or (a.resume and is_tzer_run(Path(a.resume))):  # low-level TIR fuzzing: its own loop
-        return cli_fuzz(a, parse_duration(a.time))
+    given = {name: getattr(a, name) for name in all_options() if hasattr(a, name)}
+    if a.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     if a.resume:
+        if given:
+            flags = ", ".join("--" + k.replace("_", "-") for k in given)
+            raise UsageError(f"--resume continues a campaign with its own options: {flags} cannot change")
         opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
-                               max_tests=a.max_tests)
+                               max_tests=a.max_tests, reduce=not a.no_reduce)
         camp = Campaign(opts, resume=True)
     else:
-        if a.jobs < 1:
-            raise UsageError("--jobs must be at least 1")
-        if a.ops < 1:
-            raise UsageError("--ops must be at least 1")
-        opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, mode=a.mode, seconds=parse_duration(a.time),
-                               jobs=a.jobs, seed=a.seed, out=Path(a.out), ops=a.ops, max_tests=a.max_tests,
-                               quiet=a.quiet, configs=[c for c in (a.configs or "").split(",") if c],
-                               only_ops=[c for c in (a.only_ops or "").split(",") if c], model=a.model,
-                               delta=a.delta, reduce=not a.no_reduce, patterns=a.patterns)
+        opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
+                               seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
+                               configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
+                               params=given)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
-    return 0
+    print(f"internal errors: {camp.internal.count}")  # the last line; exit status 3 when there were any
+    return 3 if camp.internal.count else 0
 
 
 def _open_store(run: str):
@@ -133,53 +133,53 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 def cmd_replay(a: argparse.Namespace) -> int:
     """Re-run a stored test (or a graph file) in the sandbox and print the verdicts."""
-    from dlcfuzz.backends import get_backend
-    from dlcfuzz.campaign.loop import HANDLER
-    from dlcfuzz.oracle.policy import Reference, reference_of
-    from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
-    from dlcfuzz.exec.pool import WorkerPool
-    from dlcfuzz.gen.inputs import sample_inputs
-    from dlcfuzz.ir import load
-    from dlcfuzz.oracle.verdict import crash_verdict, judge, judge_rejection
-
     target = Path(a.target)
     if target.suffix == ".json":
-        g = load(target)
-        g.check()
-        compiler = a.compiler or "onnxruntime"
-        backend = get_backend(compiler)
-        tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
+        verdicts = _replay_graph(a, target)
     else:
+        from dlcfuzz.engine.campaign import InternalError, replay
+
         store = _open_store(a.target)
-        if (store.first_run() or {}).get("strategy") == "tzer":
-            raise UsageError("tzer findings replay with their standalone script: python RUN/findings/NNNN-*/repro.py")
         if a.finding is not None:
-            row = store.db.execute("SELECT test_id FROM findings WHERE id = ?", (a.finding,)).fetchone()
-            if row is None:
-                raise UsageError(f"no finding {a.finding} in {a.target}")
-            test_id = row[0]
+            test_id = store.finding_test(a.finding)
         elif a.test is not None:
             test_id = a.test
         else:
             raise UsageError("replay of a campaign needs --finding ID or --test ID")
-        tc = TestCase.from_bytes(store.test_blob(test_id))
-        compiler = tc.compiler
-        backend = get_backend(compiler)
-    broken = tc.meta.get("broken")
-    ref = Reference(None) if broken else reference_of(tc)  # a disruptive graph has no reference
-    with WorkerPool(HANDLER, {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
-        res = pool.run(tc.to_bytes())
-    if res.status == "ok":
-        obs, version = observations_from_bytes(res.payload)
-        verdicts = (judge_rejection(compiler, broken, obs) if broken
-                    else judge(compiler, backend.expected_error, ref.outputs, obs, ref.unstable))
-    else:
-        verdicts = [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]
-    if ref.reason:
-        print(f"unknown: {ref.reason}")
+        store.close()
+        try:
+            verdicts = replay(Path(a.target), test_id, a.timeout)
+        except InternalError as e:
+            print(f"internal error: {e}", file=sys.stderr)
+            return 1
     for v in verdicts:
         print(f"{v.kind}: {v.category} {', '.join(v.configs)}\n  {v.detail.splitlines()[0] if v.detail else ''}")
     return 1 if any(v.kind == "bug" for v in verdicts) else 0
+
+
+def _replay_graph(a: argparse.Namespace, path: Path) -> list:
+    """A graph file compiled by the backend's default pair, judged against the reference."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.ir import load
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
+    from dlcfuzz.oracle.verdict import crash_verdict, judge
+
+    g = load(path)
+    g.check()
+    compiler = a.compiler or "onnxruntime"
+    backend = get_backend(compiler)
+    tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
+    ref = reference_of(tc)
+    with WorkerPool("dlcfuzz.backends.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
+        res = pool.run(tc.to_bytes())
+    if res.status != "ok":
+        return [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]
+    if ref.reason:
+        print(f"unknown: {ref.reason}")
+    return judge(compiler, backend.expected_error, ref.outputs, observations_from_bytes(res.payload)[0], ref.unstable)
 
 
 def cmd_patterns_extract(a: argparse.Namespace) -> int:
@@ -204,9 +204,9 @@ def cmd_patterns_extract(a: argparse.Namespace) -> int:
 
 
 def cmd_patterns_list(a: argparse.Namespace) -> int:
-    from dlcfuzz.synth.campaign import load_campaign_patterns
+    from dlcfuzz.strategies.oatest import campaign_patterns
 
-    patterns = load_campaign_patterns(a.file)
+    patterns = campaign_patterns(a.file, a.compiler or "onnxruntime")
     if a.compiler:
         patterns = [p for p in patterns if p.targets_for(a.compiler)]
     print(f"{'pattern':28} {'granularity':11} {'nodes':>5} {'holes':>5}  targets")
@@ -219,6 +219,7 @@ def cmd_patterns_list(a: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from dlcfuzz.backends import backend_names
+    from dlcfuzz.strategies import all_options, get_strategy, strategy_names
 
     p = argparse.ArgumentParser(prog="dlcfuzz", description="Find bugs in deep-learning compilers.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -235,19 +236,14 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_gen)
     s = sub.add_parser("fuzz", help="run a fuzz campaign")
     s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
-    s.add_argument("--strategy", default="random", help="random | hirgen (coverage-guided) | hirgen-random (its ablation) | metamorphic (MT-DLComp) | oatest (optimization-aware synthesis) | tzer (TVM TIR + pass sequences, --compiler tvm)")
-    s.add_argument("--coverage", default="ir,python", help="tzer: coverage sources, comma-separated: ir, python, sancov:LIB")
-    s.add_argument("--n-max", type=int, default=5, dest="n_max", help="tzer: IR mutations without new coverage before the pass sequence mutates")
-    s.add_argument("--patterns", help="oatest: pattern file from `dlcfuzz patterns extract` (default: the built-in library)")
-    s.add_argument("--mode", default="strict",
-                   help="strict: valid graphs; disruptive (hirgen): each graph breaks one type/shape rule and must be rejected")
-    s.add_argument("--model", default="resnet18", help="metamorphic: the zoo model to mutate (see `dlcfuzz zoo`)")
-    s.add_argument("--delta", type=float, default=1e-4, help="metamorphic: score tolerance between mutant and seed")
-    s.add_argument("--only-ops", dest="only_ops", help="comma-separated operators to generate from (default: all)")
+    s.add_argument("--strategy", default="random", help="; ".join(
+        f"{n}: {get_strategy(n).summary}" for n in strategy_names()))
+    for o in all_options().values():  # each strategy's own options; those of another strategy are refused
+        s.add_argument("--" + o.name.replace("_", "-"), dest=o.name, type=o.type, default=argparse.SUPPRESS,
+                       help=f"{o.help} (default {o.default})")
     s.add_argument("--time", default="60s", help="budget, e.g. 60s, 10m, 2h")
     s.add_argument("--jobs", type=int, default=2)
     s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--ops", type=int, default=10, help="operators per generated graph")
     s.add_argument("--out", default="runs/default")
     s.add_argument("--resume", metavar="RUN", help="continue the campaign stored in RUN")
     s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")

@@ -114,6 +114,8 @@ class BackendBase:
     name = ""
     packages: tuple[str, ...] = ()
     deadline_s = 15.0
+    reduction_checks = 150  # compile+run checks one graph reduction may spend (fewer for slow compilers)
+    sub_functions = False  # whether graphs with sub-functions (calls, closures) mean something to it
 
     def knobs(self) -> list[Knob]:
         return []
@@ -144,6 +146,23 @@ class BackendBase:
         candidate), and the names of what is left: the optimization set, knob set or HLO pass that
         causes it. Default: nothing to minimize."""
         return config, []
+
+    def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],
+                        delta: float, title: str, detail: str) -> dict[str, bytes | str] | None:
+        """Files (name -> content) of a standalone script comparing a seed model with its mutant
+        (metamorphic findings, e.g. seed.onnx, mutant.onnx, repro_mutant.py); None when the compiler
+        has no such script (the node-level repro.py still is one)."""
+        return None
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
+        """The configurations of a synthesized test whose patterns target `targets` (e.g. those
+        passes first in the optimized pipeline); default: the campaign's."""
+        return list(configs)
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
+        """Which of the optimizations `targets` fired when `config` compiled `g` (OATest's trigger
+        rates); None when the compiler cannot tell."""
+        return None
 
     def start_coverage(self) -> None:
         """Begin collecting the compiler's own code coverage in this worker (if the backend can)."""

@@ -26,8 +26,11 @@ def raised_inside(e: BaseException, packages: tuple[str, ...]) -> bool:
     return any(p in parts for parts in below for p in packages)
 
 
-def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda s: None) -> list[Observation]:
-    """Compile and run every configuration; compile_s/run_s time only the compiler's own calls."""
+def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda s: None,
+                invalid: bool = False) -> list[Observation]:
+    """Compile and run every configuration; compile_s/run_s time only the compiler's own calls.
+    `invalid`: the graph breaks a type rule on purpose, so an exception the compiler's own code
+    raises while we lower (e.g. the Relax BlockBuilder) is its rejection."""
     obs: list[Observation] = []
     lowered: dict[str, Any] = {}
     for config in tc.configs:
@@ -53,8 +56,8 @@ def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda
             raise  # the pool classifies it as out-of-memory
         except Exception as e:  # the oracle decides expected vs unexpected
             t2 = time.perf_counter()
-            if stage == "lower" and not (tc.meta.get("broken") and raised_inside(e, backend.packages)):
-                if tc.meta.get("broken"):
+            if stage == "lower" and not (invalid and raised_inside(e, backend.packages)):
+                if invalid:
                     # our lowering cannot express this broken graph for this front door: not tested
                     obs.append(Observation(config.name, "skipped", error=f"{type(e).__name__}: {e}"))
                     continue
@@ -67,42 +70,22 @@ def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda
 
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
-    """Pool factory: init = {"compiler": NAME}. Imports the compiler here, once per worker."""
+    """Pool factory: init = {"compiler": NAME, "invalid": bool}. Imports the compiler here, once per
+    worker. Valid graphs get the reference policy here (in parallel with the other workers);
+    invalid ones (disruptive mode) have no semantics, so no reference."""
     from dlcfuzz.exec.pool import progress
 
     backend = get_backend(init["compiler"])
     version = backend.version()
-    seeds: dict[tuple[str, int], Any] = {}  # zoo model -> its graph (built once per worker)
-    seed_runs: dict[tuple[str, int, str], Observation] = {}  # the seed's observation per config
-
-    def metamorphic(tc: TestCase) -> bytes:
-        """Compile and run the mutant, and its seed model with the same configurations (the
-        seed's observation is computed once per worker: its inputs never change)."""
-        from dlcfuzz.zoo import build
-
-        mt = tc.meta["metamorphic"]
-        key = (mt["model"], int(mt["model_seed"]))
-        if key not in seeds:
-            seeds[key] = build(*key)
-        seed = seeds[key]
-        tc.graph.constants = {**{k: seed.constants[k] for k in mt["shared"]}, **tc.graph.constants}
-        obs = run_configs(backend, tc, progress)
-        for c in tc.configs:
-            if (*key, c.name) not in seed_runs:
-                (seed_runs[(*key, c.name)],) = run_configs(backend, TestCase(seed, tc.inputs, [c]), progress)
-            o = seed_runs[(*key, c.name)]
-            obs.append(Observation(f"seed:{c.name}", o.status, o.outputs, o.error, o.traceback, o.compile_s, o.run_s))
-        return observations_to_bytes(obs, version)
+    invalid = bool(init.get("invalid"))
 
     def handle(payload: bytes) -> bytes:
-        from dlcfuzz.oracle.policy import reference_of  # the numeric policy runs here, in parallel
+        from dlcfuzz.oracle.policy import reference_of
 
         tc = TestCase.from_bytes(payload)
+        if invalid:
+            return observations_to_bytes(run_configs(backend, tc, progress, invalid=True), version)
         sampled = tc.inputs
-        if tc.meta.get("broken"):  # a disruptive graph has no reference semantics
-            return observations_to_bytes(run_configs(backend, tc, progress), version)
-        if tc.meta.get("metamorphic"):  # the seed model is the reference
-            return metamorphic(tc)
         ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
         obs = run_configs(backend, tc, progress)
         return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None)

@@ -47,9 +47,22 @@ def write_report(out: Path, store: Store) -> Path:
         rate = last[1] / last[0] if last[0] else 0.0
         parts.append(f"<tr><th>elapsed</th><td>{last[0]:.0f} s ({rate:.1f} tests/s)</td></tr>")
     parts.append(f"<tr><th>distinct findings</th><td>{len(findings)}</td></tr></table>")
-    from dlcfuzz.synth.campaign import trigger_table_html  # oatest campaigns: trigger rate per optimization
+    internal = store.internal_errors()
+    if internal:
+        parts.append(f"<h2>Internal errors ({len(internal)})</h2><p>Exceptions of dlcfuzz's own code; each test is "
+                     "stored and replays with <code>dlcfuzz replay RUN --test N</code>.</p><table>"
+                     "<tr><th>test</th><th>phase</th><th>error</th></tr>" + "".join(
+                         f"<tr><td>{e['test_id']}</td><td>{html.escape(e['phase'])}</td>"
+                         f"<td>{html.escape((e['error'] or '')[:200])}</td></tr>" for e in internal[:50]) + "</table>")
+    strategy = run.get("strategy")
+    if strategy:
+        from dlcfuzz.errors import UsageError
+        from dlcfuzz.strategies import get_strategy
 
-    parts.append(trigger_table_html(store))
+        try:
+            parts.append(get_strategy(strategy).report_section(store))
+        except UsageError:  # a strategy of a newer or plug-in dlcfuzz: its section is left out
+            pass
     parts.append("<h2>Tests over time</h2>" + _svg_series([(r[0], r[1]) for r in rows]))
     curve = store.coverage_curve()
     if curve:  # campaigns that measure coverage inside the compiler (tzer)

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TE
   PRIMARY KEY (backend_version, op, dtype));
 CREATE TABLE IF NOT EXISTS coverage_curve (run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, items INTEGER,
   valuable INTEGER, mutants INTEGER, well_formed INTEGER);
+CREATE TABLE IF NOT EXISTS internal_errors (id INTEGER PRIMARY KEY, test_id INTEGER, seq INTEGER, seed INTEGER,
+  phase TEXT, error TEXT, traceback TEXT, created REAL);
 CREATE TABLE IF NOT EXISTS oatest_triggers (test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER,
   PRIMARY KEY (test_id, optimization));
 """
@@ -75,13 +77,14 @@ class Store:
         row = self.db.execute("SELECT MAX(seq) FROM tests").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
-    def add_test(self, run_id: int, seq: int, seed: int, blob: bytes, coverage: list[str] | None = None) -> int:
+    def add_test(self, run_id: int, seq: int, seed: int, blob: bytes, coverage: list[str] | None = None,
+                 status: str = "pending", verdict: str | None = None) -> int:
         """Store a test before it runs, with the coverage items it adds (one transaction: a resumed
         campaign's coverage is exactly that of the tests it holds)."""
         self.db.execute("BEGIN")
         cur = self.db.execute(
-            "INSERT INTO tests (run_id, seq, seed, created, status, blob) VALUES (?,?,?,?,?,?)",
-            (run_id, seq, seed, time.time(), "pending", blob),
+            "INSERT INTO tests (run_id, seq, seed, created, status, verdict, blob) VALUES (?,?,?,?,?,?,?)",
+            (run_id, seq, seed, time.time(), status, verdict, blob),
         )
         test_id = int(cur.lastrowid)
         if coverage:
@@ -130,9 +133,51 @@ class Store:
     def update_blob(self, test_id: int, blob: bytes) -> None:
         self.db.execute("UPDATE tests SET blob = ? WHERE id = ?", (blob, test_id))
 
-    def pending_tests(self) -> list[tuple[int, int, bytes]]:
-        return [(r[0], r[1], r[2]) for r in
-                self.db.execute("SELECT id, seq, blob FROM tests WHERE status = 'pending' ORDER BY seq")]
+    def pending_tests(self) -> list[tuple[int, int, int, bytes]]:
+        """(id, seq, seed, blob) of the tests stored but never finished (in flight at a kill)."""
+        return [(r[0], r[1], r[2], r[3]) for r in
+                self.db.execute("SELECT id, seq, seed, blob FROM tests WHERE status = 'pending' ORDER BY seq")]
+
+    def blobs_from(self, seq: int) -> Any:
+        """(seq, blob) of the tests from number `seq` on, in order (a strategy rebuilding its state)."""
+        return self.db.execute("SELECT seq, blob FROM tests WHERE seq >= ? AND length(blob) > 0 ORDER BY seq", (seq,))
+
+    def last_blob_before(self, seq: int) -> bytes | None:
+        row = self.db.execute("SELECT blob FROM tests WHERE seq < ? AND length(blob) > 0 ORDER BY seq DESC LIMIT 1",
+                              (seq,)).fetchone()
+        return None if row is None else row[0]
+
+    def test_row(self, test_id: int) -> dict[str, Any]:
+        row = self.db.execute("SELECT id, seq, seed, status, verdict FROM tests WHERE id = ?", (test_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no test {test_id} in {self.path}")
+        return dict(zip(("id", "seq", "seed", "status", "verdict"), row))
+
+    def coverage_test_ids(self) -> list[int]:
+        """The tests that added coverage, in order (a strategy's seed pool on resume)."""
+        return [r[0] for r in self.db.execute("SELECT DISTINCT test_id FROM coverage ORDER BY test_id")]
+
+    # ---- OATest trigger rates ---------------------------------------------
+    def add_triggers(self, test_id: int, pattern: str, fired: dict[str, bool]) -> None:
+        self.db.executemany("INSERT OR REPLACE INTO oatest_triggers VALUES (?,?,?,?)",
+                            [(test_id, pattern, opt, int(f)) for opt, f in fired.items()])
+
+    def trigger_rates(self) -> dict[str, tuple[int, int]]:
+        """optimization -> (tests where it fired, tests that targeted it)."""
+        rows = self.db.execute("SELECT optimization, SUM(fired), COUNT(*) FROM oatest_triggers "
+                               "GROUP BY optimization ORDER BY optimization").fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    # ---- internal errors -------------------------------------------------
+    def add_internal_error(self, test_id: int | None, seq: int, seed: int, phase: str, error: str, tb: str) -> None:
+        self.db.execute("INSERT INTO internal_errors (test_id, seq, seed, phase, error, traceback, created)"
+                        " VALUES (?,?,?,?,?,?,?)", (test_id, seq, seed, phase, error, tb, time.time()))
+
+    def internal_errors(self, test_id: int | None = None) -> list[dict[str, Any]]:
+        q = "SELECT test_id, seq, seed, phase, error, traceback FROM internal_errors"
+        rows = self.db.execute(q + (" WHERE test_id = ?" if test_id is not None else "") + " ORDER BY id",
+                               (() if test_id is None else (test_id,))).fetchall()
+        return [dict(zip(("test_id", "seq", "seed", "phase", "error", "traceback"), r)) for r in rows]
 
     def finish_test(self, test_id: int, verdict: str, seconds: float, observations: list[Any]) -> None:
         self.db.execute("BEGIN")
@@ -156,6 +201,12 @@ class Store:
         )
 
     # ---- findings ------------------------------------------------------
+    def finding_test(self, finding_id: int) -> int:
+        row = self.db.execute("SELECT test_id FROM findings WHERE id = ?", (finding_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"no finding {finding_id} in {self.path}")
+        return int(row[0])
+
     def find_signature(self, signature: str) -> int | None:
         row = self.db.execute(
             "SELECT id FROM findings WHERE signature = ? AND duplicate_of IS NULL ORDER BY id LIMIT 1", (signature,)

@@ -1,0 +1,334 @@
+"""The campaign engine, blind to strategies: make -> store (before running) -> sandboxed run ->
+strategy's oracle -> dedup -> reduce -> finding folder; budget, re-runs, progress, resume.
+
+An exception raised by dlcfuzz's own code while making, judging or reducing one test is an
+internal error of that test, never of the campaign: it is stored with the test's seed and
+traceback, counted, replayable (`dlcfuzz replay RUN --test N`), and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlcfuzz.engine.store import Store
+from dlcfuzz.errors import UsageError
+from dlcfuzz.oracle.policy import test_seed
+from dlcfuzz.oracle.verdict import Verdict
+from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
+
+HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
+IDENTITY = ("compiler", "strategy", "seed", "configs", "params")  # restored on --resume; the budget may change
+
+
+@dataclass
+class CampaignOptions:
+    compiler: str = "onnxruntime"
+    strategy: str = "random"
+    seconds: float = 60.0
+    jobs: int = 2
+    seed: int = 0
+    out: Path = Path("runs/default")
+    max_tests: int | None = None  # tests made by this run (not counting re-runs of a killed run's tests)
+    memory_mb: int = 4096
+    timeout_s: float | None = None
+    configs: list[str] = field(default_factory=list)
+    reduce: bool = True
+    quiet: bool = False
+    params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["out"] = str(self.out)
+        return d
+
+
+def campaign_options(**kw: Any) -> CampaignOptions:
+    """CampaignOptions from keyword arguments; those that are not engine fields are the strategy's."""
+    names = {f.name for f in dataclasses.fields(CampaignOptions)}
+    params = dict(kw.pop("params", {}))
+    params.update({k: kw.pop(k) for k in list(kw) if k not in names})
+    return CampaignOptions(**kw, params=params)
+
+
+class InternalErrorCount:
+    """The campaign's internal errors: stored, counted, the first few shown."""
+
+    def __init__(self, store: Store, log: Any) -> None:
+        self.store, self.log, self.count = store, log, 0
+
+    def add(self, test_id: int | None, seq: int, seed: int, phase: str, error: str, tb: str) -> None:
+        self.count += 1
+        self.store.add_internal_error(test_id, seq, seed, phase, error, tb)
+        if self.count <= 3:
+            self.log(f"\ndlcfuzz internal error ({phase}, test seq {seq}): {error.splitlines()[-1][:200] if error else ''}")
+
+
+class Campaign:
+    def __init__(self, opts: CampaignOptions, resume: bool = False, record_run: bool = True) -> None:
+        self.opts = opts
+        self.out = Path(opts.out)
+        store_path = self.out / "store.sqlite"
+        if resume:
+            self.store = self._open_resumed(store_path)
+        else:
+            if store_path.exists():
+                raise UsageError(f"{self.out} already holds a campaign: use --resume {self.out} or another --out")
+            self.strategy_cls = get_strategy(opts.strategy)
+            opts.params = self._checked_params(self.strategy_cls, opts.params)
+        cls = self.strategy_cls
+        if opts.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
+        if cls.compilers is not None and opts.compiler not in cls.compilers:
+            raise UsageError(f"--strategy {cls.name} needs --compiler {' or '.join(cls.compilers)}")
+        backend = None
+        if cls.needs_backend:
+            from dlcfuzz.backends import get_backend
+
+            backend = get_backend(opts.compiler)  # bad input is refused before anything is written
+        if not resume:
+            cls.validate(opts.params, opts.compiler)
+            try:
+                self.out.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise UsageError(f"cannot create {self.out}: {e.strerror}") from None
+            self.store = Store(store_path)
+        version = backend.version() if backend is not None else opts.compiler
+        configs = self._configs(backend)
+        from dlcfuzz.gen.coverage import Coverage
+
+        self.ctx = Context(compiler=opts.compiler, seed=opts.seed, params=opts.params, configs=configs,
+                           configs_picked=bool(opts.configs), backend=backend, version=version, store=self.store,
+                           coverage=Coverage(self.store.coverage()), out=self.out, reduce=opts.reduce,
+                           seconds=opts.seconds, max_tests=opts.max_tests, reducer_pool=self.reducer_pool,
+                           log=self.log)
+        self.strategy: Strategy = cls(self.ctx)
+        self.resumed = resume
+        self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
+        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
+        self.compiler_s = 0.0
+        self.internal = InternalErrorCount(self.store, self.log)
+        self._reducer: Any = None
+
+    def _open_resumed(self, store_path: Path) -> Store:
+        if not store_path.exists():
+            raise UsageError(f"--resume: no campaign store at {store_path}")
+        store = Store(store_path, create=False)
+        first = store.first_run()
+        if first is None:
+            raise UsageError(f"--resume: {store_path} holds no campaign")
+        saved = first["args"]
+        for k in IDENTITY:  # the campaign's identity comes from the store
+            if k in saved:
+                setattr(self.opts, k, saved[k])
+        if "params" not in saved:  # a store of an older dlcfuzz: strategy options were top-level
+            self.opts.params = {k: v for k, v in saved.items() if k not in {f.name for f in dataclasses.fields(CampaignOptions)}}
+        self.opts.strategy = first["strategy"] or self.opts.strategy
+        self.strategy_cls = get_strategy(self.opts.strategy)
+        self.opts.params = {o.name: self.opts.params.get(o.name, o.default) for o in self.strategy_cls.options}
+        return store
+
+    @staticmethod
+    def _checked_params(cls: type[Strategy], params: dict[str, Any]) -> dict[str, Any]:
+        """The strategy's options with their defaults; an option of another strategy is refused."""
+        known = {o.name for o in cls.options}
+        foreign = sorted(k for k in params if k not in known)
+        if foreign:
+            flags = ", ".join("--" + k.replace("_", "-") for k in foreign)
+            raise UsageError(f"{flags} does not apply to --strategy {cls.name}")
+        return {o.name: params.get(o.name, o.default) for o in cls.options}
+
+    def _configs(self, backend: Any) -> list[Any]:
+        if backend is None:
+            return []
+        every = backend.configs()
+        if self.opts.configs:
+            unknown = [c for c in self.opts.configs if c not in every]
+            if unknown:
+                raise UsageError(f"unknown configuration(s) {unknown} for {self.opts.compiler} (have {', '.join(every)})")
+            return [every[c] for c in self.opts.configs]
+        return list(backend.default_pair())
+
+    # ---- output --------------------------------------------------------
+    def log(self, msg: str) -> None:
+        if not self.opts.quiet:
+            print(msg, file=sys.stderr, flush=True)
+
+    def progress(self, elapsed: float, final: bool = False) -> None:
+        if self.opts.quiet:
+            return
+        c = self.counts
+        rate = c["tests"] / elapsed if elapsed > 0 else 0.0
+        valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
+        extra = self.strategy.progress_fields()
+        line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) valid {valid:.0f}% "
+                f"findings {c['findings']} (distinct {c['distinct']}) unknown {c['unknown']} coverage "
+                f"{len(self.ctx.coverage)}{' ' + extra if extra else ''} internal errors {self.internal.count}")
+        tty = sys.stderr.isatty()
+        print(("\r" if tty else "") + line, end="" if tty and not final else "\n", file=sys.stderr, flush=True)
+
+    def save_stats(self, elapsed: float) -> None:
+        c, s = self.counts, self.strategy.counts
+        self.store.add_stats(self.run_id, elapsed=elapsed, tests=c["tests"], valid=c["valid"], bugs=c["bugs"],
+                             unknown=c["unknown"], findings=c["findings"], distinct_findings=c["distinct"],
+                             compiler_s=self.compiler_s)
+        self.store.add_coverage_point(self.run_id, elapsed, c["tests"], len(self.ctx.coverage), s.get("valuable", 0),
+                                      s.get("mutants", 0), s.get("well_formed", 0))
+
+    # ---- main loop -----------------------------------------------------
+    def run(self) -> Path:
+        from dlcfuzz.exec.pool import WorkerPool
+
+        o = self.opts
+        deadline = o.timeout_s or self.strategy.deadline_s()
+        start = time.monotonic()
+        stop_at = start + o.seconds
+        with WorkerPool(self.strategy.handler, self.strategy.handler_init(), jobs=o.jobs, timeout_s=deadline,
+                        memory_mb=o.memory_mb) as pool:
+            self.strategy.start(pool, self.resumed)
+            inflight: dict[int, tuple[Test, bool]] = {}
+            for test_id, seq, seed, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
+                test = Test(seq, seed, blob, self.strategy.decode(blob), test_id=test_id)
+                inflight[pool.submit(blob)] = (test, False)
+            seq = first = self.store.next_seq()
+            last_progress = last_stats = start
+            while True:
+                budget = time.monotonic() < stop_at and (o.max_tests is None or seq - first < o.max_tests)
+                while budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq - first < o.max_tests):
+                    test = self.make(seq)
+                    seq += 1
+                    if test is not None:
+                        inflight[pool.submit(test.blob)] = (test, False)
+                if not inflight:
+                    if budget:
+                        continue  # every test of this round was an internal error: make more
+                    break
+                res = pool.next_result(timeout=0.5)
+                if res is not None:
+                    test, rerun = inflight.pop(res.task_id)
+                    if res.status == "timeout" and not rerun:
+                        inflight[pool.submit(test.blob, timeout_s=deadline * HANG_FACTOR)] = (test, True)
+                    else:
+                        self.finish(test, res)
+                now = time.monotonic()
+                if now - last_progress >= 1.0:
+                    self.progress(now - start)
+                    last_progress = now
+                if now - last_stats >= 5.0:
+                    self.save_stats(now - start)
+                    last_stats = now
+            elapsed = time.monotonic() - start
+            self.save_stats(elapsed)
+            self.progress(elapsed, final=True)
+        if self._reducer is not None:
+            self._reducer.close()
+        from dlcfuzz.engine.report import write_report
+
+        report = write_report(self.out, self.store)
+        self.store.close()
+        return report
+
+    def make(self, seq: int) -> Test | None:
+        """The test of number `seq`, stored before it runs; None when making it raised (an internal
+        error, stored with its seed and traceback: the test number stays taken)."""
+        seed = test_seed(self.opts.seed, seq)
+        try:
+            test = self.strategy.make_test(seq, seed)
+        except Exception as e:
+            test_id = self.store.add_test(self.run_id, seq, seed, b"", status="done", verdict="internal-error")
+            self.internal.add(test_id, seq, seed, "make", f"{type(e).__name__}: {e}", traceback.format_exc())
+            self.counts["tests"] += 1
+            return None
+        new = self.ctx.coverage.add(test.coverage)
+        test.test_id = self.store.add_test(self.run_id, seq, test.seed, test.blob, new)
+        return test
+
+    def finish(self, test: Test, res: Any) -> None:
+        """Judge one result, record its findings (before the test is marked done: a kill between
+        the two re-runs the test and never loses a finding) and feed coverage back."""
+        self.counts["tests"] += 1
+        try:
+            j = self.strategy.judge(test, res)
+        except Exception as e:
+            self.internal.add(test.test_id, test.seq, test.seed, "judge", f"{type(e).__name__}: {e}", traceback.format_exc())
+            self.store.finish_test(test.test_id, "internal-error", res.seconds, [])
+            return
+        if res.status == "error":  # dlcfuzz's own code failed inside the worker (e.g. our lowering)
+            self.internal.add(test.test_id, test.seq, test.seed, "worker", (res.error or "").strip().splitlines()[-1:][0]
+                              if res.error else "", res.error or "")
+        if j.blob is not None:  # the worker re-sampled the inputs: the store keeps what really ran
+            test.blob = j.blob
+            self.store.update_blob(test.test_id, j.blob)
+        self.compiler_s += j.compiler_s
+        self.counts["valid"] += j.valid
+        bugs = [v for v in j.verdicts if v.kind == "bug"]
+        unknowns = [v for v in j.verdicts if v.kind == "unknown"]
+        for v in unknowns:
+            self.store.count_unknown(v.category)
+        self.counts["bugs"] += bool(bugs)
+        self.counts["unknown"] += bool(unknowns) and not bugs
+        new = self.ctx.coverage.add(j.coverage) if j.coverage else []
+        if new:
+            self.store.add_coverage(test.test_id, new)
+        try:
+            self.strategy.learn(test, j, new)
+        except Exception as e:
+            self.internal.add(test.test_id, test.seq, test.seed, "learn", f"{type(e).__name__}: {e}", traceback.format_exc())
+        for v in bugs:
+            self.record_finding(test, v)
+        verdict = "bug" if bugs else "internal-error" if res.status == "error" else "unknown" if unknowns else "pass"
+        self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
+
+    # ---- findings ------------------------------------------------------
+    def reducer_pool(self) -> Any:
+        from dlcfuzz.exec.pool import WorkerPool
+
+        if self._reducer is None:
+            self._reducer = WorkerPool(self.strategy.handler, self.strategy.handler_init(), jobs=1,
+                                       timeout_s=self.opts.timeout_s or self.strategy.deadline_s(),
+                                       memory_mb=self.opts.memory_mb)
+        return self._reducer
+
+    def record_finding(self, test: Test, v: Verdict) -> None:
+        from dlcfuzz.engine.findings import record_finding
+
+        record_finding(self, test, v)
+
+    def finding_counts(self, distinct: bool) -> None:
+        self.counts["findings"] += 1
+        self.counts["distinct"] += distinct
+
+
+
+class InternalError(Exception):
+    """dlcfuzz's own code raised while making or judging a test (what `replay` re-raises)."""
+
+
+def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verdict]:
+    """Re-run a stored test in the sandbox and judge it as the campaign did. A test that was an
+    internal error raises it again: making it (the strategy rebuilt from the store), in the worker,
+    or judging it."""
+    from dlcfuzz.exec.pool import WorkerPool
+
+    camp = Campaign(CampaignOptions(out=run, quiet=True, timeout_s=timeout_s), resume=True, record_run=False)
+    row = camp.store.test_row(test_id)
+    errors = camp.store.internal_errors(test_id)
+    strategy = camp.strategy
+    with WorkerPool(strategy.handler, strategy.handler_init(), jobs=1,
+                    timeout_s=timeout_s or strategy.deadline_s(), memory_mb=camp.opts.memory_mb) as pool:
+        camp.ctx.reducer_pool = lambda: pool
+        if errors and errors[0]["phase"] == "make":
+            strategy.start(pool, True)
+            strategy.make_test(row["seq"], row["seed"])  # raises again when the error reproduces
+            raise InternalError(f"test {test_id}: making it raised before, not now:\n{errors[0]['traceback']}")
+        blob = camp.store.test_blob(test_id)
+        test = Test(row["seq"], row["seed"], blob, strategy.decode(blob), test_id=test_id)
+        res = pool.run(blob)
+        if res.status == "error":
+            raise InternalError(f"test {test_id}: dlcfuzz's worker code raised:\n{res.error}")
+        return strategy.judge(test, res).verdicts

@@ -1,0 +1,69 @@
+"""Recording a finding: dedup by signature, reduction (on the campaign's reduction budget), the
+finding folder. Strategy-blind: the strategy gives the keys, the reduction and the folder's files."""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from typing import Any
+
+from dlcfuzz.oracle.signature import digest
+from dlcfuzz.oracle.verdict import Verdict
+from dlcfuzz.strategies import Reduction, Test
+from dlcfuzz.strategies.base import Finding
+
+
+def record_finding(camp: Any, test: Test, v: Verdict) -> None:
+    store, strategy, ctx = camp.store, camp.strategy, camp.ctx
+    if store.has_finding_for(test.test_id, v.key):  # recorded before a kill; the test was re-run
+        camp.finding_counts(distinct=False)
+        return
+    common = dict(test_id=test.test_id, category=v.category, compiler=ctx.compiler, version=ctx.version,
+                  configs=json.dumps(v.configs), detail=v.detail[:4000])
+    early = strategy.early_key(test, v)
+    if early is not None:
+        existing = store.find_signature(digest(early))
+        if existing is not None:
+            store.add_finding(signature=digest(early), key=early, duplicate_of=existing, nodes=strategy.size(test),
+                              **common)
+            camp.finding_counts(distinct=False)
+            return
+    t0 = time.monotonic()
+    try:
+        red = strategy.reduce(test, v)
+    except Exception as e:  # a reducer's failure is ours: the finding is kept unreduced
+        camp.internal.add(test.test_id, test.seq, test.seed, "reduce", f"{type(e).__name__}: {e}", traceback.format_exc())
+        red = strategy.unreduced(test, v)
+    ctx.reduce_s[0] += time.monotonic() - t0
+    if red.dismissed:
+        store.count_unknown(red.dismissed)
+        return
+    signature = digest(red.key)
+    existing = store.find_signature(signature)
+    fid = store.add_finding(signature=signature, key=red.key, duplicate_of=existing, nodes=red.nodes,
+                            reduced_nodes=red.reduced_nodes, **common)
+    camp.finding_counts(distinct=existing is None)
+    if existing is not None:
+        return
+    write_finding(camp, test, v, red, fid, signature)
+
+
+def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, signature: str) -> None:
+    ctx = camp.ctx
+    folder = ctx.out / "findings" / f"{fid:04d}-{v.category}"
+    folder.mkdir(parents=True, exist_ok=True)
+    title = f"dlcfuzz finding {fid}: {v.category} in {ctx.version} ({', '.join(v.configs)})"
+    finding = Finding(fid, test.test_id, signature, red.key, title, folder)
+    try:
+        script = red.write(finding)
+    except Exception as e:  # the folder keeps what was written; the finding stays in the store
+        camp.internal.add(test.test_id, test.seq, test.seed, "write", f"{type(e).__name__}: {e}", traceback.format_exc())
+        script = None
+    detail = folder / "detail.txt"
+    if not detail.exists():
+        detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n\n"
+                          f"{v.detail}\n")
+    camp.store.update_finding(fid, reproducer=script)
+    camp.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}){', ' + red.summary if red.summary else ''}: "
+             f"{folder}")

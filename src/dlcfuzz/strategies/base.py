@@ -1,0 +1,191 @@
+"""The Strategy protocol: what the campaign engine needs from a way of making and judging tests.
+
+The engine is strategy-blind. A strategy owns its options, its validation, how it makes a test (a
+typed payload and the bytes the worker and the store get), its worker-side handler, which oracle
+judges a result, how a finding reduces and which files its finding folder holds, and its report
+section. It never touches the worker pool's loop, the store's SQL, dedup or the budget.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dlcfuzz.oracle.testcase import Observation
+from dlcfuzz.oracle.verdict import Verdict
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend, Config
+
+
+@dataclass(frozen=True)
+class Option:
+    """A strategy option: the `dlcfuzz fuzz` flag `--name` (dashes for underscores), its default and help."""
+
+    name: str
+    default: Any
+    help: str
+    type: Callable[[str], Any] = str
+
+
+@dataclass
+class Test:
+    """One test as the engine carries it: the bytes the worker runs and the store keeps, the
+    coverage items it adds at generation time, and the strategy's typed payload."""
+
+    seq: int
+    seed: int
+    blob: bytes
+    payload: Any = None
+    coverage: list[str] = field(default_factory=list)
+    test_id: int = 0
+
+
+@dataclass
+class Judgement:
+    """A strategy's verdicts on one worker result."""
+
+    verdicts: list[Verdict]
+    observations: list[Observation] = field(default_factory=list)  # what the store keeps per configuration
+    valid: bool = False  # some configuration compiled and ran it
+    coverage: list[str] = field(default_factory=list)  # items measured while it ran (inside the compiler)
+    blob: bytes | None = None  # the test as it really ran, when the worker changed it (re-sampled inputs)
+    compiler_s: float = 0.0  # time inside the compiler's own calls
+
+
+@dataclass
+class Finding:
+    """What the engine tells a strategy about a finding it writes."""
+
+    id: int
+    test_id: int
+    signature: str
+    key: str
+    title: str
+    folder: Path
+
+
+@dataclass
+class Reduction:
+    """A reduced finding: its dedup key and how to write its folder (returns the reproducer)."""
+
+    key: str
+    nodes: int
+    reduced_nodes: int
+    write: Callable[[Finding], str | None]
+    summary: str = ""  # one line for the log, e.g. "reduced 9 -> 2 nodes"
+    dismissed: str | None = None  # reduction showed it is no finding: the unknown category it is counted as
+
+
+@dataclass
+class Context:
+    """What the engine gives a strategy: options, the compiler, the store (read-only helpers),
+    the coverage set, a reducer pool and a log."""
+
+    compiler: str
+    seed: int
+    params: dict[str, Any]
+    configs: list[Config]
+    configs_picked: bool  # the user chose --configs: strategies compare exactly those
+    backend: Backend | None
+    version: str
+    store: Any
+    coverage: Any
+    out: Path
+    reduce: bool
+    seconds: float
+    max_tests: int | None
+    reducer_pool: Callable[[], Any]
+    log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
+    reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing (shared budget)
+
+    def reduction_budget_left(self) -> bool:
+        """Reduction may use up to 40% of the campaign's time (+30 s): findings still get reduced
+        when they come late, but reduction cannot starve testing."""
+        return self.reduce and (self.max_tests is not None or self.reduce_s[0] < 0.4 * self.seconds + 30)
+
+
+class Strategy:
+    """Base class of strategies. Subclasses set the class attributes and override the methods."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str] = ""
+    handler: ClassVar[str] = "dlcfuzz.backends.worker:make_handler"  # the worker-side hook
+    options: ClassVar[tuple[Option, ...]] = ()
+    needs_backend: ClassVar[bool] = True
+    compilers: ClassVar[tuple[str, ...] | None] = None  # None: any compiler
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.params = ctx.params
+        self.counts: dict[str, int] = {}
+
+    # ---- set-up ----------------------------------------------------------
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        """Refuse bad options (UsageError, one line) before anything is written."""
+
+    def handler_init(self) -> dict[str, Any]:
+        return {"compiler": self.ctx.compiler}
+
+    def deadline_s(self) -> float:
+        return self.ctx.backend.deadline_s if self.ctx.backend is not None else 60.0
+
+    def start(self, pool: Any, resumed: bool) -> None:
+        """Called once the worker pool is up (probe capabilities, build a seed pool, restore state)."""
+
+    # ---- tests -----------------------------------------------------------
+    def make_test(self, seq: int, seed: int) -> Test:
+        raise NotImplementedError
+
+    def decode(self, blob: bytes) -> Any:
+        """The payload of a stored test (tests in flight at a kill are re-run from the store)."""
+        raise NotImplementedError
+
+    def judge(self, test: Test, result: Any) -> Judgement:
+        """Verdicts on a worker result (`exec.pool.TaskResult`): `result.status` is ok, error,
+        crash, timeout or oom."""
+        raise NotImplementedError
+
+    def learn(self, test: Test, judgement: Judgement, new_coverage: list[str]) -> None:
+        """Feedback after a test is judged: the coverage items it added (seed pools grow here)."""
+
+    # ---- findings --------------------------------------------------------
+    def early_key(self, test: Test, verdict: Verdict) -> str | None:
+        """The dedup key when it is known before reduction (a duplicate is then not reduced);
+        None when the key depends on the reduced form (numeric findings)."""
+        return verdict.key
+
+    def reduce(self, test: Test, verdict: Verdict) -> Reduction:
+        raise NotImplementedError
+
+    def unreduced(self, test: Test, verdict: Verdict) -> Reduction:
+        """The finding as it was found (when reduction itself failed)."""
+        raise NotImplementedError
+
+    def size(self, test: Test) -> int:
+        """The size of a test for the findings table (graph nodes, passes)."""
+        return 0
+
+    # ---- output ----------------------------------------------------------
+    def progress_fields(self) -> str:
+        """Extra fields of the progress line."""
+        return ""
+
+    @classmethod
+    def report_section(cls, store: Any) -> str:
+        """HTML the strategy adds to the report."""
+        return ""
+
+
+def judgement_of_failure(compiler: str, res: Any) -> Judgement:
+    """A worker result other than ok: a death (signal, OOM, hang) is the crash oracle's finding; a
+    handler error is dlcfuzz's own (the engine counts it as an internal error), never a finding."""
+    from dlcfuzz.oracle.verdict import crash_verdict
+
+    if res.status == "error":
+        return Judgement([Verdict("unknown", "dlcfuzz-internal-error", (res.error or "")[-2000:])])
+    return Judgement([crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")])

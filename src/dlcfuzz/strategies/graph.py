@@ -1,0 +1,196 @@
+"""Strategies over generated graphs, judged differentially against the NumPy reference; `random`.
+
+`GraphStrategy` is what random, hirgen and oatest share: capability probing and known gaps, the
+worker reply (observations, reference, re-sampled inputs), the differential oracle with its
+ill-conditioning check, graph reduction and the finding folder (repro.py, original/reduced graph,
+inputs, readable text). Each subclass only says how it makes a graph.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.ir import save, to_text
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.policy import NUMERIC, Reference, reference_of, unstable_outputs
+from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
+from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+
+OPS = Option("ops", 10, "operators per generated graph", int)
+ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (default: all)",
+                  lambda s: [x for x in s.split(",") if x])
+
+
+def check_graph_params(params: dict[str, Any]) -> None:
+    from dlcfuzz.errors import UsageError
+    from dlcfuzz.ops import all_ops
+
+    if params.get("ops", 1) < 1:
+        raise UsageError("--ops must be at least 1")
+    unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
+    if unknown:
+        raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
+
+
+class GraphStrategy(Strategy):
+    """A differential test of one generated graph: every configuration against the reference."""
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self.supported: Any = lambda op, dt: True
+        self._choices: Any = None
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        check_graph_params(params)
+
+    def start(self, pool: Any, resumed: bool) -> None:
+        """One-operator capability probe (cached per compiler version); documented compiler gaps
+        (the backend's allow-list with upstream reasons) are left out so new bugs stand out."""
+        from dlcfuzz.backends.probe import load_or_probe
+
+        backend = self.ctx.backend
+        caps = load_or_probe(pool, backend, self.ctx.configs, log=self.ctx.log)
+        self.supported = lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
+
+    def choices(self) -> Any:
+        from dlcfuzz.gen.random import allowed_choices
+        from dlcfuzz.ops import get_op
+
+        if self._choices is None:
+            only = [get_op(n) for n in self.params.get("only_ops", [])] or None
+            self._choices = allowed_choices(only, None, self.supported)
+        return self._choices
+
+    def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
+                  meta: dict[str, Any] | None = None) -> TestCase:
+        return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
+                        compiler=self.ctx.compiler, strategy=self.name, meta=meta or {})
+
+    def test(self, seq: int, tc: TestCase, coverage: list[str] | None = None) -> Test:
+        return Test(seq, tc.seed, tc.to_bytes(), tc, list(coverage or ()))
+
+    def decode(self, blob: bytes) -> TestCase:
+        return TestCase.from_bytes(blob)
+
+    def size(self, test: Test) -> int:
+        return len(test.payload.graph.nodes)
+
+    # ---- judging -------------------------------------------------------
+    def judge(self, test: Test, res: Any) -> Judgement:
+        tc: TestCase = test.payload
+        if res.status != "ok":
+            j = judgement_of_failure(tc.compiler, res)
+            ref = reference_of(tc)  # deterministic: the inputs the dead worker used
+            if ref.reason:
+                j.verdicts.append(Verdict("unknown", ref.reason))
+            return j
+        observations, _, r, new_inputs = reply_from_bytes(res.payload)
+        blob = None
+        if new_inputs is not None:
+            tc.inputs = new_inputs
+            blob = tc.to_bytes()
+        ref = Reference(**r)
+        verdicts = self.differential(tc, ref, observations)
+        return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), blob=blob,
+                         compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
+
+    def differential(self, tc: TestCase, ref: Reference, observations: list[Any]) -> list[Verdict]:
+        expected = self.ctx.backend.expected_error
+        verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable)
+        if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
+            ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
+            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable)
+        if ref.reason:
+            verdicts.append(Verdict("unknown", ref.reason))
+        elif ref.unstable:
+            verdicts.append(Verdict("unknown", "ill-conditioned-output"))
+        return verdicts
+
+    # ---- findings ------------------------------------------------------
+    def early_key(self, test: Test, v: Verdict) -> str | None:
+        return None if v.category in NUMERIC else v.key
+
+    def still_fails(self, tc: TestCase, v: Verdict) -> Any:
+        """Predicate over candidate (graph, inputs): compiled by the finding's configurations in the
+        reducer pool, does it still show finding `v`?"""
+        compiler, backend = tc.compiler, self.ctx.backend
+
+        def predicate(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
+            cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
+                            seed=tc.seed, compiler=compiler)
+            res = self.ctx.reducer_pool().run(cand.to_bytes())
+            if res.status == "ok":
+                obs, _, r, new_inputs = reply_from_bytes(res.payload)
+                got = judge(compiler, backend.expected_error, r["outputs"], obs)
+                if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
+                    cand.inputs = new_inputs or cand.inputs
+                    got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]))
+            elif res.status == "error":
+                return False
+            else:
+                got = [crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
+            if v.category in NUMERIC:  # cutting may make the reference usable (an inconsistency becomes a
+                # wrong result of one of the configurations) or unusable (the reverse): same finding
+                return any(x.kind == "bug" and x.category in NUMERIC for x in got)
+            return any(x.kind == "bug" and x.category == v.category and x.key == v.key for x in got)
+
+        return predicate
+
+    def reduce(self, test: Test, v: Verdict) -> Reduction:
+        from dlcfuzz.reduce.graph import reduce_graph
+
+        tc: TestCase = test.payload
+        g, inputs = tc.graph, tc.inputs
+        if self.ctx.reduction_budget_left():
+            g, inputs = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v),
+                                     max_checks=self.ctx.backend.reduction_checks)
+        return self.reduction(test, v, g, inputs)
+
+    def unreduced(self, test: Test, v: Verdict) -> Reduction:
+        return self.reduction(test, v, test.payload.graph, test.payload.inputs)
+
+    def numeric_key(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray]) -> str:
+        """An inconsistency is identified by its configurations and the operators left after reduction."""
+        return f"{v.key}|ops={','.join(sorted(g.ops_used()))}"
+
+    def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
+                  untyped_outputs: tuple[str, ...] = ()) -> Reduction:
+        tc: TestCase = test.payload
+        key = self.numeric_key(test, v, g, inputs) if v.category in NUMERIC else v.key
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+
+        def write(f: Finding) -> str:
+            expected = None
+            if v.category == "wrong-result":
+                expected = reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed), tries=1).outputs
+            script = self.ctx.backend.reproducer(g, inputs, expected, configs, v.category, f.title, v.detail,
+                                                 untyped_outputs=untyped_outputs)
+            (f.folder / "repro.py").write_text(script)
+            save(tc.graph, f.folder / "original.json")
+            save(g, f.folder / "reduced.json")
+            np.savez(f.folder / "reduced_inputs.npz", **inputs)
+            (f.folder / "reduced.txt").write_text(to_text(g) + "\n")
+            return script
+
+        return Reduction(key, len(tc.graph.nodes), len(g.nodes), write,
+                         f"reduced {len(tc.graph.nodes)} -> {len(g.nodes)} nodes")
+
+
+class RandomStrategy(GraphStrategy):
+    """Uniform operator/dtype choice, deep data flow when a value fits (the baseline)."""
+
+    name = "random"
+    summary = "uniform operator/dtype choice (the baseline)"
+    options = (OPS, ONLY_OPS)
+
+    def make_test(self, seq: int, seed: int) -> Test:
+        from dlcfuzz.gen.inputs import sample_inputs
+        from dlcfuzz.gen.random import generate
+
+        rng = np.random.default_rng(seed)
+        g = generate(rng, self.params["ops"], ops=[s for s, _ in self.choices()], supported=self.supported)
+        return self.test(seq, self.test_case(g, sample_inputs(g, rng), seed))

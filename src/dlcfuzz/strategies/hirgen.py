@@ -1,0 +1,158 @@
+"""HirGen (ISSTA 2023): coverage-guided graph generation, sub-functions, per-test cross-method
+configurations; its ablation `hirgen-random`; and the disruptive mode (graphs that break one
+type/shape rule on purpose and must be rejected)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.errors import UsageError
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+from dlcfuzz.oracle.verdict import Verdict, judge_rejection
+from dlcfuzz.strategies.base import Judgement, Option, Reduction, Test, judgement_of_failure
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+
+P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compilers that have them)
+MODES = ("strict", "disruptive")
+MODE = Option("mode", "strict", "strict: valid graphs; disruptive: each graph breaks one type/shape rule and must "
+              "be rejected")
+
+
+class HirgenStrategy(GraphStrategy):
+    """Up to GUIDED_CANDIDATES operator instances scored by the coverage they add at each step."""
+
+    name = "hirgen"
+    summary = "coverage-guided generation (HirGen)"
+    options = (OPS, ONLY_OPS, MODE)
+    candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
+
+    def __new__(cls, ctx: Any) -> Any:
+        if ctx.params.get("mode") == "disruptive" and not issubclass(cls, DisruptiveHirgen):
+            kind = DisruptiveHirgenRandom if cls is HirgenRandomStrategy else DisruptiveHirgen
+            return super().__new__(kind)
+        return super().__new__(cls)
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        super().validate(params, compiler)
+        if params.get("mode") not in MODES:
+            raise UsageError(f"unknown mode {params.get('mode')!r} (choose from {', '.join(MODES)})")
+
+    def make_test(self, seq: int, seed: int) -> Test:
+        from dlcfuzz.gen.coverage import graph_items
+        from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
+        from dlcfuzz.gen.inputs import sample_inputs
+
+        rng = np.random.default_rng(seed)
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(),
+                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates)
+        if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE:  # functions, calls, closures
+            from dlcfuzz.gen.functions import outline
+
+            g = outline(g, rng)
+        inputs = sample_inputs(g, rng)
+        return self.test(seq, self.test_case(g, inputs, seed, self.configs_for(rng, g)), list(graph_items(g)))
+
+    def configs_for(self, rng: np.random.Generator, g: Graph) -> list[Any]:
+        """HirGen's oracles per test: the campaign's pair, varied by the compiler (sampled pass
+        sequences, function rewrites, another compilation method) unless the user picked them."""
+        if self.ctx.configs_picked:
+            return list(self.ctx.configs)
+        return self.ctx.backend.per_test_configs(rng, g, list(self.ctx.configs))
+
+
+class HirgenRandomStrategy(HirgenStrategy):
+    """The same loop unguided (one candidate per step): HirGen's ablation."""
+
+    name = "hirgen-random"
+    summary = "hirgen without coverage guidance (ablation)"
+    candidates = 1
+
+
+class DisruptiveHirgen(HirgenStrategy):
+    """Every graph breaks exactly one type or shape rule of one operator (confirmed by our spec and
+    by ONNX's strict inference); every configuration must reject it. Output produced without an
+    error is `accepted-invalid`; crashes and hangs are findings as always."""
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self.counts["rejected"] = 0
+        if not ctx.configs_picked:  # the configurations with the most distinct front doors
+            every = ctx.backend.configs()
+            self.configs = [every[n] for n in ctx.backend.disruptive_configs() if n in every] or list(ctx.configs)
+        else:
+            self.configs = list(ctx.configs)
+
+    def handler_init(self) -> dict[str, Any]:
+        return {"compiler": self.ctx.compiler, "invalid": True}
+
+    def make_test(self, seq: int, seed: int) -> Test:
+        from dlcfuzz.backends.base import Config
+        from dlcfuzz.gen.disruptive import RULES, generate_disruptive
+
+        rng = np.random.default_rng(seed)
+        g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(),
+                                                rules=self.ctx.backend.disruptive_rules() or RULES)
+        configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
+        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json()})
+        return self.test(seq, tc, [broken.item])
+
+    def judge(self, test: Test, res: Any) -> Judgement:
+        tc: TestCase = test.payload
+        if res.status != "ok":
+            return judgement_of_failure(tc.compiler, res)  # no reference: the graph has no semantics
+        observations, _, _, _ = reply_from_bytes(res.payload)
+        verdicts = judge_rejection(tc.compiler, tc.meta["broken"], observations, self.per_op_rules)
+        self.counts["rejected"] += verdicts[0].category == "rejected"
+        return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
+                         compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
+
+    def per_op_rules(self, config: str) -> bool:
+        c = next((c for c in self.configs if c.name == config), None)
+        return c is None or self.ctx.backend.per_op_rules(c)
+
+    def early_key(self, test: Test, v: Verdict) -> str | None:
+        return v.key
+
+    def still_fails(self, tc: TestCase, v: Verdict) -> Any:
+        if v.category != "accepted-invalid":
+            return super().still_fails(tc, v)
+        broken = tc.meta["broken"]
+
+        def predicate(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
+            cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs], seed=tc.seed,
+                            compiler=tc.compiler, meta=tc.meta)
+            res = self.ctx.reducer_pool().run(cand.to_bytes())
+            return res.status == "ok" and any(
+                x.category == "accepted-invalid" and x.key == v.key
+                for x in judge_rejection(tc.compiler, broken, reply_from_bytes(res.payload)[0], self.per_op_rules))
+
+        return predicate
+
+    def reduce(self, test: Test, v: Verdict) -> Reduction:
+        """The broken node alone, with fresh inputs, when that still shows the finding."""
+        from dlcfuzz.reduce.graph import isolate_node
+
+        tc: TestCase = test.payload
+        broken = tc.meta["broken"]
+        g, inputs = tc.graph, tc.inputs
+        if self.ctx.reduce:
+            cand, cand_in = isolate_node(tc.graph, tc.inputs, broken["node"])
+            if cand.nodes != g.nodes and self.still_fails(tc, v)(cand, cand_in):
+                g, inputs = cand, cand_in
+        return self.reduction(test, v, g, inputs, untyped_outputs=(broken["output"],))
+
+    def unreduced(self, test: Test, v: Verdict) -> Reduction:
+        tc: TestCase = test.payload
+        return self.reduction(test, v, tc.graph, tc.inputs, untyped_outputs=(tc.meta["broken"]["output"],))
+
+    def progress_fields(self) -> str:
+        return f"rejected {self.counts['rejected']}"
+
+
+class DisruptiveHirgenRandom(DisruptiveHirgen):
+    name = "hirgen-random"
+    candidates = 1

@@ -1,0 +1,328 @@
+"""MT-DLComp (Xiao et al. 2022): chains of semantics-preserving mutations of a real model, each
+tenth mutant compiled next to its seed; label + score oracle; three-stage reduction."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz import reference
+from dlcfuzz.errors import UsageError
+from dlcfuzz.ir import save, to_text
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.policy import reference_of
+from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
+from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
+from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+
+STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
+CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
+# and compile time with them), then starts again from the seed
+HANDLER = "dlcfuzz.strategies.metamorphic:make_handler"
+
+
+@dataclass
+class Mutant:
+    """The typed payload a metamorphic test carries: which chain, how many steps, the seed's weights
+    it shares (left out of the stored test), the steps new in this test."""
+
+    model: str
+    model_seed: int
+    shared: list[str]
+    chain: int
+    steps: int
+    delta: float
+    new_steps: list[dict[str, Any]] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        if self.new_steps is None:
+            d.pop("new_steps")
+        return d
+
+    @staticmethod
+    def of(tc: TestCase) -> Mutant:
+        d = tc.meta["metamorphic"]
+        return Mutant(d["model"], int(d["model_seed"]), list(d["shared"]), int(d["chain"]), int(d["steps"]),
+                      float(d["delta"]), d.get("new_steps"))
+
+
+@dataclass
+class Chain:
+    seed: Graph
+    inputs: dict[str, np.ndarray]
+    seed_profile: dict[str, np.ndarray]
+    graph: Graph | None = None
+    steps: list[Any] = field(default_factory=list)
+    start: int = 0
+    profile: dict[str, np.ndarray] = field(default_factory=dict)
+    by_start: dict[int, list[Any]] = field(default_factory=dict)  # chain start -> its steps (reduction)
+
+
+class MetamorphicStrategy(Strategy):
+    name = "metamorphic"
+    summary = "semantics-preserving mutations of a zoo model (MT-DLComp)"
+    handler = HANDLER
+    options = (Option("model", "resnet18", "the zoo model to mutate (see `dlcfuzz zoo`)"),
+               Option("delta", 1e-4, "score tolerance between a mutant and its seed", float))
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self._chain: Chain | None = None
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        from dlcfuzz.zoo import ZOO
+
+        if params["model"] not in ZOO:
+            raise UsageError(f"unknown model {params['model']!r} (choose from {', '.join(ZOO)}; see `dlcfuzz zoo`)")
+
+    def chain(self) -> Chain:
+        from dlcfuzz.zoo import build
+        from dlcfuzz.zoo import sample_inputs as model_inputs
+
+        if self._chain is None:
+            seed = build(self.params["model"], self.ctx.seed)
+            inputs = model_inputs(seed, self.ctx.seed)
+            # PIOC profiles: the seed model's values on the inputs, for every chain (a profile taken
+            # mid-chain would also hold earlier steps' values, and a resumed chain would diverge)
+            self._chain = Chain(seed, inputs, reference.run(seed, inputs, keep_all=True))
+        return self._chain
+
+    def make_test(self, seq: int, seed: int) -> Test:
+        """The next mutant of the chain (STEPS_PER_TEST more steps). A resumed campaign rebuilds its
+        last chain from the steps its tests recorded and goes on with it, exactly as the
+        uninterrupted campaign would have."""
+        from dlcfuzz.mutate.metamorphic import iterate, replay
+
+        ch = self.chain()
+        if ch.graph is None:
+            last = self.ctx.store.last_blob_before(seq)
+            mt = Mutant.of(TestCase.from_bytes(last)) if last else None
+            steps = self.chain_steps(mt.chain) if mt else None
+            if steps is not None and 0 < len(steps) < CHAIN_STEPS:
+                ch.graph, ch.steps, ch.start = replay(ch.seed, steps, check=False), steps, mt.chain  # type: ignore[union-attr]
+                ch.profile = dict(ch.seed_profile)
+        if ch.graph is None or len(ch.steps) >= CHAIN_STEPS:
+            ch.graph, ch.steps, ch.start, ch.profile = ch.seed, [], seq, dict(ch.seed_profile)
+            ch.by_start[seq] = ch.steps
+        rng = np.random.default_rng(seed)
+        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, ch.inputs, profile=ch.profile)
+        ch.graph = g
+        ch.steps.extend(new)
+        tc = self.mutant_test(g, seed, ch.start, len(ch.steps), new)
+        return Test(seq, seed, tc.to_bytes(), tc)
+
+    def chain_steps(self, start: int) -> list[Any] | None:
+        """The steps of the chain that began at test `start`, from the steps each stored test of it
+        recorded (None when a test lacks them: a store of an older dlcfuzz)."""
+        from dlcfuzz.mutate.metamorphic import steps_from_json
+
+        ch = self.chain()
+        if start in ch.by_start:
+            return ch.by_start[start]
+        steps: list[Any] = []
+        for _seq, blob in self.ctx.store.blobs_from(start):
+            tc = TestCase.from_bytes(blob)
+            if "metamorphic" not in tc.meta or Mutant.of(tc).chain != start:
+                break
+            mt = Mutant.of(tc)
+            if mt.new_steps is None:
+                return None
+            steps.extend(steps_from_json(mt.new_steps))
+        ch.by_start[start] = steps
+        return steps
+
+    def mutant_test(self, g: Graph, seed: int, start: int, n_steps: int, new_steps: list[Any] | None = None) -> TestCase:
+        """A test case of mutant g; the seed's weights are left out of it (the worker rebuilds the
+        seed model from the zoo), so stored tests of full-size models stay small."""
+        from dlcfuzz.mutate.metamorphic import steps_to_json
+
+        base = self.chain().seed
+        shared = [k for k, a in g.constants.items() if base.constants.get(k) is a]
+        stored = g.light_copy()
+        stored.constants = {k: a for k, a in g.constants.items() if k not in set(shared)}
+        mt = Mutant(self.params["model"], self.ctx.seed, shared, start, n_steps, float(self.params["delta"]),
+                    steps_to_json(new_steps) if new_steps is not None else None)
+        return TestCase(stored, dict(self.chain().inputs), list(self.ctx.configs), seed=seed,
+                        compiler=self.ctx.compiler, strategy=self.name, meta={"metamorphic": mt.to_json()})
+
+    def decode(self, blob: bytes) -> TestCase:
+        return TestCase.from_bytes(blob)
+
+    def size(self, test: Test) -> int:
+        return len(test.payload.graph.nodes)
+
+    def judge(self, test: Test, res: Any) -> Judgement:
+        tc: TestCase = test.payload
+        if res.status != "ok":
+            return judgement_of_failure(tc.compiler, res)
+        observations, _, _, _ = reply_from_bytes(res.payload)
+        verdicts = judge_metamorphic(tc.compiler, observations, Mutant.of(tc).delta)
+        mutant = [ob for ob in observations if not ob.config.startswith("seed:")]
+        return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
+                         compiler_s=sum(ob.compile_s + ob.run_s for ob in mutant))
+
+    def early_key(self, test: Test, v: Verdict) -> str | None:
+        return None if v.category == "metamorphic" else v.key
+
+    # ---- reduction -----------------------------------------------------
+    def mutant_fails(self, tc: TestCase, v: Verdict) -> Callable[[Graph], bool]:
+        """Predicate over candidate mutants: compiled next to the seed model by the finding's
+        configurations, does the candidate still show finding `v`?"""
+        mt = Mutant.of(tc)
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+
+        def fails(g: Graph) -> bool:
+            cand = self.mutant_test(g, tc.seed, mt.chain, mt.steps)
+            cand.configs = configs
+            res = self.ctx.reducer_pool().run(cand.to_bytes())
+            if res.status != "ok":  # a crash of the worker: the same crash?
+                return res.status != "error" and v.key == crash_verdict(
+                    tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "").key
+            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], mt.delta)
+            return any(x.kind == "bug" and x.category == v.category and (v.category == "metamorphic" or x.key == v.key)
+                       for x in got)
+
+        return fails
+
+    def full_mutant(self, tc: TestCase) -> Graph:
+        full = tc.graph.light_copy()
+        seed = self.chain().seed
+        full.constants = {**{k: seed.constants[k] for k in Mutant.of(tc).shared}, **tc.graph.constants}
+        return full
+
+    def reduce_steps(self, tc: TestCase, v: Verdict) -> Graph:
+        """Stages 1 and 2: delta debugging over the mutation steps (each subset completed by its
+        dependencies), then each kept step's opaque condition replaced by the constant it provably
+        is (zeros) where the finding survives. Tests of an older dlcfuzz keep their full mutant."""
+        from dlcfuzz.mutate.metamorphic import closure, constant_conditions, replay
+        from dlcfuzz.reduce.ddmin import ddmin
+
+        mt = Mutant.of(tc)
+        steps = self.chain_steps(mt.chain)
+        if steps is None or len(steps) < mt.steps:
+            return self.full_mutant(tc)
+        seed = self.chain().seed
+        fails = self.mutant_fails(tc, v)
+        steps = steps[:mt.steps]
+        kept = ddmin(steps, lambda subset: fails(replay(seed, subset, check=False)),
+                     close=lambda xs: closure(steps, [s.id for s in xs]),
+                     max_checks=max(20, self.ctx.backend.reduction_checks // 2))
+        return constant_conditions(replay(seed, kept), fails)
+
+    def reduce_nodes(self, tc: TestCase, v: Verdict, mutant: Graph) -> tuple[Graph, dict[str, np.ndarray]] | None:
+        """Stage 3: node-level reduction of the mutant alone. Every mutation leaves the reference
+        output unchanged, so a mutant the compiler computes differently from its seed is one it
+        computes differently from the reference interpreter: the differential oracle then drives
+        `reduce_graph`. None when the mutant alone does not show a reducible failure."""
+        from dlcfuzz.reduce.graph import reduce_graph
+        from dlcfuzz.strategies.graph import RandomStrategy
+
+        if v.category == "metamorphic":
+            as_plain = Verdict("bug", "wrong-result", v.detail, list(v.configs))
+        elif v.category == "mutant-rejected":
+            as_plain = Verdict("bug", "unexpected-error", v.detail, list(v.configs), key="error|" + v.key.split("|", 1)[1])
+        else:
+            as_plain = v
+        plain = TestCase(mutant, dict(tc.inputs), tc.configs, seed=tc.seed, compiler=tc.compiler)
+        still = RandomStrategy(self.ctx).still_fails(plain, as_plain)  # the differential oracle's predicate
+        inputs = {x.name: tc.inputs[x.name] for x in mutant.inputs}
+        if not still(mutant, inputs):
+            return None
+        return reduce_graph(mutant, inputs, still, max_checks=self.ctx.backend.reduction_checks)
+
+    def reduce(self, test: Test, v: Verdict) -> Reduction:
+        tc: TestCase = test.payload
+        if not self.ctx.reduce:
+            return self.unreduced(test, v)
+        mutant = self.reduce_steps(tc, v)
+        node_level = self.reduce_nodes(tc, v, mutant) if self.ctx.reduction_budget_left() else None
+        return self.reduction(test, v, mutant, node_level)
+
+    def unreduced(self, test: Test, v: Verdict) -> Reduction:
+        return self.reduction(test, v, self.full_mutant(test.payload), None)
+
+    def reduction(self, test: Test, v: Verdict, mutant: Graph,
+                  node_level: tuple[Graph, dict[str, np.ndarray]] | None) -> Reduction:
+        from dlcfuzz.mutate.metamorphic import owner
+
+        tc: TestCase = test.payload
+        mt = Mutant.of(tc)
+        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+        steps = sorted({owner(n.name) for n in mutant.nodes if n.name and owner(n.name) is not None})
+        final = node_level[0] if node_level else mutant
+        key = v.key if v.category != "metamorphic" else f"{v.key}|ops={','.join(sorted(final.ops_used()))}"
+        backend = self.ctx.backend
+
+        def write(f: Finding) -> str | None:
+            detail = (f"{v.detail}\nmodel {mt.model} (seed {mt.model_seed}); the mutant keeps {len(steps)} mutation "
+                      f"step(s): {steps}")
+            if node_level is not None:
+                detail += f"\nnode-level reduction: {len(mutant.nodes)} -> {len(final.nodes)} nodes (reduced.txt)"
+            save(mutant, f.folder / "mutant.json")
+            (f.folder / "detail.txt").write_text(f"{f.title}\nsignature {f.signature}\nkey {f.key}\ntest {f.test_id}\n\n"
+                                                 f"{detail}\nreplay: dlcfuzz replay RUN --test {f.test_id}\n")
+            np.savez(f.folder / "inputs.npz", **tc.inputs)
+            script = None
+            files = backend.pair_reproducer(self.chain().seed, mutant, tc.inputs, configs, mt.delta, f.title, detail)
+            for name, content in (files or {}).items():
+                path = f.folder / name
+                path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+                script = content if name.endswith(".py") and isinstance(content, str) else script
+            if node_level is not None:
+                g, inputs = node_level
+                rejected = v.category == "mutant-rejected"
+                expected = None if rejected else reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed),
+                                                              tries=1).outputs
+                script = backend.reproducer(g, inputs, expected, configs,
+                                            "unexpected-error" if rejected else "wrong-result", f.title, detail)
+                save(g, f.folder / "reduced.json")
+                np.savez(f.folder / "reduced_inputs.npz", **inputs)
+                (f.folder / "reduced.txt").write_text(to_text(g) + "\n")
+            if script is not None:
+                (f.folder / "repro.py").write_text(script)
+            return script
+
+        return Reduction(key, len(tc.graph.nodes), len(final.nodes), write,
+                         f"{len(steps)} mutation steps kept, {len(final.nodes)} nodes")
+
+
+def make_handler(init: dict) -> Callable[[bytes], bytes]:
+    """Worker side: compile and run the mutant, and its seed model with the same configurations
+    (the seed's observation is computed once per worker: its inputs never change). Plain graphs
+    (the node-level reduction of a mutant) get the ordinary differential handler."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.worker import make_handler as differential
+    from dlcfuzz.backends.worker import run_configs
+    from dlcfuzz.exec.pool import progress
+    from dlcfuzz.zoo import build
+
+    backend = get_backend(init["compiler"])
+    version = backend.version()
+    seeds: dict[tuple[str, int], Graph] = {}
+    seed_runs: dict[tuple[str, int, str], Observation] = {}
+    plain = differential(init)
+
+    def handle(payload: bytes) -> bytes:
+        tc = TestCase.from_bytes(payload)
+        if "metamorphic" not in tc.meta:
+            return plain(payload)
+        mt = Mutant.of(tc)
+        key = (mt.model, mt.model_seed)
+        if key not in seeds:
+            seeds[key] = build(*key)
+        seed = seeds[key]
+        tc.graph.constants = {**{k: seed.constants[k] for k in mt.shared}, **tc.graph.constants}
+        obs = run_configs(backend, tc, progress)
+        for c in tc.configs:
+            if (*key, c.name) not in seed_runs:
+                (seed_runs[(*key, c.name)],) = run_configs(backend, TestCase(seed, tc.inputs, [c]), progress)
+            o = seed_runs[(*key, c.name)]
+            obs.append(Observation(f"seed:{c.name}", o.status, o.outputs, o.error, o.traceback, o.compile_s, o.run_s))
+        return observations_to_bytes(obs, version)
+
+    return handle

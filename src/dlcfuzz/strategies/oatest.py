@@ -1,0 +1,203 @@
+"""OATest (ICSE 2026): optimization patterns from the compiler's own tests spliced into seed graphs;
+trigger rates per optimization; findings deduplicated by their minimal optimization set. Judged by
+the ordinary differential oracle (reference + unoptimized vs optimized configuration)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.errors import UsageError
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.policy import NUMERIC, reference_of
+from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+from dlcfuzz.oracle.verdict import Verdict, judge
+from dlcfuzz.strategies.base import Judgement, Option, Test
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+
+HANDLER = "dlcfuzz.strategies.oatest:make_handler"
+
+
+def campaign_patterns(path: str | None, compiler: str) -> list[Any]:
+    """A user's pattern file, or what ships: the built-in library and the patterns mined from the
+    compiler's own tests."""
+    from dlcfuzz.synth import pattern
+
+    if path:
+        return pattern.load_patterns(path)
+    if hasattr(pattern, "default_patterns"):
+        return pattern.default_patterns(compiler)
+    from dlcfuzz.synth.library import library
+
+    return library()
+
+
+class OatestStrategy(GraphStrategy):
+    name = "oatest"
+    summary = "optimization patterns spliced into seed graphs (OATest)"
+    handler = HANDLER
+    options = (OPS, ONLY_OPS, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
+                                                       "built-in library and the shipped mined patterns)"))
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        self.synthesizer: Any = None
+
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        super().validate(params, compiler)
+        if params.get("patterns"):
+            from dlcfuzz.synth.pattern import load_patterns
+
+            if not load_patterns(params["patterns"]):
+                raise UsageError(f"{params['patterns']} holds no patterns")
+
+    def start(self, pool: Any, resumed: bool) -> None:
+        from dlcfuzz.synth.synthesize import Synthesizer
+
+        super().start(pool, resumed)
+        p = self.params
+        try:
+            self.synthesizer = Synthesizer(campaign_patterns(p.get("patterns"), self.ctx.compiler), self.ctx.compiler,
+                                           self.supported, seed_ops=max(2, min(p["ops"], 10)),
+                                           only_ops=p.get("only_ops") or None)
+        except ValueError as e:  # every pattern uses an operator/dtype this compiler lacks
+            raise UsageError(f"--strategy oatest: {e}") from None
+        if resumed:
+            # The seed pool grows at generation time (never with worker results, whose order depends on
+            # timing): replaying the earlier tests' generation (milliseconds each) gives the
+            # uninterrupted run's pool, and so every later test.
+            from dlcfuzz.oracle.policy import test_seed
+
+            for earlier in range(self.ctx.store.next_seq()):
+                s = test_seed(self.ctx.seed, earlier)
+                try:
+                    self.synthesize(s, np.random.default_rng(s))
+                except Exception:  # noqa: S112 - that test was an internal error of its own, already stored
+                    continue
+
+    def make_test(self, seq: int, seed: int) -> Test:
+        return self.test(seq, self.synthesize(seed, np.random.default_rng(seed)))
+
+    def synthesize(self, seed: int, rng: np.random.Generator) -> TestCase:
+        from dlcfuzz.gen.inputs import sample_inputs
+
+        syn = self.synthesizer
+        s = syn.next(rng)
+        by_name = {p.name: p for p in syn.patterns}
+        targets = sorted({t for name in s.patterns if name in by_name for t in by_name[name].targets_for(self.ctx.compiler)})
+        configs = list(self.ctx.configs)
+        if not self.ctx.configs_picked:
+            configs = self.ctx.backend.oatest_configs(rng, targets, configs)
+        inputs = sample_inputs(s.graph, rng)
+        meta = {"oatest": {"pattern": s.pattern, "patterns": s.patterns, "targets": targets, "order": s.order,
+                           "reused": s.reused, "bridged": s.bridged, "fresh": s.fresh, "connected": s.connected}}
+        tc = self.test_case(s.graph, inputs, seed, configs, meta)
+        if reference_of(TestCase(s.graph, dict(inputs), configs, seed=seed), tries=1, stability=False).outputs is not None:
+            syn.accept(s)
+        return tc
+
+    def judge(self, test: Test, res: Any) -> Judgement:
+        j = super().judge(test, res)
+        if res.status == "ok":
+            self.record_triggers(test, res.payload)
+        return j
+
+    def record_triggers(self, test: Test, reply: bytes) -> None:
+        """Which targeted optimizations fired in the optimized configuration (trigger rates)."""
+        from dlcfuzz.ir.blob import unpack
+
+        fired = (unpack(reply)[0].get("oatest") or {}).get("fired")
+        if fired:
+            pattern = test.payload.meta.get("oatest", {}).get("pattern", "")
+            self.ctx.store.add_triggers(test.test_id, pattern, fired)
+
+    @classmethod
+    def report_section(cls, store: Any) -> str:
+        rates = store.trigger_rates()
+        if not rates:
+            return ""
+        fired = sum(f for f, _ in rates.values())
+        total = sum(n for _, n in rates.values())
+        rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{f}</td><td>{n}</td><td>{100.0 * f / n:.0f}%</td></tr>"
+                       for k, (f, n) in rates.items())
+        return ("<h2>Trigger rate per optimization (oatest)</h2><table><tr><th>optimization</th><th>fired</th>"
+                f"<th>targeted</th><th>rate</th></tr>{rows}<tr><th>all</th><th>{fired}</th><th>{total}</th>"
+                f"<th>{100.0 * fired / max(total, 1):.0f}%</th></tr></table>")
+
+    # ---- dedup by minimal optimization set ------------------------------
+    def early_key(self, test: Test, v: Verdict) -> str | None:
+        # an optimized build's rejection is identified, like an inconsistency, by its minimal set
+        return None if v.category in NUMERIC or v.category == "inconsistent-rejection" else v.key
+
+    def numeric_key(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray]) -> str:
+        key = super().numeric_key(test, v, g, inputs)
+        if not self.ctx.reduction_budget_left():
+            return key
+        return self.minimal_set_key(test.payload, g, inputs, v, key)
+
+    def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
+                  untyped_outputs: tuple[str, ...] = ()) -> Any:
+        red = super().reduction(test, v, g, inputs, untyped_outputs)
+        if v.category == "inconsistent-rejection":
+            red.key = self.minimal_set_key(test.payload, g, inputs, v, v.key) if self.ctx.reduction_budget_left() else v.key
+        return red
+
+    def minimal_set_key(self, tc: TestCase, g: Graph, inputs: dict[str, np.ndarray], v: Verdict, key: str) -> str:
+        """Category, compiler and configurations with the minimal optimization set that still shows the
+        finding (`|opts=A,B`), whatever the operators or the message; `key|opts=none` when no listed
+        optimization is needed; `key` when the reduction cannot run."""
+        configs = [c for c in tc.configs if c.name in v.configs]
+        if len(configs) != 2:
+            return key
+        reference, optimized = configs  # in the test's order: the unoptimized build first
+        shows = self.shows(tc, v, optimized.name)
+        _, opts = self.ctx.backend.minimize_config(optimized, lambda cand: shows(g, inputs, [reference, cand]))
+        if not opts:
+            return f"{key}|opts=none"
+        return f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
+
+    def shows(self, tc: TestCase, v: Verdict, optimized: str) -> Callable[[Graph, dict[str, np.ndarray], list[Any]], bool]:
+        backend = self.ctx.backend
+
+        def shows(cand: Graph, cand_inputs: dict[str, np.ndarray], pair: list[Any]) -> bool:
+            t = TestCase(cand, dict(cand_inputs), pair, seed=tc.seed, compiler=tc.compiler)
+            res = self.ctx.reducer_pool().run(t.to_bytes())
+            if res.status != "ok":
+                return False
+            obs, _, r, _ = reply_from_bytes(res.payload)
+            got = judge(tc.compiler, backend.expected_error, r["outputs"] if r else None, obs, r["unstable"] if r else ())
+            same = NUMERIC if v.category in NUMERIC else (v.category,)
+            return any(x.kind == "bug" and x.category in same and pair[1].name in x.configs for x in got)
+
+        return shows
+
+
+def make_handler(init: dict) -> Callable[[bytes], bytes]:
+    """Worker side: the ordinary differential handler, plus which of the optimizations a synthesized
+    test's patterns target fired in its optimized configuration."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.worker import make_handler as ordinary
+    from dlcfuzz.ir.blob import pack, unpack
+
+    handle_test = ordinary(init)
+    backend = get_backend(init["compiler"])
+
+    def handle(payload: bytes) -> bytes:
+        reply = handle_test(payload)
+        tc = TestCase.from_bytes(payload)
+        oa = tc.meta.get("oatest")
+        if not oa or not oa.get("targets"):
+            return reply
+        try:
+            fired, error = backend.fired(tc.graph, tc.configs[-1], list(oa["targets"])), None
+        except Exception as e:  # the build itself failing is judged by the ordinary oracles
+            fired, error = None, f"{type(e).__name__}: {str(e)[:300]}"
+        meta, arrays = unpack(reply)
+        meta["oatest"] = {"fired": fired, "error": error}
+        return pack(meta, arrays)
+
+    return handle
