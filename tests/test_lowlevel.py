@@ -197,7 +197,7 @@ def test_cli_tzer_campaign_resume_list_report_and_bad_input(tmp_path):
     out = tmp_path / "tz"
     assert main(["fuzz", "--compiler", "tvm", "--strategy", "tzer", "--time", "60s", "--max-tests", "4", "--jobs", "1",
                  "--coverage", "ir", "--out", str(out), "--quiet"]) == 0
-    assert main(["fuzz", "--resume", str(out), "--time", "60s", "--max-tests", "3", "--jobs", "1", "--quiet"]) == 0
+    assert main(["fuzz", "--resume", str(out), "--time", "60s", "--max-tests", "7", "--jobs", "1", "--quiet"]) == 0
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0] == 7
     assert db.execute("SELECT COUNT(DISTINCT run_id) FROM coverage_curve").fetchone()[0] == 2

@@ -247,7 +247,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", default="runs/default")
     s.add_argument("--resume", metavar="RUN", help="continue the campaign stored in RUN")
     s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")
-    s.add_argument("--max-tests", type=int, dest="max_tests")
+    s.add_argument("--max-tests", type=int, dest="max_tests", help="stop at this many tests in all (a resumed campaign counts its earlier ones)")
     s.add_argument("--no-reduce", action="store_true")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_fuzz)

@@ -73,8 +73,10 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     """Pool factory: init = {"compiler": NAME, "invalid": bool}. Imports the compiler here, once per
     worker. Valid graphs get the reference policy here (in parallel with the other workers);
     invalid ones (disruptive mode) have no semantics, so no reference."""
+    from dlcfuzz.backends import load_plugins
     from dlcfuzz.exec.pool import progress
 
+    load_plugins(init.get("plugins", []))
     backend = get_backend(init["compiler"])
     version = backend.version()
     invalid = bool(init.get("invalid"))

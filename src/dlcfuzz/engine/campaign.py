@@ -34,7 +34,7 @@ class CampaignOptions:
     jobs: int = 2
     seed: int = 0
     out: Path = Path("runs/default")
-    max_tests: int | None = None  # tests made by this run (not counting re-runs of a killed run's tests)
+    max_tests: int | None = None  # the campaign stops making tests at this many in all (resumed runs included)
     memory_mb: int = 4096
     timeout_s: float | None = None
     configs: list[str] = field(default_factory=list)
@@ -195,11 +195,11 @@ class Campaign:
             for test_id, seq, seed, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
                 test = Test(seq, seed, blob, self.strategy.decode(blob), test_id=test_id)
                 inflight[pool.submit(blob)] = (test, False)
-            seq = first = self.store.next_seq()
+            seq = self.store.next_seq()
             last_progress = last_stats = start
             while True:
-                budget = time.monotonic() < stop_at and (o.max_tests is None or seq - first < o.max_tests)
-                while budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq - first < o.max_tests):
+                budget = time.monotonic() < stop_at and (o.max_tests is None or seq < o.max_tests)
+                while budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq < o.max_tests):
                     test = self.make(seq)
                     seq += 1
                     if test is not None:

@@ -24,8 +24,11 @@ _EXTRA: dict[str, type[Strategy]] = {}
 
 
 def register_strategy(name: str, cls: type[Strategy]) -> None:
-    """Plug-ins (and tests) add a strategy here."""
+    """Plug-ins (and tests) add a strategy here, with one line in their own module."""
+    from dlcfuzz.backends import note_plugin
+
     _EXTRA[name] = cls
+    note_plugin(cls.__module__)
 
 
 def strategy_names() -> list[str]:

@@ -129,7 +129,9 @@ class Strategy:
         """Refuse bad options (UsageError, one line) before anything is written."""
 
     def handler_init(self) -> dict[str, Any]:
-        return {"compiler": self.ctx.compiler}
+        from dlcfuzz.backends import plugin_modules
+
+        return {"compiler": self.ctx.compiler, "plugins": plugin_modules()}
 
     def deadline_s(self) -> float:
         return self.ctx.backend.deadline_s if self.ctx.backend is not None else 60.0

@@ -87,7 +87,7 @@ class DisruptiveHirgen(HirgenStrategy):
             self.configs = list(ctx.configs)
 
     def handler_init(self) -> dict[str, Any]:
-        return {"compiler": self.ctx.compiler, "invalid": True}
+        return {**super().handler_init(), "invalid": True}
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.backends.base import Config

@@ -301,11 +301,11 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     from dlcfuzz.exec.pool import progress
     from dlcfuzz.zoo import build
 
+    plain = differential(init)  # imports the plug-ins too
     backend = get_backend(init["compiler"])
     version = backend.version()
     seeds: dict[tuple[str, int], Graph] = {}
     seed_runs: dict[tuple[str, int, str], Observation] = {}
-    plain = differential(init)
 
     def handle(payload: bytes) -> bytes:
         tc = TestCase.from_bytes(payload)

@@ -183,7 +183,7 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     from dlcfuzz.backends.worker import make_handler as ordinary
     from dlcfuzz.ir.blob import pack, unpack
 
-    handle_test = ordinary(init)
+    handle_test = ordinary(init)  # imports the plug-ins too
     backend = get_backend(init["compiler"])
 
     def handle(payload: bytes) -> bytes:

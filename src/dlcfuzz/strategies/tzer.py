@@ -94,7 +94,7 @@ class TzerStrategy(Strategy):
             raise UsageError(str(e)) from None
 
     def handler_init(self) -> dict[str, Any]:
-        return {"coverage": self.params["coverage"]}
+        return {**super().handler_init(), "coverage": self.params["coverage"]}
 
     def deadline_s(self) -> float:
         return 60.0

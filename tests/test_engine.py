@@ -1,0 +1,129 @@
+"""The engine is strategy-blind: plug-in strategies and compilers run from one file each; dlcfuzz's
+own exceptions are internal errors of one test, never of the campaign; options that do not apply
+are refused; every strategy survives kill -9 and resumes without losing or duplicating a test."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+
+import plugin_example  # noqa: E402,F401  (registers the plug-ins: one line each in that file)
+
+from dlcfuzz.cli import main  # noqa: E402
+from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
+from dlcfuzz.engine.store import Store  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(tmp_path: Path, name: str, **kw) -> Store:
+    out = tmp_path / name
+    Campaign(campaign_options(seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, quiet=True, **kw)).run()
+    return Store(out / "store.sqlite", create=False)
+
+
+def test_plugin_strategy_and_compiler_run_from_one_file(tmp_path):
+    """The planted compiler's wrong Abs is found and reduced by the plug-in strategy; the same
+    strategy stays quiet on the correct compiler over the same tests."""
+    bad = run(tmp_path, "bad", compiler="abs-plus-one", strategy="one-op", op="abs", max_tests=12)
+    found = bad.findings(distinct_only=False)
+    assert found and all(f["category"] in ("inconsistency", "wrong-result") for f in found)
+    assert bad.totals()["verdicts"].get("bug", 0) >= 10  # the fault shows on (nearly) every test
+    assert all(f["reduced_nodes"] == 1 for f in bad.findings())
+    good = run(tmp_path, "good", compiler="onnxruntime", strategy="one-op", op="abs", max_tests=12)
+    assert good.findings(distinct_only=False) == []
+    assert good.totals()["verdicts"].get("pass", 0) >= 10  # judged, not unknown
+
+
+def test_internal_errors_are_stored_counted_replayed_and_the_campaign_goes_on(tmp_path, capsys):
+    out = tmp_path / "flaky"
+    rc = main(["fuzz", "--compiler", "onnxruntime", "--strategy", "flaky-random", "--ops", "4", "--max-tests", "30",
+               "--time", "600s", "--jobs", "2", "--out", str(out), "--quiet"])
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert rc == 3 and lines[-1] == "internal errors: 3"
+    store = Store(out / "store.sqlite", create=False)
+    rows = store.db.execute("SELECT seq, status, verdict FROM tests ORDER BY seq").fetchall()
+    assert [r[0] for r in rows] == list(range(30)) and all(r[1] == "done" for r in rows)  # no test lost
+    assert [r[0] for r in rows if r[2] == "internal-error"] == [3, 13, 23]
+    errors = store.internal_errors()
+    assert [(e["seq"], e["phase"]) for e in errors] == [(3, "make"), (13, "make"), (23, "make")]
+    assert all("planted internal error" in e["traceback"] and e["seed"] for e in errors)
+    assert "Internal errors (3)" in (out / "report.html").read_text()
+    test_id = errors[0]["test_id"]
+    assert main(["replay", str(out), "--test", str(test_id)]) == 1  # raised again
+    assert "planted internal error at test 3" in capsys.readouterr().err
+    assert main(["replay", str(out), "--test", str(test_id + 1)]) in (0, 1)  # an ordinary test replays
+
+
+@pytest.mark.parametrize("argv", [
+    ["--compiler", "tvm", "--strategy", "tzer", "--mode", "disruptive"],
+    ["--strategy", "random", "--model", "resnet18"],
+    ["--strategy", "metamorphic", "--ops", "5"],
+    ["--strategy", "hirgen", "--mode", "sideways"],
+    ["--strategy", "nonesuch"],
+    ["--strategy", "tzer", "--compiler", "onnxruntime"],
+])
+def test_options_that_do_not_apply_are_refused(tmp_path, capsys, argv):
+    assert main(["fuzz", *argv, "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("dlcfuzz: error:")
+    assert not (tmp_path / "x" / "store.sqlite").exists()
+
+
+KILLED = {  # strategy -> its campaign's arguments (small, fast ones)
+    "random": ["--compiler", "planted:raise@add", "--ops", "6"],
+    "hirgen": ["--compiler", "onnxruntime", "--ops", "6"],
+    "hirgen-disruptive": ["--compiler", "onnxruntime", "--strategy", "hirgen", "--mode", "disruptive"],
+    "metamorphic": ["--compiler", "onnxruntime", "--model", "tiny_vgg"],
+    "oatest": ["--compiler", "onnxruntime", "--ops", "4"],
+    "tzer": ["--compiler", "tvm", "--coverage", "ir", "--graphs", "1", "--zoo", "0"],
+}
+
+
+def done(db_path: Path) -> int:
+    try:
+        return sqlite3.connect(db_path).execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
+    except sqlite3.OperationalError:
+        return 0
+
+
+@pytest.mark.parametrize("name", list(KILLED))
+def test_kill_9_and_resume_lose_and_duplicate_nothing(tmp_path, name):
+    if name == "tzer":
+        pytest.importorskip("tvm")
+    strategy = name.split("-")[0] if name != "hirgen-disruptive" else "hirgen"
+    args = KILLED[name] if "--strategy" in KILLED[name] else ["--strategy", strategy, *KILLED[name]]
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", *args, "--time", "600s", "--jobs", "2", "--seed", "7",
+           "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    want = 3 if name in ("metamorphic", "tzer") else 20
+    deadline = time.time() + 180
+    while time.time() < deadline and done(out / "store.sqlite") < want and proc.poll() is None:
+        time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGKILL)  # the campaign and its workers, mid-flight
+    proc.wait()
+    db = sqlite3.connect(out / "store.sqlite")
+    before = {r[0]: (r[1], r[2]) for r in db.execute("SELECT seq, seed, blob FROM tests")}
+    assert len(before) >= want, proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+    total = max(before) + (4 if name in ("metamorphic", "tzer") else 10)
+    p = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--resume", str(out), "--time", "600s",
+                        "--max-tests", str(total), "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    db = sqlite3.connect(out / "store.sqlite")
+    after = {r[0]: (r[1], r[2]) for r in db.execute("SELECT seq, seed, blob FROM tests")}
+    assert sorted(after) == list(range(total))  # nothing lost, nothing duplicated
+    assert all(after[s][0] == seed for s, (seed, _) in before.items())  # same tests, same seeds
+    assert db.execute("SELECT COUNT(*) FROM tests WHERE status != 'done'").fetchone()[0] == 0
+    dup = db.execute("SELECT test_id, key, COUNT(*) c FROM findings GROUP BY test_id, key HAVING c > 1").fetchall()
+    assert not dup
+    assert db.execute("SELECT COUNT(*) FROM internal_errors").fetchone()[0] == 0
