@@ -12,13 +12,34 @@ from dlcfuzz.errors import UsageError
 BACKENDS: dict[str, tuple[str, str, str]] = {
     "onnxruntime": ("dlcfuzz.backends.ort", "OnnxRuntimeBackend", "onnxruntime"),
     "tvm": ("dlcfuzz.backends.tvm", "TvmBackend", "apache-tvm"),
+    "openvino": ("dlcfuzz.backends.openvino", "OpenVinoBackend", "openvino"),
 }
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
 
 
+_PLUGIN_MODULES: list[str] = []  # modules that registered a backend or strategy: workers import them too
+
+
 def register_backend(name: str, factory: Callable[[], Backend]) -> None:
-    """Extra backends (planted-fault test backends, wrappers) register here."""
+    """Extra backends (planted-fault test backends, wrappers, plug-ins) register here, with one line
+    in their own module; the campaign's workers import that module before they build the backend."""
     _FACTORIES[name] = factory
+    note_plugin(factory.__module__)
+
+
+def note_plugin(module: str) -> None:
+    if module not in _PLUGIN_MODULES and module != "__main__":
+        _PLUGIN_MODULES.append(module)
+
+
+def plugin_modules() -> list[str]:
+    return list(_PLUGIN_MODULES)
+
+
+def load_plugins(modules: list[str]) -> None:
+    """In a worker: import the plug-in modules the campaign registered (their registration lines run)."""
+    for m in modules:
+        importlib.import_module(m)
 
 
 def backend_names() -> list[str]:
