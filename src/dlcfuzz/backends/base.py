@@ -5,28 +5,14 @@ A backend never decides what a bug is: it returns outputs or raises.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-
-
-@dataclass(frozen=True)
-class Config:
-    """One compile configuration: a name for reports and the backend's own options (JSON-able)."""
-
-    name: str
-    options: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "options": self.options}
-
-    @staticmethod
-    def from_json(d: dict) -> Config:
-        return Config(d["name"], dict(d.get("options", {})))
+from dlcfuzz.oracle.testcase import Config  # the test case record carries its configurations
 
 
 class Compiled(Protocol):

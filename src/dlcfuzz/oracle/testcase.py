@@ -7,7 +7,6 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.backends.base import Config
 from dlcfuzz.errors import IRError
 from dlcfuzz.ir import Graph, dumps, loads
 from dlcfuzz.ir.blob import pack, unpack
@@ -22,6 +21,21 @@ def _unpack(data: bytes) -> tuple[dict, dict[str, np.ndarray]]:
         return unpack(data)
     except IRError as e:
         raise IRError(f"corrupt test-case blob: {e}") from None
+
+
+@dataclass(frozen=True)
+class Config:
+    """One compile configuration: a name for reports and the backend's own options (JSON-able)."""
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "options": self.options}
+
+    @staticmethod
+    def from_json(d: dict) -> Config:
+        return Config(d["name"], dict(d.get("options", {})))
 
 
 @dataclass
