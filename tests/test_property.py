@@ -26,7 +26,7 @@ SETTINGS = settings(max_examples=500, deadline=None, derandomize=True,
 def supported(compiler: str):
     """Capability probe (in process): which (op, dtype) pairs the compiler implements."""
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.backends.probe import probe
+    from dlcfuzz.strategies.probe import probe
 
     backend = get_backend(compiler)
     caps = probe(backend, [backend.default_pair()[0]])

@@ -173,7 +173,7 @@ def _replay_graph(a: argparse.Namespace, path: Path) -> list:
     backend = get_backend(compiler)
     tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
     ref = reference_of(tc)
-    with WorkerPool("dlcfuzz.backends.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
+    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=a.timeout) as pool:
         res = pool.run(tc.to_bytes())
     if res.status != "ok":
         return [crash_verdict(compiler, res.status, res.error or "", res.progress, res.stderr_tail or "")]

@@ -113,7 +113,7 @@ class Strategy:
 
     name: ClassVar[str]
     summary: ClassVar[str] = ""
-    handler: ClassVar[str] = "dlcfuzz.backends.worker:make_handler"  # the worker-side hook
+    handler: ClassVar[str] = "dlcfuzz.exec.worker:make_handler"  # the worker-side hook
     options: ClassVar[tuple[Option, ...]] = ()
     needs_backend: ClassVar[bool] = True
     compilers: ClassVar[tuple[str, ...] | None] = None  # None: any compiler

@@ -50,7 +50,7 @@ class GraphStrategy(Strategy):
     def start(self, pool: Any, resumed: bool) -> None:
         """One-operator capability probe (cached per compiler version); documented compiler gaps
         (the backend's allow-list with upstream reasons) are left out so new bugs stand out."""
-        from dlcfuzz.backends.probe import load_or_probe
+        from dlcfuzz.strategies.probe import load_or_probe
 
         backend = self.ctx.backend
         caps = load_or_probe(pool, backend, self.ctx.configs, log=self.ctx.log)

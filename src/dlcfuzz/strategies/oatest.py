@@ -180,7 +180,7 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     """Worker side: the ordinary differential handler, plus which of the optimizations a synthesized
     test's patterns target fired in its optimized configuration."""
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.backends.worker import make_handler as ordinary
+    from dlcfuzz.exec.worker import make_handler as ordinary
     from dlcfuzz.ir.blob import pack, unpack
 
     handle_test = ordinary(init)  # imports the plug-ins too
