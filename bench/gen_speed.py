@@ -16,9 +16,9 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=300)
     ap.add_argument("--ops", type=int, default=10)
     a = ap.parse_args()
-    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.gen.random import generate
     from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.policy import test_seed
 
     graphs = []
     t0 = time.perf_counter()

@@ -18,10 +18,10 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.gen.coverage import Coverage, graph_items
     from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
     from dlcfuzz.gen.random import allowed_choices
+    from dlcfuzz.oracle.policy import test_seed
 
     choices = allowed_choices(None, None, None)
     counts = {}

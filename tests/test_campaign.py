@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
-from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.ir.serialize import graphs_equal  # noqa: E402
+from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,6 @@ import pytest
 pytest.importorskip("onnxruntime")
 
 import plugin_example  # noqa: E402,F401  (registers the plug-ins: one line each in that file)
-
 from dlcfuzz.cli import main  # noqa: E402
 from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
 from dlcfuzz.engine.store import Store  # noqa: E402

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options
-from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
 from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.random import allowed_choices
+from dlcfuzz.oracle.testcase import TestCase
 
 CHOICES = allowed_choices(None, None, None)
 

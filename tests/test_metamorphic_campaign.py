@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options
-from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir import dumps
+from dlcfuzz.oracle.testcase import TestCase
 
 pytest.importorskip("onnxruntime")
 

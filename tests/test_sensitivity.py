@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from dlcfuzz import reference
-from dlcfuzz.oracle.policy import reference_of, unstable_outputs
-from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
+from dlcfuzz.oracle.policy import reference_of, unstable_outputs
+from dlcfuzz.oracle.testcase import TestCase
 
 
 def chain(w: np.ndarray) -> Graph:

@@ -262,9 +262,9 @@ def test_worker_reports_which_targeted_tvm_passes_fired() -> None:
     it changed the module (PassInstrument), for a pattern spliced into a seed graph."""
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
     from dlcfuzz.backends.tvm import TvmBackend
-    from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
     from dlcfuzz.strategies.oatest import make_handler
 
     by = {p.name: p for p in library()}
@@ -289,8 +289,8 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
     import sqlite3
 
     from dlcfuzz.engine.campaign import Campaign, campaign_options
-    from dlcfuzz.oracle.testcase import TestCase
     from dlcfuzz.ir import dumps
+    from dlcfuzz.oracle.testcase import TestCase
 
     def graphs(out: Path) -> list[bytes]:
         db = sqlite3.connect(out / "store.sqlite")
@@ -298,7 +298,7 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
         db.close()
         return rows
 
-    def opts(out: Path, n: int) -> Any:
+    def opts(out: Path, n: int) -> object:
         return campaign_options(strategy="oatest", seconds=120, jobs=1, seed=9, out=out, max_tests=n, quiet=True,
                                reduce=False)
 

@@ -46,10 +46,10 @@ def cmd_ops(a: argparse.Namespace) -> int:
 
 
 def cmd_gen(a: argparse.Namespace) -> int:
-    from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.gen.random import generate
     from dlcfuzz.ir import save
     from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.policy import test_seed
 
     out = Path(a.out)
     try:

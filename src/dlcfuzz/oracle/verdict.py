@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize, top_frames
+from dlcfuzz.oracle.testcase import Observation
 
 
 @dataclass

@@ -296,9 +296,9 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     (the seed's observation is computed once per worker: its inputs never change). Plain graphs
     (the node-level reduction of a mutant) get the ordinary differential handler."""
     from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.pool import progress
     from dlcfuzz.exec.worker import make_handler as differential
     from dlcfuzz.exec.worker import run_configs
-    from dlcfuzz.exec.pool import progress
     from dlcfuzz.zoo import build
 
     plain = differential(init)  # imports the plug-ins too

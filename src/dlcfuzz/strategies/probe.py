@@ -65,8 +65,8 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> 
     An (op, dtype) is unsupported when every config rejects it with a documented error.
     Crashes and wrong results keep it supported: those are findings, not gaps."""
     from dlcfuzz.exec.worker import run_configs
-    from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
     from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
 
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed)
