@@ -43,6 +43,18 @@ def test_plugin_strategy_and_compiler_run_from_one_file(tmp_path):
     assert good.totals()["verdicts"].get("pass", 0) >= 10  # judged, not unknown
 
 
+def test_cli_loads_a_plugin_module(tmp_path):
+    out = tmp_path / "cli"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    p = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", "--plugin", "plugin_example", "fuzz", "--strategy", "one-op",
+                        "--op", "abs", "--compiler", "abs-plus-one", "--max-tests", "4", "--jobs", "1", "--out", str(out),
+                        "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "internal errors: 0"
+    assert Store(out / "store.sqlite", create=False).findings()
+    assert main(["--plugin", "no_such_plugin_module", "fuzz"]) == 2
+
+
 def test_internal_errors_are_stored_counted_replayed_and_the_campaign_goes_on(tmp_path, capsys):
     out = tmp_path / "flaky"
     rc = main(["fuzz", "--compiler", "onnxruntime", "--strategy", "flaky-random", "--ops", "4", "--max-tests", "30",

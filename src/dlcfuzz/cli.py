@@ -288,7 +288,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def load_plugin_args(argv: list[str]) -> list[str]:
+    """`--plugin MODULE` (anywhere, repeatable): import a module that registers strategies or
+    compilers before the registries are read; returns argv without those options."""
+    import importlib
+
+    rest, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--plugin" or argv[i].startswith("--plugin="):
+            name = argv[i].split("=", 1)[1] if "=" in argv[i] else (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 1 if "=" in argv[i] else 2
+            try:
+                importlib.import_module(name)
+            except ImportError as e:
+                raise UsageError(f"--plugin {name}: cannot import it ({e})") from None
+            continue
+        rest.append(argv[i])
+        i += 1
+    return rest
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        argv = load_plugin_args(list(sys.argv[1:] if argv is None else argv))
+    except UsageError as e:
+        print(f"dlcfuzz: error: {e}", file=sys.stderr)
+        return 2
     parser = build_parser()
     a = parser.parse_args(argv)
     try:
