@@ -31,8 +31,9 @@ def main() -> None:
             camp.run()
             wall = time.perf_counter() - t0
             db = sqlite3.connect(out / "store.sqlite")
-            compiler_s = db.execute("SELECT SUM(compile_s + run_s) FROM observations").fetchone()[0] or 0.0
-            worker_s = db.execute("SELECT SUM(seconds) FROM tests").fetchone()[0] or 0.0
+            compiler_s = db.execute("SELECT compiler_s FROM stats ORDER BY t DESC LIMIT 1").fetchone()[0] or 0.0
+            worker_s = db.execute("SELECT (SELECT COALESCE(SUM(seconds), 0) FROM tests) + "
+                                  "(SELECT COALESCE(SUM(ms), 0) / 1000.0 FROM compact_tests)").fetchone()[0]
             rate = a.tests / wall
             # Capacity = jobs x wall; what the compiler did not use of it is dlcfuzz's overhead.
             overhead = 1.0 - compiler_s / (jobs * wall)

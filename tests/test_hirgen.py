@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options
+from dlcfuzz.engine.store import Store
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
@@ -81,8 +82,9 @@ def test_disruptive_graphs_break_exactly_one_checked_rule():
 
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
     out = tmp_path / "run"
+    # keep_tests: these tests read every stored test (by default routine ones are compacted to one row)
     opts = campaign_options(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out,
-                           ops=kw.pop("ops", 6), max_tests=tests, quiet=True, **kw)
+                            ops=kw.pop("ops", 6), max_tests=tests, quiet=True, keep_tests=True, **kw)
     Campaign(opts).run()
     return out
 
@@ -119,8 +121,10 @@ def test_disruptive_graphs_are_rejected_or_reported(tmp_path, compiler, tests):
 def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
     pytest.importorskip("onnxruntime")
     out = campaign(tmp_path, "onnxruntime", 12, strategy="hirgen")
+    store = Store(out / "store.sqlite", create=False)
+    stored = set(store.coverage())
+    store.close()
     db = sqlite3.connect(out / "store.sqlite")
-    stored = {r[0] for r in db.execute("SELECT item FROM coverage")}
     expect: set[str] = set()
     for (blob,) in db.execute("SELECT blob FROM tests ORDER BY seq"):
         expect |= graph_items(TestCase.from_bytes(blob).graph)
@@ -131,7 +135,7 @@ def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests").fetchone()[0] == 20
     assert db.execute("SELECT strategy FROM runs ORDER BY id DESC").fetchone()[0] == "hirgen"
-    assert db.execute("SELECT COUNT(*) FROM coverage").fetchone()[0] > len(stored)
+    assert len(Store(out / "store.sqlite", create=False).coverage()) > len(stored)
 
 
 def test_hirgen_on_tvm_runs_the_three_oracles(tmp_path):

@@ -300,10 +300,11 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
 
     def opts(out: Path, n: int) -> object:
         return campaign_options(strategy="oatest", seconds=120, jobs=1, seed=9, out=out, max_tests=n, quiet=True,
-                               reduce=False)
+                                reduce=False, keep_tests=True)
 
     Campaign(opts(tmp_path / "whole", 16)).run()
     Campaign(opts(tmp_path / "split", 8)).run()
-    Campaign(campaign_options(seconds=120, jobs=1, out=tmp_path / "split", max_tests=16, quiet=True), resume=True).run()
+    Campaign(campaign_options(seconds=120, jobs=1, out=tmp_path / "split", max_tests=16, quiet=True, keep_tests=True),
+             resume=True).run()
     whole = graphs(tmp_path / "whole")
     assert len(whole) == 16 and graphs(tmp_path / "split") == whole

@@ -88,7 +88,7 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
                                seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
                                configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
-                               params=given)
+                               keep_tests=a.keep_tests, params=given)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -249,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")
     s.add_argument("--max-tests", type=int, dest="max_tests", help="stop at this many tests in all (a resumed campaign counts its earlier ones)")
     s.add_argument("--no-reduce", action="store_true")
+    s.add_argument("--keep-tests", action="store_true", dest="keep_tests",
+                   help="keep every test whole in the store (by default routine tests keep one row: they regenerate)")
     s.add_argument("--quiet", action="store_true")
     s.set_defaults(fn=cmd_fuzz)
     s = sub.add_parser("patterns", help="optimization patterns for --strategy oatest: extract, list")

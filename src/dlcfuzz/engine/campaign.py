@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlcfuzz.engine.store import Store
+from dlcfuzz.engine.store import Store, blob_digest
 from dlcfuzz.errors import UsageError
-from dlcfuzz.oracle.policy import test_seed
+from dlcfuzz.oracle.policy import routine_unknown, test_seed
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
 
 HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
-IDENTITY = ("compiler", "strategy", "seed", "configs", "params")  # restored on --resume; the budget may change
+CORPUS_MAX = 500  # tests that added coverage whose blobs are kept (the most coverage first), as AFL++ keeps a queue
+IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests")  # restored on --resume; the budget may change
 
 
 @dataclass
@@ -40,6 +41,7 @@ class CampaignOptions:
     configs: list[str] = field(default_factory=list)
     reduce: bool = True
     quiet: bool = False
+    keep_tests: bool = False  # keep every test's blob (no compaction of routine tests)
     params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
 
     def to_json(self) -> dict[str, Any]:
@@ -113,6 +115,7 @@ class Campaign:
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
+        self.corpus = self.store.corpus()
         self._reducer: Any = None
 
     def _open_resumed(self, store_path: Path) -> Store:
@@ -245,6 +248,7 @@ class Campaign:
             self.counts["tests"] += 1
             return None
         new = self.ctx.coverage.add(test.coverage)
+        test.gain = len(new)
         test.test_id = self.store.add_test(self.run_id, seq, test.seed, test.blob, new)
         return test
 
@@ -282,7 +286,35 @@ class Campaign:
         for v in bugs:
             self.record_finding(test, v)
         verdict = "bug" if bugs else "internal-error" if res.status == "error" else "unknown" if unknowns else "pass"
-        self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
+        test.gain += len(new)
+        routine = verdict == "pass" or (verdict == "unknown" and all(routine_unknown(v.category) for v in unknowns))
+        if routine and self.strategy.regenerable and not self.opts.keep_tests and not self.keep_in_corpus(test):
+            self.store.compact(test.test_id, verdict, res.seconds, blob_digest(self.strategy.fingerprint(test)))
+        else:
+            self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
+
+    def keep_in_corpus(self, test: Test) -> bool:
+        """Whether a routine test joins the bounded corpus of tests that added coverage (its blob kept);
+        when full, the entry that added least leaves it and is compacted."""
+        if test.gain == 0:
+            return False
+        if len(self.corpus) >= CORPUS_MAX:
+            weakest = min(self.corpus, key=lambda t: (self.corpus[t], t))
+            if self.corpus[weakest] >= test.gain:
+                return False
+            del self.corpus[weakest]
+            self.store.set_corpus(weakest, None)
+            self.compact_stored(weakest)
+        self.corpus[test.test_id] = test.gain
+        self.store.set_corpus(test.test_id, test.gain)
+        return True
+
+    def compact_stored(self, test_id: int) -> None:
+        verdict, seconds = self.store.test_verdict(test_id)
+        blob = self.store.test_blob(test_id)
+        if verdict in ("pass", "unknown") and blob and self.strategy.regenerable:
+            old = Test(0, 0, blob, self.strategy.decode(blob), test_id=test_id)
+            self.store.compact(test_id, verdict, seconds, blob_digest(self.strategy.fingerprint(old)))
 
     # ---- findings ------------------------------------------------------
     def reducer_pool(self) -> Any:
@@ -327,7 +359,15 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
             strategy.make_test(row["seq"], row["seed"])  # raises again when the error reproduces
             raise InternalError(f"test {test_id}: making it raised before, not now:\n{errors[0]['traceback']}")
         blob = camp.store.test_blob(test_id)
-        test = Test(row["seq"], row["seed"], blob, strategy.decode(blob), test_id=test_id)
+        if blob is None:  # compacted: regenerated from the master seed and checked against its digest
+            strategy.start(pool, True)
+            strategy.restore(row["seq"])
+            test = strategy.make_test(row["seq"], test_seed(camp.opts.seed, row["seq"]))
+            if blob_digest(strategy.fingerprint(test)) != row["digest"]:
+                raise InternalError(f"test {test_id}: the regenerated test differs from the one that ran")
+            blob = test.blob
+        else:
+            test = Test(row["seq"], row["seed"], blob, strategy.decode(blob), test_id=test_id)
         res = pool.run(blob)
         if res.status == "error":
             raise InternalError(f"test {test_id}: dlcfuzz's worker code raised:\n{res.error}")

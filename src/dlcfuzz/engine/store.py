@@ -1,10 +1,20 @@
-"""The SQLite store: every test case (written before it runs), observations, findings, statistics."""
+"""The SQLite store: every test case (written before it runs), observations, findings, statistics.
+
+It stays small: a test is stored whole before it runs (nothing is lost at a kill), and once it is
+judged a routine one (passed, or an unknown such as a non-finite reference) of a strategy that
+regenerates its tests from the master seed is compacted to one row of `compact_tests` (its
+number, verdict, time and the digest of its blob); `dlcfuzz replay` regenerates it and checks the
+digest. Findings, internal errors, other unknowns and a bounded corpus of tests that added
+coverage keep their blobs. Coverage items are stored zlib-compressed, one row per test.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +39,9 @@ CREATE TABLE IF NOT EXISTS stats (
   run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
   unknown INTEGER, findings INTEGER, distinct_findings INTEGER, compiler_s REAL);
 CREATE TABLE IF NOT EXISTS coverage (item TEXT PRIMARY KEY, test_id INTEGER);
+CREATE TABLE IF NOT EXISTS coverage_items (test_id INTEGER PRIMARY KEY, n INTEGER, items BLOB);
+CREATE TABLE IF NOT EXISTS compact_tests (seq INTEGER PRIMARY KEY, verdict INTEGER, ms INTEGER, digest INTEGER);
+CREATE TABLE IF NOT EXISTS corpus (test_id INTEGER PRIMARY KEY, gain INTEGER);
 CREATE TABLE IF NOT EXISTS unknowns (category TEXT PRIMARY KEY, count INTEGER);
 CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TEXT, ok INTEGER, reason TEXT,
   PRIMARY KEY (backend_version, op, dtype));
@@ -39,6 +52,10 @@ CREATE TABLE IF NOT EXISTS internal_errors (id INTEGER PRIMARY KEY, test_id INTE
 CREATE TABLE IF NOT EXISTS oatest_triggers (test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER,
   PRIMARY KEY (test_id, optimization));
 """
+
+
+COMPACT_VERDICTS = ("pass", "unknown")  # a compacted test's verdict, stored as its index
+VERDICT_SQL = "CASE verdict WHEN 0 THEN 'pass' ELSE 'unknown' END"
 
 
 class Store:
@@ -74,7 +91,8 @@ class Store:
 
     # ---- tests ---------------------------------------------------------
     def next_seq(self) -> int:
-        row = self.db.execute("SELECT MAX(seq) FROM tests").fetchone()
+        row = self.db.execute("SELECT MAX(m) FROM (SELECT MAX(seq) m FROM tests UNION ALL "
+                              "SELECT MAX(seq) FROM compact_tests)").fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
     def add_test(self, run_id: int, seq: int, seed: int, blob: bytes, coverage: list[str] | None = None,
@@ -82,22 +100,35 @@ class Store:
         """Store a test before it runs, with the coverage items it adds (one transaction: a resumed
         campaign's coverage is exactly that of the tests it holds)."""
         self.db.execute("BEGIN")
-        cur = self.db.execute(
-            "INSERT INTO tests (run_id, seq, seed, created, status, verdict, blob) VALUES (?,?,?,?,?,?,?)",
-            (run_id, seq, seed, time.time(), status, verdict, blob),
+        test_id = seq + 1  # stable ids: a compacted test keeps its number (SQLite would reuse a freed rowid)
+        self.db.execute(
+            "INSERT INTO tests (id, run_id, seq, seed, created, status, verdict, blob) VALUES (?,?,?,?,?,?,?,?)",
+            (test_id, run_id, seq, seed, time.time(), status, verdict, blob),
         )
-        test_id = int(cur.lastrowid)
         if coverage:
-            self.db.executemany("INSERT OR IGNORE INTO coverage VALUES (?, ?)", [(i, test_id) for i in coverage])
+            self._add_items(test_id, coverage)
         self.db.execute("COMMIT")
         return test_id
 
-    def coverage(self) -> list[str]:
-        return [r[0] for r in self.db.execute("SELECT item FROM coverage")]
+    def _add_items(self, test_id: int, items: list[str]) -> None:
+        row = self.db.execute("SELECT items FROM coverage_items WHERE test_id = ?", (test_id,)).fetchone()
+        old = zlib.decompress(row[0]).decode().split("\n") if row else []
+        data = zlib.compress("\n".join(old + list(items)).encode(), 6)
+        self.db.execute("INSERT OR REPLACE INTO coverage_items VALUES (?,?,?)", (test_id, len(old) + len(items), data))
+
+    def coverage(self, before_test: int | None = None) -> list[str]:
+        """Every coverage item (those added by tests before `before_test`: the state a strategy had
+        when it generated that test)."""
+        where = "" if before_test is None else f" WHERE test_id < {int(before_test)}"
+        out = [r[0] for r in self.db.execute("SELECT item FROM coverage" + where)]  # stores of older dlcfuzz
+        for (data,) in self.db.execute("SELECT items FROM coverage_items" + where + " ORDER BY test_id"):
+            out.extend(zlib.decompress(data).decode().split("\n"))
+        return out
 
     def add_coverage(self, test_id: int, items: list[str]) -> None:
         """Coverage items a test added after it ran (coverage measured inside the compiler's worker)."""
-        self.db.executemany("INSERT OR IGNORE INTO coverage VALUES (?, ?)", [(i, test_id) for i in items])
+        if items:
+            self._add_items(test_id, items)
 
     def add_coverage_point(self, run_id: int, elapsed: float, tests: int, items: int, valuable: int = 0,
                            mutants: int = 0, well_formed: int = 0) -> None:
@@ -123,7 +154,8 @@ class Store:
 
     def coverage_over_time(self) -> list[tuple[int, int]]:
         """(test id, items covered up to it) at each test that added coverage."""
-        rows = self.db.execute("SELECT test_id, COUNT(*) FROM coverage GROUP BY test_id ORDER BY test_id").fetchall()
+        rows = self.db.execute("SELECT test_id, COUNT(*) FROM coverage GROUP BY test_id UNION ALL "
+                               "SELECT test_id, n FROM coverage_items ORDER BY test_id").fetchall()
         total, out = 0, []
         for tid, n in rows:
             total += n
@@ -148,14 +180,45 @@ class Store:
         return None if row is None else row[0]
 
     def test_row(self, test_id: int) -> dict[str, Any]:
-        row = self.db.execute("SELECT id, seq, seed, status, verdict FROM tests WHERE id = ?", (test_id,)).fetchone()
+        """id, seq, seed (None for a compacted test: the master seed derives it), status, verdict, and the
+        digest of a compacted test's blob."""
+        row = self.db.execute("SELECT id, seq, seed, status, verdict, NULL FROM tests WHERE id = ?", (test_id,)).fetchone()
+        if row is None:
+            row = self.db.execute(f"SELECT seq + 1, seq, NULL, 'done', {VERDICT_SQL}, digest FROM compact_tests "
+                                  "WHERE seq = ?", (test_id - 1,)).fetchone()
         if row is None:
             raise UsageError(f"no test {test_id} in {self.path}")
-        return dict(zip(("id", "seq", "seed", "status", "verdict"), row))
+        return dict(zip(("id", "seq", "seed", "status", "verdict", "digest"), row))
 
     def coverage_test_ids(self) -> list[int]:
-        """The tests that added coverage, in order (a strategy's seed pool on resume)."""
-        return [r[0] for r in self.db.execute("SELECT DISTINCT test_id FROM coverage ORDER BY test_id")]
+        """The tests that added coverage and keep their blob, in order (a strategy's seed pool on resume)."""
+        return [r[0] for r in self.db.execute(
+            "SELECT DISTINCT c.test_id FROM (SELECT test_id FROM coverage UNION SELECT test_id FROM coverage_items) c "
+            "JOIN tests t ON t.id = c.test_id WHERE t.blob IS NOT NULL AND length(t.blob) > 0 ORDER BY c.test_id")]
+
+    # ---- compaction and the corpus ----------------------------------------
+    def compact(self, test_id: int, verdict: str, seconds: float, digest: int) -> None:
+        """A routine test of a regenerating strategy: one small row instead of its blob and observations."""
+        self.db.execute("BEGIN")
+        self.db.execute("INSERT OR REPLACE INTO compact_tests SELECT seq, ?, ?, ? FROM tests WHERE id = ?",
+                        (COMPACT_VERDICTS.index(verdict), round(seconds * 1000), digest, test_id))
+        self.db.execute("DELETE FROM tests WHERE id = ?", (test_id,))
+        self.db.execute("DELETE FROM observations WHERE test_id = ?", (test_id,))
+        self.db.execute("COMMIT")
+
+    def corpus(self) -> dict[int, int]:
+        """test id -> coverage it added, of the kept corpus of interesting tests."""
+        return dict(self.db.execute("SELECT test_id, gain FROM corpus").fetchall())
+
+    def set_corpus(self, test_id: int, gain: int | None) -> None:
+        if gain is None:
+            self.db.execute("DELETE FROM corpus WHERE test_id = ?", (test_id,))
+        else:
+            self.db.execute("INSERT OR REPLACE INTO corpus VALUES (?, ?)", (test_id, gain))
+
+    def test_verdict(self, test_id: int) -> tuple[str | None, float]:
+        row = self.db.execute("SELECT verdict, seconds FROM tests WHERE id = ?", (test_id,)).fetchone()
+        return (row[0], row[1] or 0.0) if row else (None, 0.0)
 
     # ---- OATest trigger rates ---------------------------------------------
     def add_triggers(self, test_id: int, pattern: str, fired: dict[str, bool]) -> None:
@@ -189,10 +252,12 @@ class Store:
         self.db.execute("UPDATE tests SET status='done', verdict=?, seconds=? WHERE id=?", (verdict, seconds, test_id))
         self.db.execute("COMMIT")
 
-    def test_blob(self, test_id: int) -> bytes:
+    def test_blob(self, test_id: int) -> bytes | None:
+        """The stored test; None for a compacted one (its strategy regenerates it)."""
         row = self.db.execute("SELECT blob FROM tests WHERE id = ?", (test_id,)).fetchone()
         if row is None:
-            raise UsageError(f"no test {test_id} in {self.path}")
+            self.test_row(test_id)  # raises for an unknown test
+            return None
         return row[0]
 
     def count_unknown(self, category: str) -> None:
@@ -249,8 +314,10 @@ class Store:
         return list(self.db.execute("SELECT elapsed, tests, valid, bugs, unknown, findings, distinct_findings FROM stats ORDER BY t"))
 
     def totals(self) -> dict[str, Any]:
-        tests = self.db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
-        verdicts = dict(self.db.execute("SELECT verdict, COUNT(*) FROM tests WHERE status='done' GROUP BY verdict").fetchall())
+        verdicts = dict(self.db.execute(
+            "SELECT verdict, COUNT(*) FROM (SELECT verdict FROM tests WHERE status='done' UNION ALL "
+            f"SELECT {VERDICT_SQL} FROM compact_tests) GROUP BY verdict").fetchall())
+        tests = sum(verdicts.values())
         unknowns = dict(self.db.execute("SELECT category, count FROM unknowns").fetchall())
         return {"tests": tests, "verdicts": verdicts, "unknowns": unknowns}
 
@@ -264,3 +331,8 @@ class Store:
         self.db.executemany("INSERT OR REPLACE INTO capabilities VALUES (?,?,?,?,?)",
                             [(backend_version, op, dt, int(ok), why) for (op, dt), (ok, why) in caps.items()])
         self.db.execute("COMMIT")
+
+
+def blob_digest(blob: bytes) -> int:
+    """32-bit digest of a test (a compacted test's regeneration is checked against it)."""
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=4).digest(), "little")

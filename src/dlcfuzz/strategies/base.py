@@ -42,6 +42,7 @@ class Test:
     payload: Any = None
     coverage: list[str] = field(default_factory=list)
     test_id: int = 0
+    gain: int = 0  # coverage items it added (at generation, then when it ran)
 
 
 @dataclass
@@ -116,6 +117,9 @@ class Strategy:
     handler: ClassVar[str] = "dlcfuzz.exec.worker:make_handler"  # the worker-side hook
     options: ClassVar[tuple[Option, ...]] = ()
     needs_backend: ClassVar[bool] = True
+    # make_test(seq, seed) after restore(seq) gives the same test again (a pure function of the master
+    # seed and the stored state): routine tests then keep no blob in the store
+    regenerable: ClassVar[bool] = False
     compilers: ClassVar[tuple[str, ...] | None] = None  # None: any compiler
 
     def __init__(self, ctx: Context) -> None:
@@ -151,6 +155,15 @@ class Strategy:
         """Verdicts on a worker result (`exec.pool.TaskResult`): `result.status` is ok, error,
         crash, timeout or oom."""
         raise NotImplementedError
+
+    def restore(self, seq: int) -> None:
+        """Rebuild the state the strategy had when it made test `seq` (to regenerate a compacted test)."""
+        raise NotImplementedError
+
+    def fingerprint(self, test: Test) -> bytes:
+        """What a regenerated test must reproduce exactly (e.g. the graph and configurations; not inputs
+        that the worker may re-sample deterministically)."""
+        return test.blob
 
     def learn(self, test: Test, judgement: Judgement, new_coverage: list[str]) -> None:
         """Feedback after a test is judged: the coverage items it added (seed pools grow here)."""

@@ -38,6 +38,8 @@ def check_graph_params(params: dict[str, Any]) -> None:
 class GraphStrategy(Strategy):
     """A differential test of one generated graph: every configuration against the reference."""
 
+    regenerable = True
+
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self.supported: Any = lambda op, dt: True
@@ -75,6 +77,20 @@ class GraphStrategy(Strategy):
 
     def decode(self, blob: bytes) -> TestCase:
         return TestCase.from_bytes(blob)
+
+    def restore(self, seq: int) -> None:
+        """The coverage as it was when test `seq` was made (items of earlier tests)."""
+        from dlcfuzz.gen.coverage import Coverage
+
+        self.ctx.coverage = Coverage(self.ctx.store.coverage(before_test=seq + 1))
+
+    def fingerprint(self, test: Test) -> bytes:
+        import json
+
+        from dlcfuzz.ir import dumps
+
+        tc: TestCase = test.payload
+        return dumps(tc.graph) + json.dumps([c.to_json() for c in tc.configs], sort_keys=True).encode()
 
     def size(self, test: Test) -> int:
         return len(test.payload.graph.nodes)

@@ -56,9 +56,16 @@ class OatestStrategy(GraphStrategy):
                 raise UsageError(f"{params['patterns']} holds no patterns")
 
     def start(self, pool: Any, resumed: bool) -> None:
+        super().start(pool, resumed)
+        self.restore(self.ctx.store.next_seq() if resumed else 0)
+
+    def restore(self, seq: int) -> None:
+        """The seed pool grows at generation time (never with worker results, whose order depends on
+        timing): replaying the generation of tests 0..seq-1 (milliseconds each) gives the pool the
+        campaign had when it made test `seq`, and so every later test."""
+        from dlcfuzz.oracle.policy import test_seed
         from dlcfuzz.synth.synthesize import Synthesizer
 
-        super().start(pool, resumed)
         p = self.params
         try:
             self.synthesizer = Synthesizer(campaign_patterns(p.get("patterns"), self.ctx.compiler), self.ctx.compiler,
@@ -66,18 +73,12 @@ class OatestStrategy(GraphStrategy):
                                            only_ops=p.get("only_ops") or None)
         except ValueError as e:  # every pattern uses an operator/dtype this compiler lacks
             raise UsageError(f"--strategy oatest: {e}") from None
-        if resumed:
-            # The seed pool grows at generation time (never with worker results, whose order depends on
-            # timing): replaying the earlier tests' generation (milliseconds each) gives the
-            # uninterrupted run's pool, and so every later test.
-            from dlcfuzz.oracle.policy import test_seed
-
-            for earlier in range(self.ctx.store.next_seq()):
-                s = test_seed(self.ctx.seed, earlier)
-                try:
-                    self.synthesize(s, np.random.default_rng(s))
-                except Exception:  # noqa: S112 - that test was an internal error of its own, already stored
-                    continue
+        for earlier in range(seq):
+            s = test_seed(self.ctx.seed, earlier)
+            try:
+                self.synthesize(s, np.random.default_rng(s))
+            except Exception:  # noqa: S112 - that test was an internal error of its own, already stored
+                continue
 
     def make_test(self, seq: int, seed: int) -> Test:
         return self.test(seq, self.synthesize(seed, np.random.default_rng(seed)))
