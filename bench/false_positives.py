@@ -25,7 +25,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        Campaign(campaign_options(compiler=a.compiler, seconds=36000, jobs=2, seed=3, out=out, ops=10,
+        Campaign(campaign_options(compiler=a.compiler, strategy="random", seconds=36000, jobs=2, seed=3, out=out, ops=10,
                                  max_tests=a.tests, quiet=True, configs=a.configs.split(","))).run()
         db = sqlite3.connect(out / "store.sqlite")
         tests = db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]

@@ -24,7 +24,7 @@ def main() -> None:
     for jobs in [int(j) for j in a.jobs.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "run"
-            opts = campaign_options(compiler="onnxruntime", seconds=3600, jobs=jobs, seed=1, out=out, ops=10,
+            opts = campaign_options(compiler="onnxruntime", strategy="random", seconds=3600, jobs=jobs, seed=1, out=out, ops=10,
                                    max_tests=a.tests, quiet=True)
             camp = Campaign(opts)
             t0 = time.perf_counter()

@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 out="runs/demo-$(date +%Y%m%d-%H%M%S)"
-exec .venv/bin/dlcfuzz fuzz --compiler onnxruntime --strategy random --time 60s --jobs 2 --seed 0 --out "$out" "$@"
+exec .venv/bin/dlcfuzz fuzz --compiler onnxruntime --strategy auto --time 60s --jobs 2 --seed 0 --out "$out" "$@"

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
     out = tmp_path / "run"
-    opts = campaign_options(compiler=compiler, seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
+    opts = campaign_options(compiler=compiler, strategy=kw.pop("strategy", "random"), seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
                            max_tests=tests, quiet=True, **kw)
     Campaign(opts).run()
     return out

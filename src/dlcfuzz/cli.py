@@ -236,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_gen)
     s = sub.add_parser("fuzz", help="run a fuzz campaign")
     s.add_argument("--compiler", default="onnxruntime", help=f"one of {', '.join(backend_names())} (or planted:FAULT@OP)")
-    s.add_argument("--strategy", default="random", help="; ".join(
+    s.add_argument("--strategy", default="auto", help="; ".join(
         f"{n}: {get_strategy(n).summary}" for n in strategy_names()))
     for o in all_options().values():  # each strategy's own options; those of another strategy are refused
         s.add_argument("--" + o.name.replace("_", "-"), dest=o.name, type=o.type, default=argparse.SUPPRESS,

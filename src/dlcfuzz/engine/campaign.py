@@ -30,7 +30,7 @@ IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests")  
 @dataclass
 class CampaignOptions:
     compiler: str = "onnxruntime"
-    strategy: str = "random"
+    strategy: str = "auto"
     seconds: float = 60.0
     jobs: int = 2
     seed: int = 0
@@ -202,11 +202,12 @@ class Campaign:
             last_progress = last_stats = start
             while True:
                 budget = time.monotonic() < stop_at and (o.max_tests is None or seq < o.max_tests)
-                while budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq < o.max_tests):
+                while (budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq < o.max_tests)
+                       and self.strategy.ready(seq)):
                     test = self.make(seq)
                     seq += 1
                     if test is not None:
-                        inflight[pool.submit(test.blob)] = (test, False)
+                        inflight[pool.submit(test.blob, timeout_s=test.deadline_s)] = (test, False)
                 if not inflight:
                     if budget:
                         continue  # every test of this round was an internal error: make more
@@ -215,7 +216,8 @@ class Campaign:
                 if res is not None:
                     test, rerun = inflight.pop(res.task_id)
                     if res.status == "timeout" and not rerun:
-                        inflight[pool.submit(test.blob, timeout_s=deadline * HANG_FACTOR)] = (test, True)
+                        longer = (test.deadline_s or deadline) * HANG_FACTOR
+                        inflight[pool.submit(test.blob, timeout_s=longer)] = (test, True)
                     else:
                         self.finish(test, res)
                 now = time.monotonic()
@@ -228,6 +230,7 @@ class Campaign:
             elapsed = time.monotonic() - start
             self.save_stats(elapsed)
             self.progress(elapsed, final=True)
+        self.strategy.close()
         if self._reducer is not None:
             self._reducer.close()
         from dlcfuzz.engine.report import write_report
@@ -246,9 +249,10 @@ class Campaign:
             test_id = self.store.add_test(self.run_id, seq, seed, b"", status="done", verdict="internal-error")
             self.internal.add(test_id, seq, seed, "make", f"{type(e).__name__}: {e}", traceback.format_exc())
             self.counts["tests"] += 1
+            self.strategy.failed(seq)
             return None
         new = self.ctx.coverage.add(test.coverage)
-        test.gain = len(new)
+        test.gain, test.added = len(new), new
         test.test_id = self.store.add_test(self.run_id, seq, test.seed, test.blob, new)
         return test
 
@@ -261,6 +265,7 @@ class Campaign:
         except Exception as e:
             self.internal.add(test.test_id, test.seq, test.seed, "judge", f"{type(e).__name__}: {e}", traceback.format_exc())
             self.store.finish_test(test.test_id, "internal-error", res.seconds, [])
+            self.strategy.failed(test.seq)
             return
         if res.status == "error":  # dlcfuzz's own code failed inside the worker (e.g. our lowering)
             self.internal.add(test.test_id, test.seq, test.seed, "worker", (res.error or "").strip().splitlines()[-1:][0]
@@ -279,16 +284,16 @@ class Campaign:
         new = self.ctx.coverage.add(j.coverage) if j.coverage else []
         if new:
             self.store.add_coverage(test.test_id, new)
+        test.gain += len(new)
+        for v in bugs:  # findings before the test is marked done (and before the strategy learns from it)
+            self.record_finding(test, v)
         try:
             self.strategy.learn(test, j, new)
         except Exception as e:
             self.internal.add(test.test_id, test.seq, test.seed, "learn", f"{type(e).__name__}: {e}", traceback.format_exc())
-        for v in bugs:
-            self.record_finding(test, v)
         verdict = "bug" if bugs else "internal-error" if res.status == "error" else "unknown" if unknowns else "pass"
-        test.gain += len(new)
         routine = verdict == "pass" or (verdict == "unknown" and all(routine_unknown(v.category) for v in unknowns))
-        if routine and self.strategy.regenerable and not self.opts.keep_tests and not self.keep_in_corpus(test):
+        if routine and not self.strategy.keeps_blob(test) and not self.opts.keep_tests and not self.keep_in_corpus(test):
             self.store.compact(test.test_id, verdict, res.seconds, blob_digest(self.strategy.fingerprint(test)))
         else:
             self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
@@ -312,8 +317,8 @@ class Campaign:
     def compact_stored(self, test_id: int) -> None:
         verdict, seconds = self.store.test_verdict(test_id)
         blob = self.store.test_blob(test_id)
-        if verdict in ("pass", "unknown") and blob and self.strategy.regenerable:
-            old = Test(0, 0, blob, self.strategy.decode(blob), test_id=test_id)
+        old = Test(0, 0, blob, self.strategy.decode(blob), test_id=test_id) if blob else None
+        if verdict in ("pass", "unknown") and old is not None and not self.strategy.keeps_blob(old):
             self.store.compact(test_id, verdict, seconds, blob_digest(self.strategy.fingerprint(old)))
 
     # ---- findings ------------------------------------------------------

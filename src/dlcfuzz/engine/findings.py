@@ -28,6 +28,7 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
             store.add_finding(signature=digest(early), key=early, duplicate_of=existing, nodes=strategy.size(test),
                               **common)
             camp.finding_counts(distinct=False)
+            strategy.found(test, False)
             return
     t0 = time.monotonic()
     try:
@@ -44,6 +45,7 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
     fid = store.add_finding(signature=signature, key=red.key, duplicate_of=existing, nodes=red.nodes,
                             reduced_nodes=red.reduced_nodes, **common)
     camp.finding_counts(distinct=existing is None)
+    strategy.found(test, existing is None)
     if existing is not None:
         return
     write_finding(camp, test, v, red, fid, signature)

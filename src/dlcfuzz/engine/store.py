@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS coverage (item TEXT PRIMARY KEY, test_id INTEGER);
 CREATE TABLE IF NOT EXISTS coverage_items (test_id INTEGER PRIMARY KEY, n INTEGER, items BLOB);
 CREATE TABLE IF NOT EXISTS compact_tests (seq INTEGER PRIMARY KEY, verdict INTEGER, ms INTEGER, digest INTEGER);
 CREATE TABLE IF NOT EXISTS corpus (test_id INTEGER PRIMARY KEY, gain INTEGER);
+CREATE TABLE IF NOT EXISTS schedule (seq INTEGER PRIMARY KEY, arm INTEGER, reward REAL);
 CREATE TABLE IF NOT EXISTS unknowns (category TEXT PRIMARY KEY, count INTEGER);
 CREATE TABLE IF NOT EXISTS capabilities (backend_version TEXT, op TEXT, dtype TEXT, ok INTEGER, reason TEXT,
   PRIMARY KEY (backend_version, op, dtype));
@@ -174,6 +175,11 @@ class Store:
         """(seq, blob) of the tests from number `seq` on, in order (a strategy rebuilding its state)."""
         return self.db.execute("SELECT seq, blob FROM tests WHERE seq >= ? AND length(blob) > 0 ORDER BY seq", (seq,))
 
+    def blobs_before(self, seq: int) -> Any:
+        """(seq, blob) of the stored tests before number `seq`, the latest first."""
+        return self.db.execute("SELECT seq, blob FROM tests WHERE seq < ? AND length(blob) > 0 ORDER BY seq DESC",
+                               (seq,))
+
     def last_blob_before(self, seq: int) -> bytes | None:
         row = self.db.execute("SELECT blob FROM tests WHERE seq < ? AND length(blob) > 0 ORDER BY seq DESC LIMIT 1",
                               (seq,)).fetchone()
@@ -230,6 +236,25 @@ class Store:
         rows = self.db.execute("SELECT optimization, SUM(fired), COUNT(*) FROM oatest_triggers "
                                "GROUP BY optimization ORDER BY optimization").fetchall()
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+    # ---- the auto strategy's schedule --------------------------------------
+    def set_arm(self, seq: int, arm: int) -> None:
+        self.db.execute("INSERT OR REPLACE INTO schedule VALUES (?, ?, NULL)", (seq, arm))
+
+    def set_reward(self, seq: int, reward: float) -> None:
+        self.db.execute("UPDATE schedule SET reward = ? WHERE seq = ?", (reward, seq))
+
+    def arm_of(self, seq: int) -> int | None:
+        row = self.db.execute("SELECT arm FROM schedule WHERE seq = ?", (seq,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def schedule_rows(self) -> list[tuple[int, int, float | None]]:
+        return self.db.execute("SELECT seq, arm, reward FROM schedule ORDER BY seq").fetchall()
+
+    def arm_totals(self) -> list[tuple[int, int, int, float]]:
+        """arm -> (tests, tests with a yield, total yield)."""
+        return self.db.execute("SELECT arm, COUNT(*), SUM(reward > 0), COALESCE(SUM(reward), 0) FROM schedule "
+                               "GROUP BY arm ORDER BY arm").fetchall()
 
     # ---- internal errors -------------------------------------------------
     def add_internal_error(self, test_id: int | None, seq: int, seed: int, phase: str, error: str, tb: str) -> None:

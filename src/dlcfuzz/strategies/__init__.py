@@ -13,6 +13,7 @@ from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strat
 
 # name -> "module:class"
 STRATEGIES: dict[str, str] = {
+    "auto": "dlcfuzz.strategies.auto:AutoStrategy",
     "random": "dlcfuzz.strategies.graph:RandomStrategy",
     "hirgen": "dlcfuzz.strategies.hirgen:HirgenStrategy",
     "hirgen-random": "dlcfuzz.strategies.hirgen:HirgenRandomStrategy",

@@ -43,6 +43,8 @@ class Test:
     coverage: list[str] = field(default_factory=list)
     test_id: int = 0
     gain: int = 0  # coverage items it added (at generation, then when it ran)
+    added: list[str] = field(default_factory=list)  # the items it added at generation
+    deadline_s: float | None = None  # None: the campaign's
 
 
 @dataclass
@@ -102,6 +104,14 @@ class Context:
     reducer_pool: Callable[[], Any]
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
     reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing (shared budget)
+    mine: Callable[[int], bool] | None = None  # inside `auto`: whether test number `seq` is this strategy's
+    unwrap: Callable[[bytes], bytes] = lambda blob: blob  # a stored blob as this strategy wrote it
+
+    def own_blobs(self, seqs: Any) -> Any:
+        """(seq, blob) of the stored tests that are this strategy's, as it wrote them."""
+        for seq, blob in seqs:
+            if self.mine is None or self.mine(seq):
+                yield seq, self.unwrap(blob)
 
     def reduction_budget_left(self) -> bool:
         """Reduction may use up to 40% of the campaign's time (+30 s): findings still get reduced
@@ -160,6 +170,10 @@ class Strategy:
         """Rebuild the state the strategy had when it made test `seq` (to regenerate a compacted test)."""
         raise NotImplementedError
 
+    def keeps_blob(self, test: Test) -> bool:
+        """Whether the store must keep this routine test whole (it cannot be regenerated)."""
+        return not self.regenerable
+
     def fingerprint(self, test: Test) -> bytes:
         """What a regenerated test must reproduce exactly (e.g. the graph and configurations; not inputs
         that the worker may re-sample deterministically)."""
@@ -167,6 +181,19 @@ class Strategy:
 
     def learn(self, test: Test, judgement: Judgement, new_coverage: list[str]) -> None:
         """Feedback after a test is judged: the coverage items it added (seed pools grow here)."""
+
+    def ready(self, seq: int) -> bool:
+        """Whether test `seq` can be made now (a schedule may wait for earlier results)."""
+        return True
+
+    def failed(self, seq: int) -> None:
+        """Test `seq` was an internal error (making or judging it raised)."""
+
+    def found(self, test: Test, distinct: bool) -> None:
+        """A finding of `test` was recorded (before `learn` of that test)."""
+
+    def close(self) -> None:
+        """The campaign ends: release what the strategy started."""
 
     # ---- findings --------------------------------------------------------
     def early_key(self, test: Test, verdict: Verdict) -> str | None:

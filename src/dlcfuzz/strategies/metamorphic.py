@@ -100,8 +100,8 @@ class MetamorphicStrategy(Strategy):
 
         ch = self.chain()
         if ch.graph is None:
-            last = self.ctx.store.last_blob_before(seq)
-            mt = Mutant.of(TestCase.from_bytes(last)) if last else None
+            last = next(self.ctx.own_blobs(self.ctx.store.blobs_before(seq)), None)
+            mt = Mutant.of(TestCase.from_bytes(last[1])) if last else None
             steps = self.chain_steps(mt.chain) if mt else None
             if steps is not None and 0 < len(steps) < CHAIN_STEPS:
                 ch.graph, ch.steps, ch.start = replay(ch.seed, steps, check=False), steps, mt.chain  # type: ignore[union-attr]
@@ -125,7 +125,7 @@ class MetamorphicStrategy(Strategy):
         if start in ch.by_start:
             return ch.by_start[start]
         steps: list[Any] = []
-        for _seq, blob in self.ctx.store.blobs_from(start):
+        for _seq, blob in self.ctx.own_blobs(self.ctx.store.blobs_from(start)):
             tc = TestCase.from_bytes(blob)
             if "metamorphic" not in tc.meta or Mutant.of(tc).chain != start:
                 break

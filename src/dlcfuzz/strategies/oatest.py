@@ -74,6 +74,8 @@ class OatestStrategy(GraphStrategy):
         except ValueError as e:  # every pattern uses an operator/dtype this compiler lacks
             raise UsageError(f"--strategy oatest: {e}") from None
         for earlier in range(seq):
+            if self.ctx.mine is not None and not self.ctx.mine(earlier):
+                continue  # inside `auto`: another strategy's test
             s = test_seed(self.ctx.seed, earlier)
             try:
                 self.synthesize(s, np.random.default_rng(s))

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.backends.tvm import tir_passes as tpasses
 from dlcfuzz.errors import UsageError
-from dlcfuzz.lowlevel import passes as tpasses
 from dlcfuzz.lowlevel.runner import PLANTED, decode_reply, decode_test, encode_test
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
@@ -109,8 +109,9 @@ class TzerStrategy(Strategy):
         for f in seed_funcs(self.ctx.seed, p["graphs"], p["zoo"]):
             ps = DEFAULT_SEQUENCE if p["variant"] in ("general", "feedback", "domain") else self.sample_passes(rng)
             self.pool.append(Seed(f, f.script(), list(ps)))
-        for tid in self.ctx.store.coverage_test_ids() if resumed else []:
-            t = decode_test(self.ctx.store.test_blob(tid))
+        stored = ((tid - 1, self.ctx.store.test_blob(tid)) for tid in self.ctx.store.coverage_test_ids()) if resumed else ()
+        for _seq, blob in self.ctx.own_blobs(stored):
+            t = decode_test(blob)
             try:
                 self.pool.append(Seed(parse(t["script"]), t["script"], list(t["passes"])))
             except Exception:  # noqa: S112 - a stored mutant this TVM no longer parses is no seed
