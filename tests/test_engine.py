@@ -98,6 +98,7 @@ KILLED = {  # strategy -> its campaign's arguments (small, fast ones)
     "metamorphic": ["--compiler", "onnxruntime", "--model", "tiny_vgg"],
     "oatest": ["--compiler", "onnxruntime", "--ops", "4"],
     "tzer": ["--compiler", "tvm", "--coverage", "ir", "--graphs", "1", "--zoo", "0"],
+    "auto": ["--compiler", "onnxruntime", "--ops", "5", "--model", "tiny_vgg"],
 }
 
 
@@ -143,3 +144,18 @@ def test_kill_9_and_resume_lose_and_duplicate_nothing(tmp_path, name):
     dup = db.execute("SELECT test_id, key, COUNT(*) c FROM findings GROUP BY test_id, key HAVING c > 1").fetchall()
     assert not dup
     assert db.execute("SELECT COUNT(*) FROM internal_errors").fetchone()[0] == 0
+
+
+def test_auto_schedule_is_reproducible_across_resume(tmp_path):
+    """The bandit's arms are a function of the master seed and earlier results, not of timing: a
+    campaign killed half-way and resumed makes the uninterrupted campaign's tests."""
+    def schedule(out: Path) -> list[tuple[int, int]]:
+        return Store(out / "store.sqlite", create=False).db.execute("SELECT seq, arm FROM schedule ORDER BY seq").fetchall()
+
+    kw = dict(compiler="onnxruntime", strategy="auto", ops=5, model="tiny_vgg", seconds=600, seed=4, quiet=True)
+    Campaign(campaign_options(jobs=2, out=tmp_path / "whole", max_tests=160, **kw)).run()
+    Campaign(campaign_options(jobs=1, out=tmp_path / "split", max_tests=70, **kw)).run()
+    Campaign(campaign_options(jobs=2, out=tmp_path / "split", max_tests=160, seconds=600, quiet=True), resume=True).run()
+    whole = schedule(tmp_path / "whole")
+    assert len(whole) == 160 and schedule(tmp_path / "split") == whole
+    assert len({arm for _, arm in whole}) >= 3  # the schedule mixes strategies

@@ -15,6 +15,7 @@ from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
 from dlcfuzz.engine.store import Store  # noqa: E402
 
 CAMPAIGNS = [  # (strategy options, seeds, tests per seed): a few thousand tests in all
+    (dict(compiler="onnxruntime", strategy="auto", ops=8, model="tiny_vgg"), (1, 2), 300),
     (dict(compiler="onnxruntime", strategy="random", ops=8), (1, 2, 3, 4), 400),
     (dict(compiler="onnxruntime", strategy="hirgen", ops=8), (1, 2, 3), 400),
     (dict(compiler="onnxruntime", strategy="hirgen", mode="disruptive"), (1, 2), 400),
