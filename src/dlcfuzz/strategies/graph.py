@@ -72,6 +72,15 @@ class GraphStrategy(Strategy):
         return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
                         compiler=self.ctx.compiler, strategy=self.name, meta=meta or {})
 
+    def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
+        """Inputs sampled in the operators' domains, and the graph repaired so that computed values
+        reaching a domain-restricted operator stay in its domain too (gen/repair.py)."""
+        from dlcfuzz.gen.inputs import sample_inputs
+        from dlcfuzz.gen.repair import repair_domains
+
+        inputs = sample_inputs(g, rng)
+        return repair_domains(g, inputs), inputs
+
     def test(self, seq: int, tc: TestCase, coverage: list[str] | None = None) -> Test:
         return Test(seq, tc.seed, tc.to_bytes(), tc, list(coverage or ()))
 
@@ -204,9 +213,9 @@ class RandomStrategy(GraphStrategy):
     options = (OPS, ONLY_OPS)
 
     def make_test(self, seq: int, seed: int) -> Test:
-        from dlcfuzz.gen.inputs import sample_inputs
         from dlcfuzz.gen.random import generate
 
         rng = np.random.default_rng(seed)
         g = generate(rng, self.params["ops"], ops=[s for s, _ in self.choices()], supported=self.supported)
-        return self.test(seq, self.test_case(g, sample_inputs(g, rng), seed))
+        g, inputs = self.with_inputs(g, rng)
+        return self.test(seq, self.test_case(g, inputs, seed))

@@ -44,16 +44,15 @@ class HirgenStrategy(GraphStrategy):
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.coverage import graph_items
         from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
-        from dlcfuzz.gen.inputs import sample_inputs
 
         rng = np.random.default_rng(seed)
         g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(),
                             candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates)
+        g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
         if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE:  # functions, calls, closures
             from dlcfuzz.gen.functions import outline
 
             g = outline(g, rng)
-        inputs = sample_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed, self.configs_for(rng, g)), list(graph_items(g)))
 
     def configs_for(self, rng: np.random.Generator, g: Graph) -> list[Any]:

@@ -86,8 +86,6 @@ class OatestStrategy(GraphStrategy):
         return self.test(seq, self.synthesize(seed, np.random.default_rng(seed)))
 
     def synthesize(self, seed: int, rng: np.random.Generator) -> TestCase:
-        from dlcfuzz.gen.inputs import sample_inputs
-
         syn = self.synthesizer
         s = syn.next(rng)
         by_name = {p.name: p for p in syn.patterns}
@@ -95,7 +93,7 @@ class OatestStrategy(GraphStrategy):
         configs = list(self.ctx.configs)
         if not self.ctx.configs_picked:
             configs = self.ctx.backend.oatest_configs(rng, targets, configs)
-        inputs = sample_inputs(s.graph, rng)
+        s.graph, inputs = self.with_inputs(s.graph, rng)
         meta = {"oatest": {"pattern": s.pattern, "patterns": s.patterns, "targets": targets, "order": s.order,
                            "reused": s.reused, "bridged": s.bridged, "fresh": s.fresh, "connected": s.connected}}
         tc = self.test_case(s.graph, inputs, seed, configs, meta)
