@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from dlcfuzz.backends.onnxruntime import OnnxRuntimeBackend
+from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 
 from dlcfuzz.backends import register_backend
 from dlcfuzz.gen.inputs import sample_inputs

@@ -361,7 +361,12 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
         camp.ctx.reducer_pool = lambda: pool
         if errors and errors[0]["phase"] == "make":
             strategy.start(pool, True)
-            strategy.make_test(row["seq"], row["seed"])  # raises again when the error reproduces
+            strategy.restore(row["seq"]) if strategy.regenerable else None
+            try:
+                strategy.make_test(row["seq"], row["seed"])
+            except Exception as e:  # the internal error again: its traceback, as dlcfuzz's own bug
+                raise InternalError(f"test {test_id} ({row['seq']}): making it raised again:\n"
+                                    f"{traceback.format_exc()}") from e
             raise InternalError(f"test {test_id}: making it raised before, not now:\n{errors[0]['traceback']}")
         blob = camp.store.test_blob(test_id)
         if blob is None:  # compacted: regenerated from the master seed and checked against its digest
@@ -376,4 +381,7 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
         res = pool.run(blob)
         if res.status == "error":
             raise InternalError(f"test {test_id}: dlcfuzz's worker code raised:\n{res.error}")
-        return strategy.judge(test, res).verdicts
+        try:
+            return strategy.judge(test, res).verdicts
+        except Exception as e:
+            raise InternalError(f"test {test_id}: judging it raised:\n{traceback.format_exc()}") from e
