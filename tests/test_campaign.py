@@ -108,7 +108,7 @@ def test_correct_pair_is_quiet_and_reports(tmp_path):
 
 def test_kill_and_resume_loses_and_duplicates_nothing(tmp_path):
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--compiler", "planted:raise@add", "--time", "600s",
+    cmd = [sys.executable, "-m", "dlcfuzz.cli", "fuzz", "--compiler", "planted:raise@add", "--strategy", "random", "--time", "600s",
            "--jobs", "2", "--seed", "7", "--ops", "6", "--out", str(out), "--quiet"]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     db_path = out / "store.sqlite"
