@@ -3,6 +3,7 @@ tenth mutant compiled next to its seed; label + score oracle; three-stage reduct
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +23,7 @@ STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
 # and compile time with them), then starts again from the seed
 HANDLER = "dlcfuzz.strategies.metamorphic:make_handler"
+REDUCE_S = 180.0  # wall-clock bound of one finding's reduction (full-size mutants compile for seconds)
 
 
 @dataclass
@@ -72,6 +74,7 @@ class MetamorphicStrategy(Strategy):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._chain: Chain | None = None
+        self.reduce_until, self.reduce_cut = float("inf"), False
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -177,6 +180,9 @@ class MetamorphicStrategy(Strategy):
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
 
         def fails(g: Graph) -> bool:
+            if time.monotonic() > self.reduce_until:  # out of time: keep what is left (still a finding)
+                self.reduce_cut = True
+                return False
             cand = self.mutant_test(g, tc.seed, mt.chain, mt.steps)
             cand.configs = configs
             res = self.ctx.reducer_pool().run(cand.to_bytes())
@@ -229,7 +235,14 @@ class MetamorphicStrategy(Strategy):
         else:
             as_plain = v
         plain = TestCase(mutant, dict(tc.inputs), tc.configs, seed=tc.seed, compiler=tc.compiler)
-        still = RandomStrategy(self.ctx).still_fails(plain, as_plain)  # the differential oracle's predicate
+        differential = RandomStrategy(self.ctx).still_fails(plain, as_plain)  # the differential oracle's predicate
+
+        def still(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
+            if time.monotonic() > self.reduce_until:
+                self.reduce_cut = True
+                return False
+            return differential(g, inputs)
+
         inputs = {x.name: tc.inputs[x.name] for x in mutant.inputs}
         if not still(mutant, inputs):
             return None
@@ -239,9 +252,15 @@ class MetamorphicStrategy(Strategy):
         tc: TestCase = test.payload
         if not self.ctx.reduce:
             return self.unreduced(test, v)
+        self.reduce_until, self.reduce_cut = time.monotonic() + REDUCE_S, False
         mutant = self.reduce_steps(tc, v)
-        node_level = self.reduce_nodes(tc, v, mutant) if self.ctx.reduction_budget_left() else None
-        return self.reduction(test, v, mutant, node_level)
+        node_level = None
+        if self.ctx.reduction_budget_left() and time.monotonic() < self.reduce_until:
+            node_level = self.reduce_nodes(tc, v, mutant)
+        red = self.reduction(test, v, mutant, node_level)
+        if self.reduce_cut:
+            red.summary += f" (reduction stopped at its {REDUCE_S:.0f} s bound)"
+        return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         return self.reduction(test, v, self.full_mutant(test.payload), None)
