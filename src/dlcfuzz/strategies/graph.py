@@ -14,7 +14,7 @@ import numpy as np
 
 from dlcfuzz.ir import save, to_text
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.oracle.policy import NUMERIC, Reference, reference_of, unstable_outputs
+from dlcfuzz.oracle.policy import NUMERIC, UNDEFINED_BEHAVIOUR, Reference, reference_of, unstable_outputs
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
@@ -110,7 +110,9 @@ class GraphStrategy(Strategy):
         if res.status != "ok":
             j = judgement_of_failure(tc.compiler, res)
             ref = reference_of(tc)  # deterministic: the inputs the dead worker used
-            if ref.reason:
+            if ref.reason in UNDEFINED_BEHAVIOUR:  # e.g. a SIGFPE on a generated zero divisor
+                j.verdicts = [Verdict("unknown", ref.reason)]
+            elif ref.reason:
                 j.verdicts.append(Verdict("unknown", ref.reason))
             return j
         observations, _, r, new_inputs = reply_from_bytes(res.payload)
@@ -124,6 +126,8 @@ class GraphStrategy(Strategy):
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
 
     def differential(self, tc: TestCase, ref: Reference, observations: list[Any]) -> list[Verdict]:
+        if ref.reason in UNDEFINED_BEHAVIOUR:  # every output or error is legal
+            return [Verdict("unknown", ref.reason)]
         expected = self.ctx.backend.expected_error
         verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable)
         if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
@@ -150,6 +154,8 @@ class GraphStrategy(Strategy):
             res = self.ctx.reducer_pool().run(cand.to_bytes())
             if res.status == "ok":
                 obs, _, r, new_inputs = reply_from_bytes(res.payload)
+                if r["reason"] in UNDEFINED_BEHAVIOUR:
+                    return False
                 got = judge(compiler, backend.expected_error, r["outputs"], obs)
                 if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
                     cand.inputs = new_inputs or cand.inputs

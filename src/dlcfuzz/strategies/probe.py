@@ -28,7 +28,7 @@ def ops_fingerprint() -> str:
 
     h = hashlib.sha1()
     for pkg in (dlcfuzz.ops, dlcfuzz.lower):
-        for f in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        for f in sorted(Path(pkg.__file__).parent.rglob("*.py")):  # lowering rules live in lower/<target>/
             h.update(f.read_bytes())
     return h.hexdigest()[:10]
 

@@ -1,0 +1,45 @@
+"""Each false-positive class seen in campaigns is an unknown, never a finding: regression tests built
+from their reduced cases, judged by the real compiler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.oracle.testcase import TestCase
+from dlcfuzz.strategies import Context, Test
+from dlcfuzz.strategies.graph import RandomStrategy
+
+pytest.importorskip("onnxruntime")
+
+
+def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: str = "onnxruntime") -> list:
+    """The verdicts of the differential strategy on one test, run in a real worker."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.pool import WorkerPool
+
+    backend = get_backend(compiler)
+    configs = list(backend.default_pair())
+    ctx = Context(compiler=compiler, seed=0, params={"ops": 1, "only_ops": []}, configs=configs, configs_picked=False,
+                  backend=backend, version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=False,
+                  seconds=60, max_tests=1, reducer_pool=lambda: None)
+    tc = TestCase(g, inputs, configs, seed=1, compiler=compiler)
+    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=60) as pool:
+        res = pool.run(tc.to_bytes())
+    return RandomStrategy(ctx).judge(Test(0, 1, tc.to_bytes(), tc), res).verdicts
+
+
+def test_zero_constant_divisor_is_undefined_not_a_bug(tmp_path):
+    """ONNX leaves integer division by zero undefined: ORT rejecting the constant divisor (1.32) or
+    dying of SIGFPE (1.20) is legal behaviour, not an unexpected error or a crash."""
+    for op in ("mod", "div"):
+        t = TensorType("int32", (4,))
+        g = Graph(inputs=[Value("x", t)], constants={"c": np.array([0, 1, 2, 3], np.int32)},
+                  nodes=[Node(op, ["x", "c"], [Value("y", t)], {"fmod": 0} if op == "mod" else {})], outputs=["y"])
+        g.check()
+        verdicts = judged(g, {"x": np.array([5, 6, 7, 8], np.int32)}, tmp_path)
+        assert [v.kind for v in verdicts] == ["unknown"] and verdicts[0].category == "integer-division-by-zero"
