@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 
 from dlcfuzz.backends import register_backend
+from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.single import single_op_graph
 from dlcfuzz.ir.types import TensorType

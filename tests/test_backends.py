@@ -65,7 +65,7 @@ def test_tvm_configs_agree_across_methods_targets_and_exec_modes():
 
 def test_tvm_explicit_pass_sequence():
     pytest.importorskip("tvm")
-    from dlcfuzz.backends.tvm import PASSES
+    from dlcfuzz.backends.tvm.passes import PASSES
 
     backend = get_backend("tvm")
     g = conv_relu_graph()
@@ -83,3 +83,195 @@ def test_unknown_backend_and_planted_syntax():
         get_backend("nope")
     with pytest.raises(UsageError, match="unknown planted fault"):
         get_backend("planted:explode@add")
+
+
+# ---- the compiler protocol's methods, on the real compilers ------------------------------------
+
+def _inputs() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(1).normal(size=F.shape).astype("float32")}
+
+
+def _run_script(path, source: str):
+    import subprocess
+    import sys
+
+    path.write_text(source)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, cwd=path.parent, timeout=300)
+
+
+@pytest.mark.parametrize("name,deadline", [("onnxruntime", 15.0), ("tvm", 60.0)])
+def test_deadlines_disruptive_front_doors_and_rules(name, deadline):
+    pytest.importorskip("onnxruntime" if name == "onnxruntime" else "tvm")
+    from dlcfuzz.gen.disruptive import RULES
+
+    backend = get_backend(name)
+    assert backend.deadline_s == deadline
+    configs = backend.configs()
+    front_doors = backend.disruptive_configs()
+    assert len(front_doors) == 2 and set(front_doors) <= set(configs)
+    rules = backend.disruptive_rules()
+    if name == "tvm":
+        assert rules == ("dtype-mismatch", "rank", "shape") and set(rules) <= set(RULES)
+        assert [backend.per_op_rules(configs[n]) for n in front_doors] == [True, False]  # direct vs ONNX frontend
+    else:
+        assert rules is None and not any(backend.per_op_rules(c) for c in configs.values())
+
+
+def test_known_gaps_are_data_with_reasons_about_registered_operators():
+    pytest.importorskip("tvm")
+    pytest.importorskip("onnxruntime")
+    from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS as ORT_GAPS
+    from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS as TVM_GAPS
+    from dlcfuzz.ops import get_op, registry
+
+    tvm_backend = get_backend("tvm")
+    assert "uint8" in tvm_backend.known_gaps("argmax") and "float64" in tvm_backend.known_gaps("layer_norm")
+    assert tvm_backend.known_gaps("add") == {} and get_backend("onnxruntime").known_gaps("argmax") == {}
+    assert len(TVM_GAPS) >= 15
+    for gaps in (ORT_GAPS, TVM_GAPS):
+        for op, by_dtype in gaps.items():
+            assert op in registry()
+            for dtype, reason in by_dtype.items():
+                assert dtype in get_op(op).dtypes and len(reason) > 20, (op, dtype)
+
+
+def test_ort_per_test_configs_are_the_campaigns():
+    pytest.importorskip("onnxruntime")
+    backend = get_backend("onnxruntime")
+    pair = list(backend.default_pair())
+    assert backend.per_test_configs(np.random.default_rng(0), conv_relu_graph(), pair) == pair
+
+
+def test_tvm_per_test_configs_vary_reproducibly_and_agree():
+    pytest.importorskip("tvm")
+    from dlcfuzz import reference
+    from dlcfuzz.backends.tvm.backend import CROSS_METHOD
+    from dlcfuzz.backends.tvm.passes import violations
+    from dlcfuzz.gen.functions import outline
+    from dlcfuzz.gen.random import generate
+
+    backend = get_backend("tvm")
+    pair = list(backend.default_pair())
+    g = conv_relu_graph()
+    seqs = set()
+    for seed in range(30):
+        configs = backend.per_test_configs(np.random.default_rng(seed), g, pair)
+        again = backend.per_test_configs(np.random.default_rng(seed), g, pair)
+        assert configs == again  # the same seed, the same configurations
+        names = [c.name for c in configs]
+        assert names[:2] == ["tvm-unopt", "tvm-passes"] and names[2] in CROSS_METHOD and len(names) == 3
+        assert not violations(configs[1].options["passes"])
+        seqs.add(tuple(configs[1].options["passes"]))
+    assert len(seqs) >= 20  # sampled, not fixed
+    x = _inputs()
+    ref = reference.outputs(g, x)
+    for c in backend.per_test_configs(np.random.default_rng(3), g, pair):
+        assert not compare(backend.compile(g, c).run(x), ref), c.name
+    rng = np.random.default_rng(5)
+    with_functions = next(h for h in (outline(generate(rng, n_ops=6), rng) for _ in range(50)) if h.functions)
+    names = [c.name for c in backend.per_test_configs(np.random.default_rng(0), with_functions, pair)]
+    assert any(n.startswith("tvm-rewrite-") for n in names), names
+
+
+def test_ort_minimize_config_finds_the_planted_optimization():
+    """A fault planted in ConvActivationFusion (fires only where it is enabled) is found as the one
+    optimization that matters; a correct ONNXRuntime shows nothing."""
+    pytest.importorskip("onnxruntime")
+    from dlcfuzz import reference
+
+    g, x = conv_relu_graph(), _inputs()
+    ref = reference.outputs(g, x)
+    for name, expected in (("planted:fusion@ConvActivationFusion", ["ConvActivationFusion"]), ("onnxruntime", None)):
+        backend = get_backend(name)
+        checks = []
+
+        def shows(config: Config, backend=backend, checks=checks) -> bool:
+            checks.append(config)
+            return bool(compare(backend.compile(g, config).run(x), ref))
+
+        optimized = backend.default_pair()[1]
+        if expected is None:
+            assert not shows(optimized)
+            continue
+        config, names = backend.minimize_config(optimized, shows)
+        assert names == expected and shows(config) and len(checks) <= 50
+        assert "ConvActivationFusion" not in config.options["disabled_optimizers"]
+
+
+def test_tvm_minimize_config_keeps_the_passes_a_finding_needs_with_their_prerequisites():
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends.tvm.passes import OPTIMIZE
+
+    backend = get_backend("tvm")
+    optimized = Config("tvm-passes", {**backend.configs()["tvm-opt"].options,
+                                      "passes": ["FoldConstant", *OPTIMIZE, "DeadCodeElimination"]})
+    config, names = backend.minimize_config(optimized, lambda c: "FuseTIR" in c.options["passes"])
+    assert names == ["LegalizeOps", "AnnotateTIROpPattern", "FuseOps", "FuseTIR"] == config.options["passes"]
+    config, names = backend.minimize_config(optimized, lambda c: True)  # no pass needed
+    assert names == [] and config.options["passes"] == []
+
+
+@pytest.mark.parametrize("name", ["onnxruntime", "tvm"])
+def test_reproducer_is_quiet_on_agreement_and_fires_on_a_wrong_result(name, tmp_path):
+    pytest.importorskip("onnxruntime" if name == "onnxruntime" else "tvm")
+    from dlcfuzz import reference
+    from dlcfuzz.oracle.numeric import TOLERANCE
+
+    backend = get_backend(name)
+    g, x = conv_relu_graph(), _inputs()
+    ref = reference.outputs(g, x)
+    configs = list(backend.default_pair())
+    quiet = backend.reproducer(g, x, ref, configs, "wrong-result", "t", "detail")
+    assert "dlcfuzz" not in quiet.split('"""')[2]  # standalone: the body never imports dlcfuzz
+    assert f"TOL = {TOLERANCE!r}" in quiet  # oracle/numeric.py's tolerances, not a copy
+    r = _run_script(tmp_path / "quiet.py", quiet)
+    assert r.returncode == 0 and "not reproduced" in r.stdout, r.stdout + r.stderr[-2000:]
+    wrong = [a + 1 for a in ref]
+    r = _run_script(tmp_path / "fires.py", backend.reproducer(g, x, wrong, configs, "wrong-result", "t", "detail"))
+    assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr[-2000:]
+
+
+def test_ort_pair_reproducer_compares_seed_and_mutant(tmp_path):
+    pytest.importorskip("onnxruntime")
+    backend = get_backend("onnxruntime")
+    seed, x = conv_relu_graph(), _inputs()
+    configs = list(backend.default_pair())
+    for mutant, code in ((conv_relu_graph(), 0), (_shifted(conv_relu_graph()), 1)):
+        folder = tmp_path / str(code)
+        folder.mkdir()
+        files = backend.pair_reproducer(seed, mutant, x, configs, 1e-4, "t", "detail")
+        assert set(files) == {"seed.onnx", "mutant.onnx", "repro_mutant.py"}
+        for fname, content in files.items():
+            (folder / fname).write_bytes(content) if isinstance(content, bytes) else (folder / fname).write_text(content)
+        r = _run_script(folder / "repro_mutant.py", files["repro_mutant.py"])
+        assert r.returncode == code, r.stdout + r.stderr[-2000:]
+
+
+def _shifted(g: Graph) -> Graph:
+    g.constants["b"] = g.constants["b"] + np.float32(1.0)  # a different model: scores move
+    return g
+
+
+def test_fired_tells_which_targeted_optimizations_changed_the_program():
+    pytest.importorskip("onnxruntime")
+    ort_backend = get_backend("onnxruntime")
+    g = conv_relu_graph()
+    fired = ort_backend.fired(g, ort_backend.default_pair()[1], ["ConvActivationFusion", "MatMulAddFusion"])
+    assert fired == {"ConvActivationFusion": True, "MatMulAddFusion": False}
+    pytest.importorskip("tvm")
+    tvm_backend = get_backend("tvm")
+    fired = tvm_backend.fired(g, tvm_backend.configs()["tvm-opt"], ["FuseOps", "ExpandMatmulOfSum"])
+    assert fired == {"FuseOps": True, "ExpandMatmulOfSum": False}
+
+
+def test_tvm_oatest_configs_put_the_targeted_passes_in_a_valid_pipeline():
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends.tvm.passes import OPTIMIZE, violations
+
+    backend = get_backend("tvm")
+    for seed in range(20):
+        unopt, opt = backend.oatest_configs(np.random.default_rng(seed), ["FoldBatchnormToConv2D", "FuseTIR"],
+                                            list(backend.default_pair()))
+        seq = opt.options["passes"]
+        assert unopt.name == "tvm-unopt" and not violations(seq)
+        assert {"FoldBatchnormToConv2D", *OPTIMIZE} <= set(seq)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz import reference
-from dlcfuzz.backends.relax_passes import NOT_AFTER, PASSES, REQUIRES, sample_pass_sequence, violations
+from dlcfuzz.backends.tvm.passes import NOT_AFTER, PASSES, REQUIRES, sample_pass_sequence, violations
 from dlcfuzz.gen.functions import outline, outline_range
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
@@ -94,7 +94,7 @@ def test_outline_range_parameters_outputs_and_constants():
 # ---- pass sequences (no TVM needed) -------------------------------------------------------------
 
 def test_pass_table_does_not_import_tvm():
-    code = "import sys, dlcfuzz.backends.relax_passes; sys.exit('tvm' in sys.modules)"
+    code = "import sys, dlcfuzz.backends.tvm.passes; sys.exit('tvm' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -121,7 +121,7 @@ def test_sample_pass_sequence_respects_the_rules_and_covers_the_table():
 @pytest.fixture(scope="module")
 def tvm_backend():
     pytest.importorskip("tvm")
-    from dlcfuzz.backends.tvm import TvmBackend
+    from dlcfuzz.backends.tvm.backend import TvmBackend
 
     return TvmBackend()
 
@@ -158,7 +158,7 @@ def test_forms_and_rewrites_preserve_semantics(tvm_backend, seed):
 def test_forms_have_the_shape_they_promise(tvm_backend):
     from tvm import relax
 
-    from dlcfuzz.backends.tvm import has_local_functions
+    from dlcfuzz.backends.tvm.backend import has_local_functions
     from dlcfuzz.lower.relax import to_relax
 
     g, _ = _safe_graph(1)
@@ -245,13 +245,12 @@ def test_scripts_round_trip_with_closures_and_constants(tvm_backend):
 
 def test_reproducer_runs_every_form_and_rewrite(tvm_backend, tmp_path):
     from dlcfuzz.backends.base import Config
-    from dlcfuzz.campaign.reproducer import make_script
 
     g, x = _safe_graph(4)
     base = {"method": "direct", "target": "llvm", "exec_mode": "bytecode", "opt_level": 3, "passes": []}
     configs = [Config(f"{f}-{r}", {**base, "form": f, "rewrite": r, "rewrite_seed": 0})
                for f in ("global", "closure", "returned") for r in (None, "a", "b")]
     script = tmp_path / "repro.py"
-    script.write_text(make_script("tvm", g, x, reference.outputs(g, x), configs, "wrong-result", "t", "d", "v"))
+    script.write_text(tvm_backend.reproducer(g, x, reference.outputs(g, x), configs, "wrong-result", "t", "d"))
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert r.returncode == 0 and "not reproduced" in r.stdout, r.stdout + r.stderr[-2000:]

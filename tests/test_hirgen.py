@@ -140,7 +140,7 @@ def test_hirgen_campaign_persists_coverage_and_resumes(tmp_path):
 
 def test_hirgen_on_tvm_runs_the_three_oracles(tmp_path):
     pytest.importorskip("tvm")
-    from dlcfuzz.backends.relax_passes import violations
+    from dlcfuzz.backends.tvm.passes import violations
 
     out = campaign(tmp_path, "tvm", 6, strategy="hirgen")
     db = sqlite3.connect(out / "store.sqlite")

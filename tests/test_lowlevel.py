@@ -16,7 +16,7 @@ tvm = pytest.importorskip("tvm", reason="Tzer fuzzes TVM's TIR: apache-tvm is no
 
 import tvm_ffi  # noqa: E402
 
-from dlcfuzz.lowlevel import passes as tpasses  # noqa: E402
+from dlcfuzz.backends.tvm import tir_passes as tpasses  # noqa: E402
 from dlcfuzz.lowlevel import runner, seeds, tir  # noqa: E402
 from dlcfuzz.oracle.numeric import compare  # noqa: E402
 

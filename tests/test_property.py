@@ -15,7 +15,6 @@ from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import dumps, graphs_equal, loads, to_text
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
-from dlcfuzz.ops import get_op
 from dlcfuzz.oracle.numeric import compare
 
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True,
@@ -30,8 +29,7 @@ def supported(compiler: str):
 
     backend = get_backend(compiler)
     caps = probe(backend, [backend.default_pair()[0]])
-    skip = "ort_skip" if compiler == "onnxruntime" else "relax_skip"
-    return lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in getattr(get_op(op), skip)
+    return lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
 
 def policy_reference(g, x):

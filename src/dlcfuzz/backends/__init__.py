@@ -10,9 +10,11 @@ from dlcfuzz.errors import UsageError
 
 # name -> (module path, class name, the pip distribution(s) it needs)
 BACKENDS: dict[str, tuple[str, str, str]] = {
-    "onnxruntime": ("dlcfuzz.backends.ort", "OnnxRuntimeBackend", "onnxruntime"),
-    "tvm": ("dlcfuzz.backends.tvm", "TvmBackend", "apache-tvm"),
+    "onnxruntime": ("dlcfuzz.backends.onnxruntime.backend", "OnnxRuntimeBackend", "onnxruntime"),
+    "tvm": ("dlcfuzz.backends.tvm.backend", "TvmBackend", "apache-tvm"),
+    "inductor": ("dlcfuzz.backends.inductor", "InductorBackend", "torch"),
     "openvino": ("dlcfuzz.backends.openvino", "OpenVinoBackend", "openvino"),
+    "xla": ("dlcfuzz.backends.xla", "XlaBackend", "jax"),
 }
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
 

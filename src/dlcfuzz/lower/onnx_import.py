@@ -38,7 +38,7 @@ class ImportResult:
 
 
 class ImportContext:
-    """What a spec's from_onnx() may ask about the model being imported."""
+    """What an operator's ONNX import rule may ask about the model being imported."""
 
     def __init__(self, opset: int) -> None:
         self.opset = opset
@@ -82,8 +82,10 @@ def _value_type(vi: Any) -> TensorType | None:
 def import_model(model: Any, partial: bool = False) -> ImportResult:
     import onnx
 
+    from dlcfuzz.lower.registry import load_target
     from dlcfuzz.ops import registry
 
+    rules = load_target("onnx-import")
     by_onnx: dict[str, list[Any]] = {}
     for spec in registry().values():
         for t in spec.onnx_ops:
@@ -156,7 +158,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
             last: Exception | None = None
             for spec in specs:
                 try:
-                    ins, attrs = spec.from_onnx(node, ctx)
+                    ins, attrs = rules.rule(spec.name)(spec, node, ctx)
                     in_types = [ctx.type_of(i) for i in ins]
                     outs = spec.infer(in_types, attrs)
                     break

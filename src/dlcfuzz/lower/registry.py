@@ -20,6 +20,7 @@ Rule = Callable[..., Any]
 # import its compiler, e.g. torch or jax)
 TARGET_MODULES: dict[str, str] = {
     "onnx": "dlcfuzz.lower.onnx",
+    "onnx-import": "dlcfuzz.lower.onnx",  # ONNX -> Graph import rules, beside the ONNX lowering rules
     "relax": "dlcfuzz.lower.relax",
     "torch": "dlcfuzz.lower.torch",
     "jax": "dlcfuzz.lower.jax",

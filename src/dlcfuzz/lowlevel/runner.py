@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.backends.tvm.tir_passes import MANDATORY, PASSES, TirPass, instantiate
 from dlcfuzz.ir.blob import pack, unpack
-from dlcfuzz.lowlevel.passes import MANDATORY, PASSES, TirPass, instantiate
 
 CONFIGS = ("lowest", "mutated", "default")
 IDENTITY_PIPELINE = "dlcfuzz-identity"

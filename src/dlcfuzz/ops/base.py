@@ -1,27 +1,22 @@
 """Operator specs and the one registry.
 
-An OpSpec states everything dlcfuzz knows about one operator: accepted dtypes,
-shape inference (raising ShapeError/DTypeError), attribute sampling, value-domain
-needs, a NumPy reference, its ONNX lowering, its Relax lowering and its ONNX import.
-Adding an operator is one spec, registered with `register`, in one family file.
+An OpSpec states the semantics of one operator: accepted dtypes, shape inference (raising
+ShapeError/DTypeError), attribute sampling, value-domain needs, near ties, error scales and a
+NumPy reference. Nothing about any compiler: how a target writes the operator lives with the
+target (`lower/<target>/`, registered against the operator's name). Adding an operator is one
+spec, registered with `register`, in one family file, plus one rule (or documented gap) per target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
-from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
+from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import TensorType
-
-if TYPE_CHECKING:  # compilers are imported lazily, inside the lowering methods
-    import onnx
-
-    from dlcfuzz.lower.onnx import OnnxBuilder
-    from dlcfuzz.lower.onnx_import import ImportContext
 
 Attrs = dict[str, Any]
 MAX_ELEMENTS = 4096  # per tensor in generated graphs: keeps tests fast and memory flat
@@ -62,9 +57,6 @@ class OpSpec:
     onnx_ops: ClassVar[tuple[str, ...]] = ()  # ONNX op types this spec imports
     # Ranks the generator may pick for input 0 (infer() is the authority).
     ranks: ClassVar[tuple[int, ...]] = (0, 1, 2, 3, 4)
-    # Known compiler gaps, input-0 dtype -> the upstream reason (an allow-list, never a silent skip).
-    relax_skip: ClassVar[dict[str, str]] = {}
-    ort_skip: ClassVar[dict[str, str]] = {}
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -97,24 +89,6 @@ class OpSpec:
         with the sum of the terms' magnitudes, since cancellation there loses relative accuracy
         legally (a float32 conv whose terms cancel to 1e-5 may be off by 1e-3 relative)."""
         return np.abs(y)
-
-    # ---- lowering / import ---------------------------------------------
-    def to_onnx(
-        self, b: OnnxBuilder, ins: list[str], outs: list[str], attrs: Attrs,
-        in_types: Sequence[TensorType], out_types: Sequence[TensorType],
-    ) -> None:
-        raise NotImplementedError
-
-    def to_relax(
-        self, bb: Any, ins: list[Any], attrs: Attrs,
-        in_types: Sequence[TensorType], out_types: Sequence[TensorType],
-    ) -> list[Any]:
-        """Return one Relax expression per output (the caller emits them)."""
-        raise NotImplementedError
-
-    def from_onnx(self, node: onnx.NodeProto, ctx: ImportContext) -> tuple[list[str], Attrs]:
-        """Map an ONNX node to (tensor input names, attrs). Raise Unsupported when outside our model."""
-        raise Unsupported(f"{node.op_type}: import not implemented")
 
     def __repr__(self) -> str:
         return f"<op {self.name}>"
@@ -193,30 +167,8 @@ def check_size(spec: OpSpec, shape: Sequence[int]) -> None:
         raise ShapeError(f"{spec.name}: output {tuple(shape)} exceeds {MAX_ELEMENTS} elements")
 
 
-def onnx_attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
-    import onnx
-
-    for a in node.attribute:
-        if a.name == name:
-            return onnx.helper.get_attribute_value(a)
-    return default
-
-
 def decode(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
-
-
-def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
-    from tvm import relax
-
-    return relax.const(np.array(value, dtype=dtype), dtype)
-
-
-def expect_attrs(node: onnx.NodeProto, allowed: set[str] | frozenset[str] = frozenset()) -> None:
-    """Import guard: an ONNX attribute we do not model makes the node Unsupported (never silently wrong)."""
-    extra = [a.name for a in node.attribute if a.name not in allowed]
-    if extra:
-        raise Unsupported(f"{node.op_type}: attributes {extra} are not modelled")
 
 
 def magnitude_of_terms(spec: OpSpec, xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:

@@ -1,8 +1,9 @@
 """Elementwise operators: unary, binary (numpy broadcasting), pow, prelu, where, cast, clip.
 
 Table-driven: each registration is one row naming dtypes (the ONNX opset-18 type constraint
-restricted to our DTYPES), the NumPy reference (ONNX semantics), the ONNX lowering, the Relax
-lowering, the attributes (ONNX default, sampling range) and the value domain.
+restricted to our DTYPES), the NumPy reference (ONNX semantics), the ONNX op type it imports,
+the attributes (ONNX default, sampling range) and the value domain. Lowerings live in
+lower/onnx/elementwise.py and lower/relax/elementwise.py.
 float16 references are computed in float32 and rounded once, as compilers do.
 Attribute problems in infer() raise ShapeError (the convention for attribute rules), dtype
 problems DTypeError.
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
+from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import DTYPES, FLOATS, INTS, NUMERIC, SIGNED, TensorType
 from dlcfuzz.ops.base import (
     ANY,
@@ -30,23 +31,14 @@ from dlcfuzz.ops.base import (
     OpSpec,
     broadcast_shapes,
     decode,
-    expect_attrs,
-    onnx_attr,
     register,
-    relax_dtype_const,
     require_arity,
     require_dtype,
     require_same_dtype,
     sample_broadcast_partner,
 )
 
-RelaxFn = Callable[[Any, Attrs, str], Any]
-
 _erf = np.vectorize(math.erf, otypes=[np.float64])
-
-
-def _c(v: float, dtype: str) -> Any:
-    return relax_dtype_const(v, dtype)
 
 
 def _widen(*xs: np.ndarray) -> list[np.ndarray]:
@@ -110,32 +102,7 @@ def _check_attrs(spec: OpSpec, kinds: Mapping[str, AttrKind], attrs: Attrs) -> N
             raise ShapeError(f"{spec.name}: attribute {k}={attrs.get(k)!r} is invalid")
 
 
-def _import_attrs(node: Any, kinds: Mapping[str, AttrKind]) -> Attrs:
-    expect_attrs(node, set(kinds))
-    attrs: Attrs = {}
-    for k, kind in kinds.items():
-        v = kind.load(onnx_attr(node, k, kind.default))
-        if v is None or not kind.valid(v):
-            raise Unsupported(f"{node.op_type}: attribute {k}={v!r}")
-        attrs[k] = v
-    return attrs
-
-
 # ---- unary --------------------------------------------------------------------------
-
-
-def _rx(name: str) -> RelaxFn:
-    """A Relax operator by dotted name, applied to x alone."""
-
-    def build(x: Any, attrs: Attrs, dtype: str) -> Any:
-        from tvm import relax
-
-        fn: Any = relax.op
-        for part in name.split("."):
-            fn = getattr(fn, part)
-        return fn(x)
-
-    return build
 
 
 ABSOLUTE_NEAR_ZERO = frozenset({"sigmoid", "tanh", "erf", "gelu", "softplus", "mish", "elu", "selu", "celu"})
@@ -146,19 +113,16 @@ class UnaryOp(OpSpec):
     n_inputs = 1
 
     def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, Attrs], Any],
-                 onnx_op: str, relax: RelaxFn, domain: Domain = ANY, out_dtype: str | None = None,
-                 attrs: Mapping[str, AttrKind] | None = None,
-                 to_onnx: Callable[[Any, list[str], list[str], Attrs, str], None] | None = None) -> None:
+                 onnx_op: str, domain: Domain = ANY, out_dtype: str | None = None,
+                 attrs: Mapping[str, AttrKind] | None = None) -> None:
         self.name = name
         self.dtypes = tuple(dtypes)
         self.ref = ref
         self.onnx_op = onnx_op
         self.onnx_ops = (onnx_op,)
-        self.relax = relax
         self.in_domain = domain
         self.out_dtype = out_dtype
         self.attr_kinds = dict(attrs or {})
-        self.custom_onnx = to_onnx
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
@@ -188,149 +152,10 @@ class UnaryOp(OpSpec):
         (w,) = _widen(x)
         return [np.asarray(self.ref(w, attrs)).astype(self.out_dtype or x.dtype, copy=False)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        if self.custom_onnx is not None:
-            self.custom_onnx(b, ins, outs, attrs, in_types[0].dtype)
-        else:
-            b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.attr_kinds})
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        return [self.relax(ins[0], attrs, in_types[0].dtype)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        attrs = _import_attrs(node, self.attr_kinds)
-        if len(node.input) != 1:
-            raise Unsupported(f"{node.op_type} with {len(node.input)} inputs")
-        return [node.input[0]], attrs
-
-
-# Relax compositions for operators Relax lacks or parameterizes differently.
-
-
-def _rx_reciprocal(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.divide(_c(1, dt), x)
-
-
-def _rx_leaky(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.nn.leakyrelu(x, a["alpha"])
-
-
-def _rx_elu(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    neg = relax.op.multiply(_c(a["alpha"], dt), relax.op.subtract(relax.op.exp(x), _c(1, dt)))
-    return relax.op.where(relax.op.less(x, _c(0, dt)), neg, x)
-
-
-def _rx_celu(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    al = _c(a["alpha"], dt)
-    neg = relax.op.multiply(al, relax.op.subtract(relax.op.exp(relax.op.divide(x, al)), _c(1, dt)))
-    return relax.op.add(relax.op.maximum(x, _c(0, dt)), relax.op.minimum(neg, _c(0, dt)))
-
-
-def _rx_selu(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    neg = relax.op.subtract(relax.op.multiply(_c(a["alpha"], dt), relax.op.exp(x)), _c(a["alpha"], dt))
-    return relax.op.multiply(_c(a["gamma"], dt), relax.op.where(relax.op.greater(x, _c(0, dt)), x, neg))
-
-
-def _rx_softplus(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    # TVM's softplus returns x past the threshold: log(1 + exp(x)) would overflow to inf
-    return relax.op.nn.softplus(x, 1.0, 20.0)
-
-
-def _rx_softsign(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.divide(x, relax.op.add(relax.op.abs(x), _c(1, dt)))
-
-
-def _rx_gelu(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.nn.gelu_tanh(x) if a["approximate"] == "tanh" else relax.op.nn.gelu(x)
-
 
 # ONNX defines HardSwish as HardSigmoid with the float32 attribute alpha = 1/6: ONNXRuntime computes
 # float64 inputs with float32(1/6), which differs from 1/6 where alpha*x + 0.5 cancels (x near -3)
 HARD_SWISH_ALPHA = float(np.float32(1 / 6))
-
-
-def _rx_hard_sigmoid(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    lin = relax.op.add(relax.op.multiply(_c(a["alpha"], dt), x), _c(a["beta"], dt))
-    return relax.op.clip(lin, 0.0, 1.0)
-
-
-def _rx_hard_swish(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.multiply(x, _rx_hard_sigmoid(x, {"alpha": HARD_SWISH_ALPHA, "beta": 0.5}, dt))
-
-
-def _rx_mish(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.multiply(x, relax.op.tanh(_rx_softplus(x, a, dt)))
-
-
-def _rx_thresholded(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return relax.op.where(relax.op.greater(x, _c(a["alpha"], dt)), x, _c(0, dt))
-
-
-def _rx_shrink(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    # ONNX computes x -/+ bias in float and converts back (truncation for integers): do the same
-    wide = "float64" if dt in INTS else dt
-    v = relax.op.astype(x, wide) if wide != dt else x
-    lam, bias, zero = _c(a["lambd"], wide), _c(a["bias"], wide), _c(0, wide)
-    y = relax.op.where(relax.op.less(v, relax.op.negative(lam)), relax.op.add(v, bias),
-                       relax.op.where(relax.op.greater(v, lam), relax.op.subtract(v, bias), zero))
-    return relax.op.astype(y, dt) if wide != dt else y
-
-
-def _rx_isinf(x: Any, a: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    inf = relax.op.isinf(x)
-    if a["detect_negative"] and a["detect_positive"]:
-        return inf
-    if not (a["detect_negative"] or a["detect_positive"]):
-        return relax.op.logical_and(inf, relax.op.logical_not(inf))
-    side = relax.op.greater(x, _c(0, dt)) if a["detect_positive"] else relax.op.less(x, _c(0, dt))
-    return relax.op.logical_and(inf, side)
-
-
-def _onnx_gelu(b: Any, ins: list[str], outs: list[str], a: Attrs, dt: str) -> None:
-    """Gelu is opset 20; at opset 18 it is its formula (what exporters emit, and what fusions match)."""
-    x = ins[0]
-
-    def op(op_type: str, *args: str) -> str:
-        out = b.tmp("gelu")
-        b.node(op_type, list(args), [out])
-        return out
-
-    if a["approximate"] == "tanh":
-        x3 = op("Mul", op("Mul", x, x), x)
-        inner = op("Add", x, op("Mul", x3, b.const(np.array(0.044715, dt))))
-        t = op("Tanh", op("Mul", inner, b.const(np.array(math.sqrt(2 / math.pi), dt))))
-    else:
-        t = op("Erf", op("Div", x, b.const(np.array(math.sqrt(2.0), dt))))
-    s = op("Add", t, b.const(np.array(1.0, dt)))
-    b.node("Mul", [op("Mul", x, b.const(np.array(0.5, dt))), s], outs)
 
 
 def _ref_gelu(x: np.ndarray, a: Attrs) -> np.ndarray:
@@ -367,66 +192,60 @@ class ShrinkOp(UnaryOp):
         return types, (_int_grid_shrink(rng) if first.dtype in INTS else attrs)
 
 
-# LLVM codegen in TVM 0.27 has no float16 lowering of these intrinsics.
-_TVM_NO_F16 = {"float16": "TVM 0.27 LLVM codegen: unknown intrinsic for float16 (InternalError at build)"}
-
-
 def _alpha(default: float, lo: float, hi: float) -> dict[str, AttrKind]:
     return {"alpha": FloatAttr(default, lo, hi)}
 
 
 U = UnaryOp
 _UNARY = [
-    U("abs", NUMERIC, lambda x, a: np.abs(x), "Abs", _rx("abs")),
-    U("neg", SIGNED, lambda x, a: np.negative(x), "Neg", _rx("negative")),
-    U("exp", FLOATS, lambda x, a: np.exp(x), "Exp", _rx("exp"), SMALL),
-    U("log", FLOATS, lambda x, a: np.log(x), "Log", _rx("log"), POSITIVE),
-    U("sqrt", FLOATS, lambda x, a: np.sqrt(x), "Sqrt", _rx("sqrt"), POSITIVE),
-    U("reciprocal", FLOATS, lambda x, a: np.reciprocal(x), "Reciprocal", _rx_reciprocal, NONZERO),
-    U("sin", FLOATS, lambda x, a: np.sin(x), "Sin", _rx("sin")),
-    U("cos", FLOATS, lambda x, a: np.cos(x), "Cos", _rx("cos")),
-    U("tan", FLOATS, lambda x, a: np.tan(x), "Tan", _rx("tan"), Domain(-1.2, 1.2)),
-    U("asin", FLOATS, lambda x, a: np.arcsin(x), "Asin", _rx("asin"), UNIT_OPEN),
-    U("acos", FLOATS, lambda x, a: np.arccos(x), "Acos", _rx("acos"), UNIT_OPEN),
-    U("atan", FLOATS, lambda x, a: np.arctan(x), "Atan", _rx("atan")),
-    U("sinh", FLOATS, lambda x, a: np.sinh(x), "Sinh", _rx("sinh"), SMALL),
-    U("cosh", FLOATS, lambda x, a: np.cosh(x), "Cosh", _rx("cosh"), SMALL),
-    U("tanh", FLOATS, lambda x, a: np.tanh(x), "Tanh", _rx("tanh")),
-    U("asinh", FLOATS, lambda x, a: np.arcsinh(x), "Asinh", _rx("asinh")),
-    U("acosh", FLOATS, lambda x, a: np.arccosh(x), "Acosh", _rx("acosh"), Domain(1.1, 4.0)),
-    U("atanh", FLOATS, lambda x, a: np.arctanh(x), "Atanh", _rx("atanh"), UNIT_OPEN),
-    U("sigmoid", FLOATS, lambda x, a: 1 / (1 + np.exp(-x)), "Sigmoid", _rx("sigmoid")),
-    U("relu", SIGNED, lambda x, a: np.maximum(x, 0), "Relu", _rx("nn.relu")),
-    U("leaky_relu", FLOATS, lambda x, a: np.where(x < 0, x * a["alpha"], x), "LeakyRelu", _rx_leaky,
+    U("abs", NUMERIC, lambda x, a: np.abs(x), "Abs"),
+    U("neg", SIGNED, lambda x, a: np.negative(x), "Neg"),
+    U("exp", FLOATS, lambda x, a: np.exp(x), "Exp", SMALL),
+    U("log", FLOATS, lambda x, a: np.log(x), "Log", POSITIVE),
+    U("sqrt", FLOATS, lambda x, a: np.sqrt(x), "Sqrt", POSITIVE),
+    U("reciprocal", FLOATS, lambda x, a: np.reciprocal(x), "Reciprocal", NONZERO),
+    U("sin", FLOATS, lambda x, a: np.sin(x), "Sin"),
+    U("cos", FLOATS, lambda x, a: np.cos(x), "Cos"),
+    U("tan", FLOATS, lambda x, a: np.tan(x), "Tan", Domain(-1.2, 1.2)),
+    U("asin", FLOATS, lambda x, a: np.arcsin(x), "Asin", UNIT_OPEN),
+    U("acos", FLOATS, lambda x, a: np.arccos(x), "Acos", UNIT_OPEN),
+    U("atan", FLOATS, lambda x, a: np.arctan(x), "Atan"),
+    U("sinh", FLOATS, lambda x, a: np.sinh(x), "Sinh", SMALL),
+    U("cosh", FLOATS, lambda x, a: np.cosh(x), "Cosh", SMALL),
+    U("tanh", FLOATS, lambda x, a: np.tanh(x), "Tanh"),
+    U("asinh", FLOATS, lambda x, a: np.arcsinh(x), "Asinh"),
+    U("acosh", FLOATS, lambda x, a: np.arccosh(x), "Acosh", Domain(1.1, 4.0)),
+    U("atanh", FLOATS, lambda x, a: np.arctanh(x), "Atanh", UNIT_OPEN),
+    U("sigmoid", FLOATS, lambda x, a: 1 / (1 + np.exp(-x)), "Sigmoid"),
+    U("relu", SIGNED, lambda x, a: np.maximum(x, 0), "Relu"),
+    U("leaky_relu", FLOATS, lambda x, a: np.where(x < 0, x * a["alpha"], x), "LeakyRelu",
       attrs=_alpha(0.01, 0.01, 0.5)),
-    U("elu", FLOATS, lambda x, a: np.where(x < 0, a["alpha"] * (np.exp(x) - 1), x), "Elu", _rx_elu, SMALL,
+    U("elu", FLOATS, lambda x, a: np.where(x < 0, a["alpha"] * (np.exp(x) - 1), x), "Elu", SMALL,
       attrs=_alpha(1.0, 0.1, 2.0)),
     U("celu", ("float32",), lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
-      "Celu", _rx_celu, SMALL, attrs=_alpha(1.0, 0.5, 2.0)),
-    U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu",
-      _rx_selu, SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0),
+      "Celu", SMALL, attrs=_alpha(1.0, 0.5, 2.0)),
+    U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu", SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0),
                               "gamma": FloatAttr(1.05070102214813232421875, 0.5, 1.5)}),
-    U("gelu", FLOATS, _ref_gelu, "Gelu", _rx_gelu, to_onnx=_onnx_gelu,
+    U("gelu", FLOATS, _ref_gelu, "Gelu",
       attrs={"approximate": ChoiceAttr("none", ("none", "tanh"))}),
-    U("softplus", FLOATS, lambda x, a: _softplus(x), "Softplus", _rx_softplus, SMALL),
-    U("softsign", FLOATS, lambda x, a: x / (1 + np.abs(x)), "Softsign", _rx_softsign),
-    U("erf", FLOATS, lambda x, a: _erf(x.astype(np.float64)), "Erf", _rx("erf")),
-    U("floor", FLOATS, lambda x, a: np.floor(x), "Floor", _rx("floor")),
-    U("ceil", FLOATS, lambda x, a: np.ceil(x), "Ceil", _rx("ceil")),
-    U("round", FLOATS, lambda x, a: np.round(x), "Round", _rx("round")),  # half to even, as ONNX specifies
-    U("sign", NUMERIC, lambda x, a: np.sign(x), "Sign", _rx("sign")),
-    U("not", ("bool",), lambda x, a: np.logical_not(x), "Not", _rx("logical_not")),
-    U("bitwise_not", INTS, lambda x, a: np.invert(x), "BitwiseNot", _rx("bitwise_not")),
-    U("isnan", FLOATS, lambda x, a: np.isnan(x), "IsNaN", _rx("isnan"), out_dtype="bool"),
-    U("isinf", ("float32", "float64"), _isinf, "IsInf", _rx_isinf, out_dtype="bool",  # float16 from opset 20
+    U("softplus", FLOATS, lambda x, a: _softplus(x), "Softplus", SMALL),
+    U("softsign", FLOATS, lambda x, a: x / (1 + np.abs(x)), "Softsign"),
+    U("erf", FLOATS, lambda x, a: _erf(x.astype(np.float64)), "Erf"),
+    U("floor", FLOATS, lambda x, a: np.floor(x), "Floor"),
+    U("ceil", FLOATS, lambda x, a: np.ceil(x), "Ceil"),
+    U("round", FLOATS, lambda x, a: np.round(x), "Round"),  # half to even, as ONNX specifies
+    U("sign", NUMERIC, lambda x, a: np.sign(x), "Sign"),
+    U("not", ("bool",), lambda x, a: np.logical_not(x), "Not"),
+    U("bitwise_not", INTS, lambda x, a: np.invert(x), "BitwiseNot"),
+    U("isnan", FLOATS, lambda x, a: np.isnan(x), "IsNaN", out_dtype="bool"),
+    U("isinf", ("float32", "float64"), _isinf, "IsInf", out_dtype="bool",  # float16 from opset 20
       attrs={"detect_negative": FLAG, "detect_positive": FLAG}),
-    U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid",
-      _rx_hard_sigmoid, attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
-    U("hard_swish", FLOATS, lambda x, a: x * np.clip(x * HARD_SWISH_ALPHA + 0.5, 0, 1), "HardSwish", _rx_hard_swish),
-    U("mish", FLOATS, lambda x, a: x * np.tanh(_softplus(x)), "Mish", _rx_mish, SMALL),
-    U("thresholded_relu", FLOATS, lambda x, a: np.where(x > a["alpha"], x, 0), "ThresholdedRelu", _rx_thresholded,
+    U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid", attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
+    U("hard_swish", FLOATS, lambda x, a: x * np.clip(x * HARD_SWISH_ALPHA + 0.5, 0, 1), "HardSwish"),
+    U("mish", FLOATS, lambda x, a: x * np.tanh(_softplus(x)), "Mish", SMALL),
+    U("thresholded_relu", FLOATS, lambda x, a: np.where(x > a["alpha"], x, 0), "ThresholdedRelu",
       attrs=_alpha(1.0, -0.5, 1.5)),
-    ShrinkOp("shrink", NUMERIC, _shrink, "Shrink", _rx_shrink,
+    ShrinkOp("shrink", NUMERIC, _shrink, "Shrink",
              attrs={"bias": FloatAttr(0.0, 0.0, 1.5, 1 / 8), "lambd": FloatAttr(0.5, 0.0, 1.5, 1 / 8)}),
 ]
 
@@ -469,7 +288,7 @@ class BinaryOp(OpSpec):
         return bool(np.any(np.abs(a - b) <= tol * np.maximum(1.0, np.abs(b))))
 
     def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, np.ndarray, Attrs], Any],
-                 onnx_op: str, relax_fn: str | Callable[[Any, Any, Attrs, str], Any],
+                 onnx_op: str,
                  rhs_domain: Callable[[str, Attrs], Domain] = _any, lhs_domain: Callable[[str, Attrs], Domain] = _any,
                  out_dtype: str | None = None, attrs: Mapping[str, AttrKind] | None = None) -> None:
         self.name = name
@@ -477,7 +296,6 @@ class BinaryOp(OpSpec):
         self.ref = ref
         self.onnx_op = onnx_op
         self.onnx_ops = (onnx_op,)
-        self.relax_fn = relax_fn
         self.rhs_domain = rhs_domain
         self.lhs_domain = lhs_domain
         self.out_dtype = out_dtype
@@ -508,22 +326,6 @@ class BinaryOp(OpSpec):
         a, b = _widen(xs[0], xs[1])
         return [np.asarray(self.ref(a, b, attrs)).astype(self.out_dtype or xs[0].dtype, copy=False)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node(self.onnx_op, ins, outs, **{k: attrs[k] for k in self.attr_kinds})
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        if callable(self.relax_fn):
-            return [self.relax_fn(ins[0], ins[1], attrs, in_types[0].dtype)]
-        return [getattr(relax.op, self.relax_fn)(ins[0], ins[1])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        attrs = _import_attrs(node, self.attr_kinds)
-        if len(node.input) != 2 or "" in node.input:
-            raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
-        return [node.input[0], node.input[1]], attrs
-
 
 class ModOp(BinaryOp):
     def check_attrs(self, dtype: str, attrs: Attrs) -> None:
@@ -534,44 +336,31 @@ class ModOp(BinaryOp):
         return {"fmod": 1 if dtype in FLOATS else int(rng.integers(2))}
 
 
-def _rx_mod(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    # TVM: mod truncates (C fmod); floor_mod follows the divisor's sign (ONNX fmod=0)
-    return (relax.op.mod if attrs["fmod"] else relax.op.floor_mod)(a, b)
-
-
-def _rx_shift(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
-    from tvm import relax
-
-    return (relax.op.left_shift if attrs["direction"] == "LEFT" else relax.op.right_shift)(a, b)
-
-
 B = BinaryOp
 _BINARY = [
-    B("add", NUMERIC, lambda a, b, t: a + b, "Add", "add"),
-    B("sub", NUMERIC, lambda a, b, t: a - b, "Sub", "subtract"),
-    B("mul", NUMERIC, lambda a, b, t: a * b, "Mul", "multiply"),
-    B("div", NUMERIC, _int_div, "Div", "divide", rhs_domain=_divisor),
-    B("max", NUMERIC, lambda a, b, t: np.maximum(a, b), "Max", "maximum"),
-    B("min", NUMERIC, lambda a, b, t: np.minimum(a, b), "Min", "minimum"),
-    ModOp("mod", NUMERIC, lambda a, b, t: np.fmod(a, b) if t["fmod"] else np.mod(a, b), "Mod", _rx_mod,
+    B("add", NUMERIC, lambda a, b, t: a + b, "Add"),
+    B("sub", NUMERIC, lambda a, b, t: a - b, "Sub"),
+    B("mul", NUMERIC, lambda a, b, t: a * b, "Mul"),
+    B("div", NUMERIC, _int_div, "Div", rhs_domain=_divisor),
+    B("max", NUMERIC, lambda a, b, t: np.maximum(a, b), "Max"),
+    B("min", NUMERIC, lambda a, b, t: np.minimum(a, b), "Min"),
+    ModOp("mod", NUMERIC, lambda a, b, t: np.fmod(a, b) if t["fmod"] else np.mod(a, b), "Mod",
           rhs_domain=_divisor, attrs={"fmod": ChoiceAttr(0, (0, 1))}),
-    B("and", ("bool",), lambda a, b, t: np.logical_and(a, b), "And", "logical_and"),
-    B("or", ("bool",), lambda a, b, t: np.logical_or(a, b), "Or", "logical_or"),
-    B("xor", ("bool",), lambda a, b, t: np.logical_xor(a, b), "Xor", "logical_xor"),
-    B("equal", NUMERIC + ("bool",), lambda a, b, t: np.equal(a, b), "Equal", "equal", out_dtype="bool"),
-    B("less", NUMERIC, lambda a, b, t: np.less(a, b), "Less", "less", out_dtype="bool"),
-    B("less_equal", NUMERIC, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", "less_equal", out_dtype="bool"),
-    B("greater", NUMERIC, lambda a, b, t: np.greater(a, b), "Greater", "greater", out_dtype="bool"),
-    B("greater_equal", NUMERIC, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual", "greater_equal",
+    B("and", ("bool",), lambda a, b, t: np.logical_and(a, b), "And"),
+    B("or", ("bool",), lambda a, b, t: np.logical_or(a, b), "Or"),
+    B("xor", ("bool",), lambda a, b, t: np.logical_xor(a, b), "Xor"),
+    B("equal", NUMERIC + ("bool",), lambda a, b, t: np.equal(a, b), "Equal", out_dtype="bool"),
+    B("less", NUMERIC, lambda a, b, t: np.less(a, b), "Less", out_dtype="bool"),
+    B("less_equal", NUMERIC, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", out_dtype="bool"),
+    B("greater", NUMERIC, lambda a, b, t: np.greater(a, b), "Greater", out_dtype="bool"),
+    B("greater_equal", NUMERIC, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual",
       out_dtype="bool"),
-    B("bitwise_and", INTS, lambda a, b, t: np.bitwise_and(a, b), "BitwiseAnd", "bitwise_and"),
-    B("bitwise_or", INTS, lambda a, b, t: np.bitwise_or(a, b), "BitwiseOr", "bitwise_or"),
-    B("bitwise_xor", INTS, lambda a, b, t: np.bitwise_xor(a, b), "BitwiseXor", "bitwise_xor"),
+    B("bitwise_and", INTS, lambda a, b, t: np.bitwise_and(a, b), "BitwiseAnd"),
+    B("bitwise_or", INTS, lambda a, b, t: np.bitwise_or(a, b), "BitwiseOr"),
+    B("bitwise_xor", INTS, lambda a, b, t: np.bitwise_xor(a, b), "BitwiseXor"),
     # ONNX BitShift takes unsigned types only; shifting by >= the bit width is undefined: sampled 0..7.
     B("bit_shift", ("uint8",), lambda a, b, t: (np.left_shift if t["direction"] == "LEFT" else np.right_shift)(a, b),
-      "BitShift", _rx_shift, rhs_domain=lambda dt, a: Domain(0, 7, strict=True),
+      "BitShift", rhs_domain=lambda dt, a: Domain(0, 7, strict=True),
       attrs={"direction": ChoiceAttr(None, ("LEFT", "RIGHT"))}),
 ]
 
@@ -583,7 +372,7 @@ class PowOp(BinaryOp):
     """Pow(X: T, Y: T1): the exponent may have any numeric dtype (ONNX's T1), the output has X's."""
 
     def __init__(self) -> None:
-        super().__init__("pow", ("int32", "int64") + FLOATS, lambda a, b, t: np.power(a, b), "Pow", "power")
+        super().__init__("pow", ("int32", "int64") + FLOATS, lambda a, b, t: np.power(a, b), "Pow")
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
@@ -612,18 +401,6 @@ class PowOp(BinaryOp):
             a, b = _widen(a, b)
         return [np.asarray(np.power(a, b)).astype(xs[0].dtype, copy=False)]
 
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        x, y = ins
-        dx, dy = in_types[0].dtype, in_types[1].dtype
-        if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference, ORT)
-            r = relax.op.power(relax.op.astype(x, "float64"), relax.op.astype(y, "float64"))
-            return [relax.op.astype(r, dx)]
-        if dx != dy:
-            y = relax.op.astype(y, dx)
-        return [relax.op.power(x, y)]
-
 
 def _unidirectional(spec: OpSpec, x: tuple[int, ...], s: tuple[int, ...]) -> None:
     if broadcast_shapes(spec, x, s) != tuple(x):
@@ -635,13 +412,7 @@ class PReluOp(BinaryOp):
 
     def __init__(self) -> None:
         super().__init__("prelu", FLOATS + ("int32", "int64"), lambda x, s, t: np.where(x < 0, x * s, x),
-                         "PRelu", self._relax)
-
-    @staticmethod
-    def _relax(x: Any, s: Any, attrs: Attrs, dt: str) -> Any:
-        from tvm import relax
-
-        return relax.op.where(relax.op.less(x, _c(0, dt)), relax.op.multiply(x, s), x)
+                         "PRelu")
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         out = super().infer(ins, attrs)
@@ -687,20 +458,6 @@ class WhereOp(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.where(xs[2], xs[0], xs[1])]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Where", [ins[2], ins[0], ins[1]], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.where(ins[2], ins[0], ins[1])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        if len(node.input) != 3 or "" in node.input:
-            raise Unsupported(f"Where with inputs {list(node.input)}")
-        return [node.input[1], node.input[2], node.input[0]], {}
-
 
 class CastOp(OpSpec):
     name = "cast"
@@ -737,28 +494,6 @@ class CastOp(OpSpec):
         if x.dtype.kind == "f" and attrs["to"] in INTS:
             x = np.trunc(x)
         return [x.astype(attrs["to"])]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        from dlcfuzz.lower.onnx import onnx_elem_type
-
-        b.node("Cast", ins, outs, to=onnx_elem_type(attrs["to"]))
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.astype(ins[0], attrs["to"])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        import onnx
-
-        expect_attrs(node, {"to"})  # opset 19's `saturate` only concerns float8
-        try:
-            to = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(onnx_attr(node, "to"))))
-        except (KeyError, TypeError, ValueError):
-            raise Unsupported(f"Cast to {onnx_attr(node, 'to')}") from None
-        if to not in DTYPES:
-            raise Unsupported(f"Cast to {to}")
-        return [node.input[0]], {"to": to}
 
 
 class ClipOp(OpSpec):
@@ -815,52 +550,6 @@ class ClipOp(OpSpec):
             x = np.minimum(x, np.asarray(attrs["max"], x.dtype))
         return [x]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        dt = in_types[0].dtype
-        args = [ins[0]] + [b.const(np.asarray(attrs[k], dt)) if attrs[k] is not None else "" for k in ("min", "max")]
-        while args[-1] == "":
-            args.pop()
-        b.node("Clip", args, outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        x = ins[0]
-        dt = in_types[0].dtype
-        # relax.op.clip takes PrimValue bounds; maximum/minimum with typed constants keep exact int semantics
-        if attrs["min"] is not None:
-            x = relax.op.maximum(x, _c(attrs["min"], dt))
-        if attrs["max"] is not None:
-            x = relax.op.minimum(x, _c(attrs["max"], dt))
-        return [x]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset < 11:
-            raise Unsupported("Clip before opset 11 (min/max attributes)")
-        expect_attrs(node)
-        if len(node.input) > 3:
-            raise Unsupported(f"Clip with {len(node.input)} inputs")
-        cast = float if ctx.type_of(node.input[0]).dtype in FLOATS else int
-        attrs: Attrs = {}
-        for i, k in ((1, "min"), (2, "max")):
-            v = ctx.const_input(node, i)
-            if v is not None and v.size != 1:
-                raise Unsupported(f"Clip {k} of shape {v.shape}")
-            attrs[k] = None if v is None else cast(v.reshape(()).item())
-        return [node.input[0]], attrs
-
-
-# Known compiler gaps, each with its upstream reason (an allow-list for the agreement tests).
-_RELAX_SKIP: dict[str, dict[str, str]] = {
-    **{n: _TVM_NO_F16 for n in ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")},
-    "sign": {"uint8": "TVM 0.27 topi.sign builds the constant -1 in the input dtype: "
-                      "'cannot make uint from negative value -1' (a TVM bug)"},
-    "equal": {"bool": "TVM 0.27 lowers equal on bool to an LLVM fcmp on i1: "
-                      "'LLVM module verification failed' (a TVM bug)"},
-    "pow": {dt: "TVM 0.27 tir.pow is float-only: 'power only applies to float' for integer bases"
-            for dt in ("int32", "int64")},
-}
 
 for _spec in [*_UNARY, *_BINARY, PowOp(), PReluOp(), WhereOp(), CastOp(), ClipOp()]:
-    _spec.relax_skip = _RELAX_SKIP.get(_spec.name, {})
     register(_spec)

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import ShapeError, Unsupported
+from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
@@ -22,13 +22,9 @@ from dlcfuzz.ops.base import (
     OpSpec,
     broadcast_shapes,
     check_size,
-    expect_attrs,
     magnitude_of_terms,
     norm_axis,
-    onnx_attr,
     register,
-    registry,
-    relax_dtype_const,
     require_dtype,
     require_rank,
     require_same_dtype,
@@ -93,13 +89,6 @@ def _pad_spatial(x: np.ndarray, pads: Sequence[int], value: float = 0.0) -> np.n
     nd = len(pads) // 2
     width = [(0, 0)] * (x.ndim - nd) + list(zip(pads[:nd], pads[nd:]))
     return np.pad(x, width, constant_values=value)
-
-
-def _check_kernel_shape(node: Any, w: TensorType) -> None:
-    """ONNX kernel_shape is redundant with the weight; a disagreeing one is a model we do not model."""
-    k = onnx_attr(node, "kernel_shape")
-    if k is not None and list(k) != list(w.shape[2:]):
-        raise Unsupported(f"{node.op_type}: kernel_shape {list(k)} differs from weight {w.shape}")
 
 
 def _acc(x: np.ndarray) -> np.ndarray:
@@ -178,36 +167,6 @@ class ConvOp(OpSpec):
         if len(xs) == 3:
             out += _acc(xs[2]).reshape((1, -1) + (1,) * self.spatial)
         return [out.astype(xs[0].dtype)]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Conv", ins, outs, strides=attrs["strides"], dilations=attrs["dilations"], pads=attrs["pads"],
-               group=attrs["group"], kernel_shape=list(in_types[1].shape[2:]))
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        fn = relax.op.nn.conv1d if self.spatial == 1 else relax.op.nn.conv2d
-        y = fn(ins[0], ins[1], strides=attrs["strides"], padding=attrs["pads"], dilation=attrs["dilations"],
-               groups=attrs["group"])
-        if len(ins) == 3:
-            y = relax.op.add(bb.emit(y), relax.op.reshape(ins[2], (1, -1) + (1,) * self.spatial))
-        return [y]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape", "auto_pad"})
-        from dlcfuzz.ops.base import decode
-
-        if decode(onnx_attr(node, "auto_pad", "NOTSET")) != "NOTSET":
-            raise Unsupported("Conv auto_pad")
-        w = ctx.type_of(node.input[1])
-        if w.rank != self.spatial + 2:
-            raise Unsupported(f"Conv with {w.rank - 2} spatial dims is not {self.name}")
-        _check_kernel_shape(node, w)
-        nd = self.spatial
-        ins = [i for i in node.input if i]
-        return ins, {"strides": list(onnx_attr(node, "strides", [1] * nd)),
-                     "dilations": list(onnx_attr(node, "dilations", [1] * nd)),
-                     "pads": list(onnx_attr(node, "pads", [0] * 2 * nd)), "group": int(onnx_attr(node, "group", 1))}
 
 
 class ConvTranspose2dOp(OpSpec):
@@ -293,36 +252,6 @@ class ConvTranspose2dOp(OpSpec):
             out = out + _acc(xs[2]).reshape(1, -1, 1, 1)
         return [out.astype(xs[0].dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        op = attrs.get("output_padding", [0, 0])
-        b.node("ConvTranspose", ins, outs, strides=attrs["strides"], dilations=attrs["dilations"], pads=attrs["pads"],
-               group=attrs["group"], kernel_shape=list(in_types[1].shape[2:]), output_padding=op if any(op) else None)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        y = relax.op.nn.conv2d_transpose(ins[0], ins[1], strides=attrs["strides"], padding=attrs["pads"],
-                                         output_padding=attrs.get("output_padding", [0, 0]),
-                                         dilation=attrs["dilations"], groups=attrs["group"])
-        if len(ins) == 3:
-            y = relax.op.add(bb.emit(y), relax.op.reshape(ins[2], (1, -1, 1, 1)))
-        return [y]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape", "output_padding", "auto_pad"})
-        from dlcfuzz.ops.base import decode
-
-        if decode(onnx_attr(node, "auto_pad", "NOTSET")) != "NOTSET":
-            raise Unsupported("ConvTranspose auto_pad")
-        w = ctx.type_of(node.input[1])
-        if w.rank != 4:
-            raise Unsupported("ConvTranspose that is not 2-D")
-        _check_kernel_shape(node, w)
-        return [i for i in node.input if i], {
-            "strides": list(onnx_attr(node, "strides", [1, 1])), "dilations": list(onnx_attr(node, "dilations", [1, 1])),
-            "pads": list(onnx_attr(node, "pads", [0, 0, 0, 0])),
-            "output_padding": list(onnx_attr(node, "output_padding", [0, 0])), "group": int(onnx_attr(node, "group", 1))}
-
 
 # ---- pooling -------------------------------------------------------------------------
 
@@ -393,40 +322,6 @@ class Pool2dOp(OpSpec):
             count = sum(v for _, v in _windows(ones, attrs["kernel"], attrs["strides"], d, out_shape))
         return [(total / count).astype(x.dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        extra = {"dilations": attrs["dilations"]} if self.kind == "max" else {"count_include_pad": attrs["count_include_pad"]}
-        b.node(self.onnx_op, ins, outs, kernel_shape=attrs["kernel"], strides=attrs["strides"], pads=attrs["pads"], **extra)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        if self.kind == "max":
-            return [relax.op.nn.max_pool2d(ins[0], attrs["kernel"], attrs["strides"], attrs["pads"], attrs["dilations"])]
-        return [relax.op.nn.avg_pool2d(ins[0], attrs["kernel"], attrs["strides"], attrs["pads"],
-                                       count_include_pad=bool(attrs["count_include_pad"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        from dlcfuzz.ops.base import decode
-
-        allowed = {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode"}
-        allowed |= {"dilations", "storage_order"} if self.kind == "max" else {"count_include_pad"}
-        expect_attrs(node, allowed)
-        if decode(onnx_attr(node, "auto_pad", "NOTSET")) != "NOTSET" or onnx_attr(node, "ceil_mode", 0):
-            raise Unsupported(f"{node.op_type} auto_pad / ceil_mode")
-        if onnx_attr(node, "storage_order", 0) or len(node.output) > 1:
-            raise Unsupported("MaxPool indices output")
-        k = list(onnx_attr(node, "kernel_shape"))
-        if len(k) != 2:
-            raise Unsupported(f"{node.op_type} with {len(k)} spatial dims")
-        attrs: Attrs = {"kernel": k, "strides": list(onnx_attr(node, "strides", [1, 1])),
-                        "pads": list(onnx_attr(node, "pads", [0, 0, 0, 0]))}
-        if self.kind == "max":
-            attrs["dilations"] = list(onnx_attr(node, "dilations", [1, 1]))
-        else:
-            attrs["dilations"] = [1, 1]
-            attrs["count_include_pad"] = int(onnx_attr(node, "count_include_pad", 0))
-        return [node.input[0]], attrs
-
 
 class GlobalPoolOp(OpSpec):
     family = "nn"
@@ -460,19 +355,6 @@ class GlobalPoolOp(OpSpec):
         axes = tuple(range(2, x.ndim))
         y = np.max(x, axis=axes, keepdims=True) if self.kind == "max" else np.mean(_acc(x), axis=axes, keepdims=True)
         return [y.astype(x.dtype)]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node(self.onnx_op, ins, outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        axes = list(range(2, in_types[0].rank))
-        return [(relax.op.max if self.kind == "max" else relax.op.mean)(ins[0], axis=axes, keepdims=True)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        return [node.input[0]], {}
 
 
 # ---- matmul, gemm ----------------------------------------------------------------------
@@ -533,18 +415,6 @@ class MatMulOp(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [_matmul_ref(xs[0], xs[1])]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("MatMul", ins, outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.matmul(ins[0], ins[1])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        return [node.input[0], node.input[1]], {}
-
 
 class GemmOp(OpSpec):
     name = "gemm"
@@ -596,26 +466,6 @@ class GemmOp(OpSpec):
             y = y + attrs["beta"] * _acc(xs[2])
         return [y.astype(xs[0].dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Gemm", ins, outs, alpha=attrs["alpha"], beta=attrs["beta"], transA=attrs["transA"], transB=attrs["transB"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        dt = in_types[0].dtype
-        a = relax.op.permute_dims(ins[0]) if attrs["transA"] else ins[0]
-        b = relax.op.permute_dims(ins[1]) if attrs["transB"] else ins[1]
-        y = relax.op.multiply(bb.emit(relax.op.matmul(a, b)), relax_dtype_const(attrs["alpha"], dt))
-        if len(ins) == 3:
-            y = relax.op.add(bb.emit(y), relax.op.multiply(ins[2], relax_dtype_const(attrs["beta"], dt)))
-        return [y]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"alpha", "beta", "transA", "transB"})
-        return [i for i in node.input if i], {
-            "alpha": float(onnx_attr(node, "alpha", 1.0)), "beta": float(onnx_attr(node, "beta", 1.0)),
-            "transA": int(onnx_attr(node, "transA", 0)), "transB": int(onnx_attr(node, "transB", 0))}
-
 
 # ---- normalization ----------------------------------------------------------------------
 
@@ -664,21 +514,6 @@ class BatchNormOp(OpSpec):
         shape = (1, -1) + (1,) * (x.ndim - 2)
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + attrs["epsilon"]) * scale.reshape(shape) + bias.reshape(shape)
         return [y.astype(xs[0].dtype)]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("BatchNormalization", ins, outs, epsilon=attrs["epsilon"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        t = bb.emit(relax.op.nn.batch_norm(*ins, axis=1, epsilon=attrs["epsilon"], training=False))
-        return [relax.TupleGetItem(t, 0)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"epsilon", "momentum", "training_mode"})
-        if onnx_attr(node, "training_mode", 0) or len(node.output) != 1:
-            raise Unsupported("BatchNormalization in training mode")
-        return list(node.input[:5]), {"epsilon": float(onnx_attr(node, "epsilon", 1e-5))}
 
 
 class LayerNormOp(OpSpec):
@@ -734,28 +569,6 @@ class LayerNormOp(OpSpec):
             y = y + _acc(xs[2])
         return [y.astype(xs[0].dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("LayerNormalization", ins, outs, axis=attrs["axis"], epsilon=attrs["epsilon"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        rank = in_types[0].rank
-        axis = attrs["axis"] % rank
-        norm = in_types[0].shape[axis:]
-        dt = in_types[0].dtype
-        gamma = relax.op.broadcast_to(ins[1], norm) if tuple(in_types[1].shape) != tuple(norm) else ins[1]
-        beta = (relax.op.broadcast_to(ins[2], norm) if tuple(in_types[2].shape) != tuple(norm) else ins[2]) \
-            if len(ins) == 3 else relax.const(np.zeros(norm, dt), dt)
-        return [relax.op.nn.layer_norm(ins[0], gamma, beta, axes=list(range(axis, rank)), epsilon=attrs["epsilon"])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis", "epsilon", "stash_type"})
-        if len([o for o in node.output if o]) != 1:
-            raise Unsupported("LayerNormalization with Mean/InvStdDev outputs")
-        return [i for i in node.input if i], {"axis": int(onnx_attr(node, "axis", -1)),
-                                              "epsilon": float(onnx_attr(node, "epsilon", 1e-5))}
-
 
 class InstanceNormOp(OpSpec):
     name = "instance_norm"
@@ -807,19 +620,6 @@ class InstanceNormOp(OpSpec):
         y = (x - mean) / np.sqrt(var + attrs["epsilon"]) * _acc(xs[1]).reshape(shape) + _acc(xs[2]).reshape(shape)
         return [y.astype(xs[0].dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("InstanceNormalization", ins, outs, epsilon=attrs["epsilon"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.nn.instance_norm(ins[0], ins[1], ins[2], channel_axis=1,
-                                          axes=list(range(2, in_types[0].rank)), epsilon=attrs["epsilon"])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"epsilon"})
-        return list(node.input[:3]), {"epsilon": float(onnx_attr(node, "epsilon", 1e-5))}
-
 
 class LrnOp(OpSpec):
     """Local response normalization across channels (ONNX LRN)."""
@@ -864,30 +664,6 @@ class LrnOp(OpSpec):
         sq = np.moveaxis(np.moveaxis(x * x, 1, -1) @ band, -1, 1)
         y = x / (attrs["bias"] + attrs["alpha"] / attrs["size"] * sq) ** attrs["beta"]
         return [y.astype(xs[0].dtype)]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("LRN", ins, outs, size=attrs["size"], alpha=attrs["alpha"], beta=attrs["beta"], bias=attrs["bias"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        # Relax has no LRN: the channel window sum is a matmul with a 0/1 band matrix.
-        x, t = ins[0], in_types[0]
-        dt, r = t.dtype, t.rank
-        band = relax.const(self._band(t.shape[1], attrs["size"]).astype(dt), dt)
-        sq = bb.emit(relax.op.permute_dims(relax.op.multiply(x, x), [0, *range(2, r), 1]))
-        ss = bb.emit(relax.op.permute_dims(relax.op.matmul(sq, band), [0, r - 1, *range(1, r - 1)]))
-        scale = relax_dtype_const(attrs["alpha"] / attrs["size"], dt)
-        den = relax.op.power(relax.op.add(relax_dtype_const(attrs["bias"], dt), relax.op.multiply(ss, scale)),
-                             relax_dtype_const(attrs["beta"], dt))
-        return [relax.op.divide(x, bb.emit(den))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"size", "alpha", "beta", "bias"})
-        if onnx_attr(node, "size") is None:
-            raise Unsupported("LRN without size")
-        return [node.input[0]], {"size": int(onnx_attr(node, "size")), "alpha": float(onnx_attr(node, "alpha", 1e-4)),
-                                 "beta": float(onnx_attr(node, "beta", 0.75)), "bias": float(onnx_attr(node, "bias", 1.0))}
 
 
 # ---- softmax, dropout -----------------------------------------------------------------
@@ -935,20 +711,6 @@ class SoftmaxOp(OpSpec):
         y = z - lse if self.log else np.exp(z - lse)
         return [y.astype(xs[0].dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node(self.onnx_op, ins, outs, axis=attrs["axis"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [(relax.op.nn.log_softmax if self.log else relax.op.nn.softmax)(ins[0], axis=attrs["axis"])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis"})
-        if ctx.opset < 13:
-            raise Unsupported(f"{node.op_type} before opset 13 flattens to 2-D")
-        return [node.input[0]], {"axis": int(onnx_attr(node, "axis", -1))}
-
 
 class DropoutOp(OpSpec):
     name = "dropout"
@@ -973,27 +735,6 @@ class DropoutOp(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [xs[0]]  # inference: identity
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        ratio = b.const(np.asarray(attrs["ratio"], in_types[0].dtype))
-        b.node("Dropout", [ins[0], ratio], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        t = bb.emit(relax.op.nn.dropout(ins[0], attrs["ratio"]))
-        return [relax.TupleGetItem(t, 0)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"seed"})
-        if len([o for o in node.output if o]) != 1:
-            raise Unsupported("Dropout mask output")
-        if ctx.has_input(node, 2):
-            mode = ctx.const_input(node, 2)
-            if mode is not None and bool(mode):
-                raise Unsupported("Dropout in training mode")
-        ratio = ctx.const_input(node, 1) if ctx.has_input(node, 1) else np.array(0.5)
-        return [node.input[0]], {"ratio": float(ratio)}
-
 
 for _spec in [
     ConvOp("conv1d", 1), ConvOp("conv2d", 2), ConvTranspose2dOp(),
@@ -1004,11 +745,3 @@ for _spec in [
     SoftmaxOp("softmax", "Softmax", False), SoftmaxOp("log_softmax", "LogSoftmax", True), DropoutOp(),
 ]:
     register(_spec)
-
-# Known compiler gaps, each with its upstream reason (an allow-list for the agreement tests).
-_TVM_NORM_F64 = {"float64": "TVM 0.27 Relax: 'only support float32 and float16 for now' (documented check)"}
-registry()["layer_norm"].relax_skip = _TVM_NORM_F64
-registry()["instance_norm"].relax_skip = _TVM_NORM_F64
-registry()["batch_norm"].relax_skip = {
-    "float16": "TVM 0.27: batch_norm on float16 returns a float32 tensor at run time although its type says float16",
-}

@@ -16,7 +16,7 @@ import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.ops.base import Attrs, OpSpec, expect_attrs, onnx_attr, register, require_arity, require_dtype
+from dlcfuzz.ops.base import Attrs, OpSpec, register, require_arity, require_dtype
 
 QTYPES = ("uint8", "int8")
 SCALES = (0.0625, 0.125, 0.25, 0.5, 1.0, 0.0078125)  # exact in float32: no rounding of the scale itself
@@ -36,20 +36,6 @@ def _scalar_input(node: Any, ctx: Any, i: int, what: str) -> np.ndarray | None:
     if a is not None and a.size != 1:
         raise Unsupported(f"{node.op_type}: per-axis {what} is not modelled")
     return a
-
-
-def _import_params(node: Any, ctx: Any, qtype_default: str) -> tuple[float, int, str]:
-    expect_attrs(node, {"axis", "saturate", "block_size", "output_dtype"})
-    if onnx_attr(node, "block_size", 0):
-        raise Unsupported(f"{node.op_type}: blocked quantization is not modelled")
-    scale = _scalar_input(node, ctx, 1, "scale")
-    zp = _scalar_input(node, ctx, 2, "zero point")
-    if scale is None or str(scale.dtype) != "float32":
-        raise Unsupported(f"{node.op_type}: scale must be a float32 constant")
-    qtype = str(zp.dtype) if zp is not None else qtype_default
-    if qtype not in QTYPES:
-        raise Unsupported(f"{node.op_type}: quantized type {qtype} is not modelled")
-    return float(scale.reshape(())), int(zp.reshape(())) if zp is not None else 0, qtype
 
 
 class QuantizeLinearOp(OpSpec):
@@ -85,21 +71,6 @@ class QuantizeLinearOp(OpSpec):
         q = np.rint(xs[0].astype(np.float32) / np.float32(attrs["scale"])).astype(np.float64) + attrs["zero_point"]
         return [np.clip(q, info.min, info.max).astype(attrs["to"])]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("QuantizeLinear", [ins[0], b.const(attrs["scale"], "float32", "scale"),
-                                  b.const(attrs["zero_point"], attrs["to"], "zp")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.quantize(ins[0], relax.const(np.float32(attrs["scale"]), "float32"),
-                                  relax.const(np.array(attrs["zero_point"], attrs["to"]), attrs["to"]),
-                                  axis=-1, out_dtype=attrs["to"])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        scale, zp, qtype = _import_params(node, ctx, "uint8")
-        return [node.input[0]], {"scale": scale, "zero_point": zp, "to": qtype}
-
 
 class DequantizeLinearOp(OpSpec):
     """attrs: scale (float), zero_point (int in the input's dtype). Output float32."""
@@ -124,23 +95,6 @@ class DequantizeLinearOp(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         d = (xs[0].astype(np.int32) - np.int32(attrs["zero_point"])).astype(np.float32)
         return [d * np.float32(attrs["scale"])]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("DequantizeLinear", [ins[0], b.const(attrs["scale"], "float32", "scale"),
-                                    b.const(attrs["zero_point"], in_types[0].dtype, "zp")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        dt = in_types[0].dtype
-        return [relax.op.dequantize(ins[0], relax.const(np.float32(attrs["scale"]), "float32"),
-                                    relax.const(np.array(attrs["zero_point"], dt), dt), axis=-1, out_dtype="float32")]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        scale, zp, qtype = _import_params(node, ctx, ctx.type_of(node.input[0]).dtype)
-        if qtype != ctx.type_of(node.input[0]).dtype:
-            raise Unsupported(f"{node.op_type}: zero point type {qtype} differs from the input's")
-        return [node.input[0]], {"scale": scale, "zero_point": zp}
 
 
 register(QuantizeLinearOp())

@@ -1,6 +1,6 @@
 """Reductions: ReduceSum/Mean/Max/Min/Prod (axes attribute, keepdims, noop_with_empty_axes) and ArgMax/ArgMin.
 
-The axes are an attribute in our IR; to_onnx emits them as the opset-18 `axes` input.
+The axes are an attribute in our IR; the ONNX lowering emits them as the opset-18 `axes` input.
 float16 references are computed in float32 and cast back.
 """
 
@@ -11,16 +11,14 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import ShapeError, Unsupported
+from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import FLOATS, INTS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
     Attrs,
     Domain,
     OpSpec,
-    expect_attrs,
     magnitude_of_terms,
-    onnx_attr,
     register,
     require_arity,
     require_dtype,
@@ -51,10 +49,8 @@ class ReduceOp(OpSpec):
 
     family = "reduce"
 
-    def __init__(self, name: str, onnx_op: str, kind: str, dtypes: Sequence[str], axes_input_since: int,
-                 relax_skip: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, onnx_op: str, kind: str, dtypes: Sequence[str], axes_input_since: int) -> None:
         self.name = name
-        self.relax_skip = dict(relax_skip or {})
         self.onnx_op = onnx_op
         self.onnx_ops = (onnx_op,)
         self.kind = kind
@@ -153,37 +149,6 @@ class ReduceOp(OpSpec):
                 y = np.min(w, axis=axes, keepdims=keep, initial=hi)
         return [np.asarray(y).astype(x.dtype)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        inputs = [ins[0]]
-        if attrs["axes"]:
-            inputs.append(b.const(np.asarray(attrs["axes"], dtype=np.int64), "int64", "axes"))
-        b.node(self.onnx_op, inputs, outs, keepdims=int(attrs["keepdims"]),
-               noop_with_empty_axes=int(attrs["noop_with_empty_axes"]))
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        axes = self.reduced(in_types[0], attrs)
-        if axes is None:
-            return [ins[0]]
-        fn = getattr(relax.op, self.kind)
-        return [fn(ins[0], axis=list(axes) if attrs["axes"] else None, keepdims=bool(attrs["keepdims"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset >= self.axes_input_since:
-            expect_attrs(node, {"keepdims", "noop_with_empty_axes"})
-            v = ctx.const_input(node, 1)
-            if v is not None and v.dtype.kind not in "iu":
-                raise Unsupported(f"{node.op_type}: axes must be integers")
-            axes = [] if v is None else [int(a) for a in v.reshape(-1)]
-            noop = int(onnx_attr(node, "noop_with_empty_axes", 0))
-        else:
-            expect_attrs(node, {"keepdims", "axes"})
-            axes = [int(a) for a in onnx_attr(node, "axes", [])]
-            noop = 0
-        return [node.input[0]], {"axes": axes, "keepdims": int(onnx_attr(node, "keepdims", 1)),
-                                 "noop_with_empty_axes": noop}
-
 
 class ArgOp(OpSpec):
     """ArgMax/ArgMin, first index on ties (select_last_index=0). attrs: axis, keepdims. Output int64."""
@@ -191,9 +156,8 @@ class ArgOp(OpSpec):
     family = "reduce"
     ranks = (1, 2, 3, 4)
 
-    def __init__(self, name: str, onnx_op: str, kind: str, relax_skip: dict[str, str] | None = None) -> None:
+    def __init__(self, name: str, onnx_op: str, kind: str) -> None:
         self.name = name
-        self.relax_skip = dict(relax_skip or {})
         self.onnx_op = onnx_op
         self.onnx_ops = (onnx_op,)
         self.kind = kind
@@ -233,42 +197,14 @@ class ArgOp(OpSpec):
             else (np.take(s, 0, attrs["axis"]), np.take(s, 1, attrs["axis"]))
         return bool(np.any(np.abs(best - second) <= tol * np.maximum(1.0, np.abs(best))))
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node(self.onnx_op, ins, outs, axis=int(attrs["axis"]), keepdims=int(attrs["keepdims"]))
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        fn = getattr(relax.op, self.kind)
-        return [fn(ins[0], axis=attrs["axis"] % in_types[0].rank, keepdims=bool(attrs["keepdims"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis", "keepdims", "select_last_index"})
-        if onnx_attr(node, "select_last_index", 0):
-            raise Unsupported(f"{node.op_type}: select_last_index=1 is not modelled")
-        return [node.input[0]], {"axis": int(onnx_attr(node, "axis", 0)),
-                                 "keepdims": int(onnx_attr(node, "keepdims", 1))}
-
 
 _SUM_TYPES = ("float16", "float32", "float64", "int32", "int64")
 _MAX_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8")
 
 register(ReduceOp("reduce_sum", "ReduceSum", "sum", _SUM_TYPES, axes_input_since=13))
-register(ReduceOp("reduce_mean", "ReduceMean", "mean", _SUM_TYPES, axes_input_since=18, relax_skip={
-    "int32": "TVM bug: LegalizeOps lowers R.mean over int32 to a TIR function returning int64 (topi divides by an "
-             "int64 count), contradicting R.mean's inferred int32 type",
-}))
+register(ReduceOp("reduce_mean", "ReduceMean", "mean", _SUM_TYPES, axes_input_since=18))
 register(ReduceOp("reduce_max", "ReduceMax", "max", _MAX_TYPES, axes_input_since=18))
 register(ReduceOp("reduce_min", "ReduceMin", "min", _MAX_TYPES, axes_input_since=18))
 register(ReduceOp("reduce_prod", "ReduceProd", "prod", _SUM_TYPES, axes_input_since=18))
-# TVM's argmax/argmin reducer starts from (index -1, dtype min/max) and only replaces it on a strict
-# improvement, so a row whose values all equal the dtype's min (argmax) / max (argmin) yields -1.
-# For uint8 argmax that is any all-zero row, which ordinary inputs hit; other dtypes need -inf/INT_MIN rows.
-register(ArgOp("argmax", "ArgMax", "argmax", relax_skip={
-    "uint8": "TVM bug: R.argmax returns -1 for a row of all zeros (the uint8 minimum): its reducer's "
-             "identity (-1, min_value) is never replaced on ties",
-}))
-register(ArgOp("argmin", "ArgMin", "argmin", relax_skip={
-    "uint8": "TVM bug: R.argmin returns -1 for a row of all 255 (the uint8 maximum): its reducer's "
-             "identity (-1, max_value) is never replaced on ties",
-}))
+register(ArgOp("argmax", "ArgMax", "argmax"))
+register(ArgOp("argmin", "ArgMin", "argmin"))

@@ -1,9 +1,9 @@
 """Shape operators: data movement whose shape-like operands are attributes.
 
 Target shapes, perms, axes, pads, starts/ends/steps, repeats, split sizes and
-resize scales/sizes are node attributes (JSON lists) in our IR; to_onnx emits
-them as opset-18 initializers and from_onnx reads them back from constants
-(or from the attribute forms of older opsets). Gather indices stay a tensor
+resize scales/sizes are node attributes (JSON lists) in our IR; the ONNX rules
+(lower/onnx/shape.py) emit them as opset-18 initializers and import them back from
+constants (or from the attribute forms of older opsets). Gather indices stay a tensor
 input with a strict domain, so generators feed them only in-range constants.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
+from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops.base import (
     ANY,
@@ -23,8 +23,6 @@ from dlcfuzz.ops.base import (
     Domain,
     OpSpec,
     check_size,
-    expect_attrs,
-    onnx_attr,
     register,
     require_arity,
     require_dtype,
@@ -89,19 +87,6 @@ def _axes(spec: OpSpec, axes: Sequence[int], rank: int) -> list[int]:
     return out
 
 
-def _i64(b: Any, values: Sequence[int], hint: str = "c") -> str:
-    return b.const(np.asarray(list(values), dtype=np.int64).reshape(-1), "int64", hint=hint)
-
-
-def _const_ints(node: Any, ctx: Any, i: int) -> list[int] | None:
-    v = ctx.const_input(node, i)
-    if v is None:
-        return None
-    if v.dtype.kind not in "iu":
-        raise Unsupported(f"{node.op_type}: input {i} must be integers, got {v.dtype}")
-    return [int(x) for x in np.asarray(v).reshape(-1)]
-
-
 def _prime_factors(n: int) -> list[int]:
     out, p = [], 2
     while p * p <= n:
@@ -122,12 +107,6 @@ def _one_input(spec: OpSpec, ins: Sequence[TensorType]) -> TensorType:
     require_arity(spec, ins)
     require_dtype(spec, ins[0])
     return ins[0]
-
-
-def _relax_slice(x: Any, axes: list[int], begin: list[int], end: list[int], strides: list[int] | None = None) -> Any:
-    from tvm import relax
-
-    return relax.op.strided_slice(x, axes, begin, end, strides if strides is not None else [1] * len(axes))
 
 
 class ShapeOp(OpSpec):
@@ -190,23 +169,6 @@ class Reshape(ShapeOp):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [xs[0].reshape(self.resolve(TensorType.of(xs[0]), list(attrs["shape"])))]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Reshape", [ins[0], _i64(b, attrs["shape"], "shape")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.reshape(ins[0], out_types[0].shape)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"allowzero"})
-        shape = _const_ints(node, ctx, 1)
-        if shape is None:
-            raise Unsupported("Reshape without a shape input")
-        if onnx_attr(node, "allowzero", 0) and 0 in shape:
-            raise Unsupported("Reshape with allowzero=1 and a 0 in the target shape is not modelled")
-        return [node.input[0]], {"shape": shape}
-
 
 # ---- transpose -----------------------------------------------------------
 
@@ -228,21 +190,6 @@ class Transpose(ShapeOp):
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.transpose(xs[0], attrs["perm"])]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Transpose", ins, outs, perm=list(attrs["perm"]) or None)  # rank 0: the default perm is []
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.permute_dims(ins[0], list(attrs["perm"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"perm"})
-        perm = onnx_attr(node, "perm")
-        if perm is None:
-            perm = list(range(ctx.type_of(node.input[0]).rank))[::-1]
-        return [node.input[0]], {"perm": [int(p) for p in perm]}
 
 
 # ---- concat --------------------------------------------------------------
@@ -289,23 +236,6 @@ class Concat(ShapeOp):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.concatenate(list(xs), axis=attrs["axis"])]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Concat", ins, outs, axis=attrs["axis"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.concat(list(ins), axis=attrs["axis"] % in_types[0].rank)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis"})
-        axis = onnx_attr(node, "axis")
-        if axis is None:
-            raise Unsupported("Concat without axis")
-        if any(i == "" for i in node.input):
-            raise Unsupported("Concat with an empty input name")
-        return list(node.input), {"axis": int(axis)}
-
 
 # ---- split ---------------------------------------------------------------
 
@@ -351,55 +281,6 @@ class Split(ShapeOp):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         cuts = np.cumsum(attrs["split"])[:-1]
         return list(np.split(xs[0], cuts, axis=attrs["axis"]))
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Split", [ins[0], _i64(b, attrs["split"], "split")], outs, axis=attrs["axis"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        axis = attrs["axis"] % in_types[0].rank
-        sizes = list(attrs["split"])
-        if len(sizes) == 1:  # Relax folds a one-section split to the tensor itself
-            return [relax.op.split(ins[0], 1, axis=axis)]
-        t = bb.emit(relax.op.split(ins[0], [int(c) for c in np.cumsum(sizes)[:-1]], axis=axis))
-        return [relax.TupleGetItem(t, i) for i in range(len(sizes))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis", "split", "num_outputs"})
-        t = ctx.type_of(node.input[0])
-        axis = int(onnx_attr(node, "axis", 0))
-        if t.rank == 0 or not -t.rank <= axis < t.rank:
-            raise Unsupported(f"Split axis {axis} for rank {t.rank}")
-        d = t.shape[axis % t.rank]
-        n = len(node.output)
-        if ctx.opset >= 13:
-            if onnx_attr(node, "split") is not None:
-                raise Unsupported("Split attribute 'split' is not part of opset >= 13")
-            sizes = _const_ints(node, ctx, 1)
-        else:
-            sizes = onnx_attr(node, "split")
-            sizes = None if sizes is None else [int(s) for s in sizes]
-        num = onnx_attr(node, "num_outputs")
-        if ctx.opset < 18 and num is not None:
-            raise Unsupported("Split num_outputs needs opset >= 18")
-        if sizes is not None and num is not None:
-            raise Unsupported("Split with both split sizes and num_outputs")
-        if sizes is None:
-            if num is not None:
-                if num != n:
-                    raise Unsupported(f"Split num_outputs={num} but {n} outputs")
-                chunk = -(-d // n)
-                sizes = [chunk] * (n - 1) + [d - chunk * (n - 1)]
-                if sizes[-1] < 0:
-                    raise Unsupported(f"Split of {d} into {n} chunks leaves a negative last chunk")
-            else:
-                if ctx.opset >= 18:
-                    raise Unsupported("Split opset 18 needs split sizes or num_outputs")
-                if d % n:
-                    raise Unsupported(f"Split of {d} into {n} equal parts")
-                sizes = [d // n] * n
-        return [node.input[0]], {"axis": axis, "split": sizes}
 
 
 # ---- slice ---------------------------------------------------------------
@@ -483,41 +364,6 @@ class Slice(ShapeOp):
             index[a] = slice(start, end if end >= 0 else None, st)
         return [x[tuple(index)]]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Slice", [ins[0], _i64(b, attrs["starts"], "starts"), _i64(b, attrs["ends"], "ends"),
-                         _i64(b, attrs["axes"], "axes"), _i64(b, attrs["steps"], "steps")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        t = in_types[0]
-        parts = self.parse(t, attrs)
-        if not parts:
-            return [ins[0]]
-        axes, begin, end, strides = [], [], [], []
-        for a, s, e, st in parts:
-            d = t.shape[a]
-            b0, e0, _ = slice_bounds(d, s, e, st)
-            axes.append(a)
-            begin.append(b0)
-            end.append(e0 if e0 >= 0 else -d - 1)  # Relax reads -1 as "last"; -d-1 is "before 0"
-            strides.append(st)
-        return [_relax_slice(ins[0], axes, begin, end, strides)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset >= 10:
-            expect_attrs(node)
-            starts, ends = _const_ints(node, ctx, 1), _const_ints(node, ctx, 2)
-            axes, steps = _const_ints(node, ctx, 3), _const_ints(node, ctx, 4)
-        else:
-            expect_attrs(node, {"starts", "ends", "axes"})
-            starts, ends, axes = (onnx_attr(node, k) for k in ("starts", "ends", "axes"))
-            steps = None
-        if starts is None or ends is None:
-            raise Unsupported("Slice without starts/ends")
-        starts, ends = [int(v) for v in starts], [int(v) for v in ends]
-        axes = list(range(len(starts))) if axes is None else [int(v) for v in axes]
-        steps = [1] * len(starts) if steps is None else [int(v) for v in steps]
-        return [node.input[0]], {"starts": starts, "ends": ends, "axes": axes, "steps": steps}
-
 
 # ---- pad -----------------------------------------------------------------
 
@@ -551,8 +397,8 @@ class Pad(ShapeOp):
         before, after, mode, _ = self.parse(t, attrs)
         shape = []
         for d, pb, pe in zip(t.shape, before, after):
-            if d + pb + pe < 0:
-                raise ShapeError(f"{self.name}: pads ({pb}, {pe}) shrink dim {d} below 0")
+            if d + min(pb, 0) + min(pe, 0) < 0:  # crops come first (the reference and ONNX slice, then pad)
+                raise ShapeError(f"{self.name}: pads ({pb}, {pe}) crop more than dim {d}")
             if mode != "constant" and (pb < 0 or pe < 0):
                 raise ShapeError(f"{self.name}: negative pads are only modelled for constant mode")
             if mode == "reflect" and (pb or pe) and (pb >= d or pe >= d):
@@ -595,60 +441,6 @@ class Pad(ShapeOp):
             return [np.pad(x, width, mode="constant", constant_values=np.array(value).astype(x.dtype))]
         return [np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        inputs = [ins[0], _i64(b, attrs["pads"], "pads")]
-        if attrs["mode"] == "constant":
-            inputs.append(b.const(np.array(attrs.get("value", 0)).astype(in_types[0].dtype), in_types[0].dtype, "value"))
-        b.node("Pad", inputs, outs, mode=attrs["mode"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        t = in_types[0]
-        before, after, mode, value = self.parse(t, attrs)
-        x = ins[0]
-        cropped = [a for a in range(t.rank) if before[a] < 0 or after[a] < 0]
-        if cropped:
-            x = bb.emit(_relax_slice(x, cropped, [max(-before[a], 0) for a in cropped],
-                                     [t.shape[a] - max(-after[a], 0) for a in cropped]))
-        width = [w for pb, pe in zip(before, after) for w in (max(pb, 0), max(pe, 0))]
-        if not any(width):
-            return [x]
-        pad_value = float(value) if np.issubdtype(t.np_dtype, np.floating) else int(value)
-        return [relax.op.nn.pad(x, width, {"edge": "replicate"}.get(mode, mode), pad_value)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        t = ctx.type_of(node.input[0])
-        mode = onnx_attr(node, "mode", b"constant")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
-        if mode not in PAD_MODES:
-            raise Unsupported(f"Pad mode {mode!r} is not modelled")
-        if ctx.opset >= 11:
-            expect_attrs(node, {"mode"})
-            pads = _const_ints(node, ctx, 1)
-            if pads is None:
-                raise Unsupported("Pad without pads")
-            cv = ctx.const_input(node, 2)
-            value: Any = 0 if cv is None or cv.size == 0 else cv.reshape(-1)[0].item()
-            axes = _const_ints(node, ctx, 3)
-            if axes is not None:
-                if len(pads) != 2 * len(axes):
-                    raise Unsupported("Pad axes and pads lengths disagree")
-                full = [0] * (2 * t.rank)
-                for k, a in enumerate(axes):
-                    if not -t.rank <= a < t.rank:
-                        raise Unsupported(f"Pad axis {a} out of range")
-                    full[a % t.rank] = pads[k]
-                    full[a % t.rank + t.rank] = pads[k + len(axes)]
-                pads = full
-        else:
-            expect_attrs(node, {"mode", "pads", "value"})
-            pads = [int(p) for p in onnx_attr(node, "pads", [])]
-            value = float(onnx_attr(node, "value", 0.0))
-        if isinstance(value, float) and value.is_integer() and t.dtype not in ("float16", "float32", "float64"):
-            value = int(value)
-        return [node.input[0]], {"pads": pads, "mode": mode, "value": value if mode == "constant" else 0}
-
 
 # ---- squeeze / unsqueeze -------------------------------------------------
 
@@ -681,27 +473,6 @@ class Squeeze(ShapeOp):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.squeeze(xs[0], axis=tuple(attrs["axes"]))]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Squeeze", [ins[0], _i64(b, attrs["axes"], "axes")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.squeeze(ins[0], [a % in_types[0].rank for a in attrs["axes"]])]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset >= 13:
-            expect_attrs(node)
-            axes = _const_ints(node, ctx, 1)
-        else:
-            expect_attrs(node, {"axes"})
-            axes = onnx_attr(node, "axes")
-        if axes is None or len(axes) == 0:
-            axes = [i for i, d in enumerate(ctx.type_of(node.input[0]).shape) if d == 1]
-            if not axes:
-                raise Unsupported("Squeeze with no dim of size 1 (an identity) is not modelled")
-        return [node.input[0]], {"axes": [int(a) for a in axes]}
-
 
 class Unsqueeze(ShapeOp):
     """attrs: axes (non-empty; positions in the output)."""
@@ -728,26 +499,6 @@ class Unsqueeze(ShapeOp):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         r = xs[0].ndim + len(attrs["axes"])
         return [np.expand_dims(xs[0], axis=tuple(sorted(a % r for a in attrs["axes"])))]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Unsqueeze", [ins[0], _i64(b, attrs["axes"], "axes")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        r = out_types[0].rank
-        return [relax.op.expand_dims(ins[0], sorted(a % r for a in attrs["axes"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset >= 13:
-            expect_attrs(node)
-            axes = _const_ints(node, ctx, 1)
-        else:
-            expect_attrs(node, {"axes"})
-            axes = onnx_attr(node, "axes")
-        if axes is None:
-            raise Unsupported("Unsqueeze without axes")
-        return [node.input[0]], {"axes": [int(a) for a in axes]}
 
 
 # ---- expand / flatten / tile ---------------------------------------------
@@ -787,21 +538,6 @@ class Expand(ShapeOp):
         out = np.broadcast_shapes(xs[0].shape, tuple(attrs["shape"]))
         return [np.broadcast_to(xs[0], out).copy()]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Expand", [ins[0], _i64(b, attrs["shape"], "shape")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.broadcast_to(ins[0], out_types[0].shape)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        shape = _const_ints(node, ctx, 1)
-        if shape is None:
-            raise Unsupported("Expand without a shape")
-        return [node.input[0]], {"shape": shape}
-
 
 class Flatten(ShapeOp):
     """attrs: axis in [-r, r]."""
@@ -820,18 +556,6 @@ class Flatten(ShapeOp):
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [xs[0].reshape(self.infer([TensorType.of(xs[0])], attrs)[0].shape)]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Flatten", ins, outs, axis=attrs["axis"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.reshape(ins[0], out_types[0].shape)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis"})
-        return [node.input[0]], {"axis": int(onnx_attr(node, "axis", 1))}
 
 
 class Tile(ShapeOp):
@@ -857,21 +581,6 @@ class Tile(ShapeOp):
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.tile(xs[0], tuple(attrs["repeats"])) if xs[0].ndim else xs[0].copy()]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Tile", [ins[0], _i64(b, attrs["repeats"], "repeats")], outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        return [relax.op.tile(ins[0], list(attrs["repeats"]))]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        reps = _const_ints(node, ctx, 1)
-        if reps is None:
-            raise Unsupported("Tile without repeats")
-        return [node.input[0]], {"repeats": reps}
 
 
 # ---- gather --------------------------------------------------------------
@@ -924,19 +633,6 @@ class Gather(ShapeOp):
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise ValueError(f"{self.name}: indices outside [-{n}, {n - 1}]")
         return [np.take(data, idx.astype(np.int64), axis=attrs["axis"])]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Gather", ins, outs, axis=attrs["axis"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        # in-range negative indices count from the end; "wrap" maps exactly those and leaves the rest alone
-        return [relax.op.take(ins[0], ins[1], axis=attrs["axis"] % in_types[0].rank, mode="wrap")]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"axis"})
-        return [node.input[0], node.input[1]], {"axis": int(onnx_attr(node, "axis", 0))}
 
 
 # ---- resize (nearest) ----------------------------------------------------
@@ -1107,84 +803,6 @@ class Resize(ShapeOp):
             x = np.take(x, idx, axis=axis)
         return [x]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        if "sizes" in attrs:
-            inputs = [ins[0], "", "", _i64(b, attrs["sizes"], "sizes")]
-        else:
-            inputs = [ins[0], "", b.const(np.asarray(attrs["scales"], dtype=np.float32), "float32", "scales")]
-        b.node("Resize", inputs, outs, mode="nearest",
-               coordinate_transformation_mode=attrs["coordinate_transformation_mode"],
-               nearest_mode=attrs["nearest_mode"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        t, out = in_types[0], out_types[0].shape
-        _, scales, ctm, nm = self.parse(t, attrs)
-        # Relax's resize2d derives the scale from the sizes: use it where that equals the ONNX scale.
-        # (align_corners to a size-1 dim divides by zero inside TVM's resize2d: gathers there too.)
-        if t.rank == 4 and out[:2] == t.shape[:2] and all(
-                ("sizes" in attrs or t.shape[i] * scales[i] == out[i])
-                and not (ctm == "align_corners" and out[i] == 1) for i in (2, 3)):
-            return [relax.op.image.resize2d(
-                ins[0], (out[2], out[3]), layout="NCHW", method="nearest_neighbor",
-                coordinate_transformation_mode=ctm, rounding_method=nm)]
-        x = ins[0]
-        for axis, idx in enumerate(self.indices(t, attrs)):
-            if len(idx) == t.shape[axis] and (idx == np.arange(len(idx))).all():
-                continue
-            x = bb.emit(relax.op.take(x, relax.const(idx, "int64"), axis=axis))
-        return [x]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        if ctx.opset < 11:
-            raise Unsupported("Resize before opset 11 is not modelled")
-        expect_attrs(node, {"mode", "coordinate_transformation_mode", "nearest_mode", "antialias", "axes",
-                            "keep_aspect_ratio_policy", "exclude_outside", "cubic_coeff_a", "extrapolation_value"})
-
-        def text(name: str, default: str) -> str:
-            v = onnx_attr(node, name, default)
-            return v.decode() if isinstance(v, bytes) else v
-
-        if text("mode", "nearest") != "nearest":
-            raise Unsupported(f"Resize mode {text('mode', 'nearest')!r} is not modelled")
-        ctm = text("coordinate_transformation_mode", "half_pixel")
-        nm = text("nearest_mode", "round_prefer_floor")
-        if ctm not in COORD_MODES or nm not in NEAREST_MODES:
-            raise Unsupported(f"Resize {ctm}/{nm} is not modelled")
-        if onnx_attr(node, "antialias", 0):
-            raise Unsupported("Resize antialias is not modelled")
-        t = ctx.type_of(node.input[0])
-        scales = ctx.const_input(node, 2) if len(node.input) > 2 else None
-        sizes = _const_ints(node, ctx, 3) if len(node.input) > 3 else None
-        if scales is not None and scales.size == 0:
-            scales = None
-        if sizes is not None and len(sizes) == 0:
-            sizes = None
-        if (scales is None) == (sizes is None):
-            raise Unsupported("Resize needs exactly one of scales / sizes")
-        if sizes is not None and text("keep_aspect_ratio_policy", "stretch") != "stretch":
-            raise Unsupported("Resize keep_aspect_ratio_policy other than stretch is not modelled")
-        axes = onnx_attr(node, "axes")
-        if axes is not None:
-            axes = [int(a) % max(t.rank, 1) for a in axes]
-            given = [float(v) for v in scales.reshape(-1)] if scales is not None else sizes
-            if len(given) != len(axes) or len(set(axes)) != len(axes):
-                raise Unsupported("Resize axes do not match scales/sizes")
-            full: list[Any] = [1.0] * t.rank if scales is not None else list(t.shape)
-            for a, v in zip(axes, given):
-                full[a] = v
-            if scales is not None:
-                scales = np.asarray(full, dtype=np.float32)
-            else:
-                sizes = [int(v) for v in full]
-        attrs: Attrs = {"coordinate_transformation_mode": ctm, "nearest_mode": nm}
-        if scales is not None:
-            attrs["scales"] = [float(np.float32(v)) for v in np.asarray(scales).reshape(-1)]
-        else:
-            attrs["sizes"] = sizes
-        return [node.input[0]], attrs
-
 
 # ---- depth_to_space / space_to_depth / identity --------------------------
 
@@ -1231,25 +849,6 @@ class DepthToSpace(ShapeOp):
         a, p, o = self._steps(xs[0].shape, attrs["blocksize"], attrs["mode"])
         return [np.transpose(xs[0].reshape(a), p).reshape(o)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("DepthToSpace", ins, outs, blocksize=attrs["blocksize"], mode=attrs["mode"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        a, p, o = self._steps(in_types[0].shape, attrs["blocksize"], attrs["mode"])
-        x = bb.emit(relax.op.reshape(ins[0], a))
-        x = bb.emit(relax.op.permute_dims(x, list(p)))
-        return [relax.op.reshape(x, o)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"blocksize", "mode"})
-        mode = onnx_attr(node, "mode", b"DCR")
-        b = onnx_attr(node, "blocksize")
-        if b is None:
-            raise Unsupported("DepthToSpace without blocksize")
-        return [node.input[0]], {"blocksize": int(b), "mode": mode.decode() if isinstance(mode, bytes) else mode}
-
 
 class SpaceToDepth(ShapeOp):
     """attrs: blocksize. NCHW input."""
@@ -1286,24 +885,6 @@ class SpaceToDepth(ShapeOp):
         a, p, o = self._steps(xs[0].shape, attrs["blocksize"])
         return [np.transpose(xs[0].reshape(a), p).reshape(o)]
 
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("SpaceToDepth", ins, outs, blocksize=attrs["blocksize"])
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        from tvm import relax
-
-        a, p, o = self._steps(in_types[0].shape, attrs["blocksize"])
-        x = bb.emit(relax.op.reshape(ins[0], a))
-        x = bb.emit(relax.op.permute_dims(x, list(p)))
-        return [relax.op.reshape(x, o)]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node, {"blocksize"})
-        b = onnx_attr(node, "blocksize")
-        if b is None:
-            raise Unsupported("SpaceToDepth without blocksize")
-        return [node.input[0]], {"blocksize": int(b)}
-
 
 class Identity(ShapeOp):
     name = "identity"
@@ -1318,16 +899,6 @@ class Identity(ShapeOp):
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [xs[0].copy()]
-
-    def to_onnx(self, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-        b.node("Identity", ins, outs)
-
-    def to_relax(self, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
-        return [ins[0]]
-
-    def from_onnx(self, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-        expect_attrs(node)
-        return [node.input[0]], {}
 
 
 for _spec in (Reshape(), Transpose(), Concat(), Split(), Slice(), Pad(), Squeeze(), Unsqueeze(), Expand(),

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.backends.ort import OnnxRuntimeBackend
+from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
 FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval", "fusion")
@@ -127,3 +127,12 @@ class PlantedBackend(OnnxRuntimeBackend):
         elif self.fault == "raise":
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
         return _Wrong(compiled)
+
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        """The planted fault exists only inside dlcfuzz: the script rebuilds this backend."""
+        from dlcfuzz.backends.script import dlcfuzz_script
+        from dlcfuzz.ir import dumps
+
+        return dlcfuzz_script(self.name, dumps(g), inputs, expected, configs, category, title, detail, self.version())

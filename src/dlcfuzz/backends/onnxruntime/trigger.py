@@ -1,19 +1,13 @@
-"""Optimization awareness: did the optimization a pattern targets really fire on a test?
-
-ONNXRuntime: the optimized model (ORT_ENABLE_ALL, dumped) is compared with the one optimized with
-the targeted transformer disabled; the optimization fired when they differ (ORT silently ignores
-unknown names in `disabled_optimizers`, so a wrong name reads as "never fires", never as an error).
-TVM: a PassInstrument records which passes of the sequence changed the module
-(structural_equal before/after).
-
-Runs inside the sandboxed workers (it imports the compiler).
-"""
+"""Did an ONNXRuntime optimization fire on a test (OATest's trigger rates)? The optimized model
+(dumped) is compared with the one optimized with the targeted transformer disabled; it fired when
+they differ (ORT silently ignores unknown names in `disabled_optimizers`, so a wrong name reads as
+"never fires", never as an error). Runs inside the sandboxed workers."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dlcfuzz.backends.base import Config
+from dlcfuzz.oracle.testcase import Config
 
 
 def ort_signature(model_bytes: bytes | None) -> tuple:
@@ -73,40 +67,3 @@ def ort_fired(backend: Any, model_bytes: bytes, targets: list[str], options: dic
         if all(out[t] for t in targets) or level == "all":
             break
     return out
-
-
-def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: str = "llvm") -> list[str]:
-    """The passes of `passes` (applied in order to `mod`) that changed the module."""
-    import tvm
-    import tvm_ffi
-
-    from dlcfuzz.backends.tvm import make_pass
-
-    changed: list[str] = []
-
-    @tvm.instrument.pass_instrument
-    class Recorder:
-        def __init__(self) -> None:
-            self.before: list[Any] = []
-
-        def run_before_pass(self, m: Any, info: Any) -> None:
-            self.before.append(m)
-
-        def run_after_pass(self, m: Any, info: Any) -> None:
-            prev = self.before.pop()
-            if info.name in passes and not tvm_ffi.structural_equal(prev, m):
-                changed.append(info.name)
-
-    seq = [make_pass(p) for p in passes]
-    with tvm.transform.PassContext(opt_level=opt_level, instruments=[Recorder()]), tvm.target.Target(target):
-        for p in seq:
-            mod = p(mod)
-    return sorted(set(changed))
-
-
-def tvm_fired(backend: Any, g: Any, config: Config, targets: list[str]) -> dict[str, bool]:
-    o = config.options
-    mod = backend.lower(g, config)
-    changed = set(tvm_changed_passes(mod, list(o.get("passes", [])), int(o.get("opt_level", 3)),
-                                     o.get("target", "llvm")))
-    return {t: t in changed for t in targets}

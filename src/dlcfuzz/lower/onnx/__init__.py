@@ -1,4 +1,8 @@
-"""Graph -> ONNX model. Sub-functions are inlined (ONNX functions are not what compilers optimize)."""
+"""Graph -> ONNX model. Sub-functions are inlined (ONNX functions are not what compilers optimize).
+
+Each operator's ONNX lowering (and its ONNX import, target "onnx-import") is a rule registered
+against its name in this package's family modules (elementwise.py, nn.py, shape.py, reduce.py,
+quant.py); `lower/onnx_import.py` is the importer that uses the import rules."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ import numpy as np
 
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.registry import target
 
 OPSET = 18
 IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin
@@ -21,7 +26,7 @@ def onnx_elem_type(dtype: str) -> int:
 
 
 class OnnxBuilder:
-    """What an operator's to_onnx() writes into: nodes, initializers, fresh names."""
+    """What an operator's ONNX rule writes into: nodes, initializers, fresh names."""
 
     def __init__(self, prefix: str = "") -> None:
         self.nodes: list[Any] = []
@@ -54,6 +59,7 @@ def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: di
     from dlcfuzz.ops import get_op
 
     env = g.types()
+    rules = target("onnx")
     for idx, n in enumerate(g.nodes):
         ins = [rename.get(i, i) for i in n.inputs]
         if n.op == CALL_OP:
@@ -70,7 +76,7 @@ def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: di
                 b.node("Identity", [inner[o]], [rename.get(v.name, v.name)])
             continue
         outs = [rename.get(v.name, v.name) for v in n.outputs]
-        get_op(n.op).to_onnx(b, ins, outs, n.attrs, [env[i] for i in n.inputs], [v.type for v in n.outputs])
+        rules.rule(n.op)(get_op(n.op), b, ins, outs, n.attrs, [env[i] for i in n.inputs], [v.type for v in n.outputs])
 
 
 def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ()) -> Any:
@@ -133,3 +139,7 @@ def inferred_types(model: Any) -> dict[str, TensorType]:
         dtype = str(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
         out[vi.name] = TensorType(dtype, tuple(dims))
     return out
+
+
+# the rules register themselves on import (after the names above, which they use)
+from dlcfuzz.lower.onnx import elementwise, nn, quant, reduce, shape  # noqa: E402, F401

@@ -4,25 +4,29 @@ and two compilation methods (our direct Relax lowering, TVM's ONNX frontend)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import tvm
 from tvm import relax
 
-from dlcfuzz.backends.base import Config, Knob
-from dlcfuzz.backends.relax_passes import OPTIMIZE, PASSES, sample_pass_sequence
+from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS
+from dlcfuzz.backends.tvm.passes import KNOWN_BUGS, OPTIMIZE, PASSES, REQUIRES, sample_pass_sequence, violations
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
-from dlcfuzz.lower.relax import FORMS, to_relax
+from dlcfuzz.lower.relax import FORMS, constant_data, map_constants, to_relax
 from dlcfuzz.mutate.functions import KINDS, apply_rewrite
-
-__all__ = ["OPTIMIZE", "PASSES", "TvmBackend", "make_pass", "sample_pass_sequence"]  # the table lives in relax_passes
+from dlcfuzz.reduce.ddmin import ddmin
 
 EXPECTED = [
     ("unsupported", re.compile(r"not supported|Unsupported|NotImplemented|is not implemented|not implemented|only support")),
     ("invalid-model", re.compile(r"InternalError: Check failed: \(false\) is false: Cannot find|TypeError: .*argument")),
 ]
+# HirGen's cross-method oracle: one of these joins each generated test (VM exec mode, target, front door)
+CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
+MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
 
 
 def make_pass(name: str) -> Any:
@@ -54,25 +58,30 @@ def private_constants(mod: Any) -> Any:
     DataflowUseInplaceCalls can make a kernel write into a constant at run time (a known
     apache-tvm 0.27 bug): without the copy, one configuration's build would corrupt the lowered
     module that the next configurations of the same test compile."""
-    from tvm.relax.expr_functor import PyExprMutator, mutator
 
     def fresh(c: Any) -> Any:
-        data = c.value if hasattr(c, "value") else c.data  # apache-tvm <= 0.25: relax.Constant.data
+        data = constant_data(c)
         return relax.const(data.numpy(), str(data.dtype))
 
-    @mutator
-    class Copy(PyExprMutator):
-        def visit_generic_const_(self, c: Any) -> Any:
-            return fresh(c)
+    return map_constants(mod, fresh)
 
-        def visit_constant_(self, c: Any) -> Any:  # apache-tvm <= 0.25
-            return fresh(c)
 
-    m = Copy(mod)
-    for gv, func in mod.functions.items():
-        if isinstance(func, relax.Function):
-            m.builder_.update_func(gv, m.visit_expr(func))
-    return m.builder_.get()
+def close_passes(order: list[str]) -> Callable[[list[str]], list[str]]:
+    """Complete a subset of a pass sequence with the passes it requires, keeping the original order."""
+
+    def close(subset: list[str]) -> list[str]:
+        keep = set(subset)
+        changed = True
+        while changed:
+            changed = False
+            for p in list(keep):
+                for r in REQUIRES.get(p, ()):
+                    if r not in keep and r in order:
+                        keep.add(r)
+                        changed = True
+        return [p for p in order if p in keep]
+
+    return close
 
 
 class TvmCompiled:
@@ -95,9 +104,12 @@ def _flatten(res: Any) -> list[np.ndarray]:
     return out
 
 
-class TvmBackend:
+class TvmBackend(BackendBase):
     name = "tvm"
     packages = ("tvm", "tvm_ffi")  # where the compiler's own exceptions come from
+    deadline_s = 60.0  # LLVM builds of a whole Relax module: seconds each, several configurations per test
+    reduction_checks = 60  # each check builds several modules
+    sub_functions = True  # Relax has functions, calls and closures
 
     def version(self) -> str:
         return f"apache-tvm {tvm.__version__}"
@@ -131,6 +143,70 @@ class TvmBackend:
     def expected_error(self, message: str) -> str | None:
         return next((name for name, pat in EXPECTED if pat.search(message)), None)
 
+    def known_gaps(self, op: str) -> dict[str, str]:
+        return dict(KNOWN_GAPS.get(op, {}))
+
+    # ---- what a campaign compares ------------------------------------------
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        """HirGen's three oracles, per test: original unoptimized vs optimized, where the optimized one
+        is a random order/subset of the Relax passes with a random function form; a function-rewritten
+        variant (rewrite a/b/c) joins when the graph has sub-functions; and one other compilation
+        method (VM exec mode, target or front door) is added. (`configs`, the campaign's pair, is
+        replaced: the random draws stay in the order campaigns have always made them.)"""
+        every = self.configs()
+        opt = every["tvm-opt"].options
+        form = FORMS[int(rng.integers(len(FORMS)))]
+        # passes with a documented TVM bug stay out (FuseOps' needs a closure in a dataflow
+        # block: the closure form without ConvertToDataflow cannot make one)
+        pool = [p for p in PASSES if p == "FuseOps" or p not in KNOWN_BUGS]
+        if form == "closure":
+            pool.remove("ConvertToDataflow")
+        out = [every["tvm-unopt"],
+               Config("tvm-passes", {**opt, "passes": sample_pass_sequence(rng, pool=pool), "form": form})]
+        if g.functions:
+            kind = "abc"[int(rng.integers(3))]
+            out.append(Config(f"tvm-rewrite-{kind}", {**opt, "rewrite": kind, "rewrite_seed": int(rng.integers(2**31)),
+                                                       "form": FORMS[int(rng.integers(len(FORMS)))]}))
+        names = [c.name for c in out]
+        extra = [n for n in CROSS_METHOD if n in every and n not in names]
+        if extra:
+            out.append(every[extra[int(rng.integers(len(extra)))]])
+        return out
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
+        """Unoptimized vs the targeted passes (with what they require) in random order, then the rest
+        of the default optimization pipeline."""
+        every = self.configs()
+        wanted = [t for t in targets if t in PASSES]
+        seq = sample_pass_sequence(rng, min_len=len(wanted), max_len=len(wanted), pool=wanted) if wanted else []
+        seq += [p for p in OPTIMIZE if p not in seq]
+        if violations(seq):
+            seq = list(OPTIMIZE) + [t for t in wanted if t not in OPTIMIZE]
+        return [every["tvm-unopt"], Config("tvm-oatest", {**every["tvm-opt"].options, "passes": seq})]
+
+    def disruptive_configs(self) -> list[str]:
+        return ["tvm-opt", "tvm-onnx-opt"]
+
+    def disruptive_rules(self) -> tuple[str, ...] | None:
+        # Relax defines its own operators' dtypes: only rank, shape and dtype-mismatch rules bind it
+        return ("dtype-mismatch", "rank", "shape")
+
+    def per_op_rules(self, config: Config) -> bool:
+        # our direct lowering reaches each Relax operator's type inference; the ONNX frontend is one importer
+        return config.options.get("method", "direct") != "onnx"
+
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
+        """ddmin over the configuration's Relax pass sequence (subsets completed by the passes they
+        require, in order)."""
+        seq = list(config.options.get("passes", []))
+        with_passes = lambda s: Config(config.name, {**config.options, "passes": s})  # noqa: E731
+        if not seq or shows(with_passes([])):
+            return with_passes([]), []
+        close = close_passes(seq)
+        kept = close(ddmin(seq, lambda s: shows(with_passes(s)), close=close, max_checks=MINIMIZE_CHECKS))
+        return with_passes(kept), kept
+
+    # ---- compile and run -----------------------------------------------------
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
         mod = private_constants(mod)
@@ -175,5 +251,16 @@ class TvmBackend:
             mod = from_onnx(lowered, keep_params_in_input=False)
         return self.compile_module(mod, config, [v.name for v in g.inputs], len(g.outputs))
 
-    def compile(self, g: Graph, config: Config) -> TvmCompiled:
-        return self.build(self.lower(g, config), g, config)
+    # ---- findings --------------------------------------------------------------
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        from dlcfuzz.backends.tvm.reproducer import tvm_script
+
+        return tvm_script(self, g, inputs, expected, configs, category, title, detail, untyped_outputs)
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
+        """Which targeted passes of the configuration's sequence changed the module (trigger.py)."""
+        from dlcfuzz.backends.tvm.trigger import tvm_fired
+
+        return tvm_fired(self, g, config, targets)

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.backends.tvm.ordering import order_violations, repair_sequence
+
 
 @dataclass(frozen=True)
 class TirPass:
@@ -104,21 +106,13 @@ NOT_AFTER: dict[str, tuple[str, ...]] = {
 
 def violations(seq: Sequence[str]) -> list[str]:
     """What is wrong with a TIR pass sequence under the rules above (empty: it is well ordered)."""
-    from dlcfuzz.backends.relax_passes import order_violations
-
     return order_violations(seq, PASSES, REQUIRES, NOT_AFTER)
 
 
 def repair(seq: Sequence[str]) -> list[str]:
     """The sequence with missing prerequisites inserted right before the pass that needs them,
-    and passes that must not follow an earlier one dropped."""
-    out: list[str] = []
-    for p in seq:
-        if p not in PASSES or any(q in out for q in NOT_AFTER.get(p, ())):
-            continue
-        out.extend(r for r in REQUIRES.get(p, ()) if r not in out)
-        out.append(p)
-    return out
+    and passes that must not follow an earlier one dropped (a pass may repeat)."""
+    return repair_sequence(seq, PASSES, REQUIRES, NOT_AFTER, distinct=False)
 
 
 def sample_sequence(rng: np.random.Generator, min_len: int = 1, max_len: int = 8) -> list[str]:

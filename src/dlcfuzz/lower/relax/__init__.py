@@ -2,15 +2,21 @@
 
 Sub-functions become global Relax functions, local functions (closures) bound in their callers,
 or local functions returned by global makers (`form`), and call nodes become calls to them.
+Each operator's Relax lowering is a rule registered against its name in this package's family
+modules (elementwise.py, nn.py, shape.py, reduce.py, quant.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.graph import CALL_OP, Graph
+from dlcfuzz.lower.registry import target
+
+RELAX = target("relax")
 
 
 def relax_type(t: Any) -> Any:
@@ -84,7 +90,8 @@ def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees) -> Non
                 for i, v in enumerate(n.outputs):
                     env[v.name] = bb.emit(relax.TupleGetItem(call, i))
             continue
-        exprs = get_op(n.op).to_relax(bb, args, n.attrs, [types[i] for i in n.inputs], [v.type for v in n.outputs])
+        exprs = RELAX.rule(n.op)(get_op(n.op), bb, args, n.attrs, [types[i] for i in n.inputs],
+                                 [v.type for v in n.outputs])
         for v, e in zip(n.outputs, exprs, strict=True):
             env[v.name] = bb.emit(e) if not isinstance(e, relax.Var) else e
 
@@ -166,6 +173,31 @@ def to_relax(g: Graph, form: str = "global") -> Any:
 CONST_MARK = "dlcfuzz_const_"
 
 
+def constant_data(c: Any) -> Any:
+    """The tensor of a Relax constant (apache-tvm <= 0.25 calls it `.data`)."""
+    return c.value if hasattr(c, "value") else c.data
+
+
+def map_constants(mod: Any, fn: Callable[[Any], Any]) -> Any:
+    """`mod` with every Relax constant `c` of its Relax functions replaced by `fn(c)`."""
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    @mutator
+    class Replace(PyExprMutator):
+        def visit_generic_const_(self, c: Any) -> Any:
+            return fn(c)
+
+        def visit_constant_(self, c: Any) -> Any:  # apache-tvm <= 0.25
+            return fn(c)
+
+    m = Replace(mod)
+    for gv, func in mod.functions.items():
+        if isinstance(func, relax.Function):
+            m.builder_.update_func(gv, m.visit_expr(func))
+    return m.builder_.get()
+
+
 def to_script(mod: Any, prefix: str = "") -> tuple[str, dict[str, np.ndarray]]:
     """TVMScript of `mod` that parses back without metadata: each Relax constant is printed as
     `R.const(CONSTS["<prefix><i>"], "<dtype>")` and its data returned under that key. (Printing
@@ -174,29 +206,15 @@ def to_script(mod: Any, prefix: str = "") -> tuple[str, dict[str, np.ndarray]]:
     import re
 
     from tvm import relax
-    from tvm.relax.expr_functor import PyExprMutator, mutator
 
     arrays: dict[str, np.ndarray] = {}
 
     def mark(c: Any) -> Any:
-        data = c.value if hasattr(c, "value") else c.data  # apache-tvm <= 0.25: relax.Constant.data
         name = f"{prefix}{len(arrays)}"
-        arrays[name] = data.numpy()
+        arrays[name] = constant_data(c).numpy()
         return relax.Var(CONST_MARK + name, c.ty if hasattr(c, "ty") else c.struct_info)
 
-    @mutator
-    class Mark(PyExprMutator):
-        def visit_generic_const_(self, c: Any) -> Any:
-            return mark(c)
-
-        def visit_constant_(self, c: Any) -> Any:  # apache-tvm <= 0.25
-            return mark(c)
-
-    m = Mark(mod)
-    for gv, func in mod.functions.items():
-        if isinstance(func, relax.Function):
-            m.builder_.update_func(gv, m.visit_expr(func))
-    source = m.builder_.get().script()
+    source = map_constants(mod, mark).script()
     # the printer declares free variables (our markers) as annotations at the top of a function
     source = re.sub(rf"(?m)^[ \t]*{CONST_MARK}\w+: .*\n", "", source)
     source = re.sub(rf"\b{CONST_MARK}(\w+)\b",
@@ -215,3 +233,7 @@ def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
     except ImportError:  # apache-tvm <= 0.25
         from tvm.script import tir as T  # noqa: N812
     return tvm.script.from_source(source, extra_vars={"I": I, "R": R, "T": T, "CONSTS": arrays})
+
+
+# the rules register themselves on import (after the names above)
+from dlcfuzz.lower.relax import elementwise, nn, quant, reduce, shape  # noqa: E402, F401

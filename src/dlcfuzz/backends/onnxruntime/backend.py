@@ -5,21 +5,18 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 
-from dlcfuzz.backends.base import Config, Knob
+from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
 
-LEVELS = {
-    "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-    "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-    "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-    "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-}
 # Documented rejections: a missing kernel or a model that fails validation is not a bug.
 EXPECTED = [
     ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported")),
@@ -37,9 +34,10 @@ class OrtCompiled:
         return [np.asarray(x) for x in self.sess.run(None, {n: inputs[n] for n in self.input_names})]
 
 
-class OnnxRuntimeBackend:
+class OnnxRuntimeBackend(BackendBase):
     name = "onnxruntime"
     packages = ("onnxruntime",)  # where the compiler's own exceptions come from
+    deadline_s = 15.0
 
     def version(self) -> str:
         return f"onnxruntime {ort.__version__}"
@@ -61,9 +59,15 @@ class OnnxRuntimeBackend:
     def expected_error(self, message: str) -> str | None:
         return next((name for name, pat in EXPECTED if pat.search(message)), None)
 
+    def known_gaps(self, op: str) -> dict[str, str]:
+        return dict(KNOWN_GAPS.get(op, {}))
+
+    def disruptive_configs(self) -> list[str]:
+        return ["ort-disable", "ort-all"]
+
     def session_options(self, options: dict[str, Any]) -> Any:
         so = ort.SessionOptions()
-        so.graph_optimization_level = LEVELS[options.get("opt_level", "all")]
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[options.get("opt_level", "all")])
         so.intra_op_num_threads = 1  # one core per worker: --jobs decides parallelism
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
@@ -100,5 +104,28 @@ class OnnxRuntimeBackend:
     def build(self, lowered: bytes, g: Graph, config: Config) -> OrtCompiled:
         return self.compile_onnx(lowered, config)
 
-    def compile(self, g: Graph, config: Config) -> OrtCompiled:
-        return self.build(self.lower(g, config), g, config)
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
+        """ddmin over the graph transformers `disabled_optimizers` can switch off (optimizers.py)."""
+        return minimal_optimizers(config, shows)
+
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        from dlcfuzz.backends.onnxruntime.reproducer import ort_script
+
+        model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
+        return ort_script(model, inputs, expected, configs, category, title, detail, self.version())
+
+    def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],
+                        delta: float, title: str, detail: str) -> dict[str, bytes | str] | None:
+        from dlcfuzz.backends.onnxruntime.reproducer import metamorphic_ort_script
+
+        return {"seed.onnx": to_onnx(seed).SerializeToString(), "mutant.onnx": to_onnx(mutant).SerializeToString(),
+                "repro_mutant.py": metamorphic_ort_script(inputs, configs, delta, title, detail, self.version())}
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
+        """Whether each targeted transformer changed the optimized model (trigger.py)."""
+        from dlcfuzz.backends.onnxruntime.trigger import ort_fired
+
+        options = {k: v for k, v in config.options.items() if k != "dump"}
+        return ort_fired(self, self.lower(g, config), targets, options)

@@ -10,9 +10,11 @@ with the reason it exists.
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
+
+from dlcfuzz.backends.tvm.ordering import order_violations, repair_sequence
 
 PASSES: dict[str, str] = {
     "FoldConstant": "evaluates constant subexpressions",
@@ -86,33 +88,9 @@ KNOWN_BUGS: dict[str, str] = {
 }
 
 
-def order_violations(seq: Sequence[str], known: Container[str], requires: Mapping[str, Sequence[str]],
-                     not_after: Mapping[str, Sequence[str]],
-                     not_between: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
-    """What is wrong with a pass sequence under a pass table's ordering rules (empty: well ordered).
-    Shared by the Relax table here and the TIR table (lowlevel/passes.py)."""
-    out: list[str] = []
-    for i, p in enumerate(seq):
-        if p not in known:
-            out.append(f"unknown pass {p!r}")
-            continue
-        before = set(seq[:i])
-        out.extend(f"{p} needs {r} before it" for r in requires.get(p, ()) if r not in before)
-        out.extend(f"{p} must not run after {q}" for q in not_after.get(p, ()) if q in before)
-        if not_between and p in not_between and _inside(seq[:i], *not_between[p]):
-            out.append(f"{p} must not run between {not_between[p][0]} and {not_between[p][1]}")
-    return out
-
-
 def violations(seq: Sequence[str]) -> list[str]:
     """What is wrong with a Relax pass sequence under the rules above (empty: it is well ordered)."""
     return order_violations(seq, PASSES, REQUIRES, NOT_AFTER, NOT_BETWEEN)
-
-
-def _inside(done: Sequence[str], opening: str, closing: str) -> bool:
-    """Whether `done` ran `opening` and, after its last run, not `closing`."""
-    last = max((i for i, q in enumerate(done) if q == opening), default=-1)
-    return last >= 0 and closing not in done[last + 1:]
 
 
 def sample_pass_sequence(rng: np.random.Generator, *, min_len: int = 1, max_len: int = 8,
@@ -124,26 +102,4 @@ def sample_pass_sequence(rng: np.random.Generator, *, min_len: int = 1, max_len:
     names = list(PASSES if pool is None else pool)
     k = int(rng.integers(max(min_len, 0), min(max_len, len(names)) + 1))
     chosen = [names[i] for i in rng.permutation(len(names))[:k]]
-    out: list[str] = []
-    waiting: list[str] = []
-
-    def place(p: str) -> None:
-        if p in out or any(q in out for q in NOT_AFTER.get(p, ())):
-            return
-        for r in REQUIRES.get(p, ()):
-            place(r)
-        if not all(r in out for r in REQUIRES.get(p, ())):
-            return
-        if p in NOT_BETWEEN and _inside(out, *NOT_BETWEEN[p]):
-            if p not in waiting:
-                waiting.append(p)
-            return
-        out.append(p)
-        for w in list(waiting):
-            if not _inside(out, *NOT_BETWEEN[w]):
-                waiting.remove(w)
-                place(w)
-
-    for p in chosen:
-        place(p)
-    return out
+    return repair_sequence(chosen, PASSES, REQUIRES, NOT_AFTER, NOT_BETWEEN)

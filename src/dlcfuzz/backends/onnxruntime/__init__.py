@@ -1,0 +1,7 @@
+"""ONNXRuntime as a compiler under test: `backend.py` (the Backend: levels, knobs, configurations),
+`optimizers.py` (its optimization levels and graph transformers, and ddmin over them), `gaps.py`
+(known gaps), `reproducer.py` (standalone scripts), `trigger.py` (did an optimization fire).
+
+Importing this package does not import onnxruntime: only `backend.py`, `trigger.py` and the
+scripts themselves do.
+"""

@@ -1,0 +1,86 @@
+"""Standalone ONNXRuntime reproducers: the ONNX model embedded, one InferenceSession per
+configuration (the public API only), dlcfuzz's comparison (backends/script.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS
+from dlcfuzz.backends.script import COMPARE, MAIN, b64, common, header
+from dlcfuzz.oracle.testcase import Config
+
+
+def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+               configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    return header(title, detail, version) + f'''import base64
+import io
+import sys
+
+import numpy as np
+import onnxruntime as ort
+
+MODEL = base64.b64decode("""
+{b64(model_bytes)}
+""")
+{common(inputs, expected, category, configs)}
+LEVELS = {LEVELS!r}
+
+
+def run(name):
+    opts = CONFIGS[name]
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+{COMPARE}{MAIN}'''
+
+
+def metamorphic_ort_script(inputs: dict[str, np.ndarray], configs: list[Config], delta: float, title: str,
+                           detail: str, version: str) -> str:
+    """MT-DLComp reproducer: runs seed.onnx and mutant.onnx (written beside it: full-size models are
+    too large to embed) under each configuration and compares label and scores."""
+    return header(title, detail, version) + f'''import base64
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+
+HERE = Path(__file__).resolve().parent
+{common(inputs, None, "metamorphic", configs)}DELTA = {delta!r}
+LEVELS = {LEVELS!r}
+
+
+def run(model, name):
+    opts = CONFIGS[name]
+    so = ort.SessionOptions()
+    so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    sess = ort.InferenceSession(str(HERE / model), so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+
+
+def main():
+    for name in CONFIGS:
+        seed = run("seed.onnx", name)[0].astype(np.float64)
+        try:
+            mutant = run("mutant.onnx", name)[0].astype(np.float64)
+        except Exception as e:
+            print(f"{{name}}: the mutant fails while its seed compiles: {{type(e).__name__}}: {{e}}")
+            print("BUG REPRODUCED: mutant-rejected")
+            return 1
+        labels = seed.reshape(seed.shape[0], -1).argmax(-1), mutant.reshape(mutant.shape[0], -1).argmax(-1)
+        d = float(np.max(np.abs(mutant - seed) / np.maximum(1.0, np.abs(seed))))
+        print(f"{{name}}: labels {{labels[0].tolist()}} vs {{labels[1].tolist()}}, score distance {{d:.3g}}")
+        if not np.array_equal(*labels) or d > DELTA:
+            print("BUG REPRODUCED: metamorphic (the mutant is semantically equal to its seed)")
+            return 1
+    print("not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''

@@ -1,0 +1,101 @@
+"""Standalone TVM reproducers: the TVMScript of each module the configurations compile, the ONNX
+model for the ONNX-frontend method, relax.build per configuration (the public API only), dlcfuzz's
+comparison (backends/script.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.backends.script import COMPARE, MAIN, b64, common, header, npz_b64
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.testcase import Config
+
+
+def tvm_script(backend: Any, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+               configs: list[Config], category: str, title: str, detail: str,
+               untyped_outputs: Sequence[str] = ()) -> str:
+    """TVMScript of each module the configurations compile (one per lowering: function form and
+    rewrite), every constant printed as R.const over an array shipped with the script (printing
+    constants needs show_meta, whose JSON export crashes on TVM 0.27). `backend`: the TvmBackend."""
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.lower.relax import to_script
+
+    sources: dict[str, str] = {}
+    lowering: dict[str, str] = {}
+    consts: dict[str, np.ndarray] = {}
+    for c in configs:
+        if c.options.get("method", "direct") == "onnx":
+            continue
+        key = backend.lower_key(c)
+        if key not in sources:
+            sources[key], arrays = to_script(backend.lower(g, c), prefix=f"m{len(sources)}_")
+            consts.update(arrays)
+        lowering[c.name] = key
+    onnx_model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
+    return header(title, detail, backend.version()) + f'''import base64
+import io
+import sys
+
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.script import ir as I
+from tvm.script import relax as R
+
+try:
+    from tvm.script import tirx as T
+except ImportError:  # apache-tvm <= 0.25
+    from tvm.script import tir as T
+
+SOURCES = {sources!r}
+LOWERING = {lowering!r}  # configuration -> its module in SOURCES
+CONSTS = dict(np.load(io.BytesIO(base64.b64decode("""
+{npz_b64(consts)}
+"""))))
+ONNX_MODEL = base64.b64decode("""
+{b64(onnx_model)}
+""")
+INPUT_ORDER = {[v.name for v in g.inputs]!r}
+{common(inputs, expected, category, configs)}
+
+def module(name):
+    if CONFIGS[name].get("method") == "onnx":
+        import onnx
+        from tvm.relax.frontend.onnx import from_onnx
+
+        return from_onnx(onnx.load_from_string(ONNX_MODEL))
+    return tvm.script.from_source(SOURCES[LOWERING[name]], extra_vars={{"I": I, "R": R, "T": T, "CONSTS": CONSTS}})
+
+
+def has_local_functions(mod):
+    found = []
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, lambda e: found.append(e) if isinstance(e, relax.Function) else None)
+    return bool(found)
+
+
+def flatten(res):
+    if hasattr(res, "numpy"):
+        return [res.numpy()]
+    return [x for r in res for x in flatten(r)]
+
+
+def run(name):
+    opts = CONFIGS[name]
+    mod = module(name)
+    target = tvm.target.Target(opts.get("target", "llvm"))
+    with tvm.transform.PassContext(opt_level=int(opts.get("opt_level", 3))):
+        passes = [getattr(relax.transform, p)() for p in opts.get("passes", [])]
+        if passes:
+            with target:
+                mod = tvm.transform.Sequential(passes)(mod)
+        if has_local_functions(mod):  # relax.build's VMShapeLower needs closures lifted
+            mod = relax.transform.LambdaLift()(mod)
+        ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=opts.get("exec_mode", "bytecode"))
+    vm = relax.VirtualMachine(ex, tvm.cpu())
+    return flatten(vm["main"](*[tvm.runtime.tensor(INPUTS[n]) for n in INPUT_ORDER]))
+{COMPARE}{MAIN}'''

@@ -1,1 +1,0 @@
-"""The fuzz loop, the store, dedup, reduction, reproducers and reports."""
