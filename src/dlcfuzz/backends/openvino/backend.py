@@ -1,0 +1,292 @@
+"""OpenVINO: two ONNX front doors (`Core.read_model`, `ov.convert_model`), the CPU plugin under its
+precision, snippets, performance and execution-mode properties, OpenVINO's own op-level reference
+(`Model.evaluate`, no plugin) and ONNXRuntime on the same ONNX model as a cross-compiler baseline."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import openvino as ov
+
+from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, KNOWN_GAPS
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.lower.onnx import to_onnx
+
+# One thread and one stream per worker: --jobs decides parallelism. f32 precision: on CPUs with
+# bf16 support the plugin's default is bf16 (~4e-3 relative error), which no f32 tolerance admits.
+FIXED = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1, "INFERENCE_PRECISION_HINT": "f32"}
+# The properties sampled per test (the first value of each is the campaign's default).
+SAMPLED: dict[str, tuple[str, ...]] = {
+    "SNIPPETS_MODE": ("ENABLE", "DISABLE"),  # the snippets code generator fuses eltwise subgraphs
+    "PERFORMANCE_HINT": ("LATENCY", "THROUGHPUT"),
+    "EXECUTION_MODE_HINT": ("PERFORMANCE", "ACCURACY"),
+}
+DEFAULT_PROPERTIES = {**FIXED, **{k: v[0] for k, v in SAMPLED.items()}}
+P_SAMPLED = 0.5  # share of hirgen tests whose CPU configuration gets sampled properties
+P_CONVERT = 0.25  # ... that add the ov.convert_model front door (about 10x slower than read_model)
+P_ORT = 0.25  # ... that add ONNXRuntime on the same ONNX model
+# ... that add OpenVINO's op-level reference (Model.evaluate): it lacks many (op, element type) pairs
+# (Convolution, pooling, normalizations, most i8/i16/f64 kernels), so its "unsupported" would make
+# most tests unknown if it ran on every test
+P_REFERENCE = 0.25
+
+
+def _ort_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None
+
+
+@contextlib.contextmanager
+def _no_telemetry() -> Iterator[None]:
+    """ov.convert_model sends usage telemetry unless the user opted out, and waits for it (~15x
+    slower: 0.14 s against 0.009 s per tiny model, measured): a fuzzer must not phone home
+    thousands of times. openvino_telemetry declines consent when it sees CI=true."""
+    old = os.environ.get("CI")
+    os.environ["CI"] = "true"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["CI"]
+        else:
+            os.environ["CI"] = old
+
+
+def read_front_door(core: Any, model_bytes: bytes, front: str) -> Any:
+    """The ov.Model of an ONNX model through one of OpenVINO's two front doors."""
+    if front == "convert":
+        with _no_telemetry():
+            return ov.convert_model(io.BytesIO(model_bytes))
+    return core.read_model(model_bytes, b"")
+
+
+def layers_of(compiled: Any) -> list[dict[str, str]]:
+    """The executed graph of a compiled model: per node its layer type (e.g. Subgraph: a snippets
+    kernel), primitive (e.g. jit_avx512_f32), runtime precision and the original layers it fused."""
+    out = []
+    for op in compiled.get_runtime_model().get_ordered_ops():
+        rt = op.get_rt_info()
+        out.append({k: rt[k].astype(str) for k in ("layerType", "primitiveType", "runtimePrecision",
+                                                      "originalLayersNames") if k in rt})
+    return out
+
+
+def _pick(inputs: dict[str, np.ndarray], names: set[str], renamed: dict[str, str]) -> np.ndarray:
+    """The graph input a Parameter stands for, by its tensor names; `renamed` maps the names the
+    known Dropout bug gives a Parameter back to the graph input's (known.DROPOUT_RENAMES_INPUT)."""
+    found = {n: inputs[n] for n in names if n in inputs} or {renamed[n]: inputs[renamed[n]] for n in names
+                                                             if renamed.get(n) in inputs}
+    if len(found) != 1:
+        raise RuntimeError(f"OpenVINO lost the name of a graph input: its Parameter's tensor is named {sorted(names)}")
+    return next(iter(found.values()))
+
+
+def dropout_renames(model_bytes: bytes) -> dict[str, str]:
+    """Output name -> graph input name of every Dropout applied to a graph input directly or
+    through a chain of Dropouts (each one passes the renamed input through)."""
+    if b"Dropout" not in model_bytes:
+        return {}
+    import onnx
+
+    g = onnx.load_from_string(model_bytes).graph
+    source = {v.name: v.name for v in g.input}  # value -> the graph input it passes through
+    renamed = {}
+    for n in g.node:  # topological order
+        if n.op_type == "Dropout" and n.input[0] in source:
+            source[n.output[0]] = renamed[n.output[0]] = source[n.input[0]]
+    return renamed
+
+
+class OvCompiled:
+    """A model compiled by the CPU plugin."""
+
+    def __init__(self, compiled: Any, renamed: dict[str, str]) -> None:
+        self.compiled = compiled
+        self.request = compiled.create_infer_request()
+        self.renamed = renamed
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        feed = {i: _pick(inputs, p.get_names(), self.renamed) for i, p in enumerate(self.compiled.inputs)}
+        self.request.infer(feed, share_inputs=False)
+        return [np.array(self.request.get_tensor(o).data, copy=True) for o in self.compiled.outputs]
+
+    def info(self) -> dict[str, Any]:
+        layers = layers_of(self.compiled)
+        executed = [lay for lay in layers if lay.get("layerType") not in ("Input", "Output", "Const")]
+        return {"layers": executed, "layer_types": sorted({lay.get("layerType", "?") for lay in executed})}
+
+
+class OvReference:
+    """OpenVINO's own op-level reference: Model.evaluate runs each node's evaluate(), no plugin."""
+
+    def __init__(self, model: Any, renamed: dict[str, str]) -> None:
+        self.model = model
+        self.renamed = renamed
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        params = self.model.get_parameters()
+        # np.array, not np.ascontiguousarray: that one makes a 0-d input 1-d
+        ins = [ov.Tensor(np.array(_pick(inputs, p.get_output_tensor(0).get_names(), self.renamed), order="C"))
+               for p in params]
+        outs = [ov.Tensor(r.get_element_type(), r.get_output_partial_shape(0).to_shape())
+                for r in self.model.get_results()]
+        if not self.model.evaluate(outs, ins):
+            raise RuntimeError("Model.evaluate returned False: a node has no evaluate() for its element types")
+        return [np.array(t.data, copy=True) for t in outs]
+
+
+class OvOrt:
+    """ONNXRuntime (all optimizations) on the same ONNX model: the cross-compiler baseline."""
+
+    def __init__(self, model_bytes: bytes) -> None:
+        from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+        self.inner = OnnxRuntimeBackend().compile_onnx(model_bytes, Config("ort", {"opt_level": "all"}))
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return self.inner.run(inputs)
+
+
+class OpenVinoBackend(BackendBase):
+    name = "openvino"
+    packages = ("openvino", "onnxruntime")  # where the compilers' own exceptions come from
+    deadline_s = 20.0  # compile + run of one test (measured: tens of ms; convert_model of a large graph ~1 s)
+
+    def __init__(self) -> None:
+        self._core: Any = None
+
+    @property
+    def core(self) -> Any:
+        """One ov.Core per process (it loads the plugins)."""
+        if self._core is None:
+            self._core = ov.Core()
+        return self._core
+
+    def version(self) -> str:
+        return f"openvino {ov.get_version()}"
+
+    def knobs(self) -> list[Knob]:
+        return [
+            Knob("front", ["read", "convert"], "ONNX front door: Core.read_model, or ov.convert_model (ovc)"),
+            Knob("device", ["CPU", "reference", "onnxruntime"],
+                 "the CPU plugin, Model.evaluate (no plugin), or ONNXRuntime on the same ONNX model"),
+            *[Knob(k, list(v), f"CPU plugin property {k}") for k, v in SAMPLED.items()],
+            Knob("INFERENCE_PRECISION_HINT", ["f32"], "f32 only: bf16 would need its own tolerance"),
+        ]
+
+    def configs(self) -> dict[str, Config]:
+        cpu = {"front": "read", "device": "CPU", "properties": dict(DEFAULT_PROPERTIES)}
+        out = {
+            "ov-reference": Config("ov-reference", {"front": "read", "device": "reference"}),
+            "ov-cpu": Config("ov-cpu", cpu),
+            "ov-cpu-nosnippets": Config("ov-cpu-nosnippets", {**cpu, "properties": {
+                **DEFAULT_PROPERTIES, "SNIPPETS_MODE": "DISABLE"}}),
+            "ov-cpu-accuracy": Config("ov-cpu-accuracy", {**cpu, "properties": {
+                **DEFAULT_PROPERTIES, "EXECUTION_MODE_HINT": "ACCURACY"}}),
+            "ov-cpu-throughput": Config("ov-cpu-throughput", {**cpu, "properties": {
+                **DEFAULT_PROPERTIES, "PERFORMANCE_HINT": "THROUGHPUT"}}),
+            "ov-convert": Config("ov-convert", {**cpu, "front": "convert"}),
+        }
+        if _ort_installed():
+            out["ort"] = Config("ort", {"front": "read", "device": "onnxruntime"})
+        return out
+
+    def default_pair(self) -> tuple[Config, Config]:
+        """The CPU plugin with and without its snippets code generator (fused eltwise subgraphs),
+        both judged against the NumPy reference. Model.evaluate (ov-reference) is not in the pair:
+        it lacks an evaluate() for ~90% of 10-operator random graphs (measured: 269 of 300)."""
+        c = self.configs()
+        return c["ov-cpu-nosnippets"], c["ov-cpu"]
+
+    def expected_error(self, message: str) -> str | None:
+        if message.startswith("Fail:") or "[ONNXRuntimeError]" in message:  # the cross-compiler's own
+            from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+            return OnnxRuntimeBackend().expected_error(message)
+        return next((name for name, pat in EXPECTED if pat.search(message)), None)
+
+    def known_gaps(self, op: str) -> dict[str, str]:
+        return {**dict([F64_IN_F32]), **KNOWN_GAPS.get(op, {})}
+
+    # ---- per test -------------------------------------------------------
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        """The campaign's configurations, plus per test: the CPU plugin under sampled properties,
+        the ov.convert_model front door, ONNXRuntime on the same model and OpenVINO's op-level
+        reference (each on a share of tests)."""
+        out = list(configs)
+        names = {c.name for c in out}
+        every = self.configs()
+        if rng.random() < P_SAMPLED:
+            props = {**DEFAULT_PROPERTIES, **{k: v[int(rng.integers(len(v)))] for k, v in SAMPLED.items()}}
+            if props != DEFAULT_PROPERTIES:
+                out.append(Config("ov-cpu-sampled", {"front": "read", "device": "CPU", "properties": props}))
+        if rng.random() < P_CONVERT and "ov-convert" not in names:
+            out.append(every["ov-convert"])
+        if rng.random() < P_ORT and "ort" in every and "ort" not in names:
+            out.append(every["ort"])
+        if rng.random() < P_REFERENCE and "ov-reference" not in names:
+            out.append(every["ov-reference"])
+        return out
+
+    def disruptive_configs(self) -> list[str]:
+        return ["ov-cpu", "ov-convert"]  # the two front doors
+
+    def per_op_rules(self, config: Config) -> bool:
+        # Both front doors are one importer that does not run ONNX's type/shape checks (OpenVINO's
+        # own ops accept more element types than ONNX allows): an accepted invalid graph is that
+        # importer's one root cause, whichever operator shows it (the finding's reproducer names it).
+        return False
+
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
+        """Reset each sampled CPU property to its default while the finding still shows; the
+        properties left are the ones it needs."""
+        props = dict(config.options.get("properties", {}))
+        if config.options.get("device") != "CPU":
+            return config, []
+        for key in SAMPLED:
+            if props.get(key) != DEFAULT_PROPERTIES[key]:
+                cand = Config(config.name, {**config.options, "properties": {**props, key: DEFAULT_PROPERTIES[key]}})
+                if shows(cand):
+                    props = dict(cand.options["properties"])
+        left = [f"{k}={props[k]}" for k in SAMPLED if props.get(k) != DEFAULT_PROPERTIES[k]]
+        return Config(config.name, {**config.options, "properties": props}), left
+
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        from dlcfuzz.backends.openvino.reproducer import openvino_script
+
+        return openvino_script(g, inputs, expected, configs, category, title, detail, self.version(),
+                               untyped_outputs)
+
+    # ---- compile and run -------------------------------------------------
+    def lower(self, g: Graph, config: Config) -> bytes:
+        return to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
+
+    def lower_key(self, config: Config) -> str:
+        return "onnx/untyped" if config.options.get("untyped_outputs") else "onnx"
+
+    def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
+        return self.build_onnx(lowered, config)
+
+    def build_onnx(self, model_bytes: bytes, config: Config) -> Any:
+        o = config.options
+        device = o.get("device", "CPU")
+        if device == "onnxruntime":
+            return OvOrt(model_bytes)
+        model = read_front_door(self.core, model_bytes, o.get("front", "read"))
+        renamed = dropout_renames(model_bytes)
+        if device == "reference":
+            return OvReference(model, renamed)
+        return OvCompiled(self.compile_model(model, o), renamed)
+
+    def compile_model(self, model: Any, options: dict[str, Any]) -> Any:
+        """The CPU plugin's compile (a subclass may change the ov.Model first)."""
+        return self.core.compile_model(model, "CPU", {**DEFAULT_PROPERTIES, **options.get("properties", {})})

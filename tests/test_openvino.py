@@ -1,0 +1,223 @@
+"""OpenVINO backend: every configuration agrees on correct programs; a planted fault in the CPU plugin
+is found by the oracle while the real plugin stays quiet on the same graphs; reproducers show a real
+OpenVINO bug and stay quiet on its fixed twin; invalid graphs are rejected by both front doors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("openvino", reason="OpenVINO is not installed (pip install 'dlcfuzz[openvino]')")
+
+from dlcfuzz import reference  # noqa: E402
+from dlcfuzz.backends import get_backend  # noqa: E402
+from dlcfuzz.backends.base import Config  # noqa: E402
+from dlcfuzz.backends.openvino.backend import DEFAULT_PROPERTIES  # noqa: E402
+from dlcfuzz.backends.openvino.planted import PlantedOpenVino  # noqa: E402
+from dlcfuzz.exec.worker import run_configs  # noqa: E402
+from dlcfuzz.gen.inputs import sample_inputs  # noqa: E402
+from dlcfuzz.gen.random import generate  # noqa: E402
+from dlcfuzz.ir import Graph, Node, TensorType, Value  # noqa: E402
+from dlcfuzz.ops import get_op  # noqa: E402
+from dlcfuzz.oracle.numeric import compare  # noqa: E402
+from dlcfuzz.oracle.policy import reference_of  # noqa: E402
+from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
+from dlcfuzz.oracle.verdict import judge, judge_rejection  # noqa: E402
+
+F = TensorType("float32", (2, 4))
+
+
+def matmul_relu_graph() -> Graph:
+    """Ops that every configuration runs, Model.evaluate included."""
+    rng = np.random.default_rng(0)
+    g = Graph(
+        inputs=[Value("x", F)],
+        constants={"w": rng.normal(size=(4, 3)).astype("float32"), "b": rng.normal(size=(3,)).astype("float32")},
+        nodes=[
+            Node("matmul", ["x", "w"], [Value("m", TensorType("float32", (2, 3)))], name="n0"),
+            Node("add", ["m", "b"], [Value("a", TensorType("float32", (2, 3)))], name="n1"),
+            Node("relu", ["a"], [Value("y", TensorType("float32", (2, 3)))], name="n2"),
+        ],
+        outputs=["y"],
+    )
+    g.check()
+    return g
+
+
+def lrn_graph(bias: float) -> Graph:
+    t = TensorType("float32", (1, 5, 3, 5))
+    g = Graph(inputs=[Value("x", t)], constants={},
+              nodes=[Node("lrn", ["x"], [Value("y", t)], {"size": 3, "alpha": 0.0105, "beta": 0.9678, "bias": bias},
+                          name="n0")],
+              outputs=["y"])
+    g.check()
+    return g
+
+
+def test_every_configuration_agrees_with_the_reference_and_names_executed_layers():
+    backend = get_backend("openvino")
+    g = matmul_relu_graph()
+    x = {"x": np.random.default_rng(1).normal(size=F.shape).astype("float32")}
+    ref = reference.outputs(g, x)
+    configs = backend.configs()
+    assert {"ov-reference", "ov-cpu", "ov-cpu-nosnippets", "ov-convert"} <= set(configs)
+    for config in configs.values():
+        compiled = backend.compile(g, config)
+        assert not compare(compiled.run(x), ref), config.name
+    info = backend.compile(g, configs["ov-cpu"]).info()
+    assert info["layer_types"] and all(lay["layerType"] for lay in info["layers"])
+    assert any("n2" in lay.get("originalLayersNames", "") or "y" in lay.get("originalLayersNames", "")
+               for lay in info["layers"])
+    compiled = backend.core.compile_model(backend.core.read_model(backend.lower(g, configs["ov-cpu"]), b""), "CPU",
+                                          DEFAULT_PROPERTIES)
+    assert str(compiled.get_property("INFERENCE_PRECISION_HINT")) in ("<Type: 'float32'>", "f32")
+    assert compiled.get_property("INFERENCE_NUM_THREADS") == 1
+
+
+def test_dropout_on_a_graph_input_is_fed_despite_the_known_renaming_bug():
+    """openvinotoolkit/openvino#21615: Dropout renames the graph input's tensor; fed all the same."""
+    t = TensorType("float32", ())
+    g = Graph(inputs=[Value("x0", t)], constants={}, outputs=["v3"], nodes=[
+        Node("dropout", ["x0"], [Value("v1", t)], {"ratio": 0.5}, name="n0"),
+        Node("dropout", ["v1"], [Value("v3", t)], {"ratio": 0.5}, name="n1")])
+    g.check()
+    backend = get_backend("openvino")
+    for name in ("ov-reference", "ov-cpu", "ov-convert"):
+        assert backend.compile(g, backend.configs()[name]).run({"x0": np.array(2.5, np.float32)})[0] == 2.5
+
+
+def relu_graphs(n: int) -> list[tuple[Graph, dict[str, np.ndarray]]]:
+    """Random float32 graphs of evaluable ops that contain relu (fixed seeds)."""
+    ops = [get_op(o) for o in ("relu", "add", "mul", "sub", "abs", "neg")]
+    out = []
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        g = generate(rng, 4, ops=ops, supported=lambda op, dt: dt == "float32")
+        if "relu" in g.ops_used():
+            out.append((g, sample_inputs(g, rng)))
+        if len(out) == n:
+            break
+    assert len(out) == n
+    return out
+
+
+def test_planted_fault_is_found_and_the_real_plugin_stays_quiet_on_the_same_graphs():
+    real, planted = get_backend("openvino"), PlantedOpenVino("Relu")
+    configs = [real.configs()["ov-reference"], real.configs()["ov-cpu"]]
+    judged = found = quiet = 0
+    for g, inputs in relu_graphs(12):
+        tc = TestCase(g, inputs, configs, seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        if ref.outputs is None:
+            continue
+        judged += 1
+        ok = judge("openvino", real.expected_error, ref.outputs, run_configs(real, tc), ref.unstable)
+        quiet += not any(v.kind == "bug" for v in ok)
+        bad = judge("openvino", planted.expected_error, ref.outputs, run_configs(planted, tc), ref.unstable)
+        found += any(v.kind == "bug" and v.category in ("inconsistency", "wrong-result") and "ov-cpu" in v.configs
+                     for v in bad)
+    assert judged >= 8
+    assert quiet == judged and found == judged
+
+
+def write_and_run(tmp_path, g: Graph, inputs, expected, configs, category: str) -> subprocess.CompletedProcess:
+    backend = get_backend("openvino")
+    script = backend.reproducer(g, inputs, expected, configs, category, "t", "detail")
+    assert "dlcfuzz" not in script.split('"""', 2)[2].split("\n#")[0] and "import dlcfuzz" not in script
+    path = tmp_path / "repro.py"
+    path.write_text(script)
+    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120)
+
+
+def test_reproducer_shows_the_real_lrn_bias_bug_and_stays_quiet_on_an_integer_bias(tmp_path):
+    """The pinned CPU plugin computes LRN with a fractional bias as if the bias were truncated."""
+    backend = get_backend("openvino")
+    x = {"x": np.random.default_rng(0).normal(size=(1, 5, 3, 5)).astype("float32") * 2}
+    cpu = [backend.configs()["ov-cpu"]]
+    for bias, code in ((1.1992, 1), (2.0, 0)):
+        g = lrn_graph(bias)
+        res = write_and_run(tmp_path, g, x, reference.outputs(g, x), cpu, "wrong-result")
+        assert res.returncode == code, res.stdout + res.stderr
+        if code:
+            assert "BUG REPRODUCED" in res.stdout and "expected" in res.stdout and "actual" in res.stdout
+            assert "Lrn[" in res.stdout  # the executed layers are named
+
+
+def test_reproducer_builds_the_model_in_code_readably(tmp_path):
+    g = matmul_relu_graph()
+    backend = get_backend("openvino")
+    detail = 'RuntimeError: boom\nTraceback (most recent call last):\n  File "/home/u/x.py", line 1, in f\n'
+    script = backend.reproducer(g, {"x": np.ones(F.shape, "float32")}, None,
+                                [backend.configs()["ov-reference"], backend.configs()["ov-cpu"]],
+                                "inconsistency", "t", detail)
+    assert "# RuntimeError: boom" in script and "/home/u" not in script  # no path of the finding's machine
+    assert "helper.make_node('MatMul'" in script and "helper.make_node('Relu'" in script
+    assert "'INFERENCE_PRECISION_HINT': 'f32'" in script
+    res = write_and_run(tmp_path, g, {"x": np.ones(F.shape, "float32")}, None,
+                        [backend.configs()["ov-reference"], backend.configs()["ov-convert"]], "inconsistency")
+    assert res.returncode == 0 and "not reproduced" in res.stdout, res.stdout + res.stderr
+
+
+def test_both_front_doors_reject_an_invalid_graph():
+    """Disruptive: Add of float32 and int32 breaks ONNX's type constraint; both doors must say no."""
+    backend = get_backend("openvino")
+    g = Graph(inputs=[Value("a", F), Value("b", TensorType("int32", (2, 4)))], constants={},
+              nodes=[Node("add", ["a", "b"], [Value("y", F)], name="n0")], outputs=["y"])
+    configs = [Config(n, {**backend.configs()[n].options, "untyped_outputs": ["y"]})
+               for n in backend.disruptive_configs()]
+    assert {c.options["front"] for c in configs} == {"read", "convert"}
+    tc = TestCase(g, {"a": np.ones((2, 4), "float32"), "b": np.ones((2, 4), "int32")}, configs, compiler="openvino")
+    obs = run_configs(backend, tc, invalid=True)
+    broken = {"op": "add", "rule": "dtype-mismatch", "why": "float32 vs int32", "node": "n0", "output": "y"}
+    assert [v.category for v in judge_rejection("openvino", broken, obs)] == ["rejected"]
+
+
+def test_per_test_configs_sample_properties_front_doors_and_the_cross_compiler():
+    backend = get_backend("openvino")
+    base = list(backend.default_pair())
+    seen = set()
+    for seed in range(40):
+        configs = backend.per_test_configs(np.random.default_rng(seed), matmul_relu_graph(), base)
+        assert configs[:2] == base
+        again = backend.per_test_configs(np.random.default_rng(seed), matmul_relu_graph(), base)
+        assert [c.to_json() for c in configs] == [c.to_json() for c in again]  # a function of the seed
+        seen.update(c.name for c in configs)
+        for c in configs:
+            assert c.options.get("properties", {}).get("INFERENCE_PRECISION_HINT", "f32") == "f32"
+    assert {"ov-cpu-sampled", "ov-convert", "ov-reference"} <= seen
+
+
+def test_minimize_config_keeps_only_the_properties_a_finding_needs():
+    backend = get_backend("openvino")
+    cfg = Config("ov-cpu-sampled", {"front": "read", "device": "CPU", "properties": {
+        **DEFAULT_PROPERTIES, "SNIPPETS_MODE": "DISABLE", "PERFORMANCE_HINT": "THROUGHPUT"}})
+    small, left = backend.minimize_config(cfg, lambda c: c.options["properties"]["SNIPPETS_MODE"] == "DISABLE")
+    assert left == ["SNIPPETS_MODE=DISABLE"] and small.options["properties"]["PERFORMANCE_HINT"] == "LATENCY"
+
+
+def test_expected_errors_and_known_gaps():
+    backend = get_backend("openvino")
+    assert backend.expected_error("Exception from src/core/src/model.cpp:549:\nEvaluation failed on opset1::LRN y0") \
+        == "unsupported"
+    assert backend.expected_error("[CPU] Interpolate node with name 'r' only supports resize on spatial "
+                                  "dimensions(depth, height and width)") == "unsupported"
+    assert backend.expected_error("Check 'x' failed at src/plugins/intel_cpu/src/graph.cpp:1: segment") is None
+    assert "float64" in backend.known_gaps("add")
+
+
+def test_convert_front_door_declines_telemetry_only_for_its_own_call(monkeypatch):
+    """ov.convert_model's telemetry is declined through CI=true, and the caller's CI is restored."""
+    from dlcfuzz.backends.openvino.backend import _no_telemetry
+
+    monkeypatch.delenv("CI", raising=False)
+    with _no_telemetry():
+        assert os.environ["CI"] == "true"
+    assert "CI" not in os.environ
+    monkeypatch.setenv("CI", "false")
+    with _no_telemetry():
+        pass
+    assert os.environ["CI"] == "false"
