@@ -1,10 +1,11 @@
-"""dlcfuzz command line: ops | gen | fuzz | replay | list | report."""
+"""dlcfuzz command line: ops | gen | fuzz | replay | list | report | issue."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import re
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -105,29 +106,82 @@ def _open_store(run: str):
     return Store(path, create=False)
 
 
+def _register(a: argparse.Namespace):
+    from dlcfuzz.engine.known import Register
+
+    return Register(extra=a.known or [])
+
+
 def cmd_list(a: argparse.Namespace) -> int:
+    """Root-cause clusters first (`cluster K: ...`), their distinct findings inside, known bugs marked."""
+    from dlcfuzz.engine.report import classify, cluster_known
+
+    register = _register(a)
     store = _open_store(a.run)
     try:
-        findings = store.findings(distinct_only=True)
+        rows = {f["id"]: f for f in store.findings(distinct_only=True)}
         dups = store.duplicate_counts()
-    except Exception as e:  # sqlite raises DatabaseError subclasses for corrupt files
+        clusters, known = classify(Path(a.run), store, register)
+    except sqlite3.DatabaseError as e:  # corrupt files
         raise UsageError(f"{a.run}: unreadable store: {e}") from None
-    for f in findings:
-        print(f"#{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} {f['reduced_nodes'] or f['nodes']:>3} nodes  "
-              f"{', '.join(json.loads(f['configs'] or '[]'))}  {(f['detail'] or '').splitlines()[0][:80] if f['detail'] else ''}")
-    print(f"{len(findings)} distinct findings")
+    for c in clusters:
+        k = cluster_known(c, known)
+        print(f"cluster {c.number}: {c.describe()}  [{'known: ' + k.ref if k else 'new'}]")
+        for m in c.members:
+            f = rows[m.id]
+            first = (f["detail"] or "").splitlines()[0][:70] if f["detail"] else ""
+            mark = f"  known: {known[m.id].ref}" if m.id in known and k is None else ""
+            print(f"  #{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} "
+                  f"{f['reduced_nodes'] or f['nodes']:>3} nodes  {', '.join(json.loads(f['configs'] or '[]'))}  "
+                  f"{first}{mark}")
+    n_known = sum(1 for c in clusters if cluster_known(c, known) is not None)
+    print(f"{len(rows)} distinct findings in {len(clusters)} clusters: {len(clusters) - n_known} new, {n_known} known")
     return 0
 
 
 def cmd_report(a: argparse.Namespace) -> int:
     from dlcfuzz.engine.report import write_report
 
+    register = _register(a)
     store = _open_store(a.run)
     try:
-        path = write_report(Path(a.run), store)
-    except Exception as e:
+        path = write_report(Path(a.run), store, register)
+    except sqlite3.DatabaseError as e:
         raise UsageError(f"{a.run}: unreadable store: {e}") from None
     print(f"report: {path}")
+    return 0
+
+
+def cmd_issue(a: argparse.Namespace) -> int:
+    """An upstream issue in Markdown for finding N (a duplicate's issue is its first finding's)."""
+    from dlcfuzz.engine.clusters import facts_of, finding_folder
+    from dlcfuzz.engine.issue import issue_for
+    from dlcfuzz.engine.report import tested_configs
+
+    register = _register(a)
+    store = _open_store(a.run)
+    try:
+        rows = {f["id"]: f for f in store.findings(distinct_only=False)}
+        dups = store.duplicate_counts()
+    except sqlite3.DatabaseError as e:
+        raise UsageError(f"{a.run}: unreadable store: {e}") from None
+    if a.finding not in rows:
+        raise UsageError(f"no finding {a.finding} in {a.run} (dlcfuzz list {a.run} shows them)")
+    row = rows[a.finding]
+    if row["duplicate_of"] is not None:
+        row = rows[row["duplicate_of"]]
+    folder = finding_folder(Path(a.run), row)
+    known = register.match(facts_of(row, folder), row["detail"] or "")
+    text = issue_for(Path(a.run), row, known=known, run_repro=a.run_repro, duplicates=dups.get(row["id"], 0),
+                     tested=tested_configs(store, row["test_id"])).markdown
+    if a.out:
+        try:
+            Path(a.out).write_text(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {a.out}: {e.strerror}") from None
+        print(f"issue: {a.out}")
+    else:
+        print(text, end="")
     return 0
 
 
@@ -197,7 +251,7 @@ def cmd_patterns_extract(a: argparse.Namespace) -> int:
         if not Path(a.pytest).exists():
             raise UsageError(f"--pytest: {a.pytest} does not exist")
         patterns, report = extract_pytest(Path(a.pytest), compiler=a.compiler or "tvm", max_nodes=a.max_nodes)
-    save_patterns(patterns, a.out)
+    save_patterns(patterns, a.out, source=report.provenance)
     print(report.summary())
     print(f"wrote {len(patterns)} patterns to {a.out}")
     return 0
@@ -278,12 +332,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--timeout", type=float, default=60.0)
     s.set_defaults(fn=cmd_replay)
-    s = sub.add_parser("list", help="list a campaign's distinct findings")
+    known_help = "a known-bugs file (JSON, like backends/<compiler>/known_bugs.json); repeatable"
+    s = sub.add_parser("list", help="list a campaign's root-cause clusters and distinct findings")
     s.add_argument("run")
+    s.add_argument("--known", action="append", metavar="FILE", help=known_help)
     s.set_defaults(fn=cmd_list)
     s = sub.add_parser("report", help="write a campaign's HTML report")
     s.add_argument("run")
+    s.add_argument("--known", action="append", metavar="FILE", help=known_help)
     s.set_defaults(fn=cmd_report)
+    s = sub.add_parser("issue", help="write an upstream issue (Markdown) for a finding")
+    s.add_argument("run")
+    s.add_argument("finding", type=int, help="the finding's number (dlcfuzz list RUN)")
+    s.add_argument("--known", action="append", metavar="FILE", help=known_help)
+    s.add_argument("--run-repro", action="store_true", dest="run_repro",
+                   help="run the finding's repro.py and include its output")
+    s.add_argument("--out", help="write the issue to this file instead of printing it")
+    s.set_defaults(fn=cmd_issue)
     from dlcfuzz.verify.cli import add_parser as add_verify_parser
 
     add_verify_parser(sub)

@@ -8,6 +8,7 @@ import time
 import traceback
 from typing import Any
 
+from dlcfuzz.engine.scrub import scrub
 from dlcfuzz.oracle.signature import digest
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Reduction, Test
@@ -66,6 +67,9 @@ def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, s
     if not detail.exists():
         detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n\n"
                           f"{v.detail}\n")
-    camp.store.update_finding(fid, reproducer=script)
+    for path in (detail, folder / "repro.py"):  # no dlcfuzz frames, no paths of this machine
+        if path.exists():
+            path.write_text(scrub(path.read_text()))
+    camp.store.update_finding(fid, reproducer=scrub(script) if script else script)
     camp.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}){', ' + red.summary if red.summary else ''}: "
              f"{folder}")

@@ -1,37 +1,219 @@
-"""A static HTML report of a campaign: statistics, tests over time, findings with their reproducers."""
+"""A static HTML report of a campaign: statistics, charts over time (findings and distinct clusters,
+tests/s, coverage), unknown verdicts by reason, per-operator and per-dtype counts, then the root-cause
+clusters, each with its findings, the reproducer and the text of an upstream issue.
+
+Nothing in it names a path of the machine that ran the campaign or a frame of dlcfuzz's own code
+(`engine.scrub`)."""
 
 from __future__ import annotations
 
 import html
 import json
+import math
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from dlcfuzz.engine.clusters import Cluster, FindingFacts, finding_folder, run_clusters
+from dlcfuzz.engine.known import KnownBug, Register
+from dlcfuzz.engine.scrub import scrub
 from dlcfuzz.engine.store import Store
 
-
-def _svg_series(rows: list[tuple], width: int = 640, height: int = 160, what: str = "tests") -> str:
-    if len(rows) < 2:
-        return "<p>(not enough samples for a plot)</p>"
-    t_max = max(r[0] for r in rows) or 1.0
-    n_max = max(r[1] for r in rows) or 1
-    pts = " ".join(f"{10 + (width - 20) * r[0] / t_max:.1f},{height - 10 - (height - 20) * r[1] / n_max:.1f}" for r in rows)
-    return (f'<svg width="{width}" height="{height}" role="img" aria-label="{what} over time">'
-            f'<rect width="100%" height="100%" fill="#fafafa" stroke="#ccc"/>'
-            f'<polyline fill="none" stroke="#2a6" stroke-width="2" points="{pts}"/>'
-            f'<text x="12" y="16" font-size="11">{n_max} {what}</text>'
-            f'<text x="{width - 60}" y="{height - 14}" font-size="11">{t_max:.0f} s</text></svg>')
+COLORS = ("#2a6", "#c52", "#36c", "#a3a")
+STYLE = (
+    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+    "pre{background:#f4f4f4;padding:.6em;overflow:auto;max-height:28em}"
+    "td,th{padding:.2em .6em;text-align:left;vertical-align:top}"
+    "table.counts td:nth-child(n+2){text-align:right}"
+    ".known{color:#777}.new{color:#b20}"
+    "details{margin:.4em 0}summary{cursor:pointer}"
+    ".charts{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}figure{margin:0}"
+)
 
 
-def write_report(out: Path, store: Store) -> Path:
+def _ticks(top: float, n: int = 4) -> list[float]:
+    """Round tick values from 0 to `top` (about n of them: steps of 1, 2, 2.5 or 5 times a power of ten)."""
+    if top <= 0:
+        return [0.0]
+    raw = top / n
+    mag = 10.0 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw * 0.999)
+    return [i * step for i in range(int(top / step + 1e-9) + 1)]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.0f}" if abs(v - round(v)) < 1e-9 or abs(v) >= 100 else f"{v:.2g}" if abs(v) < 1 else f"{v:.1f}"
+
+
+def line_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], x_label: str, y_label: str,
+               title: str, width: int = 520, height: int = 240, step: bool = False) -> str:
+    """An SVG line chart with both axes labelled (name and unit), ticks and a legend."""
+    series = [(name, list(pts)) for name, pts in series if pts]
+    if not series or all(len(p) < 2 for _, p in series):
+        return f"<figure><figcaption>{html.escape(title)}</figcaption><p>(not enough samples for a chart)</p></figure>"
+    left, right, top, bottom = 56, 12, 22, 44
+    xs = [x for _, pts in series for x, _ in pts]
+    ys = [y for _, pts in series for _, y in pts]
+    x_max, y_max = max(xs) or 1.0, max(ys) or 1.0
+    w, h = width - left - right, height - top - bottom
+
+    def px(x: float) -> float:
+        return left + w * x / x_max
+
+    def py(y: float) -> float:
+        return top + h - h * y / y_max
+
+    out = [f'<figure><svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+           f'role="img" aria-label="{html.escape(title)}" xmlns="http://www.w3.org/2000/svg">',
+           f'<text x="{left}" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>',
+           f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="#444"/>',
+           f'<line x1="{left}" y1="{top}" x2="{left}" y2="{top + h}" stroke="#444"/>']
+    for t in _ticks(x_max):
+        out.append(f'<line x1="{px(t):.1f}" y1="{top + h}" x2="{px(t):.1f}" y2="{top + h + 4}" stroke="#444"/>'
+                   f'<text x="{px(t):.1f}" y="{top + h + 16}" font-size="10" text-anchor="middle">{_fmt(t)}</text>')
+    for t in _ticks(y_max):
+        out.append(f'<line x1="{left - 4}" y1="{py(t):.1f}" x2="{left + w}" y2="{py(t):.1f}" stroke="#eee"/>'
+                   f'<text x="{left - 6}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{_fmt(t)}</text>')
+    out.append(f'<text x="{left + w / 2}" y="{height - 6}" font-size="11" text-anchor="middle">'
+               f'{html.escape(x_label)}</text>')
+    out.append(f'<text x="12" y="{top + h / 2}" font-size="11" text-anchor="middle" '
+               f'transform="rotate(-90 12 {top + h / 2})">{html.escape(y_label)}</text>')
+    for i, (name, pts) in enumerate(series):
+        coords = []
+        for j, (x, y) in enumerate(pts):
+            if step and j:
+                coords.append(f"{px(x):.1f},{py(pts[j - 1][1]):.1f}")
+            coords.append(f"{px(x):.1f},{py(y):.1f}")
+        color = COLORS[i % len(COLORS)]
+        out.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="2" points="{" ".join(coords)}">'
+                   f'<title>{html.escape(name)}</title></polyline>')
+        if len(series) > 1:
+            lx = left + 8 + 150 * i
+            out.append(f'<rect x="{lx}" y="{top + 2}" width="10" height="10" fill="{color}"/>'
+                       f'<text x="{lx + 14}" y="{top + 11}" font-size="10">{html.escape(name)}</text>')
+    out.append("</svg></figure>")
+    return "".join(out)
+
+
+def continuous_time(rows: list[tuple]) -> list[tuple]:
+    """Stats rows with elapsed time made continuous over resumed runs (each run starts again at 0)."""
+    out, offset, prev = [], 0.0, None
+    for r in rows:
+        if prev is not None and r[0] < prev:
+            offset = out[-1][0]
+        prev = r[0]
+        out.append((offset + r[0], *r[1:]))
+    return out
+
+
+def throughput(rows: list[tuple], window_s: float = 2.5) -> list[tuple[float, float]]:
+    """(elapsed s, tests/s) over windows of at least `window_s` (the last sample may come a moment after
+    the one before it: a rate over it would be noise)."""
+    out: list[tuple[float, float]] = []
+    a: tuple = (0.0, 0)  # the campaign starts with no tests
+    for b in rows:
+        if b[1] < a[1]:  # a resumed run that counts from zero again
+            a = (b[0], 0)
+        if b[0] - a[0] >= window_s:
+            out.append((b[0], (b[1] - a[1]) / (b[0] - a[0])))
+            a = b
+    return out
+
+
+def time_of_test(rows: list[tuple], test_id: int) -> float:
+    """Elapsed time of the first stats sample that counts test `test_id` (samples every 5 s)."""
+    return next((r[0] for r in rows if r[1] >= test_id), rows[-1][0] if rows else 0.0)
+
+
+def test_case_of_blob(blob: bytes | None) -> Any:
+    """The TestCase of a stored graph test (the auto strategy prefixes its arm); None for another
+    strategy's payload (TIR, a mutation chain) or a compacted test."""
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.strategies.auto import MAGIC
+
+    if not blob:
+        return None
+    blob = bytes(blob)
+    if blob.startswith(MAGIC):
+        blob = blob[len(MAGIC) + 1:]
+    try:
+        return TestCase.from_bytes(blob)
+    except Exception:  # not a graph test
+        return None
+
+
+def tested_configs(store: Store, test_id: int) -> list[str] | None:
+    """The configurations the finding's test compared (None when the store cannot tell)."""
+    try:
+        tc = test_case_of_blob(store.test_blob(test_id))
+    except Exception:  # an unknown test (a store of another dlcfuzz)
+        return None
+    return [c.name for c in tc.configs] if tc is not None else None
+
+
+def test_counts(store: Store) -> tuple[Counter, Counter, int]:
+    """(tests per operator, tests per dtype, tests counted) over the tests whose blob the store keeps."""
+    by_op: Counter = Counter()
+    by_dtype: Counter = Counter()
+    n = 0
+    for _, blob in store.blobs_from(0):
+        tc = test_case_of_blob(blob)
+        if tc is None:
+            continue
+        g = tc.graph
+        n += 1
+        by_op.update(g.ops_used())
+        by_dtype.update({t.dtype for t in g.types().values()})
+    return by_op, by_dtype, n
+
+
+def _counts_table(name: str, tests: Counter, findings: Counter, clusters: Counter) -> str:
+    keys = sorted(set(tests) | set(findings), key=lambda k: (-findings[k], -tests[k], k))
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{tests[k]}</td><td>{findings[k]}</td><td>{clusters[k]}</td></tr>"
+                   for k in keys)
+    return (f"<table class='counts'><tr><th>{name}</th><th>tests</th><th>distinct findings</th><th>clusters</th>"
+            f"</tr>{rows}</table>")
+
+
+def classify(run: Path, store: Store, register: Register | None) -> tuple[list[Cluster], dict[int, KnownBug]]:
+    """The clusters of the distinct findings and the known bug each finding matches."""
+    rows = store.findings(distinct_only=True)
+    clusters = run_clusters(run, rows)
+    known: dict[int, KnownBug] = {}
+    if register is not None:
+        detail = {r["id"]: r["detail"] or "" for r in rows}
+        for c in clusters:
+            for f in c.members:
+                k = register.match(f, detail[f.id])
+                if k is not None:
+                    known[f.id] = k
+    return clusters, known
+
+
+def cluster_known(c: Cluster, known: dict[int, KnownBug]) -> KnownBug | None:
+    """A cluster is known when every member matches a known bug (the first member's is shown)."""
+    return known.get(c.first.id) if all(f.id in known for f in c.members) else None
+
+
+def write_report(out: Path, store: Store, register: Register | None = None) -> Path:
+    from dlcfuzz.engine.issue import issue_for
+
+    if register is None:
+        try:
+            register = Register()
+        except Exception:  # a broken user register must not cost the campaign its report
+            register = Register(use_env=False)
     totals = store.totals()
-    findings = store.findings(distinct_only=True)
+    rows_by_id = {r["id"]: r for r in store.findings(distinct_only=True)}
+    clusters, known = classify(out, store, register)
     dups = store.duplicate_counts()
     run = store.first_run() or {}
-    rows = store.stats_rows()
+    stats = continuous_time(store.stats_rows())
+    n_new = sum(1 for c in clusters if cluster_known(c, known) is None)
     parts = [
         "<!doctype html><meta charset='utf-8'><title>dlcfuzz report</title>",
-        "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}pre{background:#f4f4f4;padding:.6em;"
-        "overflow:auto;max-height:24em}td,th{padding:.2em .6em;text-align:left}</style>",
+        f"<style>{STYLE}</style>",
         f"<h1>dlcfuzz campaign: {html.escape(str(run.get('compiler', '?')))}</h1>",
         f"<p>{html.escape(str(run.get('version', '')))}; strategy {html.escape(str(run.get('strategy', '')))}; "
         f"master seed {run.get('seed')}</p>",
@@ -40,20 +222,73 @@ def write_report(out: Path, store: Store) -> Path:
     ]
     for k, v in sorted(totals["verdicts"].items(), key=lambda kv: str(kv[0])):
         parts.append(f"<tr><th>verdict {html.escape(str(k))}</th><td>{v}</td></tr>")
-    for k, v in sorted(totals["unknowns"].items()):
-        parts.append(f"<tr><th>unknown: {html.escape(k)}</th><td>{v}</td></tr>")
-    if rows:
-        last = rows[-1]
+    if stats:
+        last = stats[-1]
         rate = last[1] / last[0] if last[0] else 0.0
         parts.append(f"<tr><th>elapsed</th><td>{last[0]:.0f} s ({rate:.1f} tests/s)</td></tr>")
-    parts.append(f"<tr><th>distinct findings</th><td>{len(findings)}</td></tr></table>")
+    parts.append(f"<tr><th>distinct findings</th><td>{len(rows_by_id)}</td></tr>"
+                 f"<tr><th>root-cause clusters</th><td>{len(clusters)}: <span class='new'>{n_new} new</span>, "
+                 f"<span class='known'>{len(clusters) - n_new} known</span></td></tr></table>")
+
+    # ---- charts ----
+    charts = []
+    if stats:
+        found_at = sorted(time_of_test(stats, rows_by_id[c.first.id]["test_id"]) for c in clusters)
+        cluster_pts = [(0.0, 0.0)] + [(t, i + 1) for i, t in enumerate(found_at)] + [(stats[-1][0], len(found_at))]
+        charts.append(line_chart([("distinct findings", [(0.0, 0.0)] + [(r[0], r[6]) for r in stats]),
+                                  ("clusters", cluster_pts)],
+                                 "elapsed time (s)", "count", "Findings and clusters over time", step=True))
+        rates = throughput(stats)
+        charts.append(line_chart([("tests/s", rates)], "elapsed time (s)", "tests per second", "Throughput"))
+    curve = store.coverage_curve()
+    if curve and any(r[2] for r in curve):
+        charts.append(line_chart([("coverage", [(0.0, 0.0)] + [(r[0], r[2]) for r in curve])], "elapsed time (s)",
+                                 "coverage items", "Coverage over time"))
+    else:
+        cov = store.coverage_over_time()
+        if cov:
+            charts.append(line_chart([("coverage", [(0.0, 0.0)] + [(float(t), float(n)) for t, n in cov])],
+                                     "test number", "coverage items", "Coverage over tests"))
+        else:
+            charts.append("<figure><figcaption>Coverage</figcaption><p>(this strategy measures no coverage)</p></figure>")
+    parts.append("<h2>Tests over time</h2><div class='charts'>" + "".join(charts) + "</div>")
+
+    # ---- unknowns ----
+    if totals["unknowns"]:
+        parts.append("<h2>Unknown verdicts by reason</h2><p>Tests whose outcome cannot be judged (the reference is "
+                     "not finite, the output is ill-conditioned, the compiler rejects a documented gap, ...).</p>"
+                     "<table class='counts'><tr><th>reason</th><th>tests</th></tr>" + "".join(
+                         f"<tr><td>{html.escape(k)}</td><td>{v}</td></tr>"
+                         for k, v in sorted(totals["unknowns"].items(), key=lambda kv: -kv[1])) + "</table>")
+
+    # ---- per operator / dtype ----
+    t_op, t_dt, n_kept = test_counts(store)
+    f_op: Counter = Counter()
+    f_dt: Counter = Counter()
+    c_op: Counter = Counter()
+    c_dt: Counter = Counter()
+    for c in clusters:
+        for f in c.members:
+            f_op.update(f.ops)
+            f_dt.update(f.dtypes)
+        c_op.update({o for f in c.members for o in f.ops})
+        c_dt.update({d for f in c.members for d in f.dtypes})
+    if t_op or f_op:
+        parts.append(f"<h2>Operators and dtypes</h2><p>Tests: counted over the {n_kept} of {totals['tests']} tests "
+                     "whose graph the store keeps (routine tests are compacted to one row and regenerate on replay, "
+                     "so they are not counted here). Findings: the operators and dtypes of each reduced graph.</p>"
+                     "<div class='charts'>" + _counts_table("operator", t_op, f_op, c_op)
+                     + _counts_table("dtype", t_dt, f_dt, c_dt) + "</div>")
+
+    # ---- internal errors, the strategy's section ----
     internal = store.internal_errors()
     if internal:
         parts.append(f"<h2>Internal errors ({len(internal)})</h2><p>Exceptions of dlcfuzz's own code; each test is "
                      "stored and replays with <code>dlcfuzz replay RUN --test N</code>.</p><table>"
                      "<tr><th>test</th><th>phase</th><th>error</th></tr>" + "".join(
                          f"<tr><td>{e['test_id']}</td><td>{html.escape(e['phase'])}</td>"
-                         f"<td>{html.escape((e['error'] or '')[:200])}</td></tr>" for e in internal[:50]) + "</table>")
+                         f"<td>{html.escape(scrub(e['error'] or '')[:200])}</td></tr>" for e in internal[:50])
+                     + "</table>")
     strategy = run.get("strategy")
     if strategy:
         from dlcfuzz.errors import UsageError
@@ -63,26 +298,44 @@ def write_report(out: Path, store: Store) -> Path:
             parts.append(get_strategy(strategy).report_section(store))
         except UsageError:  # a strategy of a newer or plug-in dlcfuzz: its section is left out
             pass
-    parts.append("<h2>Tests over time</h2>" + _svg_series([(r[0], r[1]) for r in rows]))
-    curve = store.coverage_curve()
-    if curve:  # campaigns that measure coverage inside the compiler (tzer)
-        last = curve[-1]
-        wf = f"; well-formed mutants {100.0 * last[5] / last[4]:.1f}% of {last[4]}" if last[4] else ""
-        parts.append(f"<h2>Coverage over time</h2><p>{last[2]} coverage items; {last[3]} valuable tests "
-                     f"(valid and adding coverage){wf}</p>" + _svg_series([(r[0], r[2]) for r in curve], what="items"))
-    parts.append("<h2>Findings</h2>")
-    if not findings:
+
+    # ---- clusters ----
+    parts.append("<h2>Root-cause clusters</h2>")
+    if not clusters:
         parts.append("<p>No findings.</p>")
-    for f in findings:
-        configs = ", ".join(json.loads(f["configs"] or "[]"))
-        parts.append(
-            f"<h3 id='f{f['id']}'>#{f['id']} {html.escape(f['category'])} ({html.escape(configs)})</h3>"
-            f"<p>signature <code>{f['signature']}</code>; seen {1 + dups.get(f['id'], 0)} times; "
-            f"reduced {f['nodes']} &rarr; {f['reduced_nodes']} nodes; {html.escape(f['version'] or '')}</p>"
-            f"<pre>{html.escape((f['detail'] or '')[:3000])}</pre>"
-            f"<details><summary>reproducer (findings/{f['id']:04d}-{html.escape(f['category'])}/repro.py)</summary>"
-            f"<pre>{html.escape(f['reproducer'] or '')}</pre></details>"
-        )
+    for c in clusters:
+        k = cluster_known(c, known)
+        mark = (f"<span class='known'>known: {_ref_html(k)}</span>" if k else "<span class='new'>new</span>")
+        parts.append(f"<h3 id='c{c.number}'>cluster {c.number}: {html.escape(c.describe())} "
+                     f"({len(c.members)} finding{'s' if len(c.members) > 1 else ''}; {mark})</h3><ul>")
+        for f in c.members:
+            parts.append(_member_html(f, rows_by_id[f.id], dups.get(f.id, 0), known.get(f.id)))
+        parts.append("</ul>")
+        row = rows_by_id[c.first.id]
+        parts.append(f"<pre>{html.escape(scrub(row['detail'] or '')[:3000])}</pre>")
+        repro = scrub(row["reproducer"] or "")
+        folder = finding_folder(Path("."), row).as_posix()
+        parts.append(f"<details class='repro'><summary>reproducer ({html.escape(folder)}/repro.py)</summary>"
+                     f"<pre>{html.escape(repro) or '(none written)'}</pre></details>")
+        issue = issue_for(out, row, known=k, duplicates=dups.get(c.first.id, 0),
+                          tested=tested_configs(store, row["test_id"]))
+        parts.append(f"<details class='issue'><summary>upstream issue text (<code>dlcfuzz issue RUN {c.first.id}</code>)"
+                     f"</summary><pre>{html.escape(issue.markdown)}</pre></details>")
     path = out / "report.html"
     path.write_text("\n".join(parts))
     return path
+
+
+def _ref_html(k: KnownBug) -> str:
+    if k.tracker and k.tracker.startswith("https://"):
+        return f"<a href='{html.escape(k.tracker)}'>{html.escape(k.tracker)}</a>"
+    return html.escape(k.ref)
+
+
+def _member_html(f: FindingFacts, row: dict[str, Any], dups: int, k: KnownBug | None) -> str:
+    configs = ", ".join(json.loads(row["configs"] or "[]"))
+    known = f" <span class='known'>known: {_ref_html(k)}</span>" if k else ""
+    return (f"<li id='f{f.id}'>#{f.id} {html.escape(f.category)} ({html.escape(configs)}); "
+            f"ops {html.escape(','.join(sorted(f.ops)) or '?')}; dtypes {html.escape(','.join(sorted(f.dtypes)) or '?')};"
+            f" seen {1 + dups} time{'s' if dups else ''}; reduced {row['nodes']} &rarr; {row['reduced_nodes']} nodes; "
+            f"signature <code>{row['signature']}</code>{known}</li>")

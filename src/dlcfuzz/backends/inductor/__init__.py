@@ -1,0 +1,257 @@
+"""TorchInductor (`torch.compile`) on the CPU: eager baseline, Inductor default, sampled Inductor knobs.
+
+Configurations (options):
+- backend: "eager" (no compiler: the baseline), "aot_eager", "aot_eager_decomp_partition" or
+  "inductor" (torch.compile's backends: each adds one stage of the compiler);
+- knobs: {"mode": ..., "dynamic": ..., "<torch._inductor.config key>": value}: see knobs.py;
+- fault: one of `cpp.inject_relu_bug_TESTING_ONLY`'s planted faults (configurations
+  `inductor-planted-<fault>`, to prove the oracles).
+Every compile runs with `fallback_random=True` and `fullgraph=True` (PyTorch's guidance for fuzzer
+reports; a graph break in plain torch code would be a Dynamo failure, not a fallback).
+
+A failing compile is attributed to a stage by the ladder eager -> aot_eager ->
+aot_eager_decomp_partition -> inductor: the first backend that fails too is named in the error
+(`[stage aot_eager] ...`) and in the observation's info. A failure already in eager is torch
+rejecting the program itself (a documented rejection, never a compiler bug).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch  # a missing torch makes `--compiler inductor` a clear usage error
+
+from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.inductor.knobs import FAULTS, INDUCTOR_KNOBS, MODES, sample_knobs, split_knobs
+from dlcfuzz.ir.graph import Graph
+
+LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
+STAGE_RE = re.compile(r"^\[stage (\w+)\] ")
+
+# Documented rejections: torch itself refusing the program (the eager stage fails too), or an
+# operator/dtype torch does not implement on the CPU.
+EXPECTED = [
+    ("unsupported", re.compile(r"\[stage eager\] |not implemented for '|NotImplementedError")),
+]
+
+_CACHE_DIR: str | None = None
+
+
+def _worker_setup() -> None:
+    """Once per process: one intra-op thread (OpenMP threads fight Inductor's compile workers on
+    small machines; --jobs decides parallelism) and a private Inductor cache folder, removed at exit
+    (campaigns neither read another's compiled kernels nor leave them in /tmp)."""
+    global _CACHE_DIR
+    if _CACHE_DIR is None:
+        _CACHE_DIR = tempfile.mkdtemp(prefix="dlcfuzz-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_DIR
+        atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
+    torch.set_num_threads(1)
+
+
+def scrub(message: str) -> str:
+    """A compiler message without this worker's cache folder and generated file names (they
+    differ per worker and per graph, so they would split one finding into many)."""
+    if _CACHE_DIR:
+        message = message.replace(_CACHE_DIR, "$TORCHINDUCTOR_CACHE_DIR")
+    return re.sub(r"\$TORCHINDUCTOR_CACHE_DIR/\S+", "$TORCHINDUCTOR_CACHE_DIR/<generated>", message)
+
+
+class StageError(RuntimeError):
+    """A compile or run failure with the ladder stage that first shows it."""
+
+
+def _example_inputs(g: Graph) -> list[Any]:
+    """Inputs of the right types for the compile-triggering first call: ones (values do not matter
+    to the compile; ones divide, index and take logarithms safely)."""
+
+    return [torch.ones(v.type.shape, dtype=getattr(torch, v.type.dtype)) for v in g.inputs]
+
+
+class InductorCompiled:
+    def __init__(self, fn: Callable[..., tuple], input_names: list[str], info: dict[str, Any]) -> None:
+        self.fn = fn
+        self.input_names = input_names
+        self._info = info
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+
+        from dlcfuzz.lower.torch import to_numpy
+
+        args = [torch.from_numpy(np.array(inputs[n])) for n in self.input_names]
+        with torch.no_grad():
+            outs = self.fn(*args)
+        return [to_numpy(o) for o in outs]
+
+    def info(self) -> dict[str, Any]:
+        return dict(self._info)
+
+
+class InductorBackend(BackendBase):
+    name = "inductor"
+    packages = ("torch",)
+    # measured: a fresh worker's first compile takes 14 s on an idle 2-core machine, 37 s at load 8 and
+    # over 60 s at load 13 (then every later one 0.5-3 s; a cpp_wrapper compile 10-40 s)
+    deadline_s = 120.0
+    reduction_checks = 60  # each check compiles (~1 s)
+    sub_functions = True
+
+    def __init__(self) -> None:
+        _worker_setup()
+        self._coverage: Any = None
+
+    def version(self) -> str:
+
+        return f"torch {torch.__version__}"
+
+    def knobs(self) -> list[Knob]:
+        out = [
+            Knob("backend", list(LADDER), "torch.compile backend: each adds one stage of the compiler"),
+            Knob("mode", list(MODES), "torch.compile mode"),
+            Knob("dynamic", [None, True, False], "torch.compile dynamic shapes"),
+        ]
+        out += [Knob(k, list(v), f"torch._inductor.config.{k}") for k, v in INDUCTOR_KNOBS.items()]
+        return out
+
+    def configs(self) -> dict[str, Config]:
+        c = {name: Config(name, {"backend": name}) for name in LADDER}
+        for fault in FAULTS:
+            name = f"inductor-planted-{fault.replace('_', '-')}"
+            c[name] = Config(name, {"backend": "inductor", "fault": fault})
+        return c
+
+    def default_pair(self) -> tuple[Config, Config]:
+        c = self.configs()
+        return c["eager"], c["inductor"]
+
+    def expected_error(self, message: str) -> str | None:
+        return next((name for name, pat in EXPECTED if pat.search(message)), None)
+
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        """Half of the tests compile their Inductor configurations with a sampled knob set instead
+        of the defaults (PyTorch's ConfigFuzzer idea, on generated graphs)."""
+        out = []
+        for c in configs:
+            o = c.options
+            if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") and rng.random() < 0.5:
+                out.append(Config(f"{c.name}+knobs", {**o, "knobs": sample_knobs(rng)}))
+            else:
+                out.append(c)
+        return out
+
+    def lower(self, g: Graph, config: Config) -> Any:
+        from dlcfuzz.lower.torch import to_torch_program
+
+        return to_torch_program(g)
+
+    def lower_key(self, config: Config) -> str:
+        return "torch"
+
+    # ---- compile ------------------------------------------------------------------------
+    def _compile_with(self, program: Any, g: Graph, backend: str, knobs: dict[str, Any],
+                      fault: str | None) -> Callable[..., tuple]:
+        """The program compiled by `backend` (compilation forced by a first call)."""
+
+        fn = program.function()
+        if backend == "eager":
+            return fn
+        mode, dynamic, patch = split_knobs(knobs)
+        patch = {"fallback_random": True, **patch}
+        if fault:
+            patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
+        torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
+        kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
+        if backend == "inductor" and mode != "default":
+            kwargs["mode"] = mode
+        compiled = torch.compile(fn, **kwargs)
+        with torch._inductor.config.patch(patch), torch.no_grad():
+            compiled(*_example_inputs(g))
+        return _patched(compiled, patch)
+
+    def stage_of(self, program: Any, g: Graph, options: dict[str, Any]) -> str:
+        """The first ladder stage whose compile (and example run) fails with these options."""
+        knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
+        top = LADDER.index(options.get("backend", "inductor"))
+        for stage in LADDER[:top + 1]:
+            try:
+                self._compile_with(program, g, stage, knobs if stage == "inductor" else
+                                   {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
+            except Exception:  # noqa: BLE001 - any failure is the answer
+                return stage
+        return "none"  # the failure did not repeat
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> InductorCompiled:
+        o = config.options
+        backend = o.get("backend", "inductor")
+        if backend not in LADDER:
+            raise ValueError(f"unknown torch.compile backend {backend!r} (expected one of {LADDER})")
+        t0 = time.perf_counter()
+        try:
+            fn = self._compile_with(lowered, g, backend, dict(o.get("knobs") or {}), o.get("fault"))
+        except Exception as e:
+            stage = self.stage_of(lowered, g, o) if backend != "eager" else "eager"
+            raise StageError(f"[stage {stage}] {type(e).__name__}: {scrub(str(e))}") from e
+        return InductorCompiled(fn, [v.name for v in g.inputs],
+                                {"backend": backend, "compile_s": round(time.perf_counter() - t0, 4)})
+
+    def compile(self, g: Graph, config: Config) -> InductorCompiled:
+        return self.build(self.lower(g, config), g, config)
+
+    # ---- minimization, reproducer, coverage -------------------------------------------------
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
+        """The smallest set of non-default knobs that still shows the finding (ddmin over the knob
+        set, as OATest minimizes optimization sets); [] when the defaults show it already."""
+        from dlcfuzz.reduce.ddmin import ddmin
+
+        knobs = dict(config.options.get("knobs") or {})
+        if not knobs:
+            return config, []
+
+        def with_knobs(keys: list[str]) -> Config:
+            kept = {k: knobs[k] for k in sorted(keys)}
+            opts = {k: v for k, v in config.options.items() if k != "knobs"}
+            return Config(config.name, {**opts, "knobs": kept} if kept else opts)
+
+        if shows(with_knobs([])):
+            return with_knobs([]), []
+        keys = ddmin(sorted(knobs), lambda ks: shows(with_knobs(list(ks))))
+        return with_knobs(list(keys)), [f"{k}={knobs[k]!r}" for k in sorted(keys)]
+
+    def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+                   configs: list[Config], category: str, title: str, detail: str,
+                   untyped_outputs: tuple[str, ...] = ()) -> str:
+        from dlcfuzz.backends.inductor.reproducer import inductor_script
+
+        return inductor_script(g, inputs, expected, configs, category, title, detail, self.version())
+
+    def start_coverage(self) -> None:
+        from dlcfuzz.backends.inductor.coverage import CompilerCoverage
+
+        if self._coverage is None:
+            self._coverage = CompilerCoverage()
+        self._coverage.start()
+
+    def stop_coverage(self) -> list[str]:
+        return self._coverage.stop() if self._coverage is not None else []
+
+
+def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[..., tuple]:
+    """Calls run under the same config patch (a recompile, e.g. on a guard miss, must see it)."""
+
+    def call(*args: Any) -> tuple:
+        with torch._inductor.config.patch(patch):
+            return compiled(*args)
+
+    return call
+
+
+__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError"]

@@ -1,0 +1,87 @@
+"""TorchInductor's real options, as data: what per-test sampling draws from and minimization removes.
+
+Every key below exists in torch 2.13's `torch._inductor.config` (`tests/test_inductor.py` checks
+that against the installed release); values are the non-default settings worth testing.
+Left out on purpose:
+- unsafe math (`cpp.enable_unsafe_math_opt_flag`, `cpp.enable_floating_point_contract_flag`,
+  `use_fast_math`): they license results that differ from IEEE evaluation, so comparing them for
+  equality with the reference would report the option working as documented. They are a separate
+  tolerance class, never sampled for equality comparisons.
+- `cpp.inject_relu_bug_TESTING_ONLY`: the planted faults (configurations `inductor-planted-*`).
+- GPU-only options (triton.*, cudagraphs): this backend compiles for the CPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# torch.compile modes that exist in 2.13 and mean something on the CPU ("reduce-overhead" and
+# "max-autotune" add CUDA graphs only)
+MODES: tuple[str, ...] = ("default", "lite", "max-autotune-no-cudagraphs")
+
+# torch._inductor.config key -> the non-default values sampled (the default is never listed)
+INDUCTOR_KNOBS: dict[str, tuple[Any, ...]] = {
+    "cpp_wrapper": (True,),
+    "freezing": (True,),
+    "cpp.simdlen": (1, 256),  # 1: scalar code only; 256: AVX2 kernels where the machine has them
+    "epilogue_fusion": (False,),
+    "pattern_matcher": (False,),
+    "aggressive_fusion": (True,),
+    "split_reductions": (False,),
+    "online_softmax": (False,),
+    "loop_ordering_after_fusion": (False,),
+    "joint_graph_constant_folding": (False,),
+    "reorder_for_locality": (False,),
+    "inplace_buffers": (False,),
+    "allow_buffer_reuse": (False,),
+    "max_fusion_size": (1, 8),
+    "realize_opcount_threshold": (1,),
+    "unroll_reductions_threshold": (1, 64),
+    "constant_and_index_propagation": (False,),
+    "permute_fusion": (True,),
+    "cpp.min_chunk_size": (1,),
+    "cpp.weight_prepack": (False,),
+    "cpp.enable_loop_tail_vec": (False,),
+    "cpp.enable_tiling_heuristics": (False,),
+    "cpp.use_decompose_tanh": (True,),
+    "layout_optimization": (False,),
+    "comprehensive_padding": (False,),
+    "combo_kernels": (True,),
+    "split_cat_fx_passes": (False,),
+    "decompose_mem_bound_mm": (True,),
+}
+
+UNSAFE_MATH: dict[str, Any] = {
+    "cpp.enable_unsafe_math_opt_flag": True,
+    "cpp.enable_floating_point_contract_flag": "fast",
+}
+
+FAULTS: tuple[str, ...] = ("accuracy", "compile_error", "runtime_error")  # cpp.inject_relu_bug_TESTING_ONLY
+
+
+def sample_knobs(rng: np.random.Generator, max_knobs: int = 4) -> dict[str, Any]:
+    """A random set of 1..max_knobs non-default options: the compile mode, dynamic shapes and
+    torch._inductor.config keys (keys sorted, so equal sets serialize equally)."""
+    keys = sorted(INDUCTOR_KNOBS)
+    out: dict[str, Any] = {}
+    n = int(rng.integers(1, max_knobs + 1))
+    for k in rng.choice(len(keys) + 2, size=n, replace=False):
+        k = int(k)
+        if k == len(keys):
+            out["mode"] = MODES[1 + int(rng.integers(len(MODES) - 1))]
+        elif k == len(keys) + 1:
+            out["dynamic"] = True
+        else:
+            values = INDUCTOR_KNOBS[keys[k]]
+            v = values[int(rng.integers(len(values)))]
+            out[keys[k]] = v.item() if hasattr(v, "item") else v
+    return dict(sorted(out.items()))
+
+
+def split_knobs(knobs: dict[str, Any]) -> tuple[str, bool | None, dict[str, Any]]:
+    """(mode, dynamic, torch._inductor.config patch) of a knob set."""
+    patch = {k: v for k, v in knobs.items() if k not in ("mode", "dynamic")}
+    dynamic = knobs.get("dynamic")
+    return str(knobs.get("mode", "default")), (bool(dynamic) if dynamic is not None else None), patch

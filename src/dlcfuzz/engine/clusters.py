@@ -1,0 +1,273 @@
+"""Root-cause clusters above signatures.
+
+A signature identifies one reduced finding exactly; several signatures are often one upstream bug
+(the same optimization mis-evaluates float16 under different neighbours, one importer check fails
+on many operators). Findings are grouped by what their reduced forms share:
+
+- error-like findings (crash, hang, unexpected error, rejection, ...): category, compiler, the
+  minimal optimization/pass set when the key has one, and the error message normalized without
+  names, numbers and paths;
+- numeric findings (wrong result, inconsistency, ...): category, compiler, the configurations or
+  minimal optimization/pass set, the dtype class of the reduced graph and its operator set.
+
+Two findings whose facts give the same cluster key are one cluster. Facts come from the store row
+(category, key, configs, detail) and the finding folder's `reduced.json` when it exists (the `ops=`
+part of the key otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlcfuzz.oracle.signature import normalize
+
+# categories judged by comparing numbers: the reduced graph's operators are the root cause's best proxy
+NUMERIC_CATEGORIES = ("wrong-result", "inconsistency", "metamorphic", "slow")
+
+DTYPE_CLASSES = {
+    "float16": "half", "bfloat16": "half", "float32": "float", "float64": "float",
+    "int8": "int", "int16": "int", "int32": "int", "int64": "int",
+    "uint8": "int", "uint16": "int", "uint32": "int", "uint64": "int", "bool": "bool",
+}
+
+_OPTS = re.compile(r"\|(opts|passes)=([^|]*)")
+_OPS = re.compile(r"\|ops=([^|]*)")
+# a numeric key's reason: `wrong|compiler|configs|REASON|ops=...`, `inconsistency|compiler|a|b|REASON|ops=...`
+_REASON = re.compile(r"\|(shape|dtype|nan|inf|value)\|")
+_SHAPES = re.compile(r"shape \(([^()]*)\) != \(([^()]*)\)")
+_DTYPES = re.compile(r"dtype (\w+) != (\w+)")
+# the compiler's message in a detail text: the first line that is not dlcfuzz's own header
+_HEADER = re.compile(r"^(dlcfuzz finding|signature |key |test \d|Traceback|\s*File \"|\s*\^)")
+# numbered names and node names that survive `normalize` (v9, _IsNaN8, n4, lv3)
+_NAMES = re.compile(r"\b_?[A-Za-z]+_?N\b|\b[a-z]{1,3}N\b")
+# shapes, element types and node names in short brackets differ between instances of one bug (long
+# parentheses hold the message itself: "rejects (Fail: ...)")
+_BRACKETS = re.compile(r"\[[^\[\]]{0,60}\]|\([^()]{0,40}\)")
+
+
+@dataclass(frozen=True)
+class FindingFacts:
+    """What a finding's reduced form says about its root cause."""
+
+    id: int
+    compiler: str
+    category: str
+    configs: tuple[str, ...]
+    opts: str  # the minimal optimization/pass set ("" when the finding has none)
+    ops: frozenset[str]
+    dtypes: frozenset[str]
+    message: str  # normalized, without names and numbers
+    key: str = ""
+    reason: str = ""  # of a numeric finding: shape, dtype, nan, inf or value
+
+    @property
+    def dtype_class(self) -> str:
+        return "+".join(sorted({DTYPE_CLASSES.get(d, d) for d in self.dtypes})) or "?"
+
+    @property
+    def numeric(self) -> bool:
+        return self.category in NUMERIC_CATEGORIES
+
+    def cluster_key(self) -> tuple[str, ...]:
+        where = self.opts or ",".join(sorted(self.configs))
+        if self.numeric and self.reason in ("shape", "dtype") and self.message:
+            # a wrong shape or dtype is named by its pattern (rank 1 for rank 0, int64 for int32), whichever
+            # operator produced it
+            return ("numeric", self.compiler, self.category, where, self.reason, self.message)
+        if self.numeric:
+            return ("numeric", self.compiler, self.category, where, self.dtype_class, ",".join(sorted(self.ops)))
+        # error-like: the message names the bug; the operators around it are incidental
+        return ("error", self.compiler, self.category, self.known_opts, self.message)
+
+    @property
+    def known_opts(self) -> str:
+        """The minimal optimization set, "" when the reduction could not tell ("opts=none")."""
+        return "" if self.opts.endswith("=none") else self.opts
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "compiler": self.compiler, "category": self.category, "configs": list(self.configs),
+                "opts": self.opts, "ops": sorted(self.ops), "dtypes": sorted(self.dtypes), "message": self.message,
+                "key": self.key, "reason": self.reason}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> FindingFacts:
+        return FindingFacts(int(d["id"]), d["compiler"], d["category"], tuple(d["configs"]), d.get("opts", ""),
+                            frozenset(d["ops"]), frozenset(d["dtypes"]), d["message"], d.get("key", ""), d.get("reason", ""))
+
+
+@dataclass
+class Cluster:
+    """Findings that share a root cause, the first (lowest id) is its representative."""
+
+    number: int
+    key: tuple[str, ...]
+    members: list[FindingFacts] = field(default_factory=list)
+
+    @property
+    def first(self) -> FindingFacts:
+        return self.members[0]
+
+    def describe(self) -> str:
+        f = self.first
+        where = f.opts or ",".join(f.configs)
+        if f.numeric:
+            what = f"ops {','.join(sorted(f.ops)) or '?'} ({f.dtype_class})"
+        else:
+            what = (f.message[:90] or "(no message)")
+        return f"{f.category} in {f.compiler} [{where}]: {what}"
+
+
+def message_class(text: str) -> str:
+    """The compiler's message without names, numbers, paths, shapes and node lists."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not _HEADER.match(ln)]
+    msg = " ".join(lines[:4])
+    msg = normalize(msg)
+    msg = _NAMES.sub("<name>", msg)
+    for _ in range(3):  # nested brackets, innermost first
+        msg = _BRACKETS.sub("<..>", msg)
+    return re.sub(r"\s+", " ", msg).strip()[:200]
+
+
+def _key_message(key: str) -> str:
+    """The normalized message part of an error key (`error|compiler|Type|message|frames`)."""
+    parts = key.split("|")
+    return message_class(parts[3]) if len(parts) > 3 and parts[0] in ("error", "rejection", "mutant-rejected") else ""
+
+
+def _graph_facts(folder: Path | None) -> tuple[frozenset[str], frozenset[str]] | None:
+    """(operators, dtypes) of the finding's reduced graph, read from `reduced.json`."""
+    if folder is None:
+        return None
+    path = folder / "reduced.json"
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ops: set[str] = set()
+    dtypes: set[str] = {i["dtype"] for i in d.get("inputs", []) if "dtype" in i}
+
+    def walk(nodes: Iterable[dict[str, Any]]) -> None:
+        for n in nodes:
+            ops.add(n["op"])
+            dtypes.update(o["dtype"] for o in n.get("outputs", []) if "dtype" in o)
+
+    walk(d.get("nodes", []))
+    for fn in (d.get("functions") or {}).values():
+        walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
+    return frozenset(ops), frozenset(dtypes)
+
+
+def finding_folder(run: Path, row: dict[str, Any]) -> Path:
+    return run / "findings" / f"{int(row['id']):04d}-{row['category']}"
+
+
+def mismatch_class(detail: str) -> str:
+    """A numeric finding's shape or dtype mismatch as a pattern: `rank 1 != rank 0`, `float32 != float16`."""
+    m = _SHAPES.search(detail or "")
+    if m:
+        ranks = [len([d for d in g.split(",") if d.strip()]) for g in m.groups()]
+        return f"rank {ranks[0]} != rank {ranks[1]}"
+    m = _DTYPES.search(detail or "")
+    return f"{m.group(1)} != {m.group(2)}" if m else ""
+
+
+def facts_of(row: dict[str, Any], folder: Path | None = None,
+             graph: tuple[frozenset[str], frozenset[str]] | None = None) -> FindingFacts:
+    """The facts of one store row of `findings` (with its folder, when written; or the reduced graph's
+    (operators, dtypes) when known)."""
+    key = row.get("key") or ""
+    m = _OPTS.search(key)
+    opts = f"{m.group(1)}={m.group(2)}" if m else ""
+    graph = graph if graph is not None else _graph_facts(folder)
+    if graph is not None:
+        ops, dtypes = graph
+    else:
+        mo = _OPS.search(key)
+        ops, dtypes = frozenset(x for x in (mo.group(1).split(",") if mo else []) if x), frozenset()
+    configs = tuple(json.loads(row.get("configs") or "[]"))
+    detail = row.get("detail") or ""
+    numeric = row.get("category") in NUMERIC_CATEGORIES
+    mr = _REASON.search(key) if numeric else None
+    reason = mr.group(1) if mr else ""
+    if numeric:
+        message = mismatch_class(detail) if reason in ("shape", "dtype") else ""
+    else:
+        message = message_class(detail) or _key_message(key)
+    return FindingFacts(int(row["id"]), row.get("compiler") or "", row.get("category") or "", configs, opts,
+                        frozenset(ops), frozenset(dtypes), message, key, reason)
+
+
+def cluster(facts: Iterable[FindingFacts]) -> list[Cluster]:
+    """Clusters in order of their first finding; members in id order.
+
+    Findings with the same cluster key are one cluster. Then a numeric cluster whose operators strictly
+    contain those of another numeric cluster of the same compiler, category and configurations (and whose
+    dtype classes contain the other's) joins it: a graph that could not be reduced further holds the
+    smaller reproducer's operators, so it most likely shows the same bug."""
+    by_key: dict[tuple[str, ...], list[FindingFacts]] = {}
+    for f in sorted(facts, key=lambda f: f.id):
+        by_key.setdefault(f.cluster_key(), []).append(f)
+    groups = list(by_key.values())
+    by_size = sorted(range(len(groups)), key=lambda i: (len(groups[i][0].ops), groups[i][0].id))
+    parent = list(range(len(groups)))
+    for i in by_size:
+        a = groups[i][0]
+        if not a.numeric or a.reason in ("shape", "dtype"):
+            continue
+        where = (a.compiler, a.category, a.opts or ",".join(sorted(a.configs)))
+        classes = set(a.dtype_class.split("+")) if a.dtypes else None  # None: unknown, any
+        best = None
+        for j in by_size:
+            b = groups[j][0]
+            if (j != i and b.numeric and b.reason not in ("shape", "dtype") and b.ops and b.ops < a.ops
+                    and (b.compiler, b.category, b.opts or ",".join(sorted(b.configs))) == where
+                    and (classes is None or set(b.dtype_class.split("+")) <= classes)
+                    and (best is None or len(b.ops) > len(groups[best][0].ops))):
+                best = j
+        if best is not None:
+            parent[i] = best
+    for i, g in enumerate(groups):  # an error whose optimization set is unknown joins the one that is known
+        a = g[0]
+        if a.numeric or a.known_opts:
+            continue
+        same = [j for j, h in enumerate(groups) if j != i and not h[0].numeric and h[0].known_opts
+                and (h[0].compiler, h[0].category, h[0].message) == (a.compiler, a.category, a.message)]
+        if len(same) == 1:
+            parent[i] = same[0]
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    merged: dict[int, list[FindingFacts]] = {}
+    for i in range(len(groups)):
+        merged.setdefault(root(i), []).extend(groups[i])
+    out = sorted((sorted(ms, key=lambda f: f.id) for ms in merged.values()), key=lambda ms: ms[0].id)
+    return [Cluster(n + 1, ms[0].cluster_key(), ms) for n, ms in enumerate(out)]
+
+
+def run_clusters(run: Path, rows: list[dict[str, Any]]) -> list[Cluster]:
+    """The clusters of a campaign's distinct findings (store rows), reading each finding's folder."""
+    return cluster(facts_of(r, finding_folder(run, r)) for r in rows)
+
+
+def pairwise_scores(assigned: dict[int, Any], labels: dict[int, str]) -> tuple[float, float]:
+    """Pairwise precision and recall of a clustering against root-cause labels: a pair of findings
+    put together is right when the labels agree; recall is the share of same-label pairs put together."""
+    ids = sorted(set(assigned) & set(labels))
+    together = right = same = 0
+    for i, a in enumerate(ids):
+        for b in ids[i + 1:]:
+            t, s = assigned[a] == assigned[b], labels[a] == labels[b]
+            together += t
+            same += s
+            right += t and s
+    precision = right / together if together else 1.0
+    recall = right / same if same else 1.0
+    return precision, recall

@@ -1,0 +1,145 @@
+"""The known-bugs register: upstream bugs a campaign should not report as new.
+
+Each compiler package may hold `known_bugs.json`; a user adds entries with files named by `--known
+FILE` or by the environment variable DLCFUZZ_KNOWN_BUGS (several files separated by the OS's path
+separator). A file:
+
+    {"compiler": "onnxruntime", "compilers": ["onnxruntime", "planted"], "release": "onnxruntime 1.32.0",
+     "intro": "...", "bugs": [
+       {"id": "ort-fuse-relu-clip-int64", "tracker": "https://github.com/...", "text": "markdown for the README",
+        "match": {"category": ["unexpected-error"], "ops_all": ["clip", "relu"], "ops_subset": [...],
+                  "dtypes_any": ["int64"], "config": "regex", "message": "regex"}}]}
+
+`tracker` is an upstream issue that was found; without one the bug is "reported by dlcfuzz, not yet
+filed upstream". A finding matches an entry when every condition of its `match` holds (an entry
+without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
+done when findings are listed or reported, so a register extended after a campaign applies to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dlcfuzz.engine.clusters import FindingFacts
+from dlcfuzz.errors import UsageError
+
+ENV_VAR = "DLCFUZZ_KNOWN_BUGS"
+NOT_FILED = "reported by dlcfuzz, not yet filed upstream"
+BACKENDS_DIR = Path(__file__).resolve().parent.parent / "backends"
+MATCH_FIELDS = ("category", "ops_all", "ops_any", "ops_subset", "dtypes_any", "config", "message")
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    compilers: tuple[str, ...]
+    text: str
+    tracker: str | None = None
+    match: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def ref(self) -> str:
+        return self.tracker or NOT_FILED
+
+    def matches(self, f: FindingFacts, detail: str = "") -> bool:
+        if not self.match or f.compiler.split(":")[0] not in self.compilers:
+            return False
+        m = self.match
+        if "category" in m and f.category not in m["category"]:
+            return False
+        if "ops_all" in m and not set(m["ops_all"]) <= f.ops:
+            return False
+        if "ops_any" in m and not set(m["ops_any"]) & f.ops:
+            return False
+        if "ops_subset" in m and not (f.ops and f.ops <= set(m["ops_subset"])):
+            return False
+        if "dtypes_any" in m and not set(m["dtypes_any"]) & f.dtypes:
+            return False
+        if "config" in m and not re.search(m["config"], " ".join([*f.configs, f.opts])):
+            return False
+        if "message" in m and not re.search(m["message"], f"{detail}\n{f.key}"):
+            return False
+        return True
+
+
+@dataclass
+class RegisterFile:
+    compiler: str
+    release: str
+    intro: str
+    bugs: list[KnownBug]
+    source: Path
+
+
+def _read(path: Path) -> RegisterFile:
+    try:
+        d = json.loads(path.read_text())
+    except OSError as e:
+        raise UsageError(f"known-bugs file {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise UsageError(f"known-bugs file {path} is not valid JSON: {e}") from None
+    try:
+        compilers = tuple(d.get("compilers") or [d["compiler"]])
+        bugs = []
+        for b in d["bugs"]:
+            unknown = set(b.get("match") or {}) - set(MATCH_FIELDS)
+            if unknown:
+                raise UsageError(f"known-bugs file {path}: bug {b['id']}: unknown match field {sorted(unknown)[0]}")
+            for k in ("config", "message"):
+                if k in (b.get("match") or {}):
+                    re.compile(b["match"][k])
+            bugs.append(KnownBug(b["id"], compilers, b["text"], b.get("tracker"), b.get("match") or {}))
+    except (KeyError, TypeError) as e:
+        raise UsageError(f"known-bugs file {path}: missing or malformed field {e}") from None
+    except re.error as e:
+        raise UsageError(f"known-bugs file {path}: bad regular expression: {e}") from None
+    return RegisterFile(d["compiler"], d.get("release", ""), d.get("intro", ""), bugs, path)
+
+
+def packaged_files() -> list[Path]:
+    """The register files shipped in the compiler packages, in name order."""
+    return sorted(BACKENDS_DIR.glob("*/known_bugs.json"))
+
+
+class Register:
+    """The known bugs of every compiler: the packaged files, then the user's."""
+
+    def __init__(self, extra: list[str | Path] | None = None, use_env: bool = True) -> None:
+        paths = packaged_files()
+        user = [Path(p) for p in (extra or [])]
+        if use_env and os.environ.get(ENV_VAR):
+            user += [Path(p) for p in os.environ[ENV_VAR].split(os.pathsep) if p]
+        for p in user:
+            if not p.is_file():
+                raise UsageError(f"known-bugs file {p} does not exist")
+        self.files = [_read(p) for p in [*paths, *user]]
+
+    @property
+    def bugs(self) -> list[KnownBug]:
+        return [b for f in self.files for b in f.bugs]
+
+    def match(self, f: FindingFacts, detail: str = "") -> KnownBug | None:
+        """The first known bug the finding matches (the user's entries come last: packaged ones win)."""
+        return next((b for b in self.bugs if b.matches(f, detail)), None)
+
+
+def readme_section(register: Register | None = None) -> str:
+    """The README's "Known compiler bugs" lists, generated from the packaged register."""
+    reg = register or Register(use_env=False)
+    lines = ["Found by dlcfuzz in the pinned releases. Generated from the known-bugs register "
+             "(`backends/<compiler>/known_bugs.json`, `python scripts/known_bugs.py`); a finding that matches "
+             "an entry is listed as `known: <tracker ref>` and not counted as new. Add your own with "
+             f"`--known FILE` or `{ENV_VAR}`."]
+    for f in reg.files:
+        lines += ["", f"{f.release}:" if f.release else f"{f.compiler}:"]
+        if f.intro:
+            lines.append(f.intro)
+        for b in f.bugs:
+            text = b.text.strip().replace("\n", "\n  ")
+            lines.append(f"- {text} ({b.tracker if b.tracker else NOT_FILED})")
+    return "\n".join(lines) + "\n"

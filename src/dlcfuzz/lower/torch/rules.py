@@ -1,0 +1,637 @@
+"""Per-operator PyTorch lowerings, registered on `target("torch")`.
+
+Each rule returns torch source expressions whose eager semantics equal the operator's NumPy
+reference (`OpSpec.reference`, ONNX semantics); `tests/test_inductor_lowering.py` checks that
+over random graphs. Where torch has a native operator with the same semantics we use it (that
+is what Inductor's lowerings and decompositions are written for); where ONNX and torch differ
+(asymmetric pads, negative slice steps, ONNX's nearest modes, DCR depth_to_space) the rule
+composes torch ops, with the static index arithmetic done here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlcfuzz.ir.types import FLOATS, INTS, TensorType
+from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+
+def _dt(t: TensorType) -> str:
+    return torch_dtype(t.dtype)
+
+
+# ---- elementwise, unary ------------------------------------------------------------------
+
+_UNARY = {
+    "abs": "torch.abs({x})", "neg": "torch.neg({x})", "exp": "torch.exp({x})", "log": "torch.log({x})",
+    "sqrt": "torch.sqrt({x})", "reciprocal": "torch.reciprocal({x})", "sin": "torch.sin({x})",
+    "cos": "torch.cos({x})", "tan": "torch.tan({x})", "asin": "torch.asin({x})", "acos": "torch.acos({x})",
+    "atan": "torch.atan({x})", "sinh": "torch.sinh({x})", "cosh": "torch.cosh({x})", "tanh": "torch.tanh({x})",
+    "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})", "atanh": "torch.atanh({x})",
+    "sigmoid": "torch.sigmoid({x})", "relu": "torch.relu({x})", "softsign": "F.softsign({x})",
+    "erf": "torch.erf({x})", "floor": "torch.floor({x})", "ceil": "torch.ceil({x})",
+    "round": "torch.round({x})",  # half to even, as ONNX Round
+    "sign": "torch.sign({x})", "not": "torch.logical_not({x})", "bitwise_not": "torch.bitwise_not({x})",
+    "isnan": "torch.isnan({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
+    "softplus": "F.softplus({x})",  # beta 1, threshold 20: x itself past 20, where log1p(exp(x)) == x
+}
+
+
+def _unary(template: str):
+    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        return [template.format(x=ins[0])]
+
+    return rule
+
+
+for _name, _tpl in _UNARY.items():
+    R(_name)(_unary(_tpl))
+
+
+@R("leaky_relu")
+def _leaky(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("elu")
+def _elu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.elu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("celu")
+def _celu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.celu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("selu")
+def _selu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # F.selu fixes alpha and gamma; ONNX makes them attributes
+    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
+    return [f"{ga} * torch.where({x} > 0, {x}, {al} * torch.exp({x}) - {al})"]
+
+
+@R("gelu")
+def _gelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.gelu({ins[0]}, approximate={a['approximate']!r})"]
+
+
+@R("isinf")
+def _isinf(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x = ins[0]
+    if a["detect_negative"] and a["detect_positive"]:
+        return [f"torch.isinf({x})"]
+    if a["detect_positive"]:
+        return [f"torch.isposinf({x})"]
+    if a["detect_negative"]:
+        return [f"torch.isneginf({x})"]
+    return [f"torch.zeros_like({x}, dtype=torch.bool)"]
+
+
+@R("hard_sigmoid")
+def _hard_sigmoid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.clamp({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0.0, 1.0)"]
+
+
+@R("thresholded_relu")
+def _thresholded(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.threshold({ins[0]}, {literal(a['alpha'])}, 0.0)"]
+
+
+@R("shrink")
+def _shrink(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, dt = ins[0], it[0].dtype
+    lam, bias = literal(a["lambd"]), literal(a["bias"])
+    if dt in INTS:  # ONNX computes in float and converts back (truncating)
+        x = e.bind(f"{x}.to(torch.float64)")
+    y = f"torch.where({x} < -{lam}, {x} + {bias}, torch.where({x} > {lam}, {x} - {bias}, torch.zeros_like({x})))"
+    return [f"({y}).to({_dt(it[0])})" if dt in INTS else y]
+
+
+# ---- elementwise, binary -----------------------------------------------------------------
+
+_BINARY = {
+    "add": "torch.add({a}, {b})", "sub": "torch.sub({a}, {b})", "mul": "torch.mul({a}, {b})",
+    "max": "torch.maximum({a}, {b})", "min": "torch.minimum({a}, {b})",
+    "and": "torch.logical_and({a}, {b})", "or": "torch.logical_or({a}, {b})", "xor": "torch.logical_xor({a}, {b})",
+    "equal": "torch.eq({a}, {b})", "less": "torch.lt({a}, {b})", "less_equal": "torch.le({a}, {b})",
+    "greater": "torch.gt({a}, {b})", "greater_equal": "torch.ge({a}, {b})",
+    "bitwise_and": "torch.bitwise_and({a}, {b})", "bitwise_or": "torch.bitwise_or({a}, {b})",
+    "bitwise_xor": "torch.bitwise_xor({a}, {b})",
+}
+
+
+def _binary(template: str):
+    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        return [template.format(a=ins[0], b=ins[1])]
+
+    return rule
+
+
+for _name, _tpl in _BINARY.items():
+    R(_name)(_binary(_tpl))
+
+
+@R("div")
+def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero
+        return [f"torch.div({ins[0]}, {ins[1]}, rounding_mode='trunc')"]
+    return [f"torch.div({ins[0]}, {ins[1]})"]
+
+
+@R("mod")
+def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
+    fn = "torch.fmod" if a["fmod"] else "torch.remainder"
+    return [f"{fn}({ins[0]}, {ins[1]})"]
+
+
+@R("bit_shift")
+def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    fn = "torch.bitwise_left_shift" if a["direction"] == "LEFT" else "torch.bitwise_right_shift"
+    return [f"{fn}({ins[0]}, {ins[1]})"]
+
+
+@R("pow")
+def _pow(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, y = ins
+    dx, dy = it[0].dtype, it[1].dtype
+    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
+        return [f"torch.pow({x}.to(torch.float64), {y}.to(torch.float64)).to({_dt(it[0])})"]
+    if dx != dy:  # torch would promote to the wider type; ONNX keeps the base's
+        y = f"{y}.to({_dt(it[0])})"
+    return [f"torch.pow({x}, {y})"]
+
+
+@R("prelu")
+def _prelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # F.prelu wants a per-channel weight; ONNX's slope broadcasts unidirectionally
+    x, s = ins
+    return [f"torch.where({x} < 0, {x} * {s}, {x})"]
+
+
+@R("where")
+def _where(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.where({ins[2]}, {ins[0]}, {ins[1]})"]
+
+
+@R("cast")
+def _cast(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]}.to({torch_dtype(a['to'])})"]  # float -> int truncates, as the reference
+
+
+@R("clip")
+def _clip(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
+    x = ins[0]
+    if a["min"] is not None:
+        x = e.bind(f"torch.clamp_min({x}, {literal(a['min'])})")
+    if a["max"] is not None:
+        x = f"torch.clamp_max({x}, {literal(a['max'])})"
+    return [x if x != ins[0] else f"{x}.clone()"]
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
+    from dlcfuzz.ops import get_op
+
+    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
+
+
+def _reduce(kind: str):
+    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        t, x = it[0], ins[0]
+        axes = _reduced_axes(t, a)
+        if axes is None:  # noop_with_empty_axes with no axes: identity
+            return [f"{x}.clone()"]
+        keep = bool(a["keepdims"])
+        dims, dt, out = literal(list(axes)), _dt(t), ot[0]
+        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
+        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch refuses)
+            if t.dtype in FLOATS:
+                fill = '-float("inf")' if kind == "max" else 'float("inf")'
+            else:
+                info = np.iinfo(t.dtype)
+                fill = literal(int(info.min if kind == "max" else info.max))
+            return [f"torch.full({literal(list(out.shape))}, {fill}, dtype={dt})"]
+        if kind == "sum":
+            return [f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype={dt})"]
+        if kind == "mean":
+            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
+                s = e.bind(f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype=torch.int64)")
+                return [f"torch.div({s}, {max(n, 1)}, rounding_mode='trunc').to({dt})"]
+            return [f"torch.mean({x}, dim={dims}, keepdim={keep})"]
+        if kind in ("max", "min"):
+            return [f"torch.a{kind}({x}, dim={dims}, keepdim={keep})"]
+        # prod: torch.prod reduces one dim at a time (highest first, so lower indices stay valid)
+        y = x
+        for ax in sorted(axes, reverse=True):
+            y = e.bind(f"torch.prod({y}, dim={ax}, keepdim={keep}, dtype={dt})")
+        return [y if y != x else f"{x}.clone()"]
+
+    return rule
+
+
+for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
+                     ("reduce_min", "min"), ("reduce_prod", "prod")):
+    R(_name)(_reduce(_kind))
+
+
+@R("argmax")
+def _argmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # first index on ties, like ONNX with select_last_index=0
+    return [f"torch.argmax({ins[0]}, dim={int(a['axis'])}, keepdim={bool(a['keepdims'])})"]
+
+
+@R("argmin")
+def _argmin(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.argmin({ins[0]}, dim={int(a['axis'])}, keepdim={bool(a['keepdims'])})"]
+
+
+# ---- nn ------------------------------------------------------------------------------------------
+
+
+def _pad_spatial(e: TorchEmitter, x: str, pads: Sequence[int], value: str = "0.0") -> tuple[str, list[int]]:
+    """Symmetric pads stay with the operator; asymmetric ones become an F.pad before it.
+    Returns (input expression, per-dim symmetric padding for the operator)."""
+    nd = len(pads) // 2
+    lo, hi = list(pads[:nd]), list(pads[nd:])
+    if lo == hi:
+        return x, lo
+    flat: list[int] = []
+    for i in reversed(range(nd)):  # F.pad lists the last dim first
+        flat += [lo[i], hi[i]]
+    return e.bind(f"F.pad({x}, {literal(flat)}, value={value})"), [0] * nd
+
+
+@R("conv1d", "conv2d")
+def _conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    nd = it[0].rank - 2
+    x, pad = _pad_spatial(e, ins[0], a["pads"])
+    bias = ins[2] if len(ins) == 3 else "None"
+    fn = "F.conv1d" if nd == 1 else "F.conv2d"
+    return [f"{fn}({x}, {ins[1]}, {bias}, stride={literal(a['strides'])}, padding={literal(pad)}, "
+            f"dilation={literal(a['dilations'])}, groups={int(a['group'])})"]
+
+
+@R("conv_transpose2d")
+def _conv_t(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    p, op = list(a["pads"]), list(a.get("output_padding", [0, 0]))
+    s, d = list(a["strides"]), list(a["dilations"])
+    # torch's padding is symmetric and output_padding < stride or dilation: otherwise compute the
+    # full transposed convolution and crop / zero-extend it as ONNX does (bias after the crop)
+    native = p[:2] == p[2:] and all(o < max(si, di) for o, si, di in zip(op, s, d))
+    if native:
+        bias = ins[2] if len(ins) == 3 else "None"
+        return [f"F.conv_transpose2d({ins[0]}, {ins[1]}, {bias}, stride={literal(s)}, padding={literal(p[:2])}, "
+                f"output_padding={literal(op)}, groups={int(a['group'])}, dilation={literal(d)})"]
+    y = e.bind(f"F.conv_transpose2d({ins[0]}, {ins[1]}, None, stride={literal(s)}, groups={int(a['group'])}, "
+               f"dilation={literal(d)})")
+    if any(op):
+        y = e.bind(f"F.pad({y}, [0, {op[1]}, 0, {op[0]}])")
+    h, w = ot[0].shape[2], ot[0].shape[3]
+    y = e.bind(f"{y}[:, :, {p[0]}:{p[0] + h}, {p[1]}:{p[1] + w}]")
+    if len(ins) == 3:
+        return [f"{y} + {ins[2]}.reshape(1, -1, 1, 1)"]
+    return [f"{y}.contiguous()"]
+
+
+@R("max_pool2d")
+def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
+    pads = list(a["pads"])
+    # torch's own padding must be symmetric and at most half the kernel: other pads go before it
+    if t.dtype in FLOATS and pads[:2] == pads[2:] and all(2 * pp <= kk for pp, kk in zip(pads[:2], k)):
+        return [f"F.max_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
+                f"dilation={literal(d)})"]
+    x = ins[0]
+    if any(pads):
+        x = e.bind(f"F.pad({x}, {literal([pads[1], pads[3], pads[0], pads[2]])}, value={low})")
+    if t.dtype in FLOATS:
+        return [f"F.max_pool2d({x}, {literal(k)}, stride={literal(s)}, dilation={literal(d)})"]
+    # torch's CPU max_pool2d is float-only: the windows as strided slices, combined by maximum
+    return [_window_reduce(e, x, k, s, d, ot[0].shape[2:], "torch.maximum")]
+
+
+def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
+                   out: Sequence[int], combine: str) -> str:
+    acc = ""
+    for i in range(k[0]):
+        for j in range(k[1]):
+            h0, w0 = i * d[0], j * d[1]
+            view = f"{x}[:, :, {h0}:{h0 + s[0] * (out[0] - 1) + 1}:{s[0]}, {w0}:{w0 + s[1] * (out[1] - 1) + 1}:{s[1]}]"
+            acc = view if not acc else e.bind(f"{combine}({acc}, {view})")
+    return acc
+
+
+@R("avg_pool2d")
+def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    k, s, pads = a["kernel"], a["strides"], list(a["pads"])
+    include = bool(a["count_include_pad"])
+    if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
+        return [f"F.avg_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
+                f"count_include_pad={include})"]
+    flat = [pads[1], pads[3], pads[0], pads[2]]
+    xp = e.bind(f"F.pad({ins[0]}, {literal(flat)})")
+    total = e.bind(f"F.avg_pool2d({xp}, {literal(k)}, stride={literal(s)})")
+    if include:
+        return [total]
+    # the mean over the window's real elements: divide by the pooled mask of them
+    mask = e.bind(f"F.pad(torch.ones_like({ins[0]}[:1, :1]), {literal(flat)})")
+    return [f"{total} / F.avg_pool2d({mask}, {literal(k)}, stride={literal(s)})"]
+
+
+@R("global_avg_pool")
+def _gap(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].rank == 4:
+        return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
+    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
+
+
+@R("global_max_pool")
+def _gmp(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.amax({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
+
+
+@R("matmul")
+def _matmul(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.matmul({ins[0]}, {ins[1]})"]
+
+
+@R("gemm")
+def _gemm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x = f"{ins[0]}.t()" if a["transA"] else ins[0]
+    w = f"{ins[1]}.t()" if a["transB"] else ins[1]
+    if len(ins) == 3:
+        return [f"torch.addmm({ins[2]}, {x}, {w}, beta={literal(a['beta'])}, alpha={literal(a['alpha'])})"]
+    return [f"{literal(a['alpha'])} * torch.mm({x}, {w})"]
+
+
+@R("batch_norm")
+def _bn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, scale, bias, mean, var = ins
+    return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
+
+
+@R("layer_norm")
+def _ln(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    axis = a["axis"] % t.rank
+    norm = list(t.shape[axis:])
+    eps = literal(a["epsilon"])
+    if all(u.shape == tuple(norm) for u in it[1:]):
+        bias = ins[2] if len(ins) == 3 else "None"
+        return [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
+    y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
+    return [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+
+
+@R("instance_norm")
+def _in(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    if int(np.prod(t.shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
+        dims, shape = literal(list(range(2, t.rank))), literal([1, -1] + [1] * (t.rank - 2))
+        x = ins[0]
+        mean = e.bind(f"torch.mean({x}, dim={dims}, keepdim=True)")
+        var = e.bind(f"torch.var({x}, dim={dims}, keepdim=True, correction=0)")
+        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}.reshape({shape}) "
+                f"+ {ins[2]}.reshape({shape})"]
+    return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(a['epsilon'])})"]
+
+
+@R("lrn")
+def _lrn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    size = int(a["size"])
+    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
+    # torch's window is centred like ONNX's only for odd sizes, and its CPU kernel (avg_pool3d) has
+    # no float16 version
+    if size % 2 == 1 and it[0].dtype != "float16":
+        return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
+    # otherwise ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum
+    from dlcfuzz.ops import get_op
+
+    t = it[0]
+    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
+    sq = e.bind(f"torch.movedim(torch.movedim({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
+    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
+
+
+@R("softmax")
+def _softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.softmax({ins[0]}, dim={int(a['axis'])})"]
+
+
+@R("log_softmax")
+def _log_softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.log_softmax({ins[0]}, dim={int(a['axis'])})"]
+
+
+@R("dropout")
+def _dropout(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"]  # inference: identity
+
+
+# ---- shape -----------------------------------------------------------------------------------------
+
+
+@R("reshape", "flatten")
+def _reshape(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.reshape({ins[0]}, {literal(list(ot[0].shape))})"]
+
+
+@R("transpose")
+def _transpose(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.permute({ins[0]}, {literal(list(a['perm']))})"]
+
+
+@R("concat")
+def _concat(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.cat([{', '.join(ins)}], dim={int(a['axis'])})"]
+
+
+@R("split")
+def _split(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    parts = e.bind(f"torch.split({ins[0]}, {literal(list(a['split']))}, dim={int(a['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
+
+
+@R("slice")
+def _slice(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+    from dlcfuzz.ops.shape import slice_bounds
+
+    t = it[0]
+    x = ins[0]
+    index = [":"] * t.rank
+    flips: list[int] = []
+    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
+        d = t.shape[ax]
+        start, end, n = slice_bounds(d, s, en, st)
+        if st > 0:
+            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
+        else:  # torch has no negative steps: flip the axis, then step forward from the mirrored start
+            flips.append(ax)
+            m = d - 1 - start
+            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
+    if flips:
+        x = e.bind(f"torch.flip({x}, {literal(flips)})")
+    return [f"{x}[{', '.join(index)}]" if t.rank else f"{x}.clone()"]
+
+
+def _gather_axis(e: TorchEmitter, x: str, axis: int, idx: np.ndarray) -> str:
+    """x indexed along `axis` by a static index list (skipped when it is the identity)."""
+    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
+    return e.bind(f"torch.index_select({x}, {axis}, {k})")
+
+
+@R("pad")
+def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t = it[0]
+    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    x = ins[0]
+    if mode == "constant":
+        flat: list[int] = []
+        for i in reversed(range(t.rank)):  # negative pads crop, as in ONNX
+            flat += [before[i], after[i]]
+        v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
+        return [f"F.pad({x}, {literal(flat)}, mode='constant', value={v})"]
+    # reflect / edge: ONNX pads any axis of any dtype; torch's only the last ones of float tensors.
+    # Written as a gather of static indices per padded axis.
+    for ax, (pb, pe) in enumerate(zip(before, after)):
+        if not (pb or pe):
+            continue
+        d = t.shape[ax]
+        src = np.arange(-pb, d + pe)
+        if mode == "reflect":
+            period = 2 * (d - 1)
+            src = np.abs(src) % period if period else np.zeros_like(src)
+            src = np.where(src >= d, period - src, src)
+        else:
+            src = np.clip(src, 0, d - 1)
+        x = _gather_axis(e, x, ax, src)
+    return [x if x != ins[0] else f"{x}.clone()"]
+
+
+@R("squeeze")
+def _squeeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
+    return [f"torch.squeeze({ins[0]}, {literal(dims)})"]
+
+
+@R("unsqueeze")
+def _unsqueeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    r = it[0].rank + len(a["axes"])
+    y = ins[0]
+    for ax in sorted(int(v) % r for v in a["axes"]):
+        y = f"torch.unsqueeze({y}, {ax})"
+    return [y]
+
+
+@R("expand")
+def _expand(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]}.expand({literal(list(ot[0].shape))})"]
+
+
+@R("tile")
+def _tile(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].rank == 0:
+        return [f"{ins[0]}.clone()"]
+    return [f"torch.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
+
+
+@R("gather")
+def _gather(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    data, idx = ins
+    t = it[0]
+    ax = int(a["axis"]) % t.rank
+    n = t.shape[ax]
+    # ONNX allows negative indices in [-n, -1]; index_select does not
+    i64 = e.bind(f"{idx}.to(torch.int64)")
+    fixed = e.bind(f"torch.where({i64} < 0, {i64} + {n}, {i64}).reshape(-1)")
+    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(ot[0].shape))})"]
+
+
+def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
+    """The F.interpolate nearest mode that picks exactly `idx` along an axis of in_n -> out_n, if any."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    src = torch.arange(in_n, dtype=torch.float32).reshape(1, 1, in_n)
+    for mode in ("nearest", "nearest-exact"):
+        got = F.interpolate(src, size=out_n, mode=mode).reshape(-1).to(torch.int64).numpy()
+        if np.array_equal(got, idx):
+            return mode
+    return None
+
+
+@R("resize")
+def _resize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    spec = get_op("resize")
+    t, out = it[0], ot[0].shape
+    indices = spec.indices(t, a)  # type: ignore[attr-defined]
+    changed = [ax for ax in range(t.rank)
+               if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
+    if t.rank in (3, 4) and changed and min(changed) >= 2 and t.dtype in FLOATS:
+        modes = {_interpolate_mode(t.shape[ax], out[ax], indices[ax]) for ax in range(2, t.rank)}
+        if len(modes) == 1 and None not in modes:  # ONNX's coordinates equal torch's mode here: use it
+            return [f"F.interpolate({ins[0]}, size={literal(list(out[2:]))}, mode={modes.pop()!r})"]
+    x = ins[0]
+    for ax in changed:
+        x = _gather_axis(e, x, ax, indices[ax])
+    return [x if x != ins[0] else f"{x}.clone()"]
+
+
+@R("depth_to_space")
+def _d2s(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops.shape import DepthToSpace
+
+    b = int(a["blocksize"])
+    if a["mode"] == "CRD":
+        return [f"F.pixel_shuffle({ins[0]}, {b})"]
+    shape, perm, out = DepthToSpace._steps(it[0].shape, b, a["mode"])
+    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
+            f"{literal(list(out))})"]
+
+
+@R("space_to_depth")
+def _s2d(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops.shape import SpaceToDepth
+
+    # F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
+    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]))
+    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
+            f"{literal(list(out))})"]
+
+
+@R("identity")
+def _identity(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]}.clone()"]
+
+
+# ---- quantization ------------------------------------------------------------------------------------
+
+
+@R("quantize_linear")
+def _quantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    info = np.iinfo(a["to"])
+    scale = literal(float(np.float32(a["scale"])))
+    q = e.bind(f"torch.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # rint: half to even
+    return [f"torch.clamp({q}, {int(info.min)}, {int(info.max)}).to({torch_dtype(a['to'])})"]
+
+
+@R("dequantize_linear")
+def _dequantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    scale = literal(float(np.float32(a["scale"])))
+    return [f"({ins[0]}.to(torch.int32) - {int(a['zero_point'])}).to(torch.float32) * {scale}"]

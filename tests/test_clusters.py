@@ -1,0 +1,137 @@
+"""Root-cause clusters, the known-bugs register and text scrubbing.
+
+The clustering is measured against `tests/data/labelled_findings.json`: findings of real campaigns
+labelled with their root cause by hand (see its "about")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dlcfuzz.engine.clusters import FindingFacts, cluster, facts_of, message_class, pairwise_scores
+from dlcfuzz.engine.known import NOT_FILED, Register, readme_section
+from dlcfuzz.engine.scrub import scrub
+from dlcfuzz.errors import UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+LABELLED = ROOT / "tests" / "data" / "labelled_findings.json"
+
+
+def labelled_facts() -> tuple[list[FindingFacts], dict[int, str]]:
+    data = json.loads(LABELLED.read_text())["findings"]
+    facts, labels = [], {}
+    for d in data:
+        row = {"id": d["id"], "compiler": d["compiler"], "category": d["category"], "key": d["key"],
+               "configs": json.dumps(d["configs"]), "detail": d["detail"]}
+        graph = None if d["reduced_ops"] is None else (frozenset(d["reduced_ops"]), frozenset(d["reduced_dtypes"]))
+        facts.append(facts_of(row, graph=graph))
+        labels[d["id"]] = d["label"]
+    return facts, labels
+
+
+def test_clustering_precision_and_recall_against_labels():
+    facts, labels = labelled_facts()
+    assert len(facts) >= 20 and len(set(labels.values())) >= 6, "the labelled set is too small to measure"
+    clusters = cluster(facts)
+    assigned = {f.id: c.number for c in clusters for f in c.members}
+    precision, recall = pairwise_scores(assigned, labels)
+    # the baseline: every distinct signature is its own finding (what `dlcfuzz list` showed before clusters)
+    base_p, base_r = pairwise_scores({f.id: f.id for f in facts}, labels)
+    print(f"\n{len(facts)} labelled findings, {len(set(labels.values()))} root causes, {len(clusters)} clusters: "
+          f"pairwise precision {precision:.3f}, recall {recall:.3f} (one cluster per signature: recall {base_r:.3f})")
+    assert precision >= 0.95
+    assert recall >= 0.5 and recall > base_r + 0.3
+    assert len(clusters) < len(facts)
+
+
+def test_message_class_drops_names_numbers_and_shapes():
+    a = ("Fail: [ONNXRuntimeError] : 1 : FAIL : Type Error: Type parameter (T) of Optype (LayerNormalization) bound "
+         "to different types (tensor(float16) and tensor(float) in node (_Mul48/LayerNormFusion/).)")
+    b = a.replace("float16", "double").replace("_Mul48", "_Mul24")
+    assert message_class(a) == message_class(b)
+    assert message_class("Check failed: lv12 == v3 at /home/x/y/tvm/src/relax/op.cc:120") == \
+        message_class("Check failed: lv7 == v99 at /opt/build/tvm/src/relax/op.cc:77")
+    assert message_class("In-place index 0 is out of range") != message_class("cannot make uint from negative value")
+
+
+def _numeric(i: int, ops: set[str], dtypes: set[str], reason: str = "value", detail: str = "") -> FindingFacts:
+    row = {"id": i, "compiler": "onnxruntime", "category": "inconsistency", "configs": '["ort-disable", "ort-all"]',
+           "key": f"inconsistency|onnxruntime|ort-disable|ort-all|{reason}|ops={','.join(sorted(ops))}",
+           "detail": detail}
+    return facts_of(row, graph=(frozenset(ops), frozenset(dtypes)))
+
+
+def test_unreduced_graph_joins_the_cluster_of_its_reduced_operators():
+    small = _numeric(1, {"relu"}, {"float32"})
+    big = _numeric(2, {"relu", "exp", "transpose"}, {"float32", "int64"})
+    other = _numeric(3, {"lrn"}, {"float32"})
+    half = _numeric(4, {"relu", "exp"}, {"float16"})  # another dtype class: not the same bug
+    numbers = {f.id: c.number for c in cluster([small, big, other, half]) for f in c.members}
+    assert numbers[1] == numbers[2] != numbers[3]
+    assert numbers[4] != numbers[1]
+
+
+def test_shape_mismatches_cluster_by_pattern_not_operator():
+    a = _numeric(1, {"expand"}, {"float16"}, "shape", "ov-cpu differ from the reference at output 5: shape (1,) != ()")
+    b = _numeric(2, {"bit_shift"}, {"uint8"}, "shape", "ov-cpu differ from the reference at output 3: shape (1,) != ()")
+    c = _numeric(3, {"expand"}, {"float16"}, "shape", "at output 1: shape (2, 3) != (3, 2)")
+    numbers = {f.id: c.number for c in cluster([a, b, c]) for f in c.members}
+    assert numbers[1] == numbers[2] != numbers[3]
+
+
+def test_register_marks_matching_findings_and_is_user_extendable(tmp_path, monkeypatch):
+    reg = Register(use_env=False)
+    assert len(reg.bugs) >= 10 and all(b.text for b in reg.bugs)
+    fuse = {"id": 1, "compiler": "onnxruntime", "category": "unexpected-error", "configs": '["ort-basic"]',
+            "key": "error|onnxruntime|RuntimeException|...", "detail":
+            "RuntimeException: ... FuseReluClip::Apply Unexpected data type for Clip 'min' input of 7"}
+    k = reg.match(facts_of(fuse, graph=(frozenset({"relu", "clip"}), frozenset({"int64"}))), fuse["detail"])
+    assert k is not None and k.id == "ort-fuse-relu-clip-dtype" and k.tracker.startswith("https://github.com/")
+    lrn = _numeric(2, {"lrn"}, {"float32"})
+    lrn = FindingFacts(lrn.id, lrn.compiler, "wrong-result", ("ort-disable",), "", lrn.ops, lrn.dtypes, "",
+                       "wrong|onnxruntime|ort-disable|value|ops=lrn", "value")
+    assert reg.match(lrn).id == "ort-lrn-size1-cancellation" and reg.match(lrn).ref == NOT_FILED
+    assert reg.match(_numeric(3, {"abs"}, {"float32"})) is None
+    # the user's file, by option and by environment variable
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"compiler": "onnxruntime", "bugs": [
+        {"id": "my-abs", "text": "Abs is off", "tracker": "ISSUE-7", "match": {"ops_all": ["abs"]}}]}))
+    assert Register(extra=[mine], use_env=False).match(_numeric(3, {"abs"}, {"float32"})).ref == "ISSUE-7"
+    monkeypatch.setenv("DLCFUZZ_KNOWN_BUGS", str(mine))
+    assert Register().match(_numeric(3, {"abs"}, {"float32"})).id == "my-abs"
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"compiler": "x", "bugs": [{"id": "b", "text": "t", "match": {"opz": ["abs"]}}]}')
+    with pytest.raises(UsageError, match="unknown match field"):
+        Register(extra=[bad], use_env=False)
+
+
+def test_readme_known_bugs_section_is_generated_and_fresh():
+    section = readme_section(Register(use_env=False))
+    assert "onnxruntime 1.32.0" in section and "apache-tvm 0.27.0.post1" in section
+    assert "https://github.com/microsoft/onnxruntime/issues/11836" in section and NOT_FILED in section
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "known_bugs.py"), "--check"], capture_output=True,
+                       text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_scrub_strips_dlcfuzz_frames_and_machine_paths():
+    tb = ('Traceback (most recent call last):\n'
+          '  File "/work/main/src/dlcfuzz/exec/worker.py", line 47, in run_configs\n'
+          '    compiled = backend.build(lowered[key], tc.graph, config)\n'
+          '               ^^^^^^^^^^^^^^\n'
+          '  File "/home/me/.venv/lib/python3.11/site-packages/onnxruntime/capi/session.py", line 9, in run\n'
+          '    return self._sess.run()\n'
+          'RuntimeError: bad model /tmp/run7/x.onnx, see https://github.com/microsoft/onnxruntime/issues/1\n')
+    out = scrub(tb)
+    assert "dlcfuzz" not in out.replace("of dlcfuzz left out", "")
+    assert "/work/" not in out and "/home/me" not in out and "/tmp/run7" not in out
+    assert 'File "site-packages/onnxruntime/capi/session.py", line 9, in run' in out
+    assert "https://github.com/microsoft/onnxruntime/issues/1" in out and ".../x.onnx" in out
+    script = "#!/usr/bin/env python3\n# " + tb.replace("\n", "\n# ") + "\nimport sys\n"
+    cleaned = scrub(script)
+    assert cleaned.startswith("#!/usr/bin/env python3\n") and "worker.py" not in cleaned
+    compile(cleaned, "repro.py", "exec")

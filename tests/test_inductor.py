@@ -1,0 +1,200 @@
+"""The TorchInductor backend on the real torch 2.13: knob table, planted faults found by the oracle
+(and a correct compile quiet on the same graphs), stage attribution, knob-set minimization,
+compiler coverage, and the standalone reproducer. Compiles are few and shared (a cold Inductor
+compile takes ~15 s, later ones ~1 s)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the inductor backend needs torch (pip install 'dlcfuzz[inductor]')")
+
+from dlcfuzz.backends import get_backend  # noqa: E402
+from dlcfuzz.backends.base import Config  # noqa: E402
+from dlcfuzz.backends.inductor.knobs import INDUCTOR_KNOBS, MODES, UNSAFE_MATH, sample_knobs  # noqa: E402
+from dlcfuzz.exec.worker import run_configs  # noqa: E402
+from dlcfuzz.gen.inputs import sample_inputs  # noqa: E402
+from dlcfuzz.gen.random import generate  # noqa: E402
+from dlcfuzz.gen.single import single_op_graph  # noqa: E402
+from dlcfuzz.ir.types import TensorType  # noqa: E402
+from dlcfuzz.ops import get_op  # noqa: E402
+from dlcfuzz.oracle.policy import reference_of  # noqa: E402
+from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
+from dlcfuzz.oracle.verdict import judge  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return get_backend("inductor")
+
+
+def _relu_graphs():
+    """Graphs where relu runs on float data: alone, and behind an add (fused into one kernel)."""
+    rng = np.random.default_rng(3)
+    alone = single_op_graph(get_op("relu"), rng, TensorType("float32", (4, 6)))
+    chain = generate(np.random.default_rng(11), 3, ops=[get_op("add"), get_op("relu")], dtypes=["float32"])
+    assert "relu" in chain.ops_used()
+    return [alone, chain]
+
+
+@pytest.fixture(scope="module")
+def judged(backend):
+    """(graph, configuration name) -> verdicts of eager vs that configuration, for the relu graphs."""
+    c = backend.configs()
+    out = {}
+    for i, g in enumerate(_relu_graphs()):
+        x = sample_inputs(g, np.random.default_rng(i))
+        x = {k: np.where(v == 0, 1, v).astype(v.dtype) for k, v in x.items()}  # relu(x)+1 differs everywhere
+        for name in ("inductor", "inductor-planted-accuracy", "inductor-planted-compile-error",
+                     "inductor-planted-runtime-error"):
+            tc = TestCase(g, x, [c["eager"], c[name]], seed=0)
+            ref = reference_of(tc)
+            obs = run_configs(backend, tc)
+            out[(i, name)] = (obs, judge("inductor", backend.expected_error, ref.outputs, obs, ref.unstable), tc, ref)
+    return out
+
+
+def test_knob_table_names_real_options_of_the_installed_torch():
+    cfg = torch._inductor.config.get_config_copy()
+    assert set(INDUCTOR_KNOBS) <= set(cfg)
+    assert all(v != cfg[k] for k, vs in INDUCTOR_KNOBS.items() for v in vs), "a listed value is the default"
+    assert set(MODES) <= set(torch._inductor.list_mode_options())
+    assert set(UNSAFE_MATH) <= set(cfg)
+
+
+def test_sampled_knobs_are_deterministic_and_never_unsafe(backend):
+    a = [sample_knobs(np.random.default_rng(s)) for s in range(200)]
+    b = [sample_knobs(np.random.default_rng(s)) for s in range(200)]
+    assert a == b
+    keys = {k for kn in a for k in kn}
+    assert not keys & set(UNSAFE_MATH)
+    assert keys <= set(INDUCTOR_KNOBS) | {"mode", "dynamic"}
+    assert len(keys) >= 20  # the table is really explored
+    g = _relu_graphs()[0]
+    c = backend.configs()
+    per = [backend.per_test_configs(np.random.default_rng(s), g, [c["eager"], c["inductor"]]) for s in range(40)]
+    assert all(p[0] == c["eager"] for p in per)  # the baseline never changes
+    assert 5 < sum(p[1].name == "inductor+knobs" for p in per) < 35
+
+
+def test_correct_inductor_is_quiet_on_the_fault_graphs(judged):
+    for i in range(2):
+        obs, verdicts, _, ref = judged[(i, "inductor")]
+        assert ref.outputs is not None
+        assert [o.status for o in obs] == ["ok", "ok"]
+        assert [v.kind for v in verdicts] == ["pass"]
+
+
+def test_planted_accuracy_fault_is_an_inconsistency(judged):
+    for i in range(2):
+        _, verdicts, _, _ = judged[(i, "inductor-planted-accuracy")]
+        assert [(v.kind, v.category) for v in verdicts] == [("bug", "inconsistency")]
+        assert verdicts[0].configs == ["eager", "inductor-planted-accuracy"]
+
+
+@pytest.mark.parametrize("fault", ["compile-error", "runtime-error"])
+def test_planted_error_faults_are_unexpected_errors_attributed_to_the_inductor_stage(judged, fault):
+    for i in range(2):
+        obs, verdicts, _, _ = judged[(i, f"inductor-planted-{fault}")]
+        assert obs[0].status == "ok" and obs[1].status == "error"
+        assert "[stage inductor]" in obs[1].error  # aot_eager and decomposition compile it fine
+        assert [(v.kind, v.category) for v in verdicts] == [("bug", "unexpected-error")]
+        assert "dlcfuzz-inductor-" not in obs[1].error  # no cache path of this machine
+
+
+def test_expected_errors(backend):
+    assert backend.expected_error("StageError: [stage eager] RuntimeError: boom") == "unsupported"
+    assert backend.expected_error('RuntimeError: "foo_cpu" not implemented for \'Half\'') == "unsupported"
+    assert backend.expected_error("StageError: [stage inductor] InductorError: CppCompileError") is None
+
+
+def test_minimize_config_keeps_only_the_knobs_that_matter(backend):
+    knobs = {"freezing": True, "cpp.simdlen": 1, "epilogue_fusion": False, "mode": "lite", "dynamic": True}
+    config = Config("inductor+knobs", {"backend": "inductor", "knobs": knobs})
+    calls = []
+
+    def shows(c: Config) -> bool:  # the finding needs freezing and simdlen together
+        calls.append(c)
+        k = c.options.get("knobs", {})
+        return k.get("freezing") is True and k.get("cpp.simdlen") == 1
+
+    small, names = backend.minimize_config(config, shows)
+    assert small.options["knobs"] == {"cpp.simdlen": 1, "freezing": True}
+    assert names == ["cpp.simdlen=1", "freezing=True"]
+    none, left = backend.minimize_config(config, lambda c: True)  # the defaults show it: no knob matters
+    assert left == [] and "knobs" not in none.options
+
+
+def test_reproducer_shows_the_planted_fault_and_not_the_correct_compile(backend, judged, tmp_path):
+    _, verdicts, tc, ref = judged[(1, "inductor-planted-accuracy")]
+    c = backend.configs()
+    scripts = {}
+    for name in ("inductor-planted-accuracy", "inductor"):
+        src = backend.reproducer(tc.graph, tc.inputs, ref.outputs, [c["eager"], c[name]], "inconsistency",
+                                 "relu off by one", verdicts[0].detail)
+        assert "import dlcfuzz" not in src and "from dlcfuzz" not in src
+        assert "def model(" in src and "torch.compile(" in src
+        scripts[name] = tmp_path / f"{name}.py"
+        scripts[name].write_text(src)
+    # both in one interpreter (one cold torch start): exit codes printed as "name=code"
+    driver = (
+        "import runpy, sys\n"
+        f"for name, path in {[(k, str(v)) for k, v in scripts.items()]!r}:\n"
+        "    ns = runpy.run_path(path, run_name='repro')\n"
+        "    print(f'{name}={ns[\"main\"]()}', flush=True)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "inductor-planted-accuracy=1" in r.stdout and "BUG REPRODUCED" in r.stdout
+    assert "expected:" in r.stdout and "actual:" in r.stdout
+    assert "\ninductor=0" in r.stdout, r.stdout
+
+
+def test_coverage_items_tell_graphs_apart_and_repeat_for_the_same_graph(backend):
+    import warnings
+
+    g1 = _relu_graphs()[0]
+    g2 = generate(np.random.default_rng(5), 5, dtypes=["float32"])
+    c = backend.configs()["inductor"]
+
+    def items(g):
+        backend.start_coverage()
+        try:
+            backend.compile(g, c)
+        finally:
+            cov = backend.stop_coverage()
+        return set(cov)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(2):  # first compiles fill process-wide caches (functools.cache'd helpers)
+            items(g1), items(g2)
+        a1, a2, b1 = items(g1), items(g1), items(g2)
+    assert len(a1) > 1000 and all(":" in i and "->" in i for i in a1)
+    assert not any(i.startswith("/") for i in a1)  # relative to the torch package
+    assert {i.split("/")[0] for i in a1 | b1} <= {"_inductor", "_dynamo", "fx"}
+    assert a1 == a2
+    assert a1 != b1
+    assert backend._coverage.tracer == "CTracer"
+
+
+def test_sub_functions_compile_and_agree_with_the_reference(backend):
+    """Dynamo inlines the sub-functions' calls: their module must resolve by name (a regression:
+    'No module named dlcfuzz_torch_program')."""
+    from dlcfuzz.gen.functions import outline
+    from dlcfuzz.oracle.numeric import compare
+
+    rng = np.random.default_rng(21)
+    for _ in range(50):
+        g = outline(generate(rng, 6, dtypes=["float32"]), rng)
+        tc = TestCase(g, sample_inputs(g, rng), [], seed=0)
+        ref = reference_of(tc)
+        if g.functions and ref.outputs is not None:
+            break
+    assert g.functions and ref.outputs is not None
+    got = backend.compile(g, backend.configs()["inductor"]).run(tc.inputs)
+    assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
