@@ -43,3 +43,15 @@ def test_zero_constant_divisor_is_undefined_not_a_bug(tmp_path):
         g.check()
         verdicts = judged(g, {"x": np.array([5, 6, 7, 8], np.int32)}, tmp_path)
         assert [v.kind for v in verdicts] == ["unknown"] and verdicts[0].category == "integer-division-by-zero"
+
+
+def test_normalizations_always_have_a_positive_epsilon():
+    """Regression (issue 19): an attribute rounded to 4 decimals turned epsilon 1e-5 into 0, and a
+    LayerNorm/InstanceNorm of a near-constant row became 0/0 in one configuration and not another."""
+    from dlcfuzz.ops import get_op
+
+    rng = np.random.default_rng(0)
+    for name in ("layer_norm", "instance_norm", "batch_norm"):
+        spec = get_op(name)
+        eps = {spec.sample(rng, TensorType("float32", (2, 3, 4, 4)))[1]["epsilon"] for _ in range(60)}
+        assert min(eps) > 0 and any(abs(e - 1e-5) < 1e-9 for e in eps), (name, eps)

@@ -35,7 +35,9 @@ VARIANCE = Domain(0.5, 2.0, strict=True)  # var + epsilon must be positive: only
 
 
 def _f32(v: float) -> float:
-    return float(np.float32(round(v, 4)))
+    """A float32-exact attribute value with 4 significant digits (not 4 decimals: 1e-5 must not become
+    an epsilon of 0, which made normalizations of near-constant rows 0/0)."""
+    return float(np.float32(float(f"{v:.4g}")))
 
 
 def _window_out(spec: OpSpec, size: int, k: int, s: int, d: int, pb: int, pe: int) -> int:
