@@ -57,12 +57,14 @@ class GraphStrategy(Strategy):
         check_graph_params(params)
 
     def start(self, pool: Any, resumed: bool) -> None:
-        """One-operator capability probe (cached per compiler version); documented compiler gaps
-        (the backend's allow-list with upstream reasons) are left out so new bugs stand out."""
+        """One-operator capability probe of the baseline configuration (cached per compiler version:
+        what the compiler supports at all; what an optimized build fails on is what campaigns look for,
+        and probing every configuration cost Inductor ~530 compiles); documented compiler gaps (the
+        backend's allow-list with upstream reasons) are left out so new bugs stand out."""
         from dlcfuzz.strategies.probe import load_or_probe
 
         backend = self.ctx.backend
-        caps = load_or_probe(pool, backend, self.ctx.configs, log=self.ctx.log)
+        caps = load_or_probe(pool, backend, self.ctx.configs[:1], log=self.ctx.log)
         self.supported = lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
     def choices(self) -> Any:
@@ -195,8 +197,47 @@ class GraphStrategy(Strategy):
         return self.reduction(test, v, test.payload.graph, test.payload.inputs)
 
     def numeric_key(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray]) -> str:
-        """An inconsistency is identified by its configurations and the operators left after reduction."""
-        return f"{v.key}|ops={','.join(sorted(g.ops_used()))}"
+        """A numeric finding is identified by its configurations and the operators left after reduction,
+        and, where the compiler can say, by the minimal optimization set that still shows it."""
+        key = f"{v.key}|ops={','.join(sorted(g.ops_used()))}"
+        if not self.ctx.reduction_budget_left():
+            return key
+        return self.minimal_set_key(test.payload, g, inputs, v, key)
+
+    def minimal_set_key(self, tc: TestCase, g: Graph, inputs: dict[str, np.ndarray], v: Verdict, key: str) -> str:
+        """Category, compiler and configurations with the minimal optimization set (ORT transformers,
+        Relax passes, Inductor knobs, HLO passes) that still shows the finding (`|opts=A,B`), whatever
+        the operators or the message (OATest's dedup); `key|opts=none` when no optimization is needed;
+        `key` when the compiler cannot minimize or the finding is not between two configurations."""
+        from dlcfuzz.backends.base import BackendBase
+
+        backend = self.ctx.backend
+        configs = [c for c in tc.configs if c.name in v.configs]
+        if len(configs) != 2 or type(backend).minimize_config is BackendBase.minimize_config:
+            return key
+        reference, optimized = configs  # in the test's order: the unoptimized build first
+        shows = self.shows(tc, v)
+        _, opts = backend.minimize_config(optimized, lambda cand: shows(g, inputs, [reference, cand]))
+        if not opts:
+            return f"{key}|opts=none"
+        return f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
+
+    def shows(self, tc: TestCase, v: Verdict) -> Any:
+        """Predicate over (graph, inputs, [reference, candidate configuration]): the candidate still
+        shows a finding of `v`'s kind."""
+        backend = self.ctx.backend
+
+        def shows(cand: Graph, cand_inputs: dict[str, np.ndarray], pair: list[Any]) -> bool:
+            t = TestCase(cand, dict(cand_inputs), pair, seed=tc.seed, compiler=tc.compiler)
+            res = self.ctx.reducer_pool().run(t.to_bytes())
+            if res.status != "ok":
+                return False
+            obs, _, r, _ = reply_from_bytes(res.payload)
+            got = judge(tc.compiler, backend.expected_error, r["outputs"] if r else None, obs, r["unstable"] if r else ())
+            same = NUMERIC if v.category in NUMERIC else (v.category,)
+            return any(x.kind == "bug" and x.category in same and pair[1].name in x.configs for x in got)
+
+        return shows
 
     def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
                   untyped_outputs: tuple[str, ...] = ()) -> Reduction:

@@ -13,8 +13,8 @@ import numpy as np
 from dlcfuzz.errors import UsageError
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.policy import NUMERIC, reference_of
-from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
-from dlcfuzz.oracle.verdict import Verdict, judge
+from dlcfuzz.oracle.testcase import TestCase
+from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Judgement, Option, Test
 from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
 
@@ -134,47 +134,12 @@ class OatestStrategy(GraphStrategy):
         # an optimized build's rejection is identified, like an inconsistency, by its minimal set
         return None if v.category in NUMERIC or v.category == "inconsistent-rejection" else v.key
 
-    def numeric_key(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray]) -> str:
-        key = super().numeric_key(test, v, g, inputs)
-        if not self.ctx.reduction_budget_left():
-            return key
-        return self.minimal_set_key(test.payload, g, inputs, v, key)
-
     def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
                   untyped_outputs: tuple[str, ...] = ()) -> Any:
         red = super().reduction(test, v, g, inputs, untyped_outputs)
         if v.category == "inconsistent-rejection":
             red.key = self.minimal_set_key(test.payload, g, inputs, v, v.key) if self.ctx.reduction_budget_left() else v.key
         return red
-
-    def minimal_set_key(self, tc: TestCase, g: Graph, inputs: dict[str, np.ndarray], v: Verdict, key: str) -> str:
-        """Category, compiler and configurations with the minimal optimization set that still shows the
-        finding (`|opts=A,B`), whatever the operators or the message; `key|opts=none` when no listed
-        optimization is needed; `key` when the reduction cannot run."""
-        configs = [c for c in tc.configs if c.name in v.configs]
-        if len(configs) != 2:
-            return key
-        reference, optimized = configs  # in the test's order: the unoptimized build first
-        shows = self.shows(tc, v, optimized.name)
-        _, opts = self.ctx.backend.minimize_config(optimized, lambda cand: shows(g, inputs, [reference, cand]))
-        if not opts:
-            return f"{key}|opts=none"
-        return f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
-
-    def shows(self, tc: TestCase, v: Verdict, optimized: str) -> Callable[[Graph, dict[str, np.ndarray], list[Any]], bool]:
-        backend = self.ctx.backend
-
-        def shows(cand: Graph, cand_inputs: dict[str, np.ndarray], pair: list[Any]) -> bool:
-            t = TestCase(cand, dict(cand_inputs), pair, seed=tc.seed, compiler=tc.compiler)
-            res = self.ctx.reducer_pool().run(t.to_bytes())
-            if res.status != "ok":
-                return False
-            obs, _, r, _ = reply_from_bytes(res.payload)
-            got = judge(tc.compiler, backend.expected_error, r["outputs"] if r else None, obs, r["unstable"] if r else ())
-            same = NUMERIC if v.category in NUMERIC else (v.category,)
-            return any(x.kind == "bug" and x.category in same and pair[1].name in x.configs for x in got)
-
-        return shows
 
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
