@@ -112,7 +112,8 @@ class Campaign:
         self.strategy: Strategy = cls(self.ctx)
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
-        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0}
+        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0}
+        self._register: Any = None
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
         self.corpus = self.store.corpus()
@@ -170,7 +171,7 @@ class Campaign:
         valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
         extra = self.strategy.progress_fields()
         line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) valid {valid:.0f}% "
-                f"findings {c['findings']} (distinct {c['distinct']}) unknown {c['unknown']} coverage "
+                f"findings {c['findings']} (distinct {c['distinct']}, known {c['known']}) unknown {c['unknown']} coverage "
                 f"{len(self.ctx.coverage)}{' ' + extra if extra else ''} internal errors {self.internal.count}")
         tty = sys.stderr.isatty()
         print(("\r" if tty else "") + line, end="" if tty and not final else "\n", file=sys.stderr, flush=True)
@@ -335,6 +336,14 @@ class Campaign:
         from dlcfuzz.engine.findings import record_finding
 
         record_finding(self, test, v)
+
+    def register(self) -> Any:
+        """The known upstream bugs (the compilers' registers, plus DLCFUZZ_KNOWN_BUGS files)."""
+        from dlcfuzz.engine.known import Register
+
+        if self._register is None:
+            self._register = Register()
+        return self._register
 
     def finding_counts(self, distinct: bool) -> None:
         self.counts["findings"] += 1

@@ -71,5 +71,18 @@ def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, s
         if path.exists():
             path.write_text(scrub(path.read_text()))
     camp.store.update_finding(fid, reproducer=scrub(script) if script else script)
-    camp.log(f"\nnew finding {fid}: {v.category} ({', '.join(v.configs)}){', ' + red.summary if red.summary else ''}: "
-             f"{folder}")
+    known = known_bug(camp, fid, folder)
+    if known is not None:
+        camp.counts["known"] += 1
+    camp.log(f"\n{'known' if known else 'new'} finding {fid}: {v.category} ({', '.join(v.configs)})"
+             f"{', ' + red.summary if red.summary else ''}{', known: ' + known if known else ''}: {folder}")
+
+
+def known_bug(camp: Any, fid: int, folder: Any) -> str | None:
+    """The tracker reference of the known upstream bug a new finding matches (the compiler's
+    known-bugs register), or None."""
+    from dlcfuzz.engine.clusters import facts_of
+
+    row = camp.store.finding(fid)
+    k = camp.register().match(facts_of(row, folder), row.get("detail") or "")
+    return None if k is None else k.ref

@@ -316,6 +316,11 @@ class Store:
         sets = ", ".join(f"{k} = ?" for k in f)
         self.db.execute(f"UPDATE findings SET {sets} WHERE id = ?", (*f.values(), fid))
 
+    def finding(self, fid: int) -> dict[str, Any]:
+        cur = self.db.execute("SELECT * FROM findings WHERE id = ?", (fid,))
+        names = [d[0] for d in cur.description]
+        return dict(zip(names, cur.fetchone()))
+
     def findings(self, distinct_only: bool = True) -> list[dict[str, Any]]:
         q = "SELECT * FROM findings" + (" WHERE duplicate_of IS NULL" if distinct_only else "") + " ORDER BY id"
         cur = self.db.execute(q)
