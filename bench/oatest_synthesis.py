@@ -1,48 +1,97 @@
 """OATest synthesis: trigger rate per compiler and validity of synthesized tests.
 
-Runs an `--strategy oatest` campaign (no reduction) per installed compiler and reads its store:
-- trigger rate: share of (test, targeted optimization) pairs where the optimization fired in the
-  optimized build (ONNXRuntime: the optimized model differs with the optimizer disabled; TVM: the
-  pass changed the module), per optimization and overall (OATest reports 91% on TVM, 75% on
-  ONNXRuntime);
-- validity: share of synthesized tests that the unoptimized build compiles and runs (a failure of
-  the optimized build alone is what the campaign looks for, not an invalid test);
+Synthesizes tests as `--strategy oatest` does (same patterns, same Synthesizer, the backend's
+configurations for the targeted optimizations) and runs them in the sandboxed oatest workers:
+- validity: synthesized tests the unoptimized build compiles and runs, over every splice attempt,
+  the discarded ones included (an attempt the validity check refused, or a call that fell back to
+  a plain seed graph, is a synthesis that did not give a valid test);
+- trigger rate: share of (test, targeted optimization) pairs where the optimization fired because
+  of the pattern: it fired on the synthesized graph (ONNXRuntime: the optimized model differs with
+  the optimizer disabled; TVM: the pass changed the module) and not on the context the pattern was
+  spliced into (the same seed graph without it). "Any change" (fired on the synthesized graph, the
+  context's own firing included) is printed beside it;
 - the ablation "insertion without repair": the pattern's holes bound to random context values and
   its outputs wired to random inputs, no re-concretization and no bridges, checked by our type
   checker (OATest measured 5% valid).
 Prints, last: `synthesis validity: X%`.
 
-  python bench/oatest_synthesis.py [--tests 300] [--tvm-tests 40] [--patterns FILE] [--seed 0]
+  python bench/oatest_synthesis.py [--tests 300] [--tvm-tests 40] [--patterns FILE] [--seed 0] [--jobs 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
-import tempfile
-from pathlib import Path
+from collections import Counter
 
 import numpy as np
 
 
-def campaign(compiler: str, tests: int, seed: int, patterns: str | None) -> dict:
-    from dlcfuzz.engine.campaign import Campaign, campaign_options
+def measure(compiler: str, tests: int, seed: int, patterns: str | None, jobs: int) -> dict:
+    from dlcfuzz.backends import get_backend, plugin_modules
+    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.oracle.testcase import reply_from_bytes
+    from dlcfuzz.strategies.oatest import HANDLER, campaign_patterns
+    from dlcfuzz.strategies.probe import load_or_probe
+    from dlcfuzz.synth.synthesize import Synthesizer
 
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run"
-        Campaign(campaign_options(compiler=compiler, strategy="oatest", seconds=36000, jobs=2, seed=seed, out=out,
-                                 max_tests=tests, quiet=True, reduce=False, patterns=patterns)).run()
-        db = sqlite3.connect(out / "store.sqlite")
-        done = db.execute("SELECT COUNT(*) FROM tests WHERE status='done'").fetchone()[0]
-        first = "ort-disable" if compiler == "onnxruntime" else "tvm-unopt"
-        valid = db.execute("SELECT COUNT(DISTINCT test_id) FROM observations WHERE config=? AND status='ok'",
-                           (first,)).fetchone()[0]
-        rates = db.execute("SELECT optimization, SUM(fired), COUNT(*) FROM oatest_triggers GROUP BY optimization "
-                           "ORDER BY optimization").fetchall()
-        findings = db.execute("SELECT category, COUNT(*) FROM findings GROUP BY category").fetchall()
-        unknown = dict(db.execute("SELECT category, count FROM unknowns").fetchall())
-        db.close()
-    return {"tests": done, "valid": valid, "rates": rates, "findings": findings, "unknown": unknown}
+    backend = get_backend(compiler)
+    pair = list(backend.default_pair())
+    pool = WorkerPool(HANDLER, {"compiler": compiler, "plugins": plugin_modules()}, jobs=jobs,
+                      timeout_s=backend.deadline_s)
+    try:
+        caps = load_or_probe(pool, backend, pair)  # as the strategy: operators and dtypes the compiler supports
+        syn = Synthesizer(campaign_patterns(patterns, compiler), compiler,
+                          lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op))
+        made = synthesize(syn, backend, pair, compiler, tests, seed)
+        results = pool.map([b for _, t, c in made for b in (t, c)])
+    finally:
+        pool.close()
+
+    def fired(res) -> dict[str, bool]:
+        return ((unpack(res.payload)[0].get("oatest") or {}).get("fired") or {}) if res.status == "ok" else {}
+
+    valid = 0
+    rates: dict[str, Counter] = {}
+    for k, (targets, _, _) in enumerate(made):
+        res, ctx = results[2 * k], results[2 * k + 1]
+        if res.status != "ok" or reply_from_bytes(res.payload)[0][0].status != "ok":
+            continue  # the unoptimized build did not run it: not a valid test
+        valid += 1
+        on_test, on_context = fired(res), fired(ctx)
+        for t in targets:
+            c = rates.setdefault(t, Counter())
+            c["targeted"] += 1
+            c["any"] += bool(on_test.get(t))
+            c["pattern"] += bool(on_test.get(t)) and not on_context.get(t)
+    return {"tests": len(made), "attempts": syn.attempts, "discarded": syn.failures, "unspliced": syn.unspliced,
+            "valid": valid, "rates": rates, "rejected": syn.rejected, "dropped": syn.dropped}
+
+
+def synthesize(syn, backend, pair: list, compiler: str, tests: int, seed: int) -> list[tuple[list[str], bytes, bytes]]:
+    """`tests` syntheses as the strategy makes them: (targets, the synthesized test, its context)."""
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase
+
+    by_name = {p.name: p for p in syn.patterns}
+    made = []
+    for i in range(tests):
+        rng = np.random.default_rng([seed, i])
+        s = syn.next(rng)
+        if not s.pattern:  # every attempt discarded: a plain seed graph, no synthesized test
+            continue
+        targets = by_name[s.pattern].targets_for(compiler)
+        configs = backend.oatest_configs(rng, targets, pair)
+        meta = {"oatest": {"pattern": s.pattern, "targets": targets}}
+        inputs = sample_inputs(s.graph, rng)
+        tc = TestCase(s.graph, inputs, configs, seed=i, compiler=compiler, strategy="oatest", meta=meta)
+        ctx = TestCase(s.context, sample_inputs(s.context, rng), configs, seed=i, compiler=compiler,
+                       strategy="oatest", meta=meta)
+        made.append((targets, tc.to_bytes(), ctx.to_bytes()))
+        if reference_of(TestCase(s.graph, dict(inputs), configs, seed=i), tries=1, stability=False).outputs is not None:
+            syn.accept(s)  # as the strategy grows its seed pool
+    return made
 
 
 def without_repair(tests: int, seed: int) -> float:
@@ -85,8 +134,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tests", type=int, default=300, help="synthesized tests against ONNXRuntime")
     ap.add_argument("--tvm-tests", type=int, default=40, dest="tvm_tests", help="synthesized tests against TVM")
-    ap.add_argument("--patterns", default=None, help="pattern file (default: the built-in library)")
+    ap.add_argument("--patterns", default=None, help="pattern file (default: the library and the shipped patterns)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     compilers = []
     for name, module, n in (("onnxruntime", "onnxruntime", a.tests), ("tvm", "tvm", a.tvm_tests)):
@@ -96,20 +146,25 @@ def main() -> None:
                 compilers.append((name, n))
         except ImportError:
             print(f"{name}: not installed, skipped")
-    total = valid = 0
+    attempts = valid = 0
     for name, n in compilers:
-        r = campaign(name, n, a.seed, a.patterns)
-        fired = sum(int(f) for _, f, _ in r["rates"])
-        targeted = sum(int(c) for _, _, c in r["rates"])
-        print(f"\n{name}: {r['tests']} synthesized tests, valid {100.0 * r['valid'] / max(r['tests'], 1):.1f}%, "
-              f"findings {dict(r['findings'])}, unknown {r['unknown']}")
-        for opt, f, c in r["rates"]:
-            print(f"  {opt:32s} fired {int(f):4d} / {int(c):4d}  ({100.0 * int(f) / int(c):.0f}%)")
-        print(f"trigger rate {name}: {100.0 * fired / max(targeted, 1):.1f}% ({fired} of {targeted} targeted)")
-        total += r["tests"]
+        r = measure(name, n, a.seed, a.patterns, a.jobs)
+        fired = sum(c["pattern"] for c in r["rates"].values())
+        anywhere = sum(c["any"] for c in r["rates"].values())
+        targeted = sum(c["targeted"] for c in r["rates"].values())
+        print(f"\n{name}: {r['attempts']} splice attempts, {r['discarded']} discarded "
+              f"({dict(r['rejected'].most_common(4))}), {r['unspliced']} calls without a splice, "
+              f"{r['tests']} synthesized tests, {r['valid']} run by the unoptimized build; patterns dropped: "
+              f"{sum(r['dropped'].values())}")
+        for opt, c in sorted(r["rates"].items()):
+            print(f"  {opt:32s} fired on the pattern {c['pattern']:4d} / {c['targeted']:4d} "
+                  f"({100.0 * c['pattern'] / c['targeted']:.0f}%), anywhere {c['any']:4d}")
+        print(f"trigger rate {name}: {100.0 * fired / max(targeted, 1):.1f}% ({fired} of {targeted} targeted; "
+              f"fired anywhere, the context's own firing included: {100.0 * anywhere / max(targeted, 1):.1f}%)")
+        attempts += r["attempts"]
         valid += r["valid"]
     print(f"\ninsertion without repair (ablation): {100.0 * without_repair(300, a.seed):.1f}% valid")
-    print(f"synthesis validity: {100.0 * valid / max(total, 1):.1f}%")
+    print(f"synthesis validity: {100.0 * valid / max(attempts, 1):.1f}% ({valid} valid tests of {attempts} splice attempts)")
 
 
 if __name__ == "__main__":

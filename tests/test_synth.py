@@ -109,9 +109,9 @@ def test_library_tags_fire_on_ort() -> None:
     """Each ONNXRuntime tag names an optimizer `disabled_optimizers` really switches off (or, for
     the layout transformation's transpose optimizer, one whose rewrite shows in the model)."""
     pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
-    from dlcfuzz.backends.ort import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
     from dlcfuzz.lower.onnx import to_onnx
-    from dlcfuzz.synth.trigger import ort_fired
 
     backend = OnnxRuntimeBackend()
     for p in library():
@@ -126,8 +126,8 @@ def test_library_tags_fire_on_ort() -> None:
 
 def test_tvm_pass_instrument_records_which_passes_changed_the_module() -> None:
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
+    from dlcfuzz.backends.tvm.trigger import tvm_changed_passes
     from dlcfuzz.lower.relax import to_relax
-    from dlcfuzz.synth.trigger import tvm_changed_passes
 
     by = {p.name: p for p in library()}
     changed = tvm_changed_passes(to_relax(wrapped(by["parallel_matmul"])), ["CombineParallelMatmul", "FoldConstant"])
@@ -245,8 +245,11 @@ def test_planted_wrong_optimization_is_found_and_deduplicated_to_it(tmp_path: Pa
     from dlcfuzz.engine.store import Store
 
     out = tmp_path / "run"
+    # the built-in library only: with the shipped mined patterns too, synthesis spreads over ~30
+    # optimizations and 60 tests target MatMulAddFusion a couple of times
+    lib = save_patterns(library(), tmp_path / "library.json")
     opts = campaign_options(compiler="planted:fusion@MatMulAddFusion", strategy="oatest", seconds=120, jobs=1, seed=3,
-                           out=out, max_tests=60, quiet=True)
+                           out=out, max_tests=60, quiet=True, patterns=str(lib))
     Campaign(opts).run()
     store = Store(out / "store.sqlite", create=False)
     numeric = [f for f in store.findings(distinct_only=False) if f["category"] in ("inconsistency", "wrong-result")]
@@ -261,7 +264,7 @@ def test_worker_reports_which_targeted_tvm_passes_fired() -> None:
     """The oatest worker handler runs the ordinary test and adds, per targeted Relax pass, whether
     it changed the module (PassInstrument), for a pattern spliced into a seed graph."""
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
-    from dlcfuzz.backends.tvm import TvmBackend
+    from dlcfuzz.backends.tvm.backend import TvmBackend
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir.blob import unpack
     from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes

@@ -41,6 +41,9 @@ BLOCK_LEVEL = frozenset({
     "AdjustMatmulOrder", "Normalize",
 })
 MAX_BLOCK_NODES = 48
+# largest tensor of a kept pattern: 4x a generated graph's (ops.base.MAX_ELEMENTS), which keeps every
+# optimization the ORT corpus has patterns for (4,096 would lose GeluFusionL1's only one)
+MAX_PATTERN_ELEMENTS = 16_384
 
 
 def optimization_name(compiler: str, folder: str) -> str | None:
@@ -48,7 +51,7 @@ def optimization_name(compiler: str, folder: str) -> str | None:
     test harness, or an optimizer that is off by default, which no campaign configuration runs)."""
     if compiler != "onnxruntime":
         return folder
-    from dlcfuzz.synth.dedup import ORT_CONTAINERS, ORT_OPTIMIZERS
+    from dlcfuzz.backends.onnxruntime.optimizers import ORT_CONTAINERS, ORT_OPTIMIZERS
 
     folder = folder.removesuffix("_CPUExecutionProvider")
     if folder == "FreeDimensionOverrideTransformer":  # runs only with dimension overrides configured
@@ -68,6 +71,9 @@ class ExtractReport:
     located: int = 0  # models whose optimized region ORT located (optimization-aware cuts)
     skipped: Counter = field(default_factory=Counter)  # (domain, op type) of nodes cut out
     per_optimization: Counter = field(default_factory=Counter)  # patterns per optimization
+    dropped: Counter = field(default_factory=Counter)  # patterns left out, by reason
+    untargeted: Counter = field(default_factory=Counter)  # test folders naming no optimization of the compiler
+    provenance: dict = field(default_factory=dict)  # recorded in the pattern file (`save_patterns(source=)`)
 
     def summary(self) -> str:
         lines = [f"sources {self.sources}, imported {self.imported}, unreadable {self.unreadable}, "
@@ -76,7 +82,50 @@ class ExtractReport:
         if self.skipped:
             top = ", ".join(f"{d + ':' if d else ''}{t} x{n}" for (d, t), n in self.skipped.most_common(12))
             lines.append(f"nodes skipped (unsupported or contrib domain): {sum(self.skipped.values())} ({top})")
+        if self.dropped:
+            why = ", ".join(f"{r} x{n}" for r, n in self.dropped.most_common())
+            lines.append(f"patterns left out: {sum(self.dropped.values())} ({why})")
+        if self.untargeted:
+            lines.append("folders naming no optimization of the compiler: "
+                         + ", ".join(f"{t} x{n}" for t, n in self.untargeted.most_common()))
         return "\n".join(lines)
+
+
+def keep_usable(patterns: list[Pattern], compiler: str, report: ExtractReport) -> list[Pattern]:
+    """The patterns synthesis can use, each as it uses them (index constants repaired); the rest
+    counted in `report.dropped`: a pattern targeting no optimization of `compiler` (synthesis
+    prefers targeted ones, so it would never be chosen), one with a tensor of more than
+    MAX_PATTERN_ELEMENTS elements (tests keep tensors small: such weights made most of the bytes of
+    the ORT corpus's patterns, such activations most of the reference's time on TVM's), one that is no valid graph even after repair (`usable_pattern`)."""
+    from dlcfuzz.synth.synthesize import usable_pattern
+
+    kept = []
+    for p in patterns:
+        if not p.targets.get(compiler):
+            report.dropped["targets no optimization"] += 1
+            report.untargeted[str(p.meta.get("tested_by") or p.source)] += 1
+            continue
+        if any(t.size > MAX_PATTERN_ELEMENTS for t in p.graph.types().values()):
+            report.dropped[f"a tensor of more than {MAX_PATTERN_ELEMENTS} elements"] += 1
+            continue
+        fixed, why = usable_pattern(p)
+        if fixed is None:
+            report.dropped[f"invalid ({why.split(':')[0]})"] += 1
+            continue
+        kept.append(fixed)
+    return kept
+
+
+def _provenance(kind: str, corpus: str, compiler: str, folders: list[str], args: list[str]) -> dict:
+    """Where a pattern file came from: corpus name (never a path of this machine), the test folders
+    (optimizations) read, the command that regenerates it, the date, the importer's version."""
+    import datetime
+
+    import onnx
+
+    return {"corpus": corpus, "kind": kind, "compiler": compiler, "folders": folders,
+            "command": " ".join(["dlcfuzz", "patterns", "extract", *args]),
+            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d"), "onnx": onnx.__version__}
 
 
 def cut(g: Graph, node_ids: list[int]) -> Graph | None:
@@ -177,7 +226,7 @@ def rewritten_nodes(model: object, optimization: str) -> set[int] | None:
     fuses or replaces): present in the optimized model when it is disabled, absent when enabled
     (untouched nodes keep their names). None when ORT cannot tell (not installed, the model does
     not load, the optimizer is not switchable by name)."""
-    from dlcfuzz.synth.trigger import ORT_BY_REWRITE
+    from dlcfuzz.backends.onnxruntime.trigger import ORT_BY_REWRITE
 
     if optimization in ORT_BY_REWRITE:
         return None
@@ -185,7 +234,7 @@ def rewritten_nodes(model: object, optimization: str) -> set[int] | None:
         import onnx
 
         from dlcfuzz.backends.base import Config
-        from dlcfuzz.backends.ort import OnnxRuntimeBackend
+        from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
     except ImportError:
         return None
     m = onnx.ModelProto()
@@ -254,10 +303,14 @@ def extract_onnx_dir(root: Path, compiler: str = "onnxruntime", max_nodes: int =
         for k, sub in enumerate(cuts if cuts else cut_patterns(res.graph, level, max_nodes)):
             patterns.append(Pattern(f"{optimization}/{f.stem}#{k}", sub, {compiler: [target] if target else []}, level,
                                     f"onnx:{f.relative_to(root)}", {"tested_by": optimization}))
-    patterns = _dedup(patterns)
+    patterns = keep_usable(_dedup(patterns), compiler, report)
     for p in patterns:
-        for t in p.targets.get(compiler, []) or [f"({p.meta.get('tested_by', '?')}: no optimizer of that name)"]:
+        for t in p.targets.get(compiler, []):
             report.per_optimization[t] += 1
+    args = ["--from", root.name, "--compiler", compiler, "--max-nodes", str(max_nodes)]
+    args += (["--limit", str(limit)] if limit else []) + (["--aware"] if aware else [])
+    report.provenance = _provenance("onnx models, one folder per optimization", root.name, compiler,
+                                    sorted({f.parent.name for f in files if f.parent != root}), args)
     return patterns, report
 
 
@@ -280,11 +333,12 @@ def extract_pytest(path: Path, compiler: str = "tvm", max_nodes: int = 12,
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise UsageError(f"--pytest: the test run took longer than {timeout_s:.0f} s") from None
-        if proc.returncode not in (0, 1) or not log.exists():  # 1: some tests failed; records still count
+        if proc.returncode not in (0, 1):  # 1: some tests failed; records still count
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-3:]
             raise UsageError(f"--pytest: pytest exited with {proc.returncode}: {' / '.join(tail)}")
-        records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    from dlcfuzz.backends.relax_passes import PASSES
+        # no log: the tests ran no pass at all (the plugin writes on the first call)
+        records = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+    from dlcfuzz.backends.tvm.passes import PASSES
 
     # A test that legalizes before it fuses hands FuseOps a module of TIR calls, which holds no
     # operator graph: a converted module is a pattern source for every pass of the pass table that
@@ -307,8 +361,17 @@ def extract_pytest(path: Path, compiler: str = "tvm", max_nodes: int = 12,
             for k, sub in enumerate(cut_patterns(g, level, max_nodes)):
                 patterns.append(Pattern(f"{r['pass']}/{r['test'].split('::')[-1]}/{gname}#{k}", sub,
                                         {compiler: list(targets)}, level, f"pytest:{r['test']}"))
-    patterns = _dedup(patterns)
+    patterns = keep_usable(_dedup(patterns), compiler, report)
     for p in patterns:
         for t in p.targets.get(compiler, []):
             report.per_optimization[t] += 1
+    report.provenance = _provenance("pytest run recording every pass call", path.name, compiler,
+                                    sorted({r["test"].split("::")[0] for r in records}),
+                                    ["--pytest", path.name, "--compiler", compiler, "--max-nodes", str(max_nodes)])
+    try:
+        import tvm
+
+        report.provenance["tvm"] = tvm.__version__  # the TVM that ran the tests (and converted their modules)
+    except ImportError:
+        pass
     return patterns, report

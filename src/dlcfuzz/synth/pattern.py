@@ -11,6 +11,7 @@ what binding a context value requires before the pattern is re-concretized for t
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,19 +75,57 @@ class Pattern:
                        d.get("granularity", "subgraph"), d.get("source", "library"), dict(d.get("meta", {})))
 
 
-def save_patterns(patterns: list[Pattern], path: str | Path) -> Path:
+def save_patterns(patterns: list[Pattern], path: str | Path, source: dict[str, Any] | None = None) -> Path:
+    """Write a pattern file (gzip-compressed when its name ends in .gz, a tenth of the size: what
+    ships is); `source` records where the patterns came from (corpus, command, date)."""
     path = Path(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"format": FORMAT, "patterns": [p.to_json() for p in patterns]}, indent=0) + "\n")
+    head: dict[str, Any] = {"format": FORMAT}
+    if source:
+        head["source"] = source
+    text = json.dumps({**head, "patterns": [p.to_json() for p in patterns]}, indent=0) + "\n"
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode(), mtime=0))  # mtime 0: the same patterns, the same bytes
+    else:
+        path.write_text(text)
     return path
 
 
-def load_patterns(path: str | Path) -> list[Pattern]:
+def read_pattern_file(path: str | Path) -> tuple[list[Pattern], dict[str, Any]]:
+    """The patterns of a pattern file and its recorded source ({} when it records none)."""
     try:
-        d = json.loads(Path(path).read_text())
+        data = Path(path).read_bytes()
+        d = json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
         if d.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} file")
-        return [Pattern.from_json(p) for p in d["patterns"]]
-    except (OSError, ValueError, KeyError, TypeError) as e:
+        return [Pattern.from_json(p) for p in d["patterns"]], dict(d.get("source") or {})
+    except (OSError, ValueError, KeyError, TypeError, EOFError) as e:  # gzip.BadGzipFile is an OSError
         raise DlcfuzzError(f"cannot read patterns from {path}: {e}") from None
+
+
+def load_patterns(path: str | Path) -> list[Pattern]:
+    return read_pattern_file(path)[0]
+
+
+def shipped_pattern_file(compiler: str) -> Path | None:
+    """The pattern file mined from `compiler`'s own tests that ships with dlcfuzz (package data
+    `synth/data/<compiler>.json.gz`; planted backends wrap ONNXRuntime), or None when none ships."""
+    from importlib import resources
+
+    key = "onnxruntime" if compiler.startswith("planted:") else compiler
+    f = resources.files("dlcfuzz.synth").joinpath("data", f"{key}.json.gz")
+    return Path(str(f)) if f.is_file() else None
+
+
+def shipped_patterns(compiler: str) -> list[Pattern]:
+    path = shipped_pattern_file(compiler)
+    return load_patterns(path) if path is not None else []
+
+
+def default_patterns(compiler: str) -> list[Pattern]:
+    """What `--strategy oatest` synthesizes from without `--patterns`: the built-in library plus the
+    patterns mined from the compiler's own tests that ship with dlcfuzz."""
+    from dlcfuzz.synth.library import library
+
+    return library() + shipped_patterns(compiler)

@@ -11,12 +11,17 @@
 3. Connect each dangling output of the pattern to an input of the succeeding context whose type
    it has (or, bridged, one of its dtype class) and whose operator accepts any value there (never
    a log's or a divisor's input, never an index); outputs left over become graph outputs.
-4. Check the result with the IR's own type checker (`Graph.check`): what it accepts is concrete.
+4. Check the result (`validity_fault`) before anything runs it: the IR's own type checker
+   (`Graph.check`, every node re-inferred) and the strict value domains (indices, shift amounts,
+   float -> int8 casts: only a graph input sampled inside the domain or a constant inside it may
+   feed them; re-concretization wraps index constants into their new range). An attempt that
+   fails is counted and another is made; a pattern that is not valid by itself is dropped.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -27,10 +32,13 @@ from dlcfuzz.gen.inputs import value_domains
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.ops import ANY, get_op
+from dlcfuzz.ops import ANY, Domain, get_op
 from dlcfuzz.synth.pattern import Pattern, dtype_class
 
 Supported = Callable[[str, str], bool]
+# what a malformed pattern (a missing attribute, one of the wrong type) makes our type rules raise
+# besides their own errors: counted as "error: ..." where an attempt is refused, never raised
+PATTERN_FAULTS = (KeyError, IndexError, ValueError, TypeError)
 POOL_SIZE = 64  # synthesized graphs kept as seeds for high-order synthesis
 POOL_MAX_NODES = 48  # bigger ones compile too slowly to be worth growing further
 P_FROM_POOL = 0.5
@@ -50,6 +58,7 @@ class Splice:
     connected: int = 0  # pattern outputs wired into the succeeding context
     order: int = 1  # how many patterns the graph holds (high-order synthesis)
     patterns: list[str] = field(default_factory=list)
+    context: Graph | None = None  # the seed graph the pattern was spliced into (what fires without it)
 
 
 def pattern_supported(p: Pattern, supported: Supported | None) -> bool:
@@ -62,7 +71,9 @@ def pattern_supported(p: Pattern, supported: Supported | None) -> bool:
 
 def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
     """The pattern re-concretized for holes of the types `bound` (same rank and dtype class):
-    float constants follow a hole's float dtype, every node's types are re-inferred. None when the
+    float constants follow a hole's float dtype, every node's types are re-inferred, a reshape
+    whose target no longer holds its input's elements gets a recomputed target, index-like
+    constants are brought back into their new domains (`repair_strict_constants`). None when the
     pattern's attributes or weights do not fit the new types."""
     g = p.graph.copy()
     dtypes = {t.dtype for t in bound.values()}
@@ -78,13 +89,110 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
             attrs = n.attrs
             if n.op == "cast" and float_to is not None and attrs.get("to") in FLOATS:
                 attrs = {**attrs, "to": float_to if attrs["to"] == next(iter(old)) else attrs["to"]}
-            outs = get_op(n.op).infer([env[i] for i in n.inputs], attrs)
+            ins = [env[i] for i in n.inputs]
+            if n.op == "reshape":
+                attrs = {**attrs, "shape": _reshape_target(ins[0], n.outputs[0].type, attrs["shape"])}
+            outs = get_op(n.op).infer(ins, attrs)
             n.attrs = attrs
             n.outputs = [Value(v.name, t) for v, t in zip(n.outputs, outs)]
             env.update({v.name: v.type for v in n.outputs})
-    except (TypeRuleError, KeyError, ValueError):
+        if not repair_strict_constants(g):
+            return None
+        g.check()
+    except (DlcfuzzError, *PATTERN_FAULTS):  # DlcfuzzError covers TypeRuleError, IRError
         return None
     return g
+
+
+def _reshape_target(t_in: TensorType, old_out: TensorType, target: list[int]) -> list[int]:
+    """A reshape target for input `t_in`: the old one where it still holds the input's elements,
+    else the old output shape with one dimension (the last that can) rescaled to make up the new
+    element count. (Unchanged when nothing fits: inference then rejects it.)"""
+    spec = get_op("reshape")
+    try:
+        spec.infer([t_in], {"shape": target})
+        return target
+    except TypeRuleError:
+        pass
+    dims = list(old_out.shape)
+    for j in reversed(range(len(dims))):
+        rest = int(np.prod([d for i, d in enumerate(dims) if i != j], dtype=np.int64))
+        if rest > 0 and t_in.size % rest == 0 and t_in.size // rest > 0:
+            return dims[:j] + [t_in.size // rest] + dims[j + 1:]
+    return target
+
+
+def _within(a: np.ndarray, d: Domain) -> bool:
+    """Whether every value of constant `a` lies inside domain `d` (NaN never does)."""
+    if a.size == 0:
+        return True
+    x = a.astype(np.float64)
+    if np.isnan(x).any():
+        return False
+    return bool((d.lo is None or (x >= d.lo).all()) and (d.hi is None or (x <= d.hi).all())
+                and (not d.nonzero or (x != 0).all()))
+
+
+def repair_strict_constants(g: Graph) -> bool:
+    """Constants that feed a strict value domain (gather indices, shift amounts, float -> int8
+    casts: values outside are undefined behaviour) brought inside it, in place: integers wrap
+    around the domain (distinct indices stay distinct where the domain allows), floats are clipped,
+    zeros of a nonzero domain move to an end. False when a constant cannot be repaired (an empty or
+    unbounded domain), i.e. the graph cannot be made valid."""
+    for name, d in value_domains(g).items():
+        if not d.strict or name not in g.constants or _within(g.constants[name], d):
+            continue
+        a = g.constants[name]
+        if d.lo is None or d.hi is None:
+            return False
+        if np.issubdtype(a.dtype, np.integer):
+            lo, hi = int(np.ceil(d.lo)), int(np.floor(d.hi))
+            if lo > hi:
+                return False
+            fixed = lo + np.mod(a.astype(np.int64) - lo, hi - lo + 1)
+            if d.nonzero:
+                if lo == hi == 0:
+                    return False
+                fixed = np.where(fixed == 0, hi if hi != 0 else lo, fixed)
+        elif d.lo > d.hi:
+            return False
+        else:
+            fixed = np.clip(np.nan_to_num(a.astype(np.float64)), d.lo, d.hi)
+            if d.nonzero:
+                fixed = np.where(fixed == 0, d.hi if d.hi != 0 else d.lo, fixed)
+        g.constants[name] = fixed.astype(a.dtype)
+        if not _within(g.constants[name], d):
+            return False
+    return True
+
+
+def strict_faults(g: Graph) -> list[str]:
+    """Values feeding a strict value domain that are neither a graph input (sampled inside the
+    domain) nor a constant inside it: a computed value there (an index, a shift amount, a float
+    cast to int8) is undefined behaviour that no reference decides. Empty for a valid graph."""
+    inputs = {v.name for v in g.inputs}
+    faults = []
+    for name, d in value_domains(g).items():
+        if not d.strict or name in inputs:
+            continue
+        if name not in g.constants:
+            faults.append(f"{name}: computed value in a strict domain")
+        elif not _within(g.constants[name], d):
+            faults.append(f"{name}: constant outside [{d.lo}, {d.hi}]")
+    return faults
+
+
+def validity_fault(g: Graph) -> str | None:
+    """Why `g` is not a valid test, or None: our type rules (`Graph.check`, every node re-inferred)
+    and the strict value domains. Runs before the NumPy reference ever sees the graph."""
+    try:
+        g.check()
+    except DlcfuzzError as e:
+        return f"type: {type(e).__name__}"
+    except PATTERN_FAULTS as e:  # a malformed attribute of a mined pattern (a missing key, a wrong type)
+        return f"error: {type(e).__name__}"
+    faults = strict_faults(g)
+    return f"domain: {faults[0]}" if faults else None
 
 
 class _Emitter:
@@ -112,6 +220,8 @@ def bridge(em: _Emitter, x: str, src: TensorType, dst: TensorType, supported: Su
     ok = supported or (lambda op, dt: True)
     work = next((d for d in (src.dtype, dst.dtype, "float32") if ok("pad", d) and ok("slice", d) and ok("reshape", d)),
                 dst.dtype) if src.shape != dst.shape else dst.dtype
+    if _strict_cast(src, work) or _strict_cast(src.with_dtype(work), dst.dtype):
+        return None  # a computed float cast to int8/uint8 is undefined out of range: a fresh input instead
     t = src
     if t.dtype != work:
         x, t = em.op("cast", x, t, to=work)
@@ -130,6 +240,11 @@ def bridge(em: _Emitter, x: str, src: TensorType, dst: TensorType, supported: Su
     return x
 
 
+def _strict_cast(src: TensorType, to: str) -> bool:
+    """Whether casting a value of type src to dtype `to` needs a strict value domain."""
+    return src.dtype != to and get_op("cast").domain(0, [src], {"to": to}).strict
+
+
 def _free_input(n: Node, k: int, types: dict[str, TensorType]) -> bool:
     """Whether input k of node n accepts any value (no value-domain need, not an index)."""
     if n.op == CALL_OP:
@@ -142,15 +257,16 @@ def _free_input(n: Node, k: int, types: dict[str, TensorType]) -> bool:
 
 
 def splice(seed: Graph, p: Pattern, rng: np.random.Generator, uid: int = 0,
-           supported: Supported | None = None) -> Splice | None:
-    """The pattern spliced into the seed at a random point (None when this attempt does not type)."""
+           supported: Supported | None = None, rejected: Counter[str] | None = None) -> Splice | None:
+    """The pattern spliced into the seed at a random point; None when this attempt gives no valid
+    graph (`validity_fault`), with the reason counted in `rejected`."""
     g = seed.copy()
     k = int(rng.integers(0, len(g.nodes) + 1))
     types = g.types()
     preceding = [v.name for v in g.inputs] + [v.name for n in g.nodes[:k] for v in n.outputs]
     prefix = f"s{uid}_"
     em = _Emitter(prefix)
-    info = Splice(g, p.name, k, patterns=[p.name])
+    info = Splice(g, p.name, k, patterns=[p.name], context=seed)
 
     # 2. bind holes: exact type, else same rank and class (re-concretized), else bridged; a hole
     # whose operators need a value domain (a divisor, a log's input) becomes a graph input, which
@@ -240,9 +356,10 @@ def splice(seed: Graph, p: Pattern, rng: np.random.Generator, uid: int = 0,
     used = {i for n in g.nodes for i in n.inputs}
     produced = [v.name for n in g.nodes for v in n.outputs]
     g.outputs = [v for v in produced if v not in used] or produced[-1:]
-    try:
-        g.check()
-    except Exception:  # any checker objection (IRError, ShapeError, ...) means: not this attempt
+    fault = validity_fault(g)
+    if fault is not None:
+        if rejected is not None:
+            rejected[fault] += 1
         return None
     info.graph = g
     return info
@@ -267,16 +384,37 @@ def _reorder(g: Graph) -> None:
 
 
 class Synthesizer:
-    """Seed pool + pattern choice + splice: one synthesized graph per call, a function of the rng."""
+    """Seed pool + pattern choice + splice: one synthesized graph per call, a function of the rng.
+
+    Patterns are checked once (`usable_pattern`): one that is not a valid graph by itself, even
+    after its index constants are repaired, is dropped and counted in `dropped`, never raised.
+    Every synthesized graph passes `validity_fault` before anyone runs it; attempts that do not are
+    counted in `rejected` by reason."""
 
     def __init__(self, patterns: Sequence[Pattern], compiler: str, supported: Supported | None = None,
                  seed_ops: int = 8, only_ops: Sequence[str] | None = None) -> None:
-        usable = [p for p in patterns if pattern_supported(p, supported)]
+        self.dropped: Counter[str] = Counter()
+        usable = []
+        for p in patterns:
+            if not pattern_supported(p, supported):
+                continue
+            fixed, why = usable_pattern(p)
+            if fixed is None:
+                self.dropped[why] += 1
+            else:
+                usable.append(fixed)
         targeted = [p for p in usable if p.targets_for(compiler)]
         self.patterns = targeted or usable
         if not self.patterns:
             raise ValueError("no pattern is usable with this compiler")
         self.compiler = compiler
+        # choice by optimization first, then by pattern: 146 mined QDQ patterns do not drown the two
+        # that target MatMulAddFusion (or the library's hand-written ones)
+        by_opt: dict[str, list[Pattern]] = {}
+        for p in self.patterns:
+            for t in p.targets_for(compiler):
+                by_opt.setdefault(t, []).append(p)
+        self.by_optimization = [by_opt[t] for t in sorted(by_opt)] or [self.patterns]
         self.supported = supported
         self.seed_ops = seed_ops
         self.only_ops = list(only_ops) if only_ops else None
@@ -284,37 +422,61 @@ class Synthesizer:
         self.uid = itertools.count()
         self.attempts = 0
         self.failures = 0
+        self.rejected: Counter[str] = Counter()
+        self.unspliced = 0  # calls that gave a plain seed graph: every splice attempt failed
 
     def seed_graph(self, rng: np.random.Generator) -> tuple[Graph, list[str]]:
         if self.pool and rng.random() < P_FROM_POOL:
             g, names = self.pool[int(rng.integers(len(self.pool)))]
             return g, names
-        from dlcfuzz.ops import get_op as _get
-
-        ops = [_get(o) for o in self.only_ops] if self.only_ops else None
+        ops = [get_op(o) for o in self.only_ops] if self.only_ops else None
         n = int(rng.integers(2, self.seed_ops + 1))
         return generate(rng, n, ops=ops, dtypes=SEED_DTYPES if rng.random() < 0.8 else None,
                         supported=self.supported), []
 
     def next(self, rng: np.random.Generator, tries: int = 12) -> Splice:
+        """A valid synthesized graph. Never raises for a pattern's fault: an attempt that does not
+        give a valid graph is counted and another is made; after `tries` of them the seed graph
+        itself is the test (valid by construction, counted in `unspliced`)."""
+        seed, names = self.seed_graph(rng)
         for _ in range(tries):
-            seed, names = self.seed_graph(rng)
-            p = self.patterns[int(rng.integers(len(self.patterns)))]
+            group = self.by_optimization[int(rng.integers(len(self.by_optimization)))]
+            p = group[int(rng.integers(len(group)))]
             self.attempts += 1
             try:
-                s = splice(seed, p, rng, next(self.uid), self.supported)
-            except DlcfuzzError:  # a bridge or re-concretization that does not type: another attempt
+                s = splice(seed, p, rng, next(self.uid), self.supported, self.rejected)
+            except DlcfuzzError as e:  # a bridge or re-concretization our type rules refuse
+                self.rejected[f"type: {type(e).__name__}"] += 1
+                s = None
+            except PATTERN_FAULTS as e:
+                self.rejected[f"error: {type(e).__name__}"] += 1
                 s = None
             if s is None:
                 self.failures += 1
+                seed, names = self.seed_graph(rng)
                 continue
             s.patterns = names + [p.name]
             s.order = len(s.patterns)
             return s
-        raise RuntimeError("synthesis failed on every attempt")
+        self.unspliced += 1
+        return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names))
 
     def accept(self, s: Splice) -> None:
         """A valid synthesized test goes back into the seed pool (high-order synthesis)."""
-        if len(s.graph.nodes) <= POOL_MAX_NODES:
+        if s.pattern and len(s.graph.nodes) <= POOL_MAX_NODES:
             self.pool.append((s.graph, s.patterns))
             del self.pool[:-POOL_SIZE]
+
+
+def usable_pattern(p: Pattern) -> tuple[Pattern | None, str]:
+    """The pattern as synthesis uses it (index-like constants repaired into their domains), or None
+    and why it cannot be made a valid graph."""
+    if validity_fault(p.graph) is None:
+        return p, ""
+    g = p.graph.copy()
+    if not repair_strict_constants(g):
+        return None, "domain: a constant outside an unbounded or empty strict domain"
+    fault = validity_fault(g)
+    if fault is not None:
+        return None, fault
+    return Pattern(p.name, g, p.targets, p.granularity, p.source, dict(p.meta)), ""
