@@ -69,6 +69,14 @@ class AutoStrategy(Strategy):
     options = (Option("ops", 10, "operators per generated graph", int),
                Option("model", "resnet18", "the zoo model the metamorphic arm mutates (see `dlcfuzz zoo`)"))
 
+    @classmethod
+    def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        from dlcfuzz.strategies.graph import check_graph_params
+        from dlcfuzz.strategies.metamorphic import MetamorphicStrategy
+
+        check_graph_params(params)
+        MetamorphicStrategy.validate(params, compiler)
+
     def __init__(self, ctx: Context) -> None:
         from dlcfuzz.strategies import get_strategy
 

@@ -1,0 +1,186 @@
+"""The HLO pass table of the installed XLA, read from the compiler itself, and pass-set sampling.
+
+`python -m dlcfuzz.backends.xla.passes` regenerates `hlo_passes_data.py`: it compiles probe programs
+(random dlcfuzz graphs over every operator, lowered to JAX) in a child process whose XLA logs its pass
+pipeline (`TF_CPP_VMODULE=hlo_pass_pipeline=2`: "Running HLO pass pipeline on module M: P" and
+"HLO pass NAME" lines), collects every pass that ran and the pipelines it ran in, then compiles the
+probes once per pass with `xla_disable_hlo_passes=NAME`, each in its own child process: a pass whose
+disabling makes the compile fail or the process die is `required` (XLA's CPU backend cannot lower
+without it, e.g. layout assignment), never sampled: such a failure is a documented consequence of a
+debug option, not a miscompilation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+DATA = Path(__file__).with_name("hlo_passes_data.py")
+_PIPELINE = re.compile(r"Running HLO pass pipeline on module \S+: (.+)$")
+_PASS = re.compile(r"\]\s+HLO pass (\S+)$")
+
+
+def pass_table() -> dict:
+    """{"jaxlib": version, "produced_by": how, "passes": {name: {"pipelines": [...], "runs": n,
+    "required": bool, "why": str}}} of the installed XLA (the generated data module)."""
+    from dlcfuzz.backends.xla import hlo_passes_data
+
+    return hlo_passes_data.TABLE
+
+
+# Passes the CPU backend needs for correct results, not just to compile (measured by hand, so not in
+# the generated table): disabling them is a documented misuse of a debug option, never a finding.
+REQUIRED_FOR_CORRECTNESS = {
+    "layout-assignment": "XLA:CPU's emitter relies on assigned physical layouts: without the pass (alone, or "
+                         "with xla_disable_all_hlo_passes) jnp.transpose of a [4,5,3] array returns wrong values "
+                         "in every dtype (jax 0.10.2)",
+    "copy-insertion": "outputs that alias each other or a parameter need the copies this pass inserts: without "
+                      "it the PjRt CPU client aborts (cpu_client.cc 'Check failed: output_indices_[...] == -1 "
+                      "Unexpected duplicate') or buffer assignment fails (measured, jax 0.10.2)",
+}
+
+
+def optional_passes() -> list[str]:
+    """Passes that may be disabled one by one or in sets (not required to compile or to be correct)."""
+    return sorted(n for n, p in pass_table()["passes"].items()
+                  if not p["required"] and n not in REQUIRED_FOR_CORRECTNESS)
+
+
+def sample_disabled(rng: np.random.Generator, k_max: int = 6) -> list[str]:
+    """A random non-empty set of 1..k_max optional passes to disable (sorted, for stable names)."""
+    names = optional_passes()
+    k = int(rng.integers(1, min(k_max, len(names)) + 1))
+    return sorted(str(n) for n in rng.choice(names, size=k, replace=False))
+
+
+# ---- regeneration (run by hand after a jaxlib upgrade) ----------------------------------------------
+
+_PROBE_SEEDS = range(40)
+_PER_PASS_PROBES = 12  # probes compiled per disabled pass
+
+
+def _probe_programs() -> list:
+    """(function, args) pairs covering every operator: random graphs of the default generator."""
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.gen.random import generate
+    from dlcfuzz.lower.jax import to_jax_program
+
+    out = []
+    for seed in _PROBE_SEEDS:
+        rng = np.random.default_rng(seed)
+        g = generate(rng, 12)
+        prog = to_jax_program(g)
+        x = sample_inputs(g, rng)
+        out.append((prog.function(), [x[n] for n in prog.input_names]))
+    return out
+
+
+def _child(disabled: str) -> None:
+    """In a child process: compile every probe (with `disabled` passes off, if any) and run it."""
+    import jax
+
+    from dlcfuzz.lower.jax import enable_x64
+
+    enable_x64()
+    opts = {"xla_disable_hlo_passes": disabled} if disabled else {}
+    for fn, args in _probe_programs():
+        jax.jit(fn).lower(*args).compile(compiler_options=opts)(*args)
+
+
+def _child_each(names: list[str]) -> None:
+    """In a child process: for each pass, compile the first probes with it alone disabled; print
+    "ok NAME" or "fail NAME" (flushed: a pass that kills the process is the one after the last line)."""
+    import jax
+
+    from dlcfuzz.lower.jax import enable_x64
+
+    enable_x64()
+    probes = _probe_programs()[:_PER_PASS_PROBES]
+    for name in names:
+        try:
+            for fn, args in probes:
+                jax.jit(fn).lower(*args).compile(compiler_options={"xla_disable_hlo_passes": name})(*args)
+            print(f"ok {name}", flush=True)
+        except Exception as e:  # noqa: BLE001 - any failure makes the pass required
+            print(f"fail {name} {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}", flush=True)
+
+
+def _pipelines_from_log(log: str) -> dict[str, dict]:
+    passes: dict[str, dict] = {}
+    pipeline = "?"
+    for line in log.splitlines():
+        m = _PIPELINE.search(line)
+        if m:
+            pipeline = m.group(1).strip()
+            continue
+        m = _PASS.search(line)
+        if m:
+            p = passes.setdefault(m.group(1), {"pipelines": [], "runs": 0})
+            p["runs"] += 1
+            if pipeline not in p["pipelines"]:
+                p["pipelines"].append(pipeline)
+    return passes
+
+
+def regenerate() -> dict:
+    import jaxlib
+
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "hlo_pass_pipeline=2",
+           "JAX_PLATFORMS": "cpu"}
+    me = [sys.executable, "-m", "dlcfuzz.backends.xla.passes", "--child"]
+    log = subprocess.run(me + [""], env=env, capture_output=True, text=True, timeout=1800)
+    if log.returncode:
+        raise RuntimeError(f"probe compile failed:\n{log.stderr[-3000:]}")
+    passes = _pipelines_from_log(log.stderr)
+    quiet = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    todo = sorted(passes)
+    while todo:  # one child for many passes; one that dies names the pass it died on
+        r = subprocess.run(me[:-1] + ["--child-each", ",".join(todo)], env=quiet, capture_output=True, text=True,
+                           timeout=3600)
+        done = [ln.split(" ", 2) for ln in r.stdout.splitlines() if ln.startswith(("ok ", "fail "))]
+        for verdict, name, *why in done:
+            passes[name]["required"] = verdict == "fail"
+            passes[name]["why"] = why[0] if why else ""
+        todo = todo[len(done):]
+        if todo and r.returncode:
+            died = todo.pop(0)
+            passes[died]["required"] = True
+            passes[died]["why"] = f"the compiler process died (exit {r.returncode})"
+        elif todo:
+            raise RuntimeError(f"probe child stopped early:\n{r.stderr[-3000:]}")
+    return {
+        "jaxlib": jaxlib.__version__,
+        "produced_by": ("python -m dlcfuzz.backends.xla.passes: the passes XLA's CPU pipeline logged "
+                        "(TF_CPP_VMODULE=hlo_pass_pipeline=2) while compiling 40 random 12-operator dlcfuzz "
+                        "graphs; `required`: disabling the pass alone (xla_disable_hlo_passes) made the compile "
+                        "of one of the first 12 of those graphs fail or the process die"),
+        "passes": passes,
+    }
+
+
+def main() -> None:
+    if len(sys.argv) >= 3 and sys.argv[1] == "--child-each":
+        _child_each(sys.argv[2].split(","))
+        return
+    if len(sys.argv) >= 2 and sys.argv[1] == "--child":
+        _child(sys.argv[2] if len(sys.argv) > 2 else "")
+        return
+    table = regenerate()
+    DATA.write_text(
+        '"""Generated by `python -m dlcfuzz.backends.xla.passes` (see passes.py): the HLO passes of the\n'
+        'installed XLA CPU pipeline, and which of them cannot be disabled. Do not edit by hand."""\n\n'
+        f"TABLE = {json.dumps(table, indent=1, sort_keys=True)}\n".replace(": true", ": True")
+        .replace(": false", ": False")
+    )
+    print(f"{len(table['passes'])} passes, {sum(p['required'] for p in table['passes'].values())} required "
+          f"-> {DATA}")
+
+
+if __name__ == "__main__":
+    main()

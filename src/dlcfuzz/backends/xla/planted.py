@@ -1,0 +1,72 @@
+"""A planted HLO-pass fault in XLA, to prove the oracles and the pass minimization on it.
+
+`planted-xla:PASS@OP` is the real XLA whose every compile in which HLO pass PASS runs (it is neither
+named in `xla_disable_hlo_passes` nor switched off by `xla_disable_all_hlo_passes`) gets a program in
+which OP's result is off by one, as if PASS miscompiled OP. Disabling PASS removes the fault, which
+is exactly what `XlaBackend.minimize_config` must discover. The eager configuration never runs a pass
+and stays correct. Real compiler, deliberately broken.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlcfuzz.backends import register_backend
+from dlcfuzz.backends.base import Config
+from dlcfuzz.backends.xla.backend import XlaBackend, XlaCompiled, pass_enabled
+from dlcfuzz.errors import UsageError
+from dlcfuzz.ir.graph import Graph
+
+PREFIX = "planted-xla:"
+
+
+class PlantedXla(XlaBackend):
+    """XLA whose compiles with HLO pass `pass_name` enabled mis-evaluate every `op` node."""
+
+    def __init__(self, pass_name: str = "algsimp", op: str = "add") -> None:
+        from dlcfuzz.backends.xla.passes import optional_passes
+        from dlcfuzz.ops import get_op
+
+        super().__init__()
+        if pass_name not in optional_passes():
+            raise UsageError(f"planted-xla: {pass_name!r} is not an optional HLO pass of this XLA")
+        try:
+            get_op(op)
+        except KeyError:
+            raise UsageError(f"planted-xla: unknown operator {op!r}") from None
+        self.pass_name, self.op = pass_name, op
+        self.name = f"{PREFIX}{pass_name}@{op}"
+
+    def version(self) -> str:
+        return f"{super().version()} + planted off-by-one in {self.op} while {self.pass_name} runs"
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> XlaCompiled:
+        if pass_enabled(config.options, self.pass_name):
+            from dlcfuzz.lower.jax import TARGET, to_jax_program
+
+            right = TARGET.rule(self.op)
+
+            def broken(e, ins, a, it, ot):  # type: ignore[no-untyped-def]
+                return [f"({x}) + 1" for x in right(e, ins, a, it, ot)]
+
+            lowered = to_jax_program(g, overrides={self.op: broken})
+        return super().build(lowered, g, config)
+
+    def reproducer(self, g: Graph, inputs: Any, expected: Any, configs: list[Config], category: str, title: str,
+                   detail: str, untyped_outputs: tuple[str, ...] = ()) -> str:
+        from dlcfuzz.backends.script import dlcfuzz_script
+        from dlcfuzz.ir import dumps
+
+        # the fault exists only inside dlcfuzz: no public API to write the script against
+        return dlcfuzz_script(self.name, dumps(g), inputs, expected, configs, category, title, detail, self.version())
+
+
+def register_planted(pass_name: str, op: str) -> str:
+    """Register `planted-xla:PASS@OP` as a compiler (campaign workers import this module and see it
+    too); returns the name."""
+    name = f"{PREFIX}{pass_name}@{op}"
+    register_backend(name, lambda: PlantedXla(pass_name, op))
+    return name
+
+
+DEFAULT = register_planted("algsimp", "add")  # `--plugin dlcfuzz.backends.xla.planted --compiler planted-xla:algsimp@add`

@@ -1,0 +1,18 @@
+"""Graph -> JAX (the `jax` lowering target): `to_jax_program`, `to_jax`, `run_eager`."""
+
+from dlcfuzz.lower.jax import rules as _rules  # noqa: F401 - fills target("jax")
+from dlcfuzz.lower.jax.codegen import (
+    ENTRY,
+    PRELUDE,
+    TARGET,
+    JaxProgram,
+    enable_x64,
+    jnp_dtype,
+    run_eager,
+    to_jax,
+    to_jax_program,
+    to_numpy,
+)
+
+__all__ = ["ENTRY", "PRELUDE", "TARGET", "JaxProgram", "enable_x64", "jnp_dtype", "run_eager", "to_jax",
+           "to_jax_program", "to_numpy"]

@@ -1,0 +1,599 @@
+"""Per-operator JAX lowerings, registered on `target("jax")`.
+
+Each rule returns `jax.numpy` / `jax.lax` source expressions whose semantics equal the operator's
+NumPy reference (`OpSpec.reference`, ONNX semantics); `tests/test_xla_lowering.py` checks that over
+random graphs, op by op under `jax.disable_jit()`. Where ONNX and NumPy-style jnp differ (integer
+division truncates, asymmetric or negative pads, negative slice steps, transposed convolution with
+pads and output padding) the rule uses the `lax` primitive that has ONNX's meaning, or composes
+them with the static index arithmetic done here. Python scalars in expressions are weakly typed in
+JAX, so they never widen a float16 or int8 tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlcfuzz.ir.types import FLOATS, INTS, TensorType
+from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+
+def _dt(t: TensorType) -> str:
+    return jnp_dtype(t.dtype)
+
+
+# ---- elementwise, unary ------------------------------------------------------------------
+
+_UNARY = {
+    "abs": "jnp.abs({x})", "neg": "jnp.negative({x})", "exp": "jnp.exp({x})", "log": "jnp.log({x})",
+    "sqrt": "jnp.sqrt({x})", "reciprocal": "jnp.reciprocal({x})", "sin": "jnp.sin({x})",
+    "cos": "jnp.cos({x})", "tan": "jnp.tan({x})", "asin": "jnp.arcsin({x})", "acos": "jnp.arccos({x})",
+    "atan": "jnp.arctan({x})", "sinh": "jnp.sinh({x})", "cosh": "jnp.cosh({x})", "tanh": "jnp.tanh({x})",
+    "asinh": "jnp.arcsinh({x})", "acosh": "jnp.arccosh({x})", "atanh": "jnp.arctanh({x})",
+    "sigmoid": "jax.nn.sigmoid({x})", "softsign": "jax.nn.soft_sign({x})",
+    "erf": "lax.erf({x})", "floor": "jnp.floor({x})", "ceil": "jnp.ceil({x})",
+    "round": "jnp.round({x})",  # half to even, as ONNX Round
+    "sign": "jnp.sign({x})", "not": "jnp.logical_not({x})", "bitwise_not": "jnp.bitwise_not({x})",
+    "isnan": "jnp.isnan({x})", "softplus": "jax.nn.softplus({x})",
+    "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
+    "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
+}
+
+
+def _unary(template: str):
+    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        return [template.format(x=ins[0])]
+
+    return rule
+
+
+for _name, _tpl in _UNARY.items():
+    R(_name)(_unary(_tpl))
+
+
+@R("relu")
+def _relu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
+
+
+@R("leaky_relu")
+def _leaky(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("elu")
+def _elu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.elu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("celu")
+def _celu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.celu({ins[0]}, {literal(a['alpha'])})"]
+
+
+@R("selu")
+def _selu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # jax.nn.selu fixes alpha and gamma; ONNX makes them attributes
+    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
+    return [f"{ga} * jnp.where({x} > 0, {x}, {al} * jnp.exp({x}) - {al})"]
+
+
+@R("gelu")
+def _gelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.gelu({ins[0]}, approximate={a['approximate'] == 'tanh'})"]
+
+
+@R("isinf")
+def _isinf(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x = ins[0]
+    if a["detect_negative"] and a["detect_positive"]:
+        return [f"jnp.isinf({x})"]
+    if a["detect_positive"]:
+        return [f"jnp.isposinf({x})"]
+    if a["detect_negative"]:
+        return [f"jnp.isneginf({x})"]
+    return [f"jnp.zeros_like({x}, dtype=jnp.bool_)"]
+
+
+@R("hard_sigmoid")
+def _hard_sigmoid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.clip({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0, 1)"]
+
+
+@R("thresholded_relu")
+def _thresholded(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x = ins[0]
+    return [f"jnp.where({x} > {literal(a['alpha'])}, {x}, jnp.zeros_like({x}))"]
+
+
+@R("shrink")
+def _shrink(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, dt = ins[0], it[0].dtype
+    lam, bias = literal(a["lambd"]), literal(a["bias"])
+    if dt in INTS:  # ONNX computes in float and converts back (truncating)
+        x = e.bind(f"{x}.astype(jnp.float64)")
+    y = f"jnp.where({x} < -{lam}, {x} + {bias}, jnp.where({x} > {lam}, {x} - {bias}, jnp.zeros_like({x})))"
+    return [f"({y}).astype({_dt(it[0])})" if dt in INTS else y]
+
+
+# ---- elementwise, binary -----------------------------------------------------------------
+
+_BINARY = {
+    "add": "jnp.add({a}, {b})", "sub": "jnp.subtract({a}, {b})", "mul": "jnp.multiply({a}, {b})",
+    "max": "jnp.maximum({a}, {b})", "min": "jnp.minimum({a}, {b})",
+    "and": "jnp.logical_and({a}, {b})", "or": "jnp.logical_or({a}, {b})", "xor": "jnp.logical_xor({a}, {b})",
+    "equal": "jnp.equal({a}, {b})", "less": "jnp.less({a}, {b})", "less_equal": "jnp.less_equal({a}, {b})",
+    "greater": "jnp.greater({a}, {b})", "greater_equal": "jnp.greater_equal({a}, {b})",
+    "bitwise_and": "jnp.bitwise_and({a}, {b})", "bitwise_or": "jnp.bitwise_or({a}, {b})",
+    "bitwise_xor": "jnp.bitwise_xor({a}, {b})",
+}
+
+
+def _binary(template: str):
+    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        return [template.format(a=ins[0], b=ins[1])]
+
+    return rule
+
+
+for _name, _tpl in _BINARY.items():
+    R(_name)(_binary(_tpl))
+
+
+def _broadcast_pair(e: JaxEmitter, ins: list[str], ot: Types) -> tuple[str, str]:
+    """lax's binary primitives want equal shapes: broadcast both operands to the output's."""
+    shape = literal(tuple(ot[0].shape))
+    return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
+
+
+@R("div")
+def _div(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
+        x, y = _broadcast_pair(e, ins, ot)
+        return [f"lax.div({x}, {y})"]
+    return [f"jnp.divide({ins[0]}, {ins[1]})"]
+
+
+@R("mod")
+def _mod(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # fmod=1: C fmod (sign of the dividend, lax.rem); fmod=0: the divisor's sign (Python's %)
+    if a["fmod"]:
+        x, y = _broadcast_pair(e, ins, ot)
+        return [f"lax.rem({x}, {y})"]
+    return [f"jnp.remainder({ins[0]}, {ins[1]})"]
+
+
+@R("bit_shift")
+def _shift(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    fn = "jnp.left_shift" if a["direction"] == "LEFT" else "jnp.right_shift"
+    return [f"{fn}({ins[0]}, {ins[1]})"]
+
+
+@R("pow")
+def _pow(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, y = ins
+    dx, dy = it[0].dtype, it[1].dtype
+    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
+        return [f"jnp.power({x}.astype(jnp.float64), {y}.astype(jnp.float64)).astype({_dt(it[0])})"]
+    if dx != dy:  # jnp would promote to the wider type; ONNX keeps the base's
+        y = f"{y}.astype({_dt(it[0])})"
+    return [f"jnp.power({x}, {y})"]
+
+
+@R("prelu")
+def _prelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, s = ins  # the slope broadcasts unidirectionally to x
+    return [f"jnp.where({x} < 0, {x} * {s}, {x})"]
+
+
+@R("where")
+def _where(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.where({ins[2]}, {ins[0]}, {ins[1]})"]
+
+
+@R("cast")
+def _cast(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]}.astype({jnp_dtype(a['to'])})"]  # float -> int truncates, as the reference
+
+
+@R("clip")
+def _clip(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX)
+    x = ins[0]
+    if a["min"] is not None:
+        x = e.bind(f"jnp.maximum({x}, {_scalar(a['min'], it[0])})")
+    if a["max"] is not None:
+        x = f"jnp.minimum({x}, {_scalar(a['max'], it[0])})"
+    return [x]
+
+
+def _scalar(v: float | int, t: TensorType) -> str:
+    """A scalar attribute as a literal of the tensor's kind (an int literal for an integer tensor)."""
+    return literal(int(v)) if t.dtype in INTS else literal(float(v))
+
+
+# ---- reductions ------------------------------------------------------------------------------
+
+
+def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
+    from dlcfuzz.ops import get_op
+
+    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
+
+
+def _reduce(kind: str):
+    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        t, x = it[0], ins[0]
+        axes = _reduced_axes(t, a)
+        if axes is None:  # noop_with_empty_axes with no axes: identity
+            return [x]
+        keep = bool(a["keepdims"])
+        dims, dt, out = literal(tuple(axes)), _dt(t), ot[0]
+        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
+        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (jnp refuses)
+            if t.dtype in FLOATS:
+                fill = '-float("inf")' if kind == "max" else 'float("inf")'
+            else:
+                info = np.iinfo(t.dtype)
+                fill = literal(int(info.min if kind == "max" else info.max))
+            return [f"jnp.full({literal(tuple(out.shape))}, {fill}, dtype={dt})"]
+        if kind == "sum":
+            return [f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
+        if kind == "mean":
+            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
+                s = e.bind(f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype=jnp.int64)")
+                return [f"lax.div({s}, jnp.int64({max(n, 1)})).astype({dt})"]
+            return [f"jnp.mean({x}, axis={dims}, keepdims={keep})"]
+        if kind in ("max", "min"):
+            return [f"jnp.{kind}({x}, axis={dims}, keepdims={keep})"]
+        return [f"jnp.prod({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
+
+    return rule
+
+
+for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
+                     ("reduce_min", "min"), ("reduce_prod", "prod")):
+    R(_name)(_reduce(_kind))
+
+
+@R("argmax")
+def _argmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # first index on ties, like ONNX with select_last_index=0
+    return [f"jnp.argmax({ins[0]}, axis={int(a['axis'])}, keepdims={bool(a['keepdims'])}).astype(jnp.int64)"]
+
+
+@R("argmin")
+def _argmin(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.argmin({ins[0]}, axis={int(a['axis'])}, keepdims={bool(a['keepdims'])}).astype(jnp.int64)"]
+
+
+# ---- nn ------------------------------------------------------------------------------------------
+
+_DIMS = {3: "('NCH', 'OIH', 'NCH')", 4: "('NCHW', 'OIHW', 'NCHW')"}
+
+
+def _channel(b: str, rank: int) -> str:
+    """A per-channel vector shaped to broadcast over N, C, spatial..."""
+    return f"{b}.reshape({literal((1, -1) + (1,) * (rank - 2))})"
+
+
+@R("conv1d", "conv2d")
+def _conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    nd = it[0].rank - 2
+    pads = list(a["pads"])
+    padding = literal([(pads[i], pads[nd + i]) for i in range(nd)])
+    y = (f"lax.conv_general_dilated({ins[0]}, {ins[1]}, {literal(tuple(a['strides']))}, {padding}, "
+         f"rhs_dilation={literal(tuple(a['dilations']))}, dimension_numbers={_DIMS[nd + 2]}, "
+         f"feature_group_count={int(a['group'])})")
+    if len(ins) == 3:
+        return [f"{e.bind(y)} + {_channel(ins[2], nd + 2)}"]
+    return [y]
+
+
+@R("conv_transpose2d")
+def _conv_t(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # The gradient form: the input dilated by the stride, convolved with the flipped kernel whose
+    # in/out channels are swapped per group; padded by d*(k-1) on both sides (plus output_padding at
+    # the high end) gives the full transposed convolution, which ONNX's pads then crop.
+    x, w = ins[0], ins[1]
+    c, mg, kh, kw = it[1].shape
+    g = int(a["group"])
+    s, d, p = list(a["strides"]), list(a["dilations"]), list(a["pads"])
+    op = list(a.get("output_padding", [0, 0]))
+    k = (kh, kw)
+    wt = e.bind(f"jnp.flip({w}, (2, 3)).reshape({literal((g, c // g, mg, kh, kw))}).transpose((0, 2, 1, 3, 4))"
+                f".reshape({literal((g * mg, c // g, kh, kw))})")
+    padding = literal([(d[i] * (k[i] - 1) - p[i], d[i] * (k[i] - 1) - p[2 + i] + op[i]) for i in range(2)])
+    y = (f"lax.conv_general_dilated({x}, {wt}, (1, 1), {padding}, lhs_dilation={literal(tuple(s))}, "
+         f"rhs_dilation={literal(tuple(d))}, dimension_numbers={_DIMS[4]}, feature_group_count={g})")
+    if len(ins) == 3:
+        return [f"{e.bind(y)} + {_channel(ins[2], 4)}"]
+    return [y]
+
+
+def _window_padding(it: Types, ot: Types, a: dict) -> str:
+    pads = list(a["pads"])
+    return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
+
+
+@R("max_pool2d")
+def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
+    init = f"jnp.array({low}, dtype={_dt(t)})"
+    return [f"lax.reduce_window({ins[0]}, {init}, lax.max, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
+            f"{_window_padding(it, ot, a)}, window_dilation={literal((1, 1, *d))})"]
+
+
+@R("avg_pool2d")
+def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    k, s = list(a["kernel"]), list(a["strides"])
+    pad = _window_padding(it, ot, a)
+    zero = f"jnp.array(0, dtype={_dt(t)})"
+    total = e.bind(f"lax.reduce_window({ins[0]}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
+                   f"{pad})")
+    if a["count_include_pad"]:
+        return [f"{total} / {int(np.prod(k))}"]
+    # the mean over the window's real elements: divide by the pooled count of them
+    ones = f"jnp.ones({literal((1, 1, *t.shape[2:]))}, dtype={_dt(t)})"
+    count = e.bind(f"lax.reduce_window({ones}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, {pad})")
+    return [f"{total} / {count}"]
+
+
+@R("global_avg_pool")
+def _gap(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
+
+
+@R("global_max_pool")
+def _gmp(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
+
+
+@R("matmul")
+def _matmul(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.matmul({ins[0]}, {ins[1]})"]
+
+
+@R("gemm")
+def _gemm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x = f"{ins[0]}.T" if a["transA"] else ins[0]
+    w = f"{ins[1]}.T" if a["transB"] else ins[1]
+    y = f"{literal(a['alpha'])} * jnp.matmul({x}, {w})"
+    if len(ins) == 3:
+        return [f"{e.bind(y)} + {literal(a['beta'])} * {ins[2]}"]
+    return [y]
+
+
+@R("batch_norm")
+def _bn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, scale, bias, mean, var = ins
+    r = it[0].rank
+    inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(a['epsilon'])})")
+    return [f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"]
+
+
+@R("layer_norm")
+def _ln(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    axes = literal(tuple(range(a["axis"] % t.rank, t.rank)))
+    x = ins[0]
+    mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
+    var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
+    y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
+    return [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+
+
+@R("instance_norm")
+def _in(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    axes = literal(tuple(range(2, t.rank)))
+    x = ins[0]
+    mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
+    var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
+    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {_channel(ins[1], t.rank)} "
+            f"+ {_channel(ins[2], t.rank)}"]
+
+
+@R("lrn")
+def _lrn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    # ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
+    from dlcfuzz.ops import get_op
+
+    t = it[0]
+    size = int(a["size"])
+    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
+    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
+    sq = e.bind(f"jnp.moveaxis(jnp.moveaxis({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
+    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
+
+
+@R("softmax")
+def _softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.softmax({ins[0]}, axis={int(a['axis'])})"]
+
+
+@R("log_softmax")
+def _log_softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jax.nn.log_softmax({ins[0]}, axis={int(a['axis'])})"]
+
+
+@R("dropout")
+def _dropout(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [ins[0]]  # inference: the identity
+
+
+# ---- shape -----------------------------------------------------------------------------------------
+
+
+@R("reshape", "flatten")
+def _reshape(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.reshape({ins[0]}, {literal(tuple(ot[0].shape))})"]
+
+
+@R("transpose")
+def _transpose(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.transpose({ins[0]}, {literal(tuple(a['perm']))})"]
+
+
+@R("concat")
+def _concat(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.concatenate([{', '.join(ins)}], axis={int(a['axis'])})"]
+
+
+@R("split")
+def _split(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    cuts = [int(v) for v in np.cumsum(a["split"])[:-1]]
+    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(a['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
+
+
+@R("slice")
+def _slice(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+    from dlcfuzz.ops.shape import slice_bounds
+
+    t = it[0]
+    x = ins[0]
+    index = [":"] * t.rank
+    flips: list[int] = []
+    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
+        d = t.shape[ax]
+        start, end, n = slice_bounds(d, s, en, st)
+        if st > 0:
+            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
+        else:  # flip the axis, then step forward from the mirrored start (no "end = -1" ambiguity)
+            flips.append(ax)
+            m = d - 1 - start
+            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
+    if flips:
+        x = e.bind(f"jnp.flip({x}, {literal(tuple(flips))})")
+    return [f"{x}[{', '.join(index)}]" if t.rank else x]
+
+
+def _take_axis(e: JaxEmitter, x: str, axis: int, idx: np.ndarray) -> str:
+    """x indexed along `axis` by a static index list."""
+    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
+    return e.bind(f"jnp.take({x}, {k}, axis={axis})")
+
+
+@R("pad")
+def _pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t = it[0]
+    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    x = ins[0]
+    if mode == "constant":  # lax.pad: negative pads crop, as in ONNX
+        v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
+        cfg = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
+        return [f"lax.pad({x}, jnp.array({v}, dtype={_dt(t)}), {cfg})"]
+    # reflect / edge: a gather of static indices per padded axis (ONNX pads any axis of any dtype)
+    for ax, (pb, pe) in enumerate(zip(before, after)):
+        if not (pb or pe):
+            continue
+        d = t.shape[ax]
+        src = np.arange(-pb, d + pe)
+        if mode == "reflect":
+            period = 2 * (d - 1)
+            src = np.abs(src) % period if period else np.zeros_like(src)
+            src = np.where(src >= d, period - src, src)
+        else:
+            src = np.clip(src, 0, d - 1)
+        x = _take_axis(e, x, ax, src)
+    return [x]
+
+
+@R("squeeze")
+def _squeeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
+    return [f"jnp.squeeze({ins[0]}, {literal(dims)})"]
+
+
+@R("unsqueeze")
+def _unsqueeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    r = it[0].rank + len(a["axes"])
+    dims = tuple(sorted(int(v) % r for v in a["axes"]))
+    return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
+
+
+@R("expand")
+def _expand(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(ot[0].shape))})"]
+
+
+@R("tile")
+def _tile(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].rank == 0:
+        return [ins[0]]
+    return [f"jnp.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
+
+
+@R("gather")
+def _gather(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    data, idx = ins
+    t = it[0]
+    ax = int(a["axis"]) % t.rank
+    n = t.shape[ax]
+    # ONNX allows negative indices in [-n, -1]; made explicit rather than left to jnp.take's mode
+    fixed = e.bind(f"jnp.where({idx} < 0, {idx} + {n}, {idx})")
+    return [f"jnp.take({data}, {fixed}, axis={ax}, mode='clip')"]  # in bounds: clip is a no-op
+
+
+@R("resize")
+def _resize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t = it[0]
+    indices = get_op("resize").indices(t, a)  # type: ignore[attr-defined]
+    x = ins[0]
+    for ax in range(t.rank):  # nearest: one static gather per resized axis
+        if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax]))):
+            x = _take_axis(e, x, ax, indices[ax])
+    return [x]
+
+
+@R("depth_to_space")
+def _d2s(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops.shape import DepthToSpace
+
+    shape, perm, out = DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"])
+    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
+            f"{literal(tuple(out))})"]
+
+
+@R("space_to_depth")
+def _s2d(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops.shape import SpaceToDepth
+
+    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]))
+    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
+            f"{literal(tuple(out))})"]
+
+
+@R("identity")
+def _identity(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [ins[0]]  # JAX arrays are immutable: no copy needed
+
+
+# ---- quantization ------------------------------------------------------------------------------------
+
+
+@R("quantize_linear")
+def _quantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    info = np.iinfo(a["to"])
+    scale = literal(float(np.float32(a["scale"])))
+    q = e.bind(f"jnp.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # half to even
+    return [f"jnp.clip({q}, {int(info.min)}, {int(info.max)}).astype({jnp_dtype(a['to'])})"]
+
+
+@R("dequantize_linear")
+def _dequantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    scale = literal(float(np.float32(a["scale"])))
+    return [f"({ins[0]}.astype(jnp.int32) - {int(a['zero_point'])}).astype(jnp.float32) * {scale}"]
