@@ -55,3 +55,19 @@ def test_normalizations_always_have_a_positive_epsilon():
         spec = get_op(name)
         eps = {spec.sample(rng, TensorType("float32", (2, 3, 4, 4)))[1]["epsilon"] for _ in range(60)}
         assert min(eps) > 0 and any(abs(e - 1e-5) < 1e-9 for e in eps), (name, eps)
+
+
+def test_integer_pow_of_a_negative_base_to_a_fractional_power_is_undefined():
+    """Regression (XLA and OpenVINO hirgen campaigns): pow with an int32 base and a float exponent is
+    NaN inside the operator for a negative base; converting that to int32 is undefined (NumPy gives
+    INT_MIN, XLA 0), so the reference is unknown, not something to compare."""
+    from dlcfuzz.oracle.policy import reference_of
+
+    t, e = TensorType("int32", (3,)), TensorType("float32", (3,))
+    g = Graph(inputs=[Value("x", t), Value("y", e)], nodes=[Node("pow", ["x", "y"], [Value("z", t)])], outputs=["z"])
+    g.check()
+    tc = TestCase(g, {"x": np.array([-2, 3, 4], np.int32), "y": np.array([0.5, 2.0, 1.0], np.float32)}, [])
+    ref = reference_of(tc, tries=1)
+    assert ref.outputs is None and ref.reason == "integer-overflow"
+    tc.inputs["x"] = np.array([2, 3, 4], np.int32)  # a defined case stays judged
+    assert reference_of(tc, tries=1).outputs is not None

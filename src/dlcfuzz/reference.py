@@ -32,11 +32,16 @@ _DIVISION = frozenset({"div", "mod"})
 
 def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndarray], where: str) -> None:
     y = np.asarray(ys[0])
-    if not np.issubdtype(y.dtype, np.integer) or not all(np.issubdtype(x.dtype, np.integer) for x in xs):
+    if not np.issubdtype(y.dtype, np.integer):
         return
-    exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
+    if not all(np.issubdtype(x.dtype, np.integer) for x in xs) and op != "pow":
+        return  # a float computed into an integer result only inside pow (int base, float exponent)
+    with np.errstate(all="ignore"):
+        exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
     info = np.iinfo(y.dtype)
-    if exact.size and (exact.max() > info.max or exact.min() < info.min):
+    # NaN/Inf (a negative base to a fractional power, 0 to a negative one) or out of range: converting
+    # it to the integer dtype is undefined, so the reference is too
+    if exact.size and (not np.isfinite(exact).all() or exact.max() > info.max or exact.min() < info.min):
         raise IntegerOverflow(f"{op} overflows {y.dtype}", where)
 
 
