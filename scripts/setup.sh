@@ -13,3 +13,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[all,dev]"
   touch "$stamp"
 fi
+# Debian's Chromium renders the campaign report in tests/test_report.py (the test skips without it)
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null 2>&1 || echo "setup: chromium not installed (the browser test will skip)" >&2
+fi
