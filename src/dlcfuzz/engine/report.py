@@ -197,8 +197,6 @@ def cluster_known(c: Cluster, known: dict[int, KnownBug]) -> KnownBug | None:
 
 
 def write_report(out: Path, store: Store, register: Register | None = None) -> Path:
-    from dlcfuzz.engine.issue import issue_for
-
     if register is None:
         try:
             register = Register()
@@ -207,9 +205,18 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
     totals = store.totals()
     rows_by_id = {r["id"]: r for r in store.findings(distinct_only=True)}
     clusters, known = classify(out, store, register)
-    dups = store.duplicate_counts()
-    run = store.first_run() or {}
     stats = continuous_time(store.stats_rows())
+    parts = _statistics(store, totals, rows_by_id, clusters, known, stats)
+    parts.append(_charts(store, rows_by_id, clusters, stats))
+    parts += _breakdowns(store, totals, clusters)
+    parts += _clusters(out, store, rows_by_id, clusters, known)
+    path = out / "report.html"
+    path.write_text("\n".join(parts))
+    return path
+
+
+def _statistics(store: Store, totals: dict, rows_by_id: dict, clusters: list, known: dict, stats: list) -> list[str]:
+    run = store.first_run() or {}
     n_new = sum(1 for c in clusters if cluster_known(c, known) is None)
     parts = [
         "<!doctype html><meta charset='utf-8'><title>dlcfuzz report</title>",
@@ -229,8 +236,11 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
     parts.append(f"<tr><th>distinct findings</th><td>{len(rows_by_id)}</td></tr>"
                  f"<tr><th>root-cause clusters</th><td>{len(clusters)}: <span class='new'>{n_new} new</span>, "
                  f"<span class='known'>{len(clusters) - n_new} known</span></td></tr></table>")
+    return parts
 
-    # ---- charts ----
+
+def _charts(store: Store, rows_by_id: dict, clusters: list, stats: list) -> str:
+    """Findings and clusters, tests/s and coverage over time, with axes and units."""
     charts = []
     if stats:
         found_at = sorted(time_of_test(stats, rows_by_id[c.first.id]["test_id"]) for c in clusters)
@@ -251,17 +261,18 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
                                      "test number", "coverage items", "Coverage over tests"))
         else:
             charts.append("<figure><figcaption>Coverage</figcaption><p>(this strategy measures no coverage)</p></figure>")
-    parts.append("<h2>Tests over time</h2><div class='charts'>" + "".join(charts) + "</div>")
+    return "<h2>Tests over time</h2><div class='charts'>" + "".join(charts) + "</div>"
 
-    # ---- unknowns ----
+
+def _breakdowns(store: Store, totals: dict, clusters: list) -> list[str]:
+    """Unknown verdicts by reason, counts per operator and dtype, internal errors, the strategy's section."""
+    parts = []
     if totals["unknowns"]:
         parts.append("<h2>Unknown verdicts by reason</h2><p>Tests whose outcome cannot be judged (the reference is "
                      "not finite, the output is ill-conditioned, the compiler rejects a documented gap, ...).</p>"
                      "<table class='counts'><tr><th>reason</th><th>tests</th></tr>" + "".join(
                          f"<tr><td>{html.escape(k)}</td><td>{v}</td></tr>"
                          for k, v in sorted(totals["unknowns"].items(), key=lambda kv: -kv[1])) + "</table>")
-
-    # ---- per operator / dtype ----
     t_op, t_dt, n_kept = test_counts(store)
     f_op: Counter = Counter()
     f_dt: Counter = Counter()
@@ -279,8 +290,6 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
                      "so they are not counted here). Findings: the operators and dtypes of each reduced graph.</p>"
                      "<div class='charts'>" + _counts_table("operator", t_op, f_op, c_op)
                      + _counts_table("dtype", t_dt, f_dt, c_dt) + "</div>")
-
-    # ---- internal errors, the strategy's section ----
     internal = store.internal_errors()
     if internal:
         parts.append(f"<h2>Internal errors ({len(internal)})</h2><p>Exceptions of dlcfuzz's own code; each test is "
@@ -289,7 +298,7 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
                          f"<tr><td>{e['test_id']}</td><td>{html.escape(e['phase'])}</td>"
                          f"<td>{html.escape(scrub(e['error'] or '')[:200])}</td></tr>" for e in internal[:50])
                      + "</table>")
-    strategy = run.get("strategy")
+    strategy = (store.first_run() or {}).get("strategy")
     if strategy:
         from dlcfuzz.errors import UsageError
         from dlcfuzz.strategies import get_strategy
@@ -298,9 +307,15 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
             parts.append(get_strategy(strategy).report_section(store))
         except UsageError:  # a strategy of a newer or plug-in dlcfuzz: its section is left out
             pass
+    return parts
 
-    # ---- clusters ----
-    parts.append("<h2>Root-cause clusters</h2>")
+
+def _clusters(out: Path, store: Store, rows_by_id: dict, clusters: list, known: dict) -> list[str]:
+    """Each root-cause cluster with its members, reproducer and upstream issue text."""
+    from dlcfuzz.engine.issue import issue_for
+
+    dups = store.duplicate_counts()
+    parts = ["<h2>Root-cause clusters</h2>"]
     if not clusters:
         parts.append("<p>No findings.</p>")
     for c in clusters:
@@ -321,9 +336,7 @@ def write_report(out: Path, store: Store, register: Register | None = None) -> P
                           tested=tested_configs(store, row["test_id"]))
         parts.append(f"<details class='issue'><summary>upstream issue text (<code>dlcfuzz issue RUN {c.first.id}</code>)"
                      f"</summary><pre>{html.escape(issue.markdown)}</pre></details>")
-    path = out / "report.html"
-    path.write_text("\n".join(parts))
-    return path
+    return parts
 
 
 def _ref_html(k: KnownBug) -> str:
