@@ -48,6 +48,18 @@ class AbsPlusOneBackend(OnnxRuntimeBackend):
         return PlusOne()
 
 
+class AbsRejectBackend(OnnxRuntimeBackend):
+    """ONNXRuntime whose optimized build rejects every graph with an Abs as an invalid model (a
+    validity rejection the unoptimized build does not make: an inconsistent rejection)."""
+
+    name = "abs-reject"
+
+    def build(self, lowered: bytes, g: Any, config: Any) -> Any:
+        if config.options.get("opt_level") == "all" and "abs" in g.ops_used():
+            raise RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : planted rejection of Abs")
+        return super().build(lowered, g, config)
+
+
 class FlakyRandomStrategy(RandomStrategy):
     """`random` whose generator raises for one test number in ten: a planted internal error."""
 
@@ -61,4 +73,5 @@ class FlakyRandomStrategy(RandomStrategy):
 
 register_strategy("one-op", OneOpStrategy)
 register_backend("abs-plus-one", AbsPlusOneBackend)
+register_backend("abs-reject", AbsRejectBackend)
 register_strategy("flaky-random", FlakyRandomStrategy)

@@ -101,6 +101,9 @@ def test_correct_pair_is_quiet_and_reports(tmp_path):
     out = campaign(tmp_path, "onnxruntime", tests=150, ops=10, configs=["ort-disable", "ort-basic"])
     bad = [f for f in findings(out) if f["category"] in ("inconsistency", "wrong-result")]
     assert not bad, [f["detail"][:300] for f in bad]
+    from dlcfuzz.engine.store import Store
+
+    assert Store(out / "store.sqlite", create=False).totals()["verdicts"].get("pass", 0) >= 120  # judged, not unknown
     assert (out / "report.html").exists()
     html = (out / "report.html").read_text()
     assert "Statistics" in html and "Tests over time" in html

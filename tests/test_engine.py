@@ -43,6 +43,17 @@ def test_plugin_strategy_and_compiler_run_from_one_file(tmp_path):
     assert good.totals()["verdicts"].get("pass", 0) >= 10  # judged, not unknown
 
 
+@pytest.mark.parametrize("compiler,configs,category", [
+    ("abs-plus-one", ["ort-all"], "wrong-result"),  # every configuration is wrong: the reference decides
+    ("abs-reject", [], "inconsistent-rejection"),  # the optimized build rejects what the other compiles
+])
+def test_planted_faults_fire_the_wrong_result_and_rejection_oracles(tmp_path, compiler, configs, category):
+    store = run(tmp_path, "p", compiler=compiler, strategy="one-op", op="abs", max_tests=8, configs=configs)
+    found = store.findings(distinct_only=False)
+    assert len(found) >= 6 and {f["category"] for f in found} == {category}
+    assert [f["reduced_nodes"] for f in store.findings()] == [1]
+
+
 def test_cli_loads_a_plugin_module(tmp_path):
     out = tmp_path / "cli"
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -16,7 +18,7 @@ OPS = sorted(n for n, s in registry().items() if s.family == "elementwise")
 @pytest.mark.parametrize("name", OPS)
 def test_op_agrees_everywhere(name):
     spec = get_op(name)
-    found = instances(spec, seed=hash(name) % 1000, count=len(spec.dtypes) + 2)
+    found = instances(spec, seed=zlib.crc32(name.encode()) % 1000, count=len(spec.dtypes) + 2)  # stable per process
     assert found, f"no valid instance of {name}"
     for g, x in found:
         check_instance(g, x)

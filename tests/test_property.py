@@ -63,36 +63,42 @@ def test_random_graphs_are_valid_and_round_trip(seed, n):
         assert types[name] == t, to_text(g)
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12))
-@SETTINGS
-def test_onnxruntime_unoptimized_agrees_with_reference(seed, n):
+def test_onnxruntime_unoptimized_agrees_with_reference():
+    """Random graphs through ORT without optimizations agree with the reference; most are judged
+    (a test that compares nothing cannot pass)."""
     pytest.importorskip("onnxruntime")
-    from tests.op_harness import run_ort
-
-    g, x = graph_and_inputs(seed, n, supported("onnxruntime"))
-    ref, x = policy_reference(g, x)
-    if ref is None:
-        return
     from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
 
-    try:
-        got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
-    except OrtNotImplemented:
-        # a kernel missing for one attribute value (e.g. Erf in float64, only for exact gelu) is a
-        # documented rejection the per-(op, dtype) probe cannot see; campaigns count it as unknown
-        return
-    assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+    from tests.op_harness import run_ort
+
+    ok, judged = supported("onnxruntime"), 0
+    for seed in range(80):
+        g, x = graph_and_inputs(seed, 1 + seed % 12, ok)
+        ref, x = policy_reference(g, x)
+        if ref is None:
+            continue
+        try:
+            got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
+        except OrtNotImplemented:
+            # a kernel missing for one attribute value (e.g. Erf in float64, only for exact gelu) is a
+            # documented rejection the per-(op, dtype) probe cannot see; campaigns count it as unknown
+            continue
+        assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+        judged += 1
+    assert judged >= 60
 
 
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 12))
-@SETTINGS
-def test_relax_llvm_agrees_with_reference(seed, n):
+def test_relax_llvm_agrees_with_reference():
     pytest.importorskip("tvm")
     from tests.op_harness import run_relax
 
-    g, x = graph_and_inputs(seed, n, supported("tvm"))
-    ref, x = policy_reference(g, x)
-    if ref is None:
-        return
-    got = run_relax(g, x)
-    assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+    ok, judged = supported("tvm"), 0
+    for seed in range(14):
+        g, x = graph_and_inputs(seed, 1 + seed % 8, ok)
+        ref, x = policy_reference(g, x)
+        if ref is None:
+            continue
+        got = run_relax(g, x)
+        assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+        judged += 1
+    assert judged >= 10
