@@ -11,7 +11,8 @@ import pytest
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.oracle.testcase import TestCase
-from dlcfuzz.strategies import Context, Test
+from dlcfuzz.strategies import Context
+from dlcfuzz.strategies import Test as StrategyTest  # not a pytest class
 from dlcfuzz.strategies.graph import RandomStrategy
 
 pytest.importorskip("onnxruntime")
@@ -30,7 +31,7 @@ def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: st
     tc = TestCase(g, inputs, configs, seed=1, compiler=compiler)
     with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=60) as pool:
         res = pool.run(tc.to_bytes())
-    return RandomStrategy(ctx).judge(Test(0, 1, tc.to_bytes(), tc), res).verdicts
+    return RandomStrategy(ctx).judge(StrategyTest(0, 1, tc.to_bytes(), tc), res).verdicts
 
 
 def test_zero_constant_divisor_is_undefined_not_a_bug(tmp_path):

@@ -68,7 +68,10 @@ def test_issue_is_complete_and_its_reproducer_reproduces(run, capsys):
     assert "| python |" in md and "| onnxruntime |" in md
     assert "Shows it: `ort-all`" in md and "Does not show it: `ort-disable`" in md
     _no_machine_text(md, run)
-    assert main(["issue", str(run), "999"]) == 2
+    from dlcfuzz.engine.store import Store
+
+    n = len(Store(run / "store.sqlite", create=False).findings(distinct_only=False))
+    assert main(["issue", str(run), str(n + 1)]) == 2  # no such finding
 
 
 def test_issue_for_pytorch_has_the_fuzzer_template_fields(tmp_path):
