@@ -120,7 +120,7 @@ def test_readme_known_bugs_section_is_generated_and_fresh():
 
 def test_scrub_strips_dlcfuzz_frames_and_machine_paths():
     tb = ('Traceback (most recent call last):\n'
-          '  File "/work/main/src/dlcfuzz/exec/worker.py", line 47, in run_configs\n'
+          '  File "/srv/checkout/src/dlcfuzz/exec/worker.py", line 47, in run_configs\n'
           '    compiled = backend.build(lowered[key], tc.graph, config)\n'
           '               ^^^^^^^^^^^^^^\n'
           '  File "/home/me/.venv/lib/python3.11/site-packages/onnxruntime/capi/session.py", line 9, in run\n'
@@ -128,7 +128,7 @@ def test_scrub_strips_dlcfuzz_frames_and_machine_paths():
           'RuntimeError: bad model /tmp/run7/x.onnx, see https://github.com/microsoft/onnxruntime/issues/1\n')
     out = scrub(tb)
     assert "dlcfuzz" not in out.replace("of dlcfuzz left out", "")
-    assert "/work/" not in out and "/home/me" not in out and "/tmp/run7" not in out
+    assert "/srv/checkout/" not in out and "/home/me" not in out and "/tmp/run7" not in out
     assert 'File "site-packages/onnxruntime/capi/session.py", line 9, in run' in out
     assert "https://github.com/microsoft/onnxruntime/issues/1" in out and ".../x.onnx" in out
     script = "#!/usr/bin/env python3\n# " + tb.replace("\n", "\n# ") + "\nimport sys\n"
