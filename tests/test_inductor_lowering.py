@@ -113,10 +113,11 @@ def test_reproducer_arrays_rebuild_exactly():
     import base64
     import zlib
 
-    from dlcfuzz.backends.inductor.reproducer import INLINE_MAX, array_source
+    from dlcfuzz.backends.script import INLINE_MAX, UNPACK, array_source
 
-    def unpack(text, dtype, shape):
-        return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
+    script: dict = {"np": np, "base64": base64, "zlib": zlib}
+    exec(UNPACK, script)  # noqa: S102 - the very `unpack` every reproducer ships
+    unpack = script["unpack"]
 
     rng = np.random.default_rng(0)
     arrays = [np.float32(1.5).reshape(()), np.array([np.nan, -np.inf, np.inf, 0.1], np.float16),

@@ -12,6 +12,7 @@ import base64
 import io
 import pprint
 import textwrap
+import zlib
 
 import numpy as np
 
@@ -141,3 +142,65 @@ BACKEND = get_backend({compiler!r})
 def run(name):
     return BACKEND.compile(GRAPH, Config(name, CONFIGS[name])).run(INPUTS)
 {COMPARE}{MAIN}'''
+
+
+INLINE_MAX = 64  # elements: up to this many, a tensor is written as a literal
+
+
+def array_source(a: np.ndarray) -> str:
+    """A numpy expression that rebuilds `a` exactly: a literal when small, else its exact bytes
+    (base64 of the zlib-compressed buffer, read back by the script's `unpack`, see UNPACK): a finding
+    can hinge on the exact values, so they are not regenerated from a seed."""
+    a = np.asarray(a)
+    dt = str(a.dtype)
+    if a.size <= INLINE_MAX:
+        if a.dtype.kind == "f":  # repr of a Python float round-trips float16/32/64 values exactly
+            body = repr([float(v) for v in a.reshape(-1)]).replace("nan", 'float("nan")').replace("inf", 'float("inf")')
+            return f"np.array({body}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
+        return f"np.array({a.tolist()!r}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
+    blob = base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 9)).decode()
+    wrapped = "\n".join(textwrap.wrap(blob, 100))
+    return f'unpack("""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
+
+
+UNPACK = '''
+def unpack(text, dtype, shape):
+    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
+'''
+
+# `main` of the code-generating templates (torch, JAX): every configuration against the reference (or
+# the first configuration that ran), printing expected vs actual; COMPARE's `mismatch` judges.
+EXPECTED_ACTUAL_MAIN = '''
+
+def main():
+    results = {}
+    for name in CONFIGS:
+        try:
+            results[name] = run(name)
+        except Exception as e:  # the error itself may be the finding
+            results[name] = e
+            print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
+    if CATEGORY in ("unexpected-error", "inconsistent-rejection"):
+        if any(isinstance(r, Exception) for r in results.values()):
+            print("BUG REPRODUCED:", CATEGORY)
+            return 1
+    else:
+        ok = {k: v for k, v in results.items() if not isinstance(v, Exception)}
+        base_name = "the reference" if EXPECTED is not None else next(iter(ok), None)
+        base = EXPECTED if EXPECTED is not None else ok.get(base_name)
+        for name, outs in ok.items():
+            for i, (got, ref) in enumerate(zip(outs, base or [])):
+                why = mismatch(got, ref)
+                if why:
+                    print(f"{name} output {i} vs {base_name}: {why}")
+                    print("expected:", np.asarray(ref).reshape(-1)[:16])
+                    print("actual:  ", np.asarray(got).reshape(-1)[:16])
+                    print("BUG REPRODUCED:", CATEGORY)
+                    return 1
+    print("not reproduced")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''

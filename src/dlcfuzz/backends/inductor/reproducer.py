@@ -9,32 +9,14 @@ exact values, so they are not regenerated from a seed.
 
 from __future__ import annotations
 
-import base64
 import pprint
-import textwrap
-import zlib
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.backends.base import Config
+from dlcfuzz.backends.script import COMPARE, EXPECTED_ACTUAL_MAIN, UNPACK, array_source
 from dlcfuzz.ir.graph import Graph
-
-INLINE_MAX = 64  # elements: up to this many, a tensor is written as a literal
-
-
-def array_source(a: np.ndarray) -> str:
-    """A numpy expression that rebuilds `a` exactly."""
-    a = np.asarray(a)
-    dt = str(a.dtype)
-    if a.size <= INLINE_MAX:
-        if a.dtype.kind == "f" and not np.isfinite(a).all():
-            body = repr([float(v) for v in a.reshape(-1)]).replace("nan", 'float("nan")').replace("inf", 'float("inf")')
-            return f"np.array({body}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
-        return f"np.array({a.tolist()!r}, dtype={dt!r})"
-    blob = base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 9)).decode()
-    wrapped = "\n".join(textwrap.wrap(blob, 100))
-    return f'unpack("""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
 
 
 def compile_options(options: dict[str, Any]) -> dict[str, Any]:
@@ -61,57 +43,6 @@ def run(name):
         fn = torch.compile(model, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
     with torch._inductor.config.patch(opts["inductor_config"]), torch.no_grad():
         return [t.detach().contiguous().numpy() for t in fn(*args)]
-
-
-# dlcfuzz's numeric policy: NaN/Inf positions must match; relative Chebyshev distance <= per-dtype tolerance
-TOL = {"float16": 1e-2, "float32": 1e-3, "float64": 1e-6}
-
-
-def mismatch(got, ref):
-    got, ref = np.asarray(got), np.asarray(ref)
-    if got.shape != ref.shape or got.dtype != ref.dtype:
-        return f"shape/dtype {got.dtype}{got.shape} vs {ref.dtype}{ref.shape}"
-    if ref.dtype.kind == "f":
-        if (np.isnan(got) != np.isnan(ref)).any():
-            return "NaN at different positions"
-        if (np.isinf(got) != np.isinf(ref)).any() or (got[np.isinf(got)] != ref[np.isinf(ref)]).any():
-            return "Inf at different positions"
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    fin = np.isfinite(g) & np.isfinite(r)
-    d = float((np.abs(g[fin] - r[fin]) / np.maximum(1.0, np.abs(r[fin]))).max()) if fin.any() else 0.0
-    return f"max relative difference {d:.4g}" if d > TOL.get(str(ref.dtype), 0.0) else None
-
-
-def main():
-    results = {}
-    for name in CONFIGS:
-        try:
-            results[name] = run(name)
-        except Exception as e:  # the error itself may be the finding
-            results[name] = e
-            print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
-    if CATEGORY in ("unexpected-error", "inconsistent-rejection"):
-        if any(isinstance(r, Exception) for r in results.values()):
-            print("BUG REPRODUCED:", CATEGORY)
-            return 1
-    else:
-        ok = {k: v for k, v in results.items() if not isinstance(v, Exception)}
-        base = EXPECTED if EXPECTED is not None else next(iter(ok.values()), None)
-        for name, outs in ok.items():
-            for i, (got, ref) in enumerate(zip(outs, base)):
-                why = mismatch(got, ref)
-                if why:
-                    print(f"{name} output {i}: {why}")
-                    print("expected:", np.asarray(ref).reshape(-1)[:16])
-                    print("actual:  ", np.asarray(got).reshape(-1)[:16])
-                    print("BUG REPRODUCED:", CATEGORY)
-                    return 1
-    print("not reproduced")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 '''
 
 
@@ -141,11 +72,7 @@ import torch
 import torch.nn.functional as F
 
 torch.set_num_threads(1)  # as dlcfuzz ran it
-
-
-def unpack(text, dtype, shape):
-    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
-
+{UNPACK}
 
 {consts + chr(10) * 3 if consts else ""}{prog.source}
 
@@ -156,4 +83,4 @@ INPUTS = {{
 EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: compare the configurations with each other)
 CATEGORY = {category!r}
 CONFIGS = {opts}
-{_RUN}'''
+{_RUN}{COMPARE}{EXPECTED_ACTUAL_MAIN}'''

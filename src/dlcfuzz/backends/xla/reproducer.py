@@ -9,33 +9,13 @@ zlib-compressed buffer): a finding can hinge on the exact values, so they are no
 
 from __future__ import annotations
 
-import base64
 import pprint
-import textwrap
-import zlib
 
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.backends.script import COMPARE
+from dlcfuzz.backends.script import COMPARE, EXPECTED_ACTUAL_MAIN, UNPACK, array_source
 from dlcfuzz.ir.graph import Graph
-
-INLINE_MAX = 64  # elements: up to this many, a tensor is written as a literal
-
-
-def array_source(a: np.ndarray) -> str:
-    """A numpy expression that rebuilds `a` exactly."""
-    a = np.asarray(a)
-    dt = str(a.dtype)
-    if a.size <= INLINE_MAX:
-        if a.dtype.kind == "f":  # repr of a Python float round-trips float16/32/64 values exactly
-            body = repr([float(v) for v in a.reshape(-1)]).replace("nan", 'float("nan")').replace("inf", 'float("inf")')
-            return f"np.array({body}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
-        return f"np.array({a.tolist()!r}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
-    blob = base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 9)).decode()
-    wrapped = "\n".join(textwrap.wrap(blob, 100))
-    return f'unpack("""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
-
 
 _RUN = '''
 
@@ -50,42 +30,6 @@ def run(name):
         outs = compiled(*args)
     return [np.asarray(o) for o in outs]
 '''
-
-_MAIN = '''
-
-def main():
-    results = {}
-    for name in CONFIGS:
-        try:
-            results[name] = run(name)
-        except Exception as e:  # the error itself may be the finding
-            results[name] = e
-            print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
-    if CATEGORY in ("unexpected-error", "inconsistent-rejection"):
-        if any(isinstance(r, Exception) for r in results.values()):
-            print("BUG REPRODUCED:", CATEGORY)
-            return 1
-    else:
-        ok = {k: v for k, v in results.items() if not isinstance(v, Exception)}
-        base_name = "the reference" if EXPECTED is not None else next(iter(ok), None)
-        base = EXPECTED if EXPECTED is not None else ok.get(base_name)
-        for name, outs in ok.items():
-            for i, (got, ref) in enumerate(zip(outs, base or [])):
-                why = mismatch(got, ref)
-                if why:
-                    print(f"{name} output {i} vs {base_name}: {why}")
-                    print("expected:", np.asarray(ref).reshape(-1)[:16])
-                    print("actual:  ", np.asarray(got).reshape(-1)[:16])
-                    print("BUG REPRODUCED:", CATEGORY)
-                    return 1
-    print("not reproduced")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-'''
-
 
 def jax_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
@@ -116,11 +60,7 @@ import jax
 jax.config.update("jax_enable_x64", True)  # float64/int64 as themselves, as dlcfuzz ran it
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402,F401
-
-
-def unpack(text, dtype, shape):
-    return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
-
+{UNPACK}
 
 {consts}
 
@@ -134,4 +74,4 @@ INPUTS = {{
 EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: compare the configurations with each other)
 CATEGORY = {category!r}
 CONFIGS = {opts}
-{_RUN}{COMPARE}{_MAIN}'''
+{_RUN}{COMPARE}{EXPECTED_ACTUAL_MAIN}'''
