@@ -78,6 +78,22 @@ class Graph:
             out.extend(f.all_nodes())
         return out
 
+    def call_order(self) -> list[str]:
+        """The sub-functions, each after the ones it calls (how a target must define them)."""
+        order: list[str] = []
+
+        def visit(f: str) -> None:
+            if f in order:
+                return
+            for n in self.functions[f].nodes:
+                if n.op == CALL_OP:
+                    visit(n.attrs["callee"])
+            order.append(f)
+
+        for f in self.functions:
+            visit(f)
+        return order
+
     def ops_used(self) -> set[str]:
         return {n.op for n in self.all_nodes()}
 

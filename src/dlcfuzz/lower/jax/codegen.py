@@ -162,22 +162,6 @@ def _lower_function(g: Graph, fname: str, emit: JaxEmitter, fnames: dict[str, st
     return [head] + ["    " + ln for ln in body.lines]
 
 
-def _call_order(g: Graph) -> list[str]:
-    """Sub-functions, callees before their callers."""
-    order: list[str] = []
-
-    def visit(f: str) -> None:
-        if f in order:
-            return
-        for n in g.functions[f].nodes:
-            if n.op == CALL_OP:
-                visit(n.attrs["callee"])
-        order.append(f)
-
-    for f in g.functions:
-        visit(f)
-    return order
-
 
 def to_jax_program(g: Graph, overrides: dict[str, Rule] | None = None) -> JaxProgram:
     """Lower `g` (and its sub-functions) to JAX source; raises Unsupported for a documented gap.
@@ -186,7 +170,7 @@ def to_jax_program(g: Graph, overrides: dict[str, Rule] | None = None) -> JaxPro
     emit = JaxEmitter(taken=set(_RESERVED))
     fnames: dict[str, str] = {}
     chunks: list[str] = []
-    for f in _call_order(g):
+    for f in g.call_order():
         fnames[f] = _ident(f"fn_{f}", emit.taken)
         chunks.append("\n".join(_lower_function(g.functions[f], fnames[f], emit, fnames, overrides)))
     chunks.append("\n".join(_lower_function(g, ENTRY, emit, fnames, overrides)))

@@ -129,22 +129,6 @@ def _local_function(top: Graph, fname: str, form: str, gvars: dict[str, Any]) ->
     return bb.get()[fname]
 
 
-def _call_order(g: Graph) -> list[str]:
-    """Callees before callers, so that every GlobalVar exists when it is called."""
-    order: list[str] = []
-
-    def visit(f: str) -> None:
-        if f in order:
-            return
-        for n in g.functions[f].nodes:
-            if n.op == CALL_OP:
-                visit(n.attrs["callee"])
-        order.append(f)
-
-    for f in g.functions:
-        visit(f)
-    return order
-
 
 def to_relax(g: Graph, form: str = "global") -> Any:
     """Return a tvm.IRModule whose "main" computes `g`; `form` (FORMS) says how sub-functions appear."""
@@ -155,11 +139,11 @@ def to_relax(g: Graph, form: str = "global") -> Any:
     bb = relax.BlockBuilder()
     gvars: dict[str, Any] = {}
     if form == "global":
-        for fname in _call_order(g):
+        for fname in g.call_order():
             _build_function(bb, g, g.functions[fname], fname, form, gvars)
             gvars[fname] = bb.get().get_global_var(fname)
     elif form == "returned":
-        for fname in _call_order(g):
+        for fname in g.call_order():
             local = _local_function(g, fname, form, gvars)
             maker = f"make_{fname}"
             with bb.function(maker, [], private=False):

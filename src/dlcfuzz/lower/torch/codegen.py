@@ -175,28 +175,13 @@ def _lower_function(g: Graph, fname: str, emit: TorchEmitter, fnames: dict[str, 
     return [head] + ["    " + ln for ln in body.lines]
 
 
-def _call_order(g: Graph) -> list[str]:
-    order: list[str] = []
-
-    def visit(f: str) -> None:
-        if f in order:
-            return
-        for n in g.functions[f].nodes:
-            if n.op == CALL_OP:
-                visit(n.attrs["callee"])
-        order.append(f)
-
-    for f in g.functions:
-        visit(f)
-    return order
-
 
 def to_torch_program(g: Graph) -> TorchProgram:
     """Lower `g` (and its sub-functions) to PyTorch source; raises Unsupported for a documented gap."""
     emit = TorchEmitter(taken={"torch", "F", ENTRY})
     fnames: dict[str, str] = {}
     chunks: list[str] = []
-    for f in _call_order(g):
+    for f in g.call_order():
         fnames[f] = _ident(f"fn_{f}", emit.taken)
         chunks.append("\n".join(_lower_function(g.functions[f], fnames[f], emit, fnames)))
     chunks.append("\n".join(_lower_function(g, ENTRY, emit, fnames)))
