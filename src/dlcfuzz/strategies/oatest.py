@@ -26,13 +26,7 @@ def campaign_patterns(path: str | None, compiler: str) -> list[Any]:
     compiler's own tests."""
     from dlcfuzz.synth import pattern
 
-    if path:
-        return pattern.load_patterns(path)
-    if hasattr(pattern, "default_patterns"):
-        return pattern.default_patterns(compiler)
-    from dlcfuzz.synth.library import library
-
-    return library()
+    return pattern.load_patterns(path) if path else pattern.default_patterns(compiler)
 
 
 class OatestStrategy(GraphStrategy):
