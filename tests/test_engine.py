@@ -171,3 +171,39 @@ def test_auto_schedule_is_reproducible_across_resume(tmp_path):
     whole = schedule(tmp_path / "whole")
     assert len(whole) == 160 and schedule(tmp_path / "split") == whole
     assert len({arm for _, arm in whole}) >= 3  # the schedule mixes strategies
+
+
+def test_every_finding_is_reduced_on_its_own_budget_or_says_why_not(tmp_path, capsys):
+    """Issue 17 item 2: reduction is not a share of the campaign's time. With a budget each finding
+    is reduced to a minimal form; with none (budget 0 s, or --no-reduce) the finding says why it is
+    not minimal, in the store, its detail.txt, `dlcfuzz list` and its issue text."""
+    common = dict(compiler="planted:miseval@relu", strategy="random", ops=6, only_ops=["relu", "add", "mul", "neg"],
+                  max_tests=6, seed=1)
+    reduced = run(tmp_path, "reduced", **common).findings()
+    assert reduced and all(f["not_minimal"] is None and f["reduced_nodes"] <= 2 < f["nodes"] for f in reduced)
+    spent = run(tmp_path, "spent", reduce_budget_s=0.0, **common).findings()
+    assert spent and all("0 s budget ran out" in f["not_minimal"] and f["reduced_nodes"] == f["nodes"] for f in spent)
+    detail = next((tmp_path / "spent" / "findings").glob("*/detail.txt")).read_text()
+    assert "not minimal, its 0 s budget ran out" in detail
+    off = run(tmp_path, "off", reduce=False, **common).findings()
+    assert off and all(f["not_minimal"] == "reduction is off (--no-reduce)" for f in off)
+    assert main(["list", str(tmp_path / "spent")]) == 0
+    assert "+nodes" in capsys.readouterr().out
+    assert main(["issue", str(tmp_path / "spent"), str(spent[0]["id"]), "--out", str(tmp_path / "i.md")]) == 0
+    assert "It may not be minimal: its 0 s budget ran out" in (tmp_path / "i.md").read_text()
+
+
+def test_reduction_budget_counts_checks_and_time():
+    from dlcfuzz.reduce.budget import ReductionBudget
+
+    now = [0.0]
+    b = ReductionBudget(10.0, 3, clock=lambda: now[0])
+    assert [b.take() for _ in range(4)] == [True, True, True, False]
+    assert b.stopped == "its limit of 3 compile+run checks was reached"
+    b = ReductionBudget(10.0, 100, clock=lambda: now[0])
+    calls = []
+    guarded = b.guard(lambda x: calls.append(x) or True)
+    assert guarded(1)
+    now[0] = 10.5
+    assert not guarded(2) and calls == [1]
+    assert b.stopped == "its 10 s budget ran out after 1 checks"

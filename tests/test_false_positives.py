@@ -72,3 +72,37 @@ def test_integer_pow_of_a_negative_base_to_a_fractional_power_is_undefined():
     assert ref.outputs is None and ref.reason == "integer-overflow"
     tc.inputs["x"] = np.array([2, 3, 4], np.int32)  # a defined case stays judged
     assert reference_of(tc, tries=1).outputs is not None
+
+
+def test_signed_minimum_divided_by_minus_one_is_undefined_not_a_crash(tmp_path):
+    """Regression (hirgen on ORT 1.32): int64 Div of the minimum by a constant -1 killed the worker with
+    SIGFPE (x86's idiv traps on the unrepresentable quotient, as on a zero divisor). That is undefined
+    behaviour of the program: the reference refuses such inputs, the worker samples others (or the test
+    is an unknown), and it is never a crash finding."""
+    import subprocess
+    import sys
+
+    from dlcfuzz import reference
+
+    t = TensorType("int64", (4,))
+    x = np.array([np.iinfo(np.int64).min, 4, -3, 0], np.int64)
+    for op in ("div", "mod"):
+        g = Graph(inputs=[Value("x", t)], constants={"c": np.array(-1, np.int64)},
+                  nodes=[Node(op, ["x", "c"], [Value("y", t)], {"fmod": 1} if op == "mod" else {})], outputs=["y"])
+        g.check()
+        verdicts = judged(g, {"x": x}, tmp_path)
+        assert verdicts and all(v.kind == "pass" or v.category == "integer-division-overflow" for v in verdicts), op
+    with pytest.raises(reference.IntegerDivisionOverflow):
+        reference.run(g, {"x": x}, check_overflow=True)
+    # the compiler does trap on it: without the policy this test would be a crash finding
+    from dlcfuzz.lower.onnx import to_onnx
+
+    path = tmp_path / "div.onnx"
+    g = Graph(inputs=[Value("x", t)], constants={"c": np.array(-1, np.int64)},
+              nodes=[Node("div", ["x", "c"], [Value("y", t)], {})], outputs=["y"])
+    path.write_bytes(to_onnx(g).SerializeToString())
+    code = ("import numpy as np, onnxruntime as ort, sys; so = ort.SessionOptions(); "
+            "so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL; "
+            "s = ort.InferenceSession(sys.argv[1], so, providers=['CPUExecutionProvider']); "
+            f"s.run(None, {{'x': np.array({x.tolist()}, np.int64)}})")
+    assert subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True).returncode != 0

@@ -78,18 +78,19 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     given = {name: getattr(a, name) for name in all_options() if hasattr(a, name)}
     if a.jobs < 1:
         raise UsageError("--jobs must be at least 1")
+    reduce_budget = None if a.reduce_budget is None else parse_duration(a.reduce_budget)
     if a.resume:
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise UsageError(f"--resume continues a campaign with its own options: {flags} cannot change")
         opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
-                               max_tests=a.max_tests, reduce=not a.no_reduce)
+                               max_tests=a.max_tests, reduce=not a.no_reduce, reduce_budget_s=reduce_budget)
         camp = Campaign(opts, resume=True)
     else:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
                                seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
                                configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
-                               keep_tests=a.keep_tests, params=given)
+                               reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -132,8 +133,11 @@ def cmd_list(a: argparse.Namespace) -> int:
             first = (f["detail"] or "").splitlines()[0][:70] if f["detail"] else ""
             mark = f"  known: {known[m.id].ref}" if m.id in known and k is None else ""
             print(f"  #{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} "
-                  f"{f['reduced_nodes'] or f['nodes']:>3} nodes  {', '.join(json.loads(f['configs'] or '[]'))}  "
+                  f"{f['reduced_nodes'] or f['nodes']:>3}{'+' if f.get('not_minimal') else ' '}nodes  "
+                  f"{', '.join(json.loads(f['configs'] or '[]'))}  "
                   f"{first}{mark}")
+    if any(f.get("not_minimal") for f in rows.values()):
+        print("(N+ nodes: not reduced to a minimal form; `dlcfuzz issue RUN N` says why)")
     n_known = sum(1 for c in clusters if cluster_known(c, known) is not None)
     print(f"{len(rows)} distinct findings in {len(clusters)} clusters: {len(clusters) - n_known} new, {n_known} known")
     return 0
@@ -295,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     for o in all_options().values():  # each strategy's own options; those of another strategy are refused
         s.add_argument("--" + o.name.replace("_", "-"), dest=o.name, type=o.type, default=argparse.SUPPRESS,
                        help=f"{o.help} (default {o.default})")
-    s.add_argument("--time", default="60s", help="budget, e.g. 60s, 10m, 2h")
+    s.add_argument("--time", default="60s", help="testing budget, e.g. 60s, 10m, 2h (each new finding's reduction "
+                   "runs on its own budget on top)")
     s.add_argument("--jobs", type=int, default=2)
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="runs/default")
@@ -303,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")
     s.add_argument("--max-tests", type=int, dest="max_tests", help="stop at this many tests in all (a resumed campaign counts its earlier ones)")
     s.add_argument("--no-reduce", action="store_true")
+    s.add_argument("--reduce-budget", dest="reduce_budget", metavar="TIME",
+                   help="wall-clock budget of one finding's reduction, e.g. 30s, 5m (default: the compiler's own, "
+                        "2 min for most)")
     s.add_argument("--keep-tests", action="store_true", dest="keep_tests",
                    help="keep every test whole in the store (by default routine tests keep one row: they regenerate)")
     s.add_argument("--quiet", action="store_true")

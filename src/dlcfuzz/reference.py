@@ -27,6 +27,11 @@ class IntegerDivisionByZero(IntegerOverflow):
     """An integer division or remainder by zero: undefined behaviour in the kernels (NumPy says 0)."""
 
 
+class IntegerDivisionOverflow(IntegerOverflow):
+    """A signed integer's minimum divided by (or modulo) -1: the quotient does not fit, undefined
+    behaviour in the kernels (x86's idiv traps with SIGFPE, as for a zero divisor)."""
+
+
 _DIVISION = frozenset({"div", "mod"})
 
 
@@ -77,7 +82,8 @@ def run(
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
     check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range,
-    IntegerDivisionByZero where an integer divisor is zero.
+    IntegerDivisionByZero where an integer divisor is zero, IntegerDivisionOverflow where a signed
+    minimum is divided by -1.
     perturb=rng (implies exact) moves every float result by a random error of up to
     PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale), perturb=+1.0 or
     -1.0 by exactly that much upwards or downwards: the sensitivity
@@ -107,8 +113,11 @@ def run(
                 ys = get_op(n.op).reference(xs, n.attrs)
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
-                if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu" and not np.all(xs[1]):
-                    raise IntegerDivisionByZero(f"{n.op} divides by zero", n.name or n.op)
+                if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu":
+                    if not np.all(xs[1]):
+                        raise IntegerDivisionByZero(f"{n.op} divides by zero", n.name or n.op)
+                    if xs[1].dtype.kind == "i" and np.any((xs[0] == np.iinfo(xs[0].dtype).min) & (xs[1] == -1)):
+                        raise IntegerDivisionOverflow(f"{n.op} divides the minimum by -1", n.name or n.op)
                 if perturb is not None:
                     ys = [_perturbed(perturb, n, xs, y, v.type.np_dtype) for v, y in zip(n.outputs, ys)]
             for v, y in zip(n.outputs, ys, strict=True):

@@ -100,7 +100,10 @@ class BackendBase:
     name = ""
     packages: tuple[str, ...] = ()
     deadline_s = 15.0
-    reduction_checks = 150  # compile+run checks one graph reduction may spend (fewer for slow compilers)
+    # compile+run checks of one stage of a finding's reduction (graph, optimization set, mutation steps;
+    # a finding's budget holds three stages' worth), fewer for slow compilers
+    reduction_checks = 150
+    reduction_s = 120.0  # wall-clock seconds one finding's reduction may spend (`--reduce-budget` overrides)
     sub_functions = False  # whether graphs with sub-functions (calls, closures) mean something to it
 
     def knobs(self) -> list[Knob]:

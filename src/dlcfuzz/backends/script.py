@@ -13,6 +13,7 @@ import io
 import pprint
 import textwrap
 import zlib
+from typing import Any
 
 import numpy as np
 
@@ -41,41 +42,52 @@ def mismatch(got, ref):
 
 MAIN = '''
 
+def show(got, ref):
+    """Expected vs actual where they differ most (a NaN or Inf against a number counts as most)."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    if got.shape == ref.shape and got.size:
+        g, r = got.astype(np.float64).reshape(-1), ref.astype(np.float64).reshape(-1)
+        same = (g == r) | (np.isnan(g) & np.isnan(r))
+        d = np.where(same, 0.0, np.nan_to_num(np.abs(g - r), nan=np.inf))
+        k = int(np.argmax(d))
+        print(f"  at flat index {k} of {got.size}: expected {ref.reshape(-1)[k].item()!r}, actual {got.reshape(-1)[k].item()!r}")
+    print("  expected:", ref.reshape(-1)[:8], "..." if ref.size > 8 else "")
+    print("  actual:  ", got.reshape(-1)[:8], "..." if got.size > 8 else "")
+
+
 def main():
-    category = CATEGORY
     results = {}
     for name in CONFIGS:
         try:
             results[name] = [np.asarray(x) for x in run(name)]
         except Exception as e:  # the error itself may be the finding
             results[name] = e
-            print(f"{name}: raised {type(e).__name__}: {e}")
-    if category == "accepted-invalid":
+            print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
+    if CATEGORY == "accepted-invalid":
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own inference rejects")
-            print("BUG REPRODUCED:", category)
+            print("BUG REPRODUCED:", CATEGORY)
             return 1
-        print("not reproduced")
-        return 0
-    if category == "oom" and any(isinstance(r, MemoryError) for r in results.values()):
-        print("BUG REPRODUCED:", category)
-        return 1
-    if category in ("unexpected-error", "inconsistent-rejection"):
+    elif CATEGORY == "oom":
+        if any(isinstance(r, MemoryError) for r in results.values()):
+            print("BUG REPRODUCED:", CATEGORY)
+            return 1
+    elif CATEGORY in ("unexpected-error", "inconsistent-rejection"):
         if any(isinstance(r, Exception) for r in results.values()):
-            print("BUG REPRODUCED:", category)
+            print("BUG REPRODUCED:", CATEGORY)
             return 1
     else:
-        base = EXPECTED if EXPECTED is not None else None
-        for name, r in results.items():
-            if isinstance(r, Exception):
-                continue
-            ref = base if base is not None else next(v for v in results.values() if not isinstance(v, Exception))
-            for i, (g, e) in enumerate(zip(r, ref)):
-                why = mismatch(g, e)
+        ok = {name: r for name, r in results.items() if not isinstance(r, Exception)}
+        base_name = "the reference" if EXPECTED is not None else next(iter(ok), None)
+        base = EXPECTED if EXPECTED is not None else ok.get(base_name)
+        for name, outs in ok.items():
+            for i, (got, ref) in enumerate(zip(outs, base or [])):
+                why = mismatch(got, ref)
                 if why:
-                    print(f"{name} output {i}: {why}")
-                    print("BUG REPRODUCED:", category)
+                    print(f"{name} output {i} vs {base_name}: {why}")
+                    show(got, ref)
+                    print("BUG REPRODUCED:", CATEGORY)
                     return 1
     print("not reproduced")
     return 0
@@ -105,13 +117,12 @@ def header(title: str, detail: str, version: str) -> str:
 
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
            configs: list[Config]) -> str:
-    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY and CONFIGS of a script."""
-    exp = "None" if expected is None else '[EXP[k] for k in sorted(EXP, key=int)]'
-    exp_def = "" if expected is None else \
-        f'EXP = dict(np.load(io.BytesIO(base64.b64decode("""\n{npz_b64({str(i): a for i, a in enumerate(expected)})}\n"""))))\n'
+    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY and CONFIGS of a script (which defines
+    `unpack`: UNPACK)."""
+    exp = "None" if expected is None else "[" + ", ".join(array_source(a) for a in expected) + "]"
     return (
-        f'INPUTS = dict(np.load(io.BytesIO(base64.b64decode("""\n{npz_b64(inputs)}\n"""))))\n'
-        f"{exp_def}EXPECTED = {exp}  # dlcfuzz's NumPy reference\n"
+        f"INPUTS = {arrays_source(inputs)}\n"
+        f"EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: the configurations are compared)\n"
         f"CATEGORY = {category!r}\n"
         # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
         f"CONFIGS = {pprint.pformat({c.name: c.options for c in configs}, sort_dicts=False)}\n"
@@ -123,15 +134,15 @@ def dlcfuzz_script(compiler: str, graph_blob: bytes, inputs: dict[str, np.ndarra
     """For compilers that exist only inside dlcfuzz (the planted-fault backends): the script imports
     dlcfuzz, since there is no public API to write it against."""
     return header(title, detail, version) + f'''import base64
-import io
 import sys
+import zlib
 
 import numpy as np
 
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
 from dlcfuzz.ir import loads
-
+{UNPACK}
 GRAPH = loads(base64.b64decode("""
 {b64(graph_blob)}
 """))
@@ -168,39 +179,110 @@ def unpack(text, dtype, shape):
     return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
 '''
 
-# `main` of the code-generating templates (torch, JAX): every configuration against the reference (or
-# the first configuration that ran), printing expected vs actual; COMPARE's `mismatch` judges.
-EXPECTED_ACTUAL_MAIN = '''
-
-def main():
-    results = {}
-    for name in CONFIGS:
-        try:
-            results[name] = run(name)
-        except Exception as e:  # the error itself may be the finding
-            results[name] = e
-            print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
-    if CATEGORY in ("unexpected-error", "inconsistent-rejection"):
-        if any(isinstance(r, Exception) for r in results.values()):
-            print("BUG REPRODUCED:", CATEGORY)
-            return 1
-    else:
-        ok = {k: v for k, v in results.items() if not isinstance(v, Exception)}
-        base_name = "the reference" if EXPECTED is not None else next(iter(ok), None)
-        base = EXPECTED if EXPECTED is not None else ok.get(base_name)
-        for name, outs in ok.items():
-            for i, (got, ref) in enumerate(zip(outs, base or [])):
-                why = mismatch(got, ref)
-                if why:
-                    print(f"{name} output {i} vs {base_name}: {why}")
-                    print("expected:", np.asarray(ref).reshape(-1)[:16])
-                    print("actual:  ", np.asarray(got).reshape(-1)[:16])
-                    print("BUG REPRODUCED:", CATEGORY)
-                    return 1
-    print("not reproduced")
-    return 0
+EXPECTED_ACTUAL_MAIN = MAIN  # the XLA template's name for it, until that template says MAIN
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-'''
+# ---- an ONNX model written as onnx.helper code ------------------------------------------------
+
+ONNX_IMPORTS = "from onnx import TensorProto, helper, numpy_helper\n"
+
+
+def _attr_source(attr: Any) -> str:
+    from onnx import AttributeProto, helper, numpy_helper
+
+    if attr.type == AttributeProto.TENSOR:
+        return f"numpy_helper.from_array({array_source(numpy_helper.to_array(attr.t))}, {attr.t.name!r})"
+    if attr.type == AttributeProto.TENSORS:
+        return "[" + ", ".join(f"numpy_helper.from_array({array_source(numpy_helper.to_array(t))}, {t.name!r})"
+                               for t in attr.tensors) + "]"
+    if attr.type not in (AttributeProto.FLOAT, AttributeProto.INT, AttributeProto.STRING, AttributeProto.FLOATS,
+                         AttributeProto.INTS, AttributeProto.STRINGS):
+        raise ValueError(f"attribute {attr.name} of type {attr.type} is not written as code")
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, bytes):
+        value = value.decode()
+    if isinstance(value, list):
+        value = [v.decode() if isinstance(v, bytes) else v for v in value]
+    return repr(value)
+
+
+def _value_info_source(vi: Any) -> str:
+    from onnx import TensorProto
+
+    if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.elem_type:
+        return f"helper.make_empty_tensor_value_info({vi.name!r})"
+    tt = vi.type.tensor_type
+    shape = None if not tt.HasField("shape") else [
+        d.dim_value if d.HasField("dim_value") else d.dim_param if d.HasField("dim_param") else None for d in tt.shape.dim]
+    return f"helper.make_tensor_value_info({vi.name!r}, TensorProto.{TensorProto.DataType.Name(tt.elem_type)}, {shape!r})"
+
+
+def _model_source(model: Any) -> str:
+    from onnx import numpy_helper
+
+    g = model.graph
+    if len(model.functions) or any(a.type in (5, 10) for n in g.node for a in n.attribute):  # GRAPH(S)
+        raise ValueError("functions and sub-graphs are not written as code")
+    lines = ["def build_model():", "    nodes = ["]
+    for n in g.node:
+        attrs = "".join(f", {a.name}={_attr_source(a)}" for a in n.attribute)
+        extra = (f", name={n.name!r}" if n.name else "") + (f", domain={n.domain!r}" if n.domain else "")
+        lines.append(f"        helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}{extra}{attrs}),")
+    lines += ["    ]", "    initializers = ["]
+    lines += [f"        numpy_helper.from_array({array_source(numpy_helper.to_array(t))}, {t.name!r})," for t in g.initializer]
+    lines.append("    ]")
+    lines.append("    inputs = [" + ", ".join(_value_info_source(v) for v in g.input) + "]")
+    lines.append("    outputs = [" + ", ".join(_value_info_source(v) for v in g.output) + "]")
+    value_info = f", value_info=[{', '.join(_value_info_source(v) for v in g.value_info)}]" if len(g.value_info) else ""
+    lines.append(f"    graph = helper.make_graph(nodes, {g.name!r}, inputs, outputs, initializers{value_info})")
+    opsets = ", ".join(f"helper.make_opsetid({o.domain!r}, {o.version})" for o in model.opset_import)
+    lines.append(f"    model = helper.make_model(graph, opset_imports=[{opsets}])")
+    lines.append(f"    model.ir_version = {model.ir_version}")
+    lines.append("    return model.SerializeToString()")
+    return "\n".join(lines) + "\n"
+
+
+def _normalized(model: Any) -> bytes:
+    """The model's bytes with each node's attributes in name order (make_node sorts them) and no
+    producer name (it names the tool that wrote the model, not what the model computes)."""
+    m = type(model)()
+    m.CopyFrom(model)
+    m.ClearField("producer_name")
+    for n in m.graph.node:
+        attrs = sorted(n.attribute, key=lambda a: a.name)
+        del n.attribute[:]
+        n.attribute.extend(attrs)
+    return m.SerializeToString()
+
+
+def onnx_model_source(model_bytes: bytes) -> str:
+    """Script source that defines MODEL, the serialized ONNX model: a `build_model()` of onnx.helper
+    calls (one `make_node` per node, small tensors as literals) when running that code rebuilds exactly
+    this model, else the model's bytes (a form the builder does not write: sub-graphs, functions,
+    a deliberately malformed proto). Needs ONNX_IMPORTS and UNPACK in the script."""
+    import onnx
+
+    try:
+        model = onnx.load_from_string(model_bytes)
+        source = _model_source(model)
+        space: dict[str, Any] = {"np": np, "base64": base64, "zlib": zlib, "TensorProto": onnx.TensorProto,
+                                 "helper": onnx.helper, "numpy_helper": onnx.numpy_helper}
+        exec(UNPACK + source, space)  # the check that the code is the model
+        if _normalized(onnx.load_from_string(space["build_model"]())) == _normalized(model):
+            return source + "\n\nMODEL = build_model()\n"
+    except Exception:  # noqa: BLE001 - any form the builder cannot write is shipped as bytes
+        pass
+    return ('# the model as bytes: its form is not written as onnx.helper code\n'
+            f'MODEL = base64.b64decode("""\n{b64(model_bytes)}\n""")\n')
+
+
+def arrays_source(arrays: dict[str, np.ndarray]) -> str:
+    """A dict literal of exact arrays (see array_source)."""
+    return "{\n" + "".join(f"    {k!r}: {array_source(a)},\n" for k, a in arrays.items()) + "}"
+
+
+def text_source(text: str) -> str:
+    """A Python literal of `text` that reads as the text itself (a triple-quoted block) when it can."""
+    if "'''" in text or "\\" in text or text.endswith("'"):
+        return repr(text)
+    return "'''\\\n" + text + "'''"

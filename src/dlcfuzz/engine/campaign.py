@@ -40,6 +40,7 @@ class CampaignOptions:
     timeout_s: float | None = None
     configs: list[str] = field(default_factory=list)
     reduce: bool = True
+    reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the compiler's own)
     quiet: bool = False
     keep_tests: bool = False  # keep every test's blob (no compaction of routine tests)
     params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
@@ -108,7 +109,7 @@ class Campaign:
                            configs_picked=bool(opts.configs), backend=backend, version=version, store=self.store,
                            coverage=Coverage(self.store.coverage()), out=self.out, reduce=opts.reduce,
                            seconds=opts.seconds, max_tests=opts.max_tests, reducer_pool=self.reducer_pool,
-                           log=self.log)
+                           log=self.log, reduce_budget_s=opts.reduce_budget_s)
         self.strategy: Strategy = cls(self.ctx)
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
@@ -191,7 +192,7 @@ class Campaign:
         o = self.opts
         deadline = o.timeout_s or self.strategy.deadline_s()
         start = time.monotonic()
-        stop_at = start + o.seconds
+        reducing_before = self.ctx.reduce_s[0]
         with WorkerPool(self.strategy.handler, self.strategy.handler_init(), jobs=o.jobs, timeout_s=deadline,
                         memory_mb=o.memory_mb) as pool:
             self.strategy.start(pool, self.resumed)
@@ -202,7 +203,9 @@ class Campaign:
             seq = self.store.next_seq()
             last_progress = last_stats = start
             while True:
-                budget = time.monotonic() < stop_at and (o.max_tests is None or seq < o.max_tests)
+                # --time is testing time: each finding's reduction runs on a budget of its own on top
+                testing_s = time.monotonic() - start - (self.ctx.reduce_s[0] - reducing_before)
+                budget = testing_s < o.seconds and (o.max_tests is None or seq < o.max_tests)
                 while (budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq < o.max_tests)
                        and self.strategy.ready(seq)):
                     test = self.make(seq)

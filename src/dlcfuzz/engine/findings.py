@@ -32,11 +32,15 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
             strategy.found(test, False)
             return
     t0 = time.monotonic()
+    ctx.new_budget()
     try:
         red = strategy.reduce(test, v)
     except Exception as e:  # a reducer's failure is ours: the finding is kept unreduced
         camp.internal.add(test.test_id, test.seq, test.seed, "reduce", f"{type(e).__name__}: {e}", traceback.format_exc())
         red = strategy.unreduced(test, v)
+        red.not_minimal = f"the reducer failed with an internal error of dlcfuzz ({type(e).__name__}: {str(e)[:200]})"
+    if red.not_minimal is None and not ctx.reduce:
+        red.not_minimal = "reduction is off (--no-reduce)"
     ctx.reduce_s[0] += time.monotonic() - t0
     if red.dismissed:
         store.count_unknown(red.dismissed)
@@ -44,7 +48,7 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
     signature = digest(red.key)
     existing = store.find_signature(signature)
     fid = store.add_finding(signature=signature, key=red.key, duplicate_of=existing, nodes=red.nodes,
-                            reduced_nodes=red.reduced_nodes, **common)
+                            reduced_nodes=red.reduced_nodes, not_minimal=red.not_minimal, **common)
     camp.finding_counts(distinct=existing is None)
     strategy.found(test, existing is None)
     if existing is not None:
@@ -65,8 +69,8 @@ def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, s
         script = None
     detail = folder / "detail.txt"
     if not detail.exists():
-        detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n\n"
-                          f"{v.detail}\n")
+        detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n"
+                          f"{reduction_line(red.nodes, red.reduced_nodes, red.not_minimal)}\n\n{v.detail}\n")
     for path in (detail, folder / "repro.py"):  # no dlcfuzz frames, no paths of this machine
         if path.exists():
             path.write_text(scrub(path.read_text()))
@@ -75,7 +79,14 @@ def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, s
     if known is not None:
         camp.counts["known"] += 1
     camp.log(f"\n{'known' if known else 'new'} finding {fid}: {v.category} ({', '.join(v.configs)})"
-             f"{', ' + red.summary if red.summary else ''}{', known: ' + known if known else ''}: {folder}")
+             f"{', ' + red.summary if red.summary else ''}{' (not minimal: ' + red.not_minimal + ')' if red.not_minimal else ''}"
+             f"{', known: ' + known if known else ''}: {folder}")
+
+
+def reduction_line(nodes: int | None, reduced_nodes: int | None, not_minimal: str | None) -> str:
+    """How far a finding was reduced and, when its reduced form may not be minimal, why."""
+    size = f"reduced {nodes} -> {reduced_nodes}" if nodes is not None and reduced_nodes is not None else "reduction"
+    return f"{size}: not minimal, {not_minimal}" if not_minimal else f"{size}: minimal under dlcfuzz's reduction moves"
 
 
 def known_bug(camp: Any, fid: int, folder: Any) -> str | None:

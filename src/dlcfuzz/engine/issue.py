@@ -136,6 +136,7 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
            f" The reduced model has {row.get('reduced_nodes') or row.get('nodes') or '?'} node(s)"
            f" ({', '.join(sorted(facts.ops)) or 'operators unknown'};"
            f" dtypes {', '.join(sorted(facts.dtypes)) or 'unknown'})."
+           + (f" It may not be minimal: {row['not_minimal']}." if row.get("not_minimal") else "")
            + (f" The campaign hit it {1 + duplicates} times." if duplicates else ""), ""]
     md += ["## Versions and environment", "", "| | |", "|---|---|"]
     md += [f"| {k} | {v} |" for k, v in environment(compiler, version)]

@@ -350,5 +350,6 @@ def _member_html(f: FindingFacts, row: dict[str, Any], dups: int, k: KnownBug | 
     known = f" <span class='known'>known: {_ref_html(k)}</span>" if k else ""
     return (f"<li id='f{f.id}'>#{f.id} {html.escape(f.category)} ({html.escape(configs)}); "
             f"ops {html.escape(','.join(sorted(f.ops)) or '?')}; dtypes {html.escape(','.join(sorted(f.dtypes)) or '?')};"
-            f" seen {1 + dups} time{'s' if dups else ''}; reduced {row['nodes']} &rarr; {row['reduced_nodes']} nodes; "
+            f" seen {1 + dups} time{'s' if dups else ''}; reduced {row['nodes']} &rarr; {row['reduced_nodes']} nodes"
+            f"{' (not minimal: ' + html.escape(row['not_minimal']) + ')' if row.get('not_minimal') else ''}; "
             f"signature <code>{row['signature']}</code>{known}</li>")

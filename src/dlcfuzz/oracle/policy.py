@@ -18,15 +18,16 @@ NUMERIC = ("inconsistency", "wrong-result", "metamorphic")  # categories judged 
 # Unknowns that say nothing about the compiler (the test's own numerics, a documented rejection):
 # a store keeps no blob for them when the strategy can regenerate the test.
 ROUTINE_UNKNOWNS = ("nonfinite-reference", "ill-conditioned-output", "integer-overflow", "integer-division-by-zero",
-                    "expected-error:", "not-lowerable")
+                    "integer-division-overflow", "expected-error:", "not-lowerable")
 
 
 # Values whose computation leaves finite arithmetic (a NaN/Inf intermediate, integer overflow): how
 # a compiler handles them is implementation-defined, so outputs are not compared across compilers.
 IMPLEMENTATION_DEFINED = ("nonfinite-reference", "integer-overflow")
-# The program itself has undefined behaviour on these inputs (ONNX leaves integer division by zero
-# undefined): any output, error or crash of a compiler is legal, so no verdict but unknown.
-UNDEFINED_BEHAVIOUR = ("integer-division-by-zero",)
+# The program itself has undefined behaviour on these inputs (ONNX leaves integer division by zero,
+# and the signed minimum divided by -1, undefined): any output, error or crash of a compiler is
+# legal, so no verdict but unknown.
+UNDEFINED_BEHAVIOUR = ("integer-division-by-zero", "integer-division-overflow")
 
 
 def routine_unknown(category: str) -> bool:
@@ -101,6 +102,8 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
             env = reference.run(tc.graph, tc.inputs, keep_all=True, check_overflow=True)
         except reference.IntegerDivisionByZero:
             env, reason = None, "integer-division-by-zero"
+        except reference.IntegerDivisionOverflow:
+            env, reason = None, "integer-division-overflow"
         except reference.IntegerOverflow:
             env, reason = None, "integer-overflow"
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides

@@ -15,6 +15,7 @@ import numpy as np
 
 from dlcfuzz import reference
 from dlcfuzz.ir.graph import Graph, Value
+from dlcfuzz.reduce.budget import ReductionBudget
 
 Predicate = Callable[[Graph, dict[str, np.ndarray]], bool]
 
@@ -47,24 +48,23 @@ def _called_by(g: Graph, roots: set[str], name: str) -> bool:
     return name in seen
 
 
-def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate, max_checks: int = 200) -> tuple[Graph, dict[str, np.ndarray]]:
-    checks = 0
+def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate, max_checks: int = 200,
+                 budget: ReductionBudget | None = None) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The smallest graph (and its inputs) the moves reach while `still_fails` holds, within
+    `max_checks` predicate calls, or within `budget` when one is given (it then says why it stopped)."""
+    budget = budget or ReductionBudget(float("inf"), max_checks)
 
     def attempt(cand: Graph, cand_inputs: dict[str, np.ndarray]) -> bool:
-        nonlocal checks
-        if checks >= max_checks:
-            return False
-        checks += 1
         try:
             cand.check()
         except Exception:
             return False
-        return still_fails(cand, cand_inputs)
+        return budget.take() and still_fails(cand, cand_inputs)
 
     cur, cur_in = prune(g), {k: v for k, v in inputs.items()}
     cur_in = {v.name: cur_in[v.name] for v in cur.inputs}
     changed = True
-    while changed and checks < max_checks:
+    while changed and budget.stopped is None:
         changed = False
         # 1. a single output, earliest intermediate first (smallest graphs first)
         candidates = [v.name for n in cur.nodes for v in n.outputs]

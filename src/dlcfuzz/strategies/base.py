@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.verdict import Verdict
+from dlcfuzz.reduce.budget import ReductionBudget
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend, Config
@@ -81,6 +82,9 @@ class Reduction:
     write: Callable[[Finding], str | None]
     summary: str = ""  # one line for the log, e.g. "reduced 9 -> 2 nodes"
     dismissed: str | None = None  # reduction showed it is no finding: the unknown category it is counted as
+    # why the reduced form may not be minimal (the budget ran out, reduction was off or failed, the
+    # finding did not show again alone); None when reduction ran to its fixed point
+    not_minimal: str | None = None
 
 
 @dataclass
@@ -103,7 +107,12 @@ class Context:
     max_tests: int | None
     reducer_pool: Callable[[], Any]
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
-    reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing (shared budget)
+    reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing, all findings
+    reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the backend's reduction_s)
+    # the budget of the finding being reduced: the engine gives each finding a new one; a list, so that
+    # the copies of the context `auto` gives its strategies share it
+    budget_box: list[ReductionBudget] = field(
+        default_factory=lambda: [ReductionBudget.disabled("no reduction has started")])
     mine: Callable[[int], bool] | None = None  # inside `auto`: whether test number `seq` is this strategy's
     unwrap: Callable[[bytes], bytes] = lambda blob: blob  # a stored blob as this strategy wrote it
 
@@ -113,10 +122,22 @@ class Context:
             if self.mine is None or self.mine(seq):
                 yield seq, self.unwrap(blob)
 
-    def reduction_budget_left(self) -> bool:
-        """Reduction may use up to 40% of the campaign's time (+30 s): findings still get reduced
-        when they come late, but reduction cannot starve testing."""
-        return self.reduce and (self.max_tests is not None or self.reduce_s[0] < 0.4 * self.seconds + 30)
+    @property
+    def budget(self) -> ReductionBudget:
+        return self.budget_box[0]
+
+    def new_budget(self, seconds: float | None = None) -> ReductionBudget:
+        """A budget of its own for the next finding's reduction: `--reduce-budget`, else `seconds` (a
+        strategy whose candidates compile slowly asks for more), else the compiler's `reduction_s`."""
+        if not self.reduce:
+            self.budget_box[0] = ReductionBudget.disabled("reduction is off (--no-reduce)")
+        else:
+            if self.reduce_budget_s is not None:
+                seconds = self.reduce_budget_s
+            elif seconds is None:
+                seconds = float(getattr(self.backend, "reduction_s", 120.0))
+            self.budget_box[0] = ReductionBudget(seconds, 3 * int(getattr(self.backend, "reduction_checks", 150)))
+        return self.budget
 
 
 class Strategy:

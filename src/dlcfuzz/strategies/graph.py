@@ -22,7 +22,7 @@ from dlcfuzz.oracle.policy import (
     reference_of,
     unstable_outputs,
 )
-from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+from dlcfuzz.oracle.testcase import Config, TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 
@@ -51,6 +51,9 @@ class GraphStrategy(Strategy):
         super().__init__(ctx)
         self.supported: Any = lambda op, dt: True
         self._choices: Any = None
+        # dedup key -> (the finding's configurations minimized, the minimal optimization set): its
+        # reproducer compiles with exactly that set (the last few keys: duplicates are never written)
+        self.minimal_configs: dict[str, tuple[list[Config], list[str]]] = {}
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -187,11 +190,14 @@ class GraphStrategy(Strategy):
         from dlcfuzz.reduce.graph import reduce_graph
 
         tc: TestCase = test.payload
-        g, inputs = tc.graph, tc.inputs
-        if self.ctx.reduction_budget_left():
-            g, inputs = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v),
-                                     max_checks=self.ctx.backend.reduction_checks)
-        return self.reduction(test, v, g, inputs)
+        budget = self.ctx.budget
+        still_fails = self.still_fails(tc, v)
+        g, inputs = reduce_graph(tc.graph, tc.inputs, still_fails, budget=budget)
+        red = self.reduction(test, v, g, inputs)
+        if len(g.nodes) == len(tc.graph.nodes) > 1 and budget.stopped is None and not still_fails(g, inputs):
+            red.not_minimal = ("it did not show again when its test was re-run alone (flaky, or it depends on "
+                               "the state of the worker that found it)")
+        return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         return self.reduction(test, v, test.payload.graph, test.payload.inputs)
@@ -200,7 +206,7 @@ class GraphStrategy(Strategy):
         """A numeric finding is identified by its configurations and the operators left after reduction,
         and, where the compiler can say, by the minimal optimization set that still shows it."""
         key = f"{v.key}|ops={','.join(sorted(g.ops_used()))}"
-        if not self.ctx.reduction_budget_left():
+        if self.ctx.budget.stopped is not None:
             return key
         return self.minimal_set_key(test.payload, g, inputs, v, key)
 
@@ -217,10 +223,12 @@ class GraphStrategy(Strategy):
             return key
         reference, optimized = configs  # in the test's order: the unoptimized build first
         shows = self.shows(tc, v)
-        _, opts = backend.minimize_config(optimized, lambda cand: shows(g, inputs, [reference, cand]))
+        minimized, opts = backend.minimize_config(optimized, lambda cand: shows(g, inputs, [reference, cand]))
         if not opts:
             return f"{key}|opts=none"
-        return f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
+        key = f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
+        self.minimal_configs = {**dict(list(self.minimal_configs.items())[-7:]), key: ([reference, minimized], opts)}
+        return key
 
     def shows(self, tc: TestCase, v: Verdict) -> Any:
         """Predicate over (graph, inputs, [reference, candidate configuration]): the candidate still
@@ -228,6 +236,8 @@ class GraphStrategy(Strategy):
         backend = self.ctx.backend
 
         def shows(cand: Graph, cand_inputs: dict[str, np.ndarray], pair: list[Any]) -> bool:
+            if not self.ctx.budget.take():
+                return False
             t = TestCase(cand, dict(cand_inputs), pair, seed=tc.seed, compiler=tc.compiler)
             res = self.ctx.reducer_pool().run(t.to_bytes())
             if res.status != "ok":
@@ -249,7 +259,15 @@ class GraphStrategy(Strategy):
             expected = None
             if v.category == "wrong-result":
                 expected = reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed), tries=1).outputs
-            script = self.ctx.backend.reproducer(g, inputs, expected, configs, v.category, f.title, v.detail,
+            script_configs, detail = configs, v.detail
+            if f.key in self.minimal_configs:  # compile with the minimal optimization set, and say so
+                script_configs, opts = self.minimal_configs[f.key]
+                detail = (f"The smallest set of optimizations that shows it: {', '.join(opts)} "
+                          f"(CONFIGS[{script_configs[1].name!r}] enables only these).\n{detail}")
+            elif f.key.endswith("|opts=none"):
+                detail = ("None of the optimizations dlcfuzz can switch off is needed to show it: the difference "
+                          f"lies in a kernel or in an optimization outside that list.\n{detail}")
+            script = self.ctx.backend.reproducer(g, inputs, expected, script_configs, v.category, f.title, detail,
                                                  untyped_outputs=untyped_outputs)
             (f.folder / "repro.py").write_text(script)
             save(tc.graph, f.folder / "original.json")
@@ -259,7 +277,7 @@ class GraphStrategy(Strategy):
             return script
 
         return Reduction(key, len(tc.graph.nodes), len(g.nodes), write,
-                         f"reduced {len(tc.graph.nodes)} -> {len(g.nodes)} nodes")
+                         f"reduced {len(tc.graph.nodes)} -> {len(g.nodes)} nodes", not_minimal=self.ctx.budget.stopped)
 
 
 class RandomStrategy(GraphStrategy):

@@ -3,7 +3,6 @@ tenth mutant compiled next to its seed; label + score oracle; three-stage reduct
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +22,7 @@ STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
 # and compile time with them), then starts again from the seed
 HANDLER = "dlcfuzz.strategies.metamorphic:make_handler"
-REDUCE_S = 180.0  # wall-clock bound of one finding's reduction (full-size mutants compile for seconds)
+REDUCE_S = 180.0  # one finding's reduction budget (full-size mutants compile for seconds)
 
 
 @dataclass
@@ -74,7 +73,6 @@ class MetamorphicStrategy(Strategy):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self._chain: Chain | None = None
-        self.reduce_until, self.reduce_cut = float("inf"), False
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -180,8 +178,7 @@ class MetamorphicStrategy(Strategy):
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
 
         def fails(g: Graph) -> bool:
-            if time.monotonic() > self.reduce_until:  # out of time: keep what is left (still a finding)
-                self.reduce_cut = True
+            if not self.ctx.budget.take():  # spent: keep what is left (still a finding)
                 return False
             cand = self.mutant_test(g, tc.seed, mt.chain, mt.steps)
             cand.configs = configs
@@ -237,29 +234,22 @@ class MetamorphicStrategy(Strategy):
         plain = TestCase(mutant, dict(tc.inputs), tc.configs, seed=tc.seed, compiler=tc.compiler)
         differential = RandomStrategy(self.ctx).still_fails(plain, as_plain)  # the differential oracle's predicate
 
-        def still(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
-            if time.monotonic() > self.reduce_until:
-                self.reduce_cut = True
-                return False
-            return differential(g, inputs)
-
         inputs = {x.name: tc.inputs[x.name] for x in mutant.inputs}
-        if not still(mutant, inputs):
+        if not (self.ctx.budget.take() and differential(mutant, inputs)):
             return None
-        return reduce_graph(mutant, inputs, still, max_checks=self.ctx.backend.reduction_checks)
+        return reduce_graph(mutant, inputs, differential, budget=self.ctx.budget)
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         tc: TestCase = test.payload
         if not self.ctx.reduce:
             return self.unreduced(test, v)
-        self.reduce_until, self.reduce_cut = time.monotonic() + REDUCE_S, False
+        budget = self.ctx.new_budget(REDUCE_S)
         mutant = self.reduce_steps(tc, v)
         node_level = None
-        if self.ctx.reduction_budget_left() and time.monotonic() < self.reduce_until:
+        if budget.stopped is None:
             node_level = self.reduce_nodes(tc, v, mutant)
         red = self.reduction(test, v, mutant, node_level)
-        if self.reduce_cut:
-            red.summary += f" (reduction stopped at its {REDUCE_S:.0f} s bound)"
+        red.not_minimal = budget.stopped
         return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:

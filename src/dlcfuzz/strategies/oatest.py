@@ -132,7 +132,8 @@ class OatestStrategy(GraphStrategy):
                   untyped_outputs: tuple[str, ...] = ()) -> Any:
         red = super().reduction(test, v, g, inputs, untyped_outputs)
         if v.category == "inconsistent-rejection":
-            red.key = self.minimal_set_key(test.payload, g, inputs, v, v.key) if self.ctx.reduction_budget_left() else v.key
+            red.key = self.minimal_set_key(test.payload, g, inputs, v, v.key) if self.ctx.budget.stopped is None else v.key
+            red.not_minimal = self.ctx.budget.stopped
         return red
 
 

@@ -283,8 +283,8 @@ class TzerStrategy(Strategy):
         if known is not None:
             return known
         if v.category in ("inconsistency", "unexpected-error", "crash") and self.ctx.reduce and passes:
-            keep = ddmin(list(range(len(passes))), lambda sub: self.still_fails(t, v, [passes[i] for i in sorted(sub)]),
-                         max_checks=24)
+            keep = ddmin(list(range(len(passes))), self.ctx.budget.guard(
+                lambda sub: self.still_fails(t, v, [passes[i] for i in sorted(sub)])), max_checks=24)
             passes = [passes[i] for i in sorted(keep)]
         self.known_minimal.setdefault(v.key, []).append(passes)
         return passes
@@ -317,7 +317,8 @@ class TzerStrategy(Strategy):
                                                  f"passes {t['passes']}\nminimal passes {minimal}\n\n{v.detail}\n")
             return script
 
-        return Reduction(key, len(t["passes"]), len(minimal), write, f"passes {minimal}")
+        return Reduction(key, len(t["passes"]), len(minimal), write, f"passes {minimal}",
+                         not_minimal=self.ctx.budget.stopped)
 
 
 def slow(o: dict[str, Any], low: dict[str, Any]) -> bool:

@@ -103,6 +103,7 @@ class InductorBackend(BackendBase):
     # over 60 s at load 13 (then every later one 0.5-3 s; a cpp_wrapper compile 10-40 s)
     deadline_s = 120.0
     reduction_checks = 60  # each check compiles (~1 s)
+    reduction_s = 300.0
     sub_functions = True
 
     def __init__(self) -> None:

@@ -1,27 +1,28 @@
-"""Standalone ONNXRuntime reproducers: the ONNX model embedded, one InferenceSession per
-configuration (the public API only), dlcfuzz's comparison (backends/script.py)."""
+"""Standalone ONNXRuntime reproducers: the ONNX model built in code with onnx.helper (one
+`make_node` per node, small tensors as literals), one InferenceSession per configuration (the public
+API only), dlcfuzz's comparison, expected vs actual printed (backends/script.py). A finding's
+minimal optimization set is stated in the header and is what its configuration enables."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dlcfuzz.backends.onnxruntime.optimizers import LEVELS
-from dlcfuzz.backends.script import COMPARE, MAIN, b64, common, header
+from dlcfuzz.backends.script import COMPARE, MAIN, ONNX_IMPORTS, UNPACK, common, header, onnx_model_source
 from dlcfuzz.oracle.testcase import Config
 
 
 def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
     return header(title, detail, version) + f'''import base64
-import io
 import sys
+import zlib
 
 import numpy as np
 import onnxruntime as ort
+{ONNX_IMPORTS}{UNPACK}
 
-MODEL = base64.b64decode("""
-{b64(model_bytes)}
-""")
+{onnx_model_source(model_bytes)}
 {common(inputs, expected, category, configs)}
 LEVELS = {LEVELS!r}
 
@@ -41,13 +42,13 @@ def metamorphic_ort_script(inputs: dict[str, np.ndarray], configs: list[Config],
     """MT-DLComp reproducer: runs seed.onnx and mutant.onnx (written beside it: full-size models are
     too large to embed) under each configuration and compares label and scores."""
     return header(title, detail, version) + f'''import base64
-import io
 import sys
+import zlib
 from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
-
+{UNPACK}
 HERE = Path(__file__).resolve().parent
 {common(inputs, None, "metamorphic", configs)}DELTA = {delta!r}
 LEVELS = {LEVELS!r}

@@ -1,6 +1,7 @@
-"""Standalone TVM reproducers: the TVMScript of each module the configurations compile, the ONNX
-model for the ONNX-frontend method, relax.build per configuration (the public API only), dlcfuzz's
-comparison (backends/script.py)."""
+"""Standalone TVM reproducers: the TVMScript of each module the configurations compile (constants
+as literals when small), the ONNX model built with onnx.helper for the ONNX-frontend method,
+relax.build per configuration (the public API only), dlcfuzz's comparison, expected vs actual
+printed (backends/script.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.backends.script import COMPARE, MAIN, b64, common, header, npz_b64
+from dlcfuzz.backends.script import (
+    COMPARE,
+    MAIN,
+    ONNX_IMPORTS,
+    UNPACK,
+    arrays_source,
+    common,
+    header,
+    onnx_model_source,
+    text_source,
+)
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.testcase import Config
 
@@ -34,10 +45,12 @@ def tvm_script(backend: Any, g: Graph, inputs: dict[str, np.ndarray], expected: 
             sources[key], arrays = to_script(backend.lower(g, c), prefix=f"m{len(sources)}_")
             consts.update(arrays)
         lowering[c.name] = key
-    onnx_model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
+    uses_onnx = any(c.options.get("method") == "onnx" for c in configs)
+    model = onnx_model_source(to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()) if uses_onnx else ""
+    sources_code = "{\n" + "".join(f"    {k!r}: {text_source(v)},\n" for k, v in sources.items()) + "}"
     return header(title, detail, backend.version()) + f'''import base64
-import io
 import sys
+import zlib
 
 import numpy as np
 import tvm
@@ -49,15 +62,11 @@ try:
     from tvm.script import tirx as T
 except ImportError:  # apache-tvm <= 0.25
     from tvm.script import tir as T
-
-SOURCES = {sources!r}
+{ONNX_IMPORTS if uses_onnx else ""}{UNPACK}
+SOURCES = {sources_code}
 LOWERING = {lowering!r}  # configuration -> its module in SOURCES
-CONSTS = dict(np.load(io.BytesIO(base64.b64decode("""
-{npz_b64(consts)}
-"""))))
-ONNX_MODEL = base64.b64decode("""
-{b64(onnx_model)}
-""")
+CONSTS = {arrays_source(consts)}
+{model}
 INPUT_ORDER = {[v.name for v in g.inputs]!r}
 {common(inputs, expected, category, configs)}
 
@@ -66,7 +75,7 @@ def module(name):
         import onnx
         from tvm.relax.frontend.onnx import from_onnx
 
-        return from_onnx(onnx.load_from_string(ONNX_MODEL))
+        return from_onnx(onnx.load_from_string(MODEL))
     return tvm.script.from_source(SOURCES[LOWERING[name]], extra_vars={{"I": I, "R": R, "T": T, "CONSTS": CONSTS}})
 
 
