@@ -171,7 +171,17 @@ def array_source(a: np.ndarray) -> str:
         return f"np.array({a.tolist()!r}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
     blob = base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 9)).decode()
     wrapped = "\n".join(textwrap.wrap(blob, 100))
-    return f'unpack("""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
+    return f'unpack(  # {_summary(a)}\n"""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
+
+
+def _summary(a: np.ndarray) -> str:
+    """What a shipped array holds, for the reader: size, dtype, range."""
+    if a.dtype.kind not in "biuf" or not a.size:
+        return f"{a.size} {a.dtype} values"
+    fin = a[np.isfinite(a)] if a.dtype.kind == "f" else a
+    rng = f" in [{fin.min().item():.4g}, {fin.max().item():.4g}]" if fin.size else ""
+    odd = f", {a.size - fin.size} NaN/Inf" if fin.size < a.size else ""
+    return f"{a.size} {a.dtype} values{rng}{odd}, exact (a finding can hinge on them)"
 
 
 UNPACK = '''
