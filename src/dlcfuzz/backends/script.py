@@ -116,16 +116,18 @@ def header(title: str, detail: str, version: str) -> str:
 
 
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
-           configs: list[Config]) -> str:
+           configs: list[Config], configs_source: str | None = None) -> str:
     """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY and CONFIGS of a script (which defines
-    `unpack`: UNPACK)."""
+    `unpack`: UNPACK); `configs_source`: the template's own way of writing CONFIGS."""
     exp = "None" if expected is None else "[" + ", ".join(array_source(a) for a in expected) + "]"
+    if configs_source is None:
+        # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
+        configs_source = pprint.pformat({c.name: c.options for c in configs}, sort_dicts=False)
     return (
         f"INPUTS = {arrays_source(inputs)}\n"
         f"EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: the configurations are compared)\n"
         f"CATEGORY = {category!r}\n"
-        # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
-        f"CONFIGS = {pprint.pformat({c.name: c.options for c in configs}, sort_dicts=False)}\n"
+        f"CONFIGS = {configs_source}\n"
     )
 
 

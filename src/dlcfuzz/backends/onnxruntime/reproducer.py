@@ -7,13 +7,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_OPTIMIZERS
 from dlcfuzz.backends.script import COMPARE, MAIN, ONNX_IMPORTS, UNPACK, common, header, onnx_model_source
 from dlcfuzz.oracle.testcase import Config
 
 
+def configs_source(configs: list[Config]) -> tuple[str, str]:
+    """CONFIGS as code, a configuration that disables all listed optimizers but a few written as
+    `all_but([...])` (the few it keeps are what the finding needs); and the definitions it uses."""
+    parts, uses = [], False
+    for c in configs:
+        opts = dict(c.options)
+        disabled = opts.pop("disabled_optimizers", None)
+        body = ", ".join(f"{k!r}: {v!r}" for k, v in opts.items())
+        if disabled:
+            kept = [n for n in ORT_OPTIMIZERS if n not in set(disabled)]
+            if len(disabled) > 8 and set(disabled) <= set(ORT_OPTIMIZERS):
+                uses = True
+                value = f"all_but({kept!r})"
+            else:
+                value = repr(list(disabled))
+            body += f"{', ' if body else ''}'disabled_optimizers': {value}"
+        parts.append(f"    {c.name!r}: {{{body}}},\n")
+    defs = "" if not uses else (
+        f"# the graph transformers `disabled_optimizers` can switch off (ORT's names)\nOPTIMIZERS = {list(ORT_OPTIMIZERS)!r}\n\n\n"
+        "def all_but(kept):\n    \"\"\"disabled_optimizers that leave only `kept` on.\"\"\"\n"
+        "    return [n for n in OPTIMIZERS if n not in kept]\n\n\n")
+    return "{\n" + "".join(parts) + "}", defs
+
+
 def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+    configs_code, defs = configs_source(configs)
     return header(title, detail, version) + f'''import base64
 import sys
 import zlib
@@ -23,7 +48,7 @@ import onnxruntime as ort
 {ONNX_IMPORTS}{UNPACK}
 
 {onnx_model_source(model_bytes)}
-{common(inputs, expected, category, configs)}
+{defs}{common(inputs, expected, category, configs, configs_code)}
 LEVELS = {LEVELS!r}
 
 
