@@ -7,7 +7,8 @@ import importlib
 from dlcfuzz.ops import registry
 
 FAMILY_TESTS = {"elementwise": "tests.test_ops_elementwise", "nn": "tests.test_ops_nn",
-                "shape": "tests.test_ops_shape", "reduce": "tests.test_ops_reduce", "quant": "tests.test_ops_quant"}
+                "shape": "tests.test_ops_shape", "reduce": "tests.test_ops_reduce", "quant": "tests.test_ops_quant",
+                "contrib": "tests.test_ops_contrib"}
 
 
 def test_every_operator_is_exercised_by_its_family_test():

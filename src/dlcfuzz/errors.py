@@ -39,3 +39,8 @@ class DTypeError(TypeRuleError):
 
 class Unsupported(DlcfuzzError):
     """Something (an ONNX node, an attribute value) is outside what dlcfuzz models."""
+
+
+class LoweringGap(Unsupported):
+    """A target cannot express an operator, for a documented reason (`Target.gap`): the capability
+    probe counts the operator as unsupported there, never as a failure."""

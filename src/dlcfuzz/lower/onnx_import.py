@@ -88,6 +88,8 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
     rules = load_target("onnx-import")
     by_onnx: dict[str, list[Any]] = {}
     for spec in registry().values():
+        if spec.onnx_domain:  # the importer reads the standard domain only (com.microsoft's Gelu is not ai.onnx's)
+            continue
         for t in spec.onnx_ops:
             by_onnx.setdefault(t, []).append(spec)
 

@@ -12,7 +12,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from dlcfuzz.errors import Unsupported
+from dlcfuzz.errors import LoweringGap, Unsupported
 
 Rule = Callable[..., Any]
 
@@ -25,6 +25,9 @@ TARGET_MODULES: dict[str, str] = {
     "torch": "dlcfuzz.lower.torch",
     "jax": "dlcfuzz.lower.jax",
 }
+
+
+ONNX_TARGETS = ("onnx", "onnx-import")  # the targets that write or read ONNX (any domain)
 
 
 class Target:
@@ -51,15 +54,29 @@ class Target:
         """`op` cannot be expressed in this target (documented, with the upstream reason)."""
         self.gaps[op] = reason
 
+    def gap_of(self, op: str) -> str | None:
+        """Why `op` is not lowered here, if it is a gap: a documented one, or an operator of another
+        ONNX domain (ORT's com.microsoft contrib operators), which only ONNX consumers read."""
+        if op in self.gaps:
+            return self.gaps[op]
+        if self.name in ONNX_TARGETS:
+            return None
+        from dlcfuzz.ops import registry
+
+        spec = registry().get(op)
+        return f"an operator of ONNX domain {spec.onnx_domain}: only ONNX consumers read it" \
+            if spec is not None and spec.onnx_domain else None
+
     def rule(self, op: str) -> Rule:
         if op in self.rules:
             return self.rules[op]
-        if op in self.gaps:
-            raise Unsupported(f"{op}: not lowered to {self.name}: {self.gaps[op]}")
+        why = self.gap_of(op)
+        if why is not None:
+            raise LoweringGap(f"{op}: not lowered to {self.name}: {why}")
         raise Unsupported(f"{op}: no {self.name} lowering registered")
 
     def covers(self, op: str) -> bool:
-        return op in self.rules or op in self.gaps
+        return op in self.rules or self.gap_of(op) is not None
 
 
 _TARGETS: dict[str, Target] = {}

@@ -1,6 +1,6 @@
 """The operator registry. Importing this package registers every family."""
 
-from dlcfuzz.ops import elementwise, nn, quant, reduce, shape  # noqa: F401  (registration side effects)
+from dlcfuzz.ops import contrib, elementwise, nn, quant, reduce, shape  # noqa: F401  (registration side effects)
 from dlcfuzz.ops.base import (
     ANY,
     NONNEG,

@@ -55,6 +55,7 @@ class OpSpec:
     n_outputs: ClassVar[int] = 1
     dtypes: ClassVar[tuple[str, ...]]  # dtypes accepted for input 0
     onnx_ops: ClassVar[tuple[str, ...]] = ()  # ONNX op types this spec imports
+    onnx_domain: ClassVar[str] = ""  # "": the standard ONNX domain; else e.g. ORT's "com.microsoft"
     # Ranks the generator may pick for input 0 (infer() is the authority).
     ranks: ClassVar[tuple[int, ...]] = (0, 1, 2, 3, 4)
 

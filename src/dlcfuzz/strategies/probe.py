@@ -64,6 +64,7 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> 
 
     An (op, dtype) is unsupported when every config rejects it with a documented error.
     Crashes and wrong results keep it supported: those are findings, not gaps."""
+    from dlcfuzz.errors import LoweringGap
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
@@ -71,14 +72,22 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> 
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed)
     tcs = [TestCase(g, sample_inputs(g, rng), configs, compiler=backend.name) for _, _, g in cases]
+    runs: list[tuple[str, list[Any], str]] = []
     if pool is not None:
-        runs = []
         for res in pool.map([tc.to_bytes() for tc in tcs]):
-            runs.append((res.status, observations_from_bytes(res.payload)[0] if res.status == "ok" else []))
+            runs.append((res.status, observations_from_bytes(res.payload)[0] if res.status == "ok" else [],
+                         res.error or ""))
     else:
-        runs = [("ok", run_configs(backend, tc)) for tc in tcs]
+        for tc in tcs:
+            try:
+                runs.append(("ok", run_configs(backend, tc), ""))
+            except LoweringGap as e:
+                runs.append(("error", [], f"{type(e).__name__}: {e}"))
     caps: Capabilities = {}
-    for (op, dtype, _), (status, obs) in zip(cases, runs):
+    for (op, dtype, _), (status, obs, error) in zip(cases, runs):
+        if status == "error" and "LoweringGap: " in error:  # the compiler's IR cannot express it (documented)
+            caps[(op, dtype)] = (False, error[error.index("LoweringGap: "):][:200])
+            continue
         if status != "ok":
             caps[(op, dtype)] = (True, f"{status} during probe")
             continue

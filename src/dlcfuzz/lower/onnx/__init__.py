@@ -112,8 +112,10 @@ def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ())
         ],
         initializer=b.initializers,
     )
+    domains = sorted({n.domain for n in nodes if n.domain})  # ORT's contrib operators (com.microsoft)
     model = onnx.helper.make_model(
-        graph, opset_imports=[onnx.helper.make_opsetid("", opset)], producer_name="dlcfuzz"
+        graph, opset_imports=[onnx.helper.make_opsetid("", opset), *(onnx.helper.make_opsetid(d, 1) for d in domains)],
+        producer_name="dlcfuzz"
     )
     model.ir_version = IR_VERSION
     return model
@@ -142,4 +144,4 @@ def inferred_types(model: Any) -> dict[str, TensorType]:
 
 
 # the rules register themselves on import (after the names above, which they use)
-from dlcfuzz.lower.onnx import elementwise, nn, quant, reduce, shape  # noqa: E402, F401
+from dlcfuzz.lower.onnx import contrib, elementwise, nn, quant, reduce, shape  # noqa: E402, F401
