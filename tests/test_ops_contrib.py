@@ -16,7 +16,7 @@ CONTRIB = sorted(n for n, s in registry().items() if s.family == "contrib")
 
 def test_the_fused_operators_ort_produces_are_registered():
     assert set(CONTRIB) >= {"ms_gelu", "ms_quick_gelu", "ms_bias_gelu", "ms_fast_gelu", "ms_fused_matmul",
-                            "ms_fused_gemm", "ms_skip_layer_norm"}
+                            "ms_fused_gemm", "ms_fused_conv", "ms_skip_layer_norm"}
 
 
 @pytest.mark.parametrize("name", CONTRIB)

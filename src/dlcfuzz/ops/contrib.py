@@ -1,5 +1,5 @@
 """ONNXRuntime's `com.microsoft` contrib operators: the fused operators its own graph optimizer
-produces (Gelu, QuickGelu, BiasGelu, FastGelu, FusedMatMul, FusedGemm, SkipLayerNormalization).
+produces (Gelu, QuickGelu, BiasGelu, FastGelu, FusedMatMul, FusedGemm, FusedConv, SkipLayerNormalization).
 
 Given to ORT directly, a fused operator is its own front door: its kernel runs on shapes and values
 that the fusion producing it would not have emitted. Only ONNX consumers can read the domain:
@@ -28,7 +28,7 @@ from dlcfuzz.ops.base import (
     require_same_dtype,
 )
 from dlcfuzz.ops.elementwise import _erf
-from dlcfuzz.ops.nn import PARAM, _acc, _f32, _matmul_ref
+from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref
 
 MS = "com.microsoft"
 F32 = ("float32",)  # the dtype every one of these has a CPU kernel for
@@ -199,15 +199,21 @@ class FusedMatMulOp(_Contrib):
 
 
 ACTIVATIONS = ("Relu", "Tanh", "Sigmoid", "LeakyRelu")  # FusedGemm's activations on ORT's CPU kernel
+# FusedConv's (ORT's fused_activation.cc): name -> its activation_params
+CONV_ACTIVATIONS = {"Relu": 0, "Tanh": 0, "Sigmoid": 0, "LeakyRelu": 1, "Clip": 2, "HardSigmoid": 2}
 
 
-def _activation(name: str, alpha: float, y: np.ndarray) -> np.ndarray:
+def _activation(name: str, alpha: float, y: np.ndarray, beta: float = 0.0) -> np.ndarray:
     if name == "Relu":
         return np.maximum(y, 0)
     if name == "Tanh":
         return np.tanh(y)
     if name == "Sigmoid":
         return _sigmoid(y)
+    if name == "Clip":
+        return np.clip(y, alpha, beta)
+    if name == "HardSigmoid":
+        return np.clip(alpha * y + beta, 0, 1)
     return np.where(y >= 0, y, alpha * y)
 
 
@@ -268,6 +274,48 @@ class FusedGemmOp(_Contrib):
         return [_activation(attrs["activation"], attrs.get("activation_alpha", 0.01), y).astype(xs[0].dtype)]
 
 
+_CONV2D = ConvOp("conv2d", 2)
+
+
+class FusedConvOp(ConvOp):
+    """activation(Conv(X, W, B)) with the activation ORT's ConvActivationFusion folds into it."""
+
+    family = "contrib"
+    onnx_domain = MS
+    dtypes = F32
+    onnx_ops = ("FusedConv",)
+
+    def __init__(self) -> None:
+        super().__init__("ms_fused_conv", 2)
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        act, params = attrs.get("activation"), attrs.get("activation_params", [])
+        if act not in CONV_ACTIVATIONS or len(params) != CONV_ACTIVATIONS[act]:
+            raise ShapeError(f"{self.name}: activation {act!r} with params {params!r} is not one of {CONV_ACTIVATIONS}")
+        if act == "Clip" and not params[0] <= params[1]:
+            raise ShapeError(f"{self.name}: Clip's min {params[0]} exceeds its max {params[1]}")
+        return super().infer(ins, attrs)
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        ins, attrs = _CONV2D.sample(rng, first)  # the convolution's part (its infer knows no activation)
+        act = str(rng.choice(list(CONV_ACTIVATIONS)))
+        params = {"LeakyRelu": [0.01], "Clip": sorted([float(rng.uniform(-1, 0)), float(rng.uniform(0, 6))]),
+                  "HardSigmoid": [0.2, 0.5]}.get(act, [])
+        attrs = {**attrs, "activation": act}
+        if params:
+            attrs["activation_params"] = [_f32(p) for p in params]
+        return ins, attrs
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        return super().error_scale(xs, attrs, y) + 1.0  # tanh/sigmoid: accurate in absolute terms
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        y = _acc(super().reference(xs, attrs)[0])
+        p = [*attrs.get("activation_params", []), 0.0, 0.0]
+        return [_activation(attrs["activation"], p[0], y, p[1]).astype(xs[0].dtype)]
+
+
 class SkipLayerNormOp(_Contrib):
     """LayerNorm over the last axis of input + skip (+ bias), times gamma (+ beta); input is (B, S, H)."""
 
@@ -322,5 +370,6 @@ class SkipLayerNormOp(_Contrib):
         return [y.astype(xs[0].dtype)]
 
 
-for _spec in (GeluOp(), QuickGeluOp(), BiasGeluOp(), FastGeluOp(), FusedMatMulOp(), FusedGemmOp(), SkipLayerNormOp()):
+for _spec in (GeluOp(), QuickGeluOp(), BiasGeluOp(), FastGeluOp(), FusedMatMulOp(), FusedGemmOp(), FusedConvOp(),
+              SkipLayerNormOp()):
     register(_spec)
