@@ -57,3 +57,15 @@ def test_only_onnx_consumers_lower_them(target_name):
 
     t = load_target(target_name)
     assert all(t.gap_of(name) and name not in t.rules for name in CONTRIB)
+
+
+@pytest.mark.parametrize("name", CONTRIB)
+def test_exact_and_perturbed_references_run(name):
+    """The sensitivity analysis evaluates references in float64 (exact=True) and perturbed: a contrib
+    reference must accept the widened inputs (a FusedConv refusing float64 was an internal error)."""
+    from dlcfuzz import reference
+
+    for g, x in instances(get_op(name), seed=7, count=4):
+        exact = reference.run(g, x, exact=True)
+        perturbed = reference.run(g, x, perturb=np.random.default_rng(0))
+        assert set(exact) == set(perturbed) and all(np.all(np.isfinite(v)) for v in exact.values())
