@@ -106,3 +106,33 @@ def test_signed_minimum_divided_by_minus_one_is_undefined_not_a_crash(tmp_path):
             "s = ort.InferenceSession(sys.argv[1], so, providers=['CPUExecutionProvider']); "
             f"s.run(None, {{'x': np.array({x.tolist()}, np.int64)}})")
     assert subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True).returncode != 0
+
+
+def test_fmod_by_a_tiny_divisor_is_ill_conditioned_not_a_bug(tmp_path):
+    """Regression (auto on ORT 1.32): Mod(fmod=1) of 0.707 by sigmoid(-275.6) = 2.9e-120 in float64.
+    The quotient is 2.4e119, so the last ulp of the sigmoid decides the result: ORT's exp and NumPy's
+    differ there, legally. fmod's near tie marks the output ill-conditioned: an unknown."""
+    t = TensorType("float64", (3,))
+    g = Graph(inputs=[Value("a", t), Value("b", t)],
+              nodes=[Node("sigmoid", ["b"], [Value("s", t)], {}),
+                     Node("mod", ["a", "s"], [Value("y", t)], {"fmod": 1})], outputs=["y"])
+    g.check()
+    x = {"a": np.array([0.7071067811865476, 0.5, 2.0]), "b": np.array([-275.2490623136715, 0.3, 1.0])}
+    verdicts = judged(g, x, tmp_path)
+    assert "bug" not in [v.kind for v in verdicts]
+    assert "ill-conditioned-output" in [v.category for v in verdicts]
+
+
+def test_normalization_whose_squared_deviations_overflow_float32_is_not_compared(tmp_path):
+    """Regression (auto on ORT 1.32): LayerNormalization of a float32 row holding 6.5e29. ONNX computes
+    (x - mean)^2 in its float32 stash type, which overflows: ORT returns the bias there, a wider
+    accumulation would return the exact value. Implementation-defined, so never a wrong result."""
+    t, p = TensorType("float32", (2, 3)), TensorType("float32", (3,))
+    g = Graph(inputs=[Value("x", t), Value("s", p), Value("b", p)],
+              nodes=[Node("layer_norm", ["x", "s", "b"], [Value("y", t)], {"axis": -1, "epsilon": 1e-3})],
+              outputs=["y"])
+    g.check()
+    x = {"x": np.array([[6.481597e29, -1.0, 2.0], [0.5, 1.5, -2.0]], np.float32),
+         "s": np.array([-0.28, -0.92, 1.82], np.float32), "b": np.array([-0.2, 1.51, 1.26], np.float32)}
+    verdicts = judged(g, x, tmp_path)
+    assert "bug" not in [v.kind for v in verdicts], verdicts

@@ -28,7 +28,7 @@ from dlcfuzz.ops.base import (
     require_same_dtype,
 )
 from dlcfuzz.ops.elementwise import _erf
-from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref
+from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref, _normalized
 
 MS = "com.microsoft"
 F32 = ("float32",)  # the dtype every one of these has a CPU kernel for
@@ -361,10 +361,7 @@ class SkipLayerNormOp(_Contrib):
         return s + _acc(xs[4]) if len(xs) == 5 else s
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        s = self._sum(xs)
-        mean = s.mean(axis=-1, keepdims=True)
-        var = ((s - mean) ** 2).mean(axis=-1, keepdims=True)
-        y = (s - mean) / np.sqrt(var + attrs["epsilon"]) * _acc(xs[2])
+        y = _normalized(self._sum(xs), (-1,), attrs["epsilon"], xs[0].dtype) * _acc(xs[2])
         if len(xs) >= 4:
             y = y + _acc(xs[3])
         return [y.astype(xs[0].dtype)]

@@ -335,6 +335,19 @@ class ModOp(BinaryOp):
     def sample_attrs(self, rng: np.random.Generator, dtype: str) -> Attrs:
         return {"fmod": 1 if dtype in FLOATS else int(rng.integers(2))}
 
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        """fmod jumps by |b| where a/b crosses an integer: legal rounding of a or b (a few ulps, scaled
+        by |a/b|) moves the quotient by tol * |a/b|, so a quotient that close to an integer, or so large
+        that the tolerance spans integers (a tiny divisor), can land on either side."""
+        a, b = xs[0], xs[1]
+        if not np.issubdtype(a.dtype, np.floating):
+            return False
+        a, b = np.broadcast_arrays(a.astype(np.float64), b.astype(np.float64))
+        with np.errstate(all="ignore"):
+            q = a / b
+        q = q[np.isfinite(q)]
+        return bool(np.any(np.abs(q - np.round(q)) <= 2 * tol * np.maximum(1.0, np.abs(q))))
+
 
 B = BinaryOp
 _BINARY = [
