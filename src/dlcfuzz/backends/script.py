@@ -191,7 +191,6 @@ def unpack(text, dtype, shape):
     return np.frombuffer(zlib.decompress(base64.b64decode(text)), dtype=dtype).reshape(shape).copy()
 '''
 
-EXPECTED_ACTUAL_MAIN = MAIN  # the XLA template's name for it, until that template says MAIN
 
 
 # ---- an ONNX model written as onnx.helper code ------------------------------------------------

@@ -1,5 +1,5 @@
 """Standalone OpenVINO reproducers: the ONNX model built in code with `onnx.helper` (one readable
-`make_node` per node, small arrays inline, larger ones shipped exactly in one base64 block), the
+`make_node` per node, small arrays inline, larger ones as their exact bytes: backends/script.py), the
 CPU plugin's properties per configuration, dlcfuzz's comparison, expected vs actual printed.
 Only openvino, numpy and onnx are imported (onnxruntime only when the finding names it)."""
 
@@ -7,93 +7,21 @@ from __future__ import annotations
 
 import pprint
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.backends.script import COMPARE, header, npz_b64
+from dlcfuzz.backends.script import (
+    COMPARE,
+    ONNX_IMPORTS,
+    UNPACK,
+    array_source,
+    arrays_source,
+    header,
+    onnx_model_source,
+)
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
-
-INLINE_MAX = 16  # arrays with at most this many elements are written as literals
-
-
-class _Arrays:
-    """Arrays of the script: literals when small, else a reference into the shipped DATA block."""
-
-    def __init__(self) -> None:
-        self.shipped: dict[str, np.ndarray] = {}
-
-    def expr(self, a: np.ndarray) -> str:
-        a = np.asarray(a)
-        if a.size <= INLINE_MAX and a.dtype.kind in "biuf":
-            return f"np.array({_literal(a)}, dtype={a.dtype.name!r})"
-        key = f"a{len(self.shipped)}"
-        self.shipped[key] = a
-        return f"DATA[{key!r}]"
-
-
-def _literal(a: np.ndarray) -> str:
-    if a.dtype.kind == "f":
-        return repr(np.vectorize(lambda v: float(v) if np.isfinite(v) else v, otypes=[object])(a).tolist()
-                    ).replace("nan", "float('nan')").replace("inf", "float('inf')")
-    return repr(a.tolist())
-
-
-def _attr(attr: Any, arrays: _Arrays) -> str:
-    from onnx import AttributeProto, helper, numpy_helper
-
-    if attr.type == AttributeProto.TENSOR:
-        return f"numpy_helper.from_array({arrays.expr(numpy_helper.to_array(attr.t))})"
-    if attr.type == AttributeProto.TENSORS:
-        return "[" + ", ".join(f"numpy_helper.from_array({arrays.expr(numpy_helper.to_array(t))})"
-                               for t in attr.tensors) + "]"
-    if attr.type in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
-        raise ValueError("sub-graph attributes are not written as code")
-    value = helper.get_attribute_value(attr)
-    if isinstance(value, bytes):
-        value = value.decode()
-    if isinstance(value, list):
-        value = [v.decode() if isinstance(v, bytes) else v for v in value]
-    return repr(value)
-
-
-def _value_info(vi: Any) -> str:
-    from onnx import TensorProto
-
-    tt = vi.type.tensor_type
-    if not vi.type.HasField("tensor_type") or not tt.elem_type:
-        return f"helper.make_empty_tensor_value_info({vi.name!r})"
-    dims = [d.dim_value for d in tt.shape.dim]
-    return f"helper.make_tensor_value_info({vi.name!r}, TensorProto.{TensorProto.DataType.Name(tt.elem_type)}, {dims!r})"
-
-
-def model_code(model: Any, arrays: _Arrays) -> str:
-    """Python source of a function `build_model()` that rebuilds `model` with onnx.helper."""
-    from onnx import numpy_helper
-
-    g = model.graph
-    lines = ["def build_model():", "    nodes = ["]
-    for n in g.node:
-        attrs = "".join(f", {a.name}={_attr(a, arrays)}" for a in n.attribute)
-        dom = f", domain={n.domain!r}" if n.domain else ""
-        lines.append(f"        helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}{dom}{attrs}),")
-    lines.append("    ]")
-    lines.append("    initializers = [")
-    for t in g.initializer:
-        lines.append(f"        numpy_helper.from_array({arrays.expr(numpy_helper.to_array(t))}, {t.name!r}),")
-    lines.append("    ]")
-    lines.append("    inputs = [" + ", ".join(_value_info(v) for v in g.input) + "]")
-    lines.append("    outputs = [" + ", ".join(_value_info(v) for v in g.output) + "]")
-    opsets = [(o.domain, o.version) for o in model.opset_import]
-    lines.append(f"    graph = helper.make_graph(nodes, {g.name!r}, inputs, outputs, initializers)")
-    lines.append("    model = helper.make_model(graph, opset_imports=[" +
-                 ", ".join(f"helper.make_opsetid({d!r}, {v})" for d, v in opsets) + "])")
-    lines.append(f"    model.ir_version = {model.ir_version}")
-    lines.append("    return model.SerializeToString()")
-    return "\n".join(lines) + "\n"
-
 
 _RUN = '''
 
@@ -185,28 +113,20 @@ def openvino_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.n
                     untyped_outputs: Sequence[str] = ()) -> str:
     # the worker's traceback names files of the machine that found the finding: not for the script
     detail = detail.split("Traceback (most recent call last):")[0].rstrip()
-    model = to_onnx(g, untyped_outputs=untyped_outputs)
-    arrays = _Arrays()
-    code = model_code(model, arrays)
-    inputs_code = "{\n" + "".join(f"    {k!r}: {arrays.expr(v)},\n" for k, v in inputs.items()) + "}"
-    expected_code = "None" if expected is None else "[" + ", ".join(arrays.expr(e) for e in expected) + "]"
+    model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
+    expected_code = "None" if expected is None else "[" + ", ".join(array_source(e) for e in expected) + "]"
     props = {c.name: {k: v for k, v in c.options.items() if k != "untyped_outputs"} for c in configs}
-    data = (f'DATA = dict(np.load(io.BytesIO(base64.b64decode("""\n{npz_b64(arrays.shipped)}\n"""))))\n'
-            if arrays.shipped else "")
     return header(title, detail, version) + f'''import base64
 import io
 import sys
+import zlib
 
 import numpy as np
 import openvino as ov
-from onnx import TensorProto, helper, numpy_helper
+{ONNX_IMPORTS}{UNPACK}
 
-{data}
-
-{code}
-
-MODEL = build_model()
-INPUTS = {inputs_code}
+{onnx_model_source(model)}
+INPUTS = {arrays_source(inputs)}
 EXPECTED = {expected_code}  # dlcfuzz's NumPy reference (None: the configurations are compared)
 CATEGORY = {category!r}
 CONFIGS = {pprint.pformat(props, sort_dicts=False)}

@@ -14,7 +14,7 @@ import pprint
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.backends.script import COMPARE, EXPECTED_ACTUAL_MAIN, UNPACK, array_source
+from dlcfuzz.backends.script import COMPARE, MAIN, UNPACK, array_source
 from dlcfuzz.ir.graph import Graph
 
 _RUN = '''
@@ -74,4 +74,4 @@ INPUTS = {{
 EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: compare the configurations with each other)
 CATEGORY = {category!r}
 CONFIGS = {opts}
-{_RUN}{COMPARE}{EXPECTED_ACTUAL_MAIN}'''
+{_RUN}{COMPARE}{MAIN}'''
