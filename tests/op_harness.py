@@ -11,7 +11,8 @@ from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.single import single_op_graph
 from dlcfuzz.ir import DTYPES, Graph, TensorType, dumps, graphs_equal, loads
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
-from dlcfuzz.ops import OpSpec
+from dlcfuzz.lower.registry import load_target
+from dlcfuzz.ops import OpSpec, all_ops
 from dlcfuzz.oracle.numeric import compare
 
 
@@ -111,4 +112,10 @@ def check_instance(g: Graph, inputs: dict, *, ort: bool = True, relax: bool = Tr
         assert not bad, f"imported graph differs: {bad}\n{text}"
 
 
-__all__ = ["DTYPES", "check_instance", "instances", "run_ort", "run_relax"]
+def lowered_ops(name: str) -> list[OpSpec]:
+    """The operators the target lowers (not its documented gaps, e.g. ORT's contrib operators)."""
+    t = load_target(name)
+    return [s for s in all_ops() if t.gap_of(s.name) is None]
+
+
+__all__ = ["DTYPES", "check_instance", "instances", "lowered_ops", "run_ort", "run_relax"]

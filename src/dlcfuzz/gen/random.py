@@ -123,8 +123,10 @@ class GraphBuilder:
 
 def allowed_choices(ops: Sequence[OpSpec] | None, dtypes: Sequence[str] | None,
                     supported: Supported | None) -> list[tuple[OpSpec, list[str]]]:
-    """(operator, its dtypes) pairs a generator may use: the registry filtered by dtype and capability."""
-    specs = list(ops) if ops is not None else all_ops()
+    """(operator, its dtypes) pairs a generator may use: the registry filtered by dtype and capability.
+    Without a capability (no compiler in view) only the standard ONNX domain: an operator of another
+    domain (ORT's contrib operators) is generated only where a capability probe admits it."""
+    specs = list(ops) if ops is not None else [s for s in all_ops() if supported is not None or not s.onnx_domain]
     choices = [
         (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (supported is None or supported(s.name, d))])
         for s in specs
