@@ -76,6 +76,12 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
     from dlcfuzz.strategies import all_options
 
     given = {name: getattr(a, name) for name in all_options() if hasattr(a, name)}
+    if a.cluster:  # checked before anything is written; by default one actor per CPU of the cluster
+        from dlcfuzz.exec.cluster import cluster_jobs
+
+        a.jobs = cluster_jobs(a.cluster, a.jobs)
+    elif a.jobs is None:
+        a.jobs = 2
     if a.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     reduce_budget = None if a.reduce_budget is None else parse_duration(a.reduce_budget)
@@ -84,13 +90,14 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise UsageError(f"--resume continues a campaign with its own options: {flags} cannot change")
         opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
-                               max_tests=a.max_tests, reduce=not a.no_reduce, reduce_budget_s=reduce_budget)
+                               max_tests=a.max_tests, reduce=not a.no_reduce, reduce_budget_s=reduce_budget,
+                               cluster=a.cluster)
         camp = Campaign(opts, resume=True)
     else:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
                                seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
                                configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
-                               reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given)
+                               reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given, cluster=a.cluster)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -153,6 +160,16 @@ def cmd_report(a: argparse.Namespace) -> int:
     except sqlite3.DatabaseError as e:
         raise UsageError(f"{a.run}: unreadable store: {e}") from None
     print(f"report: {path}")
+    return 0
+
+
+def cmd_merge(a: argparse.Namespace) -> int:
+    """One campaign folder from several shards' (engine/merge.py); findings deduplicated across them."""
+    from dlcfuzz.engine.merge import merge_campaigns
+
+    m = merge_campaigns(Path(a.out), [Path(p) for p in a.shards])
+    print(f"merged {m.shards} campaigns into {a.out}: {m.tests} tests, {m.findings} findings, {m.distinct} distinct "
+          f"({m.cross_shard_duplicates} found by more than one shard)")
     return 0
 
 
@@ -301,7 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"{o.help} (default {o.default})")
     s.add_argument("--time", default="60s", help="testing budget, e.g. 60s, 10m, 2h (each new finding's reduction "
                    "runs on its own budget on top)")
-    s.add_argument("--jobs", type=int, default=2)
+    s.add_argument("--jobs", type=int, default=None, help="workers (default 2; with --cluster, one per CPU of the cluster)")
+    s.add_argument("--cluster", metavar="auto|ADDRESS", help="run the workers as Ray actors on every node of a Ray "
+                   "cluster (auto: the running one, else a local one); needs the extra 'cluster'")
     s.add_argument("--seed", type=int, default=0)
     s.add_argument("--out", default="runs/default")
     s.add_argument("--resume", metavar="RUN", help="continue the campaign stored in RUN")
@@ -357,6 +376,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the finding's repro.py and include its output")
     s.add_argument("--out", help="write the issue to this file instead of printing it")
     s.set_defaults(fn=cmd_issue)
+    s = sub.add_parser("merge", help="join the campaigns of several drivers (shards) into one folder, for reading")
+    s.add_argument("shards", nargs="+", metavar="RUN", help="campaign folders: one compiler release, one strategy")
+    s.add_argument("--out", required=True, help="the merged campaign folder (new)")
+    s.set_defaults(fn=cmd_merge)
     from dlcfuzz.verify.cli import add_parser as add_verify_parser
 
     add_verify_parser(sub)

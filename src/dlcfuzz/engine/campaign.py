@@ -44,6 +44,7 @@ class CampaignOptions:
     quiet: bool = False
     keep_tests: bool = False  # keep every test's blob (no compaction of routine tests)
     params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
+    cluster: str | None = None  # Ray cluster address ("auto" or ADDRESS): workers are actors on its nodes
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -78,7 +79,7 @@ class Campaign:
         self.out = Path(opts.out)
         store_path = self.out / "store.sqlite"
         if resume:
-            self.store = self._open_resumed(store_path)
+            self.store = self._open_resumed(store_path, record_run)
         else:
             if store_path.exists():
                 raise UsageError(f"{self.out} already holds a campaign: use --resume {self.out} or another --out")
@@ -120,13 +121,15 @@ class Campaign:
         self.corpus = self.store.corpus()
         self._reducer: Any = None
 
-    def _open_resumed(self, store_path: Path) -> Store:
+    def _open_resumed(self, store_path: Path, record_run: bool) -> Store:
         if not store_path.exists():
             raise UsageError(f"--resume: no campaign store at {store_path}")
         store = Store(store_path, create=False)
         first = store.first_run()
         if first is None:
             raise UsageError(f"--resume: {store_path} holds no campaign")
+        if store.shards() and record_run:
+            raise UsageError(f"--resume: {store_path} is a merged campaign (dlcfuzz merge), for reading: resume its shards")
         saved = first["args"]
         for k in IDENTITY:  # the campaign's identity comes from the store
             if k in saved:
@@ -187,14 +190,14 @@ class Campaign:
 
     # ---- main loop -----------------------------------------------------
     def run(self) -> Path:
-        from dlcfuzz.exec.pool import WorkerPool
+        from dlcfuzz.exec.cluster import make_pool
 
         o = self.opts
         deadline = o.timeout_s or self.strategy.deadline_s()
         start = time.monotonic()
         reducing_before = self.ctx.reduce_s[0]
-        with WorkerPool(self.strategy.handler, self.strategy.handler_init(), jobs=o.jobs, timeout_s=deadline,
-                        memory_mb=o.memory_mb) as pool:
+        with make_pool(o.cluster, self.strategy.handler, self.strategy.handler_init(), jobs=o.jobs, timeout_s=deadline,
+                       memory_mb=o.memory_mb) as pool:
             self.strategy.start(pool, self.resumed)
             inflight: dict[int, tuple[Test, bool]] = {}
             for test_id, seq, seed, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
@@ -327,12 +330,12 @@ class Campaign:
 
     # ---- findings ------------------------------------------------------
     def reducer_pool(self) -> Any:
-        from dlcfuzz.exec.pool import WorkerPool
+        from dlcfuzz.exec.cluster import make_pool
 
-        if self._reducer is None:
-            self._reducer = WorkerPool(self.strategy.handler, self.strategy.handler_init(), jobs=1,
-                                       timeout_s=self.opts.timeout_s or self.strategy.deadline_s(),
-                                       memory_mb=self.opts.memory_mb)
+        if self._reducer is None:  # on a cluster: one more actor, taking no CPU (the campaign waits for it)
+            self._reducer = make_pool(self.opts.cluster, self.strategy.handler, self.strategy.handler_init(), jobs=1,
+                                      timeout_s=self.opts.timeout_s or self.strategy.deadline_s(),
+                                      memory_mb=self.opts.memory_mb, cpus_per_actor=0)
         return self._reducer
 
     def record_finding(self, test: Test, v: Verdict) -> None:
@@ -367,6 +370,11 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
     camp = Campaign(CampaignOptions(out=run, quiet=True, timeout_s=timeout_s), resume=True, record_run=False)
     row = camp.store.test_row(test_id)
     errors = camp.store.internal_errors(test_id)
+    shard = next((sh for sh in camp.store.shards() if sh["first_test"] <= test_id <= sh["last_test"]), None)
+    if shard is not None and (camp.store.test_blob(test_id) is None or (errors and errors[0]["phase"] == "make")):
+        # regenerated from its own shard's master seed and strategy state: replayed there
+        raise UsageError(f"test {test_id} of this merged campaign is test {test_id - shard['first_test'] + 1} of its "
+                         f"shard {shard['name']}: replay it there")
     strategy = camp.strategy
     with WorkerPool(strategy.handler, strategy.handler_init(), jobs=1,
                     timeout_s=timeout_s or strategy.deadline_s(), memory_mb=camp.opts.memory_mb) as pool:

@@ -50,6 +50,7 @@ CREATE TABLE IF NOT EXISTS coverage_curve (run_id INTEGER, t REAL, elapsed REAL,
   valuable INTEGER, mutants INTEGER, well_formed INTEGER);
 CREATE TABLE IF NOT EXISTS internal_errors (id INTEGER PRIMARY KEY, test_id INTEGER, seq INTEGER, seed INTEGER,
   phase TEXT, error TEXT, traceback TEXT, created REAL);
+CREATE TABLE IF NOT EXISTS shards (name TEXT, first_test INTEGER, last_test INTEGER, seed INTEGER);
 CREATE TABLE IF NOT EXISTS oatest_triggers (test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER,
   PRIMARY KEY (test_id, optimization));
 """
@@ -91,6 +92,11 @@ class Store:
             return None
         return {"id": row[0], "seed": row[1], "compiler": row[2], "version": row[3], "strategy": row[4],
                 "args": json.loads(row[5])}
+
+    def shards(self) -> list[dict[str, Any]]:
+        """A merged store's shards (engine/merge.py): name, first and last test number, master seed; [] otherwise."""
+        return [dict(zip(("name", "first_test", "last_test", "seed"), r))
+                for r in self.db.execute("SELECT name, first_test, last_test, seed FROM shards ORDER BY first_test")]
 
     # ---- tests ---------------------------------------------------------
     def next_seq(self) -> int:
