@@ -139,7 +139,7 @@ def test_reproducer_is_a_standalone_jax_script(tmp_path):
         src = xla.reproducer(g, tc.inputs, expected, configs, "wrong-result", "t", "d")
         imports = {a.name.split(".")[0] for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Import) for a in n.names}
         imports |= {n.module.split(".")[0] for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom)}
-        assert imports <= {"base64", "sys", "zlib", "numpy", "jax"}, imports
+        assert imports <= {"base64", "subprocess", "sys", "zlib", "numpy", "jax"}, imports
         assert "xla_disable_hlo_passes': 'algsimp,dce'" in src and "def model(" in src
         path = tmp_path / f"repro{rc}.py"
         path.write_text(src)
@@ -148,3 +148,46 @@ def test_reproducer_is_a_standalone_jax_script(tmp_path):
         assert ("BUG REPRODUCED" in r.stdout) == bool(rc)
         if rc:
             assert "expected:" in r.stdout and "actual:" in r.stdout
+
+
+def test_no_disruptive_tests_because_jax_numpy_makes_rule_breaking_graphs_valid():
+    """From a 30-minute campaign (seed 1): every disruptive graph it made, e.g. these reduced
+    cases, `mul` of float32 by uint8 and `add` of two bools, compiled and ran: jax.numpy promotes the
+    dtypes as documented before XLA sees the program, so "accepted-invalid" was never XLA's; the
+    backend declares that no rule binds and `auto` leaves out its disruptive arm."""
+    from dlcfuzz.strategies.auto import arms_for
+
+    xla = get_backend("xla")
+    f32, u8, b = TensorType("float32", (6,)), TensorType("uint8", (6,)), TensorType("bool", (3,))
+    cases = [
+        (Graph(inputs=[Value("v2", f32), Value("bad8", u8)], nodes=[Node("mul", ["v2", "bad8"], [Value("y", f32)])],
+               outputs=["y"]), {"v2": np.linspace(0, 1, 6, dtype=np.float32), "bad8": np.arange(6, dtype=np.uint8)}),
+        (Graph(inputs=[Value("a", b), Value("c", b)], nodes=[Node("add", ["a", "c"], [Value("y", b)])], outputs=["y"]),
+         {"a": np.array([True, True, False]), "c": np.array([True, False, False])}),
+    ]
+    for g, inputs in cases:
+        for name in ("xla-nopasses", "xla"):
+            out = xla.compile(g, xla.configs()[name]).run(inputs)  # no error: documented promotion
+            assert len(out) == 1 and out[0].shape == g.types()["y"].shape, to_text(g)
+    assert xla.disruptive_rules() == ()
+    assert "disruptive" not in [a.name for a in arms_for("xla", xla)]
+    assert "disruptive" in [a.name for a in arms_for("xla", None)]  # only the backend's declaration removes it
+
+
+def test_known_register_names_the_float16_isel_abort_and_only_it():
+    """The crash of the 30-minute campaign (seed 1; float16 instance_norm + isnan, XLA:CPU aborts in LLVM's
+    x86 instruction selection after the `fusion` pass) is listed as known, a float32 crash is not."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    detail = "killed by signal 6 (SIGABRT) during compile of xla"
+
+    def crash(dtypes: set[str]) -> FindingFacts:
+        return FindingFacts(13, "xla", "crash", ("xla",), "", frozenset({"call", "instance_norm", "isnan"}),
+                            frozenset(dtypes), "killed by signal N during compile of xla", "crash|xla|compile|SIGABRT|")
+
+    reg = Register(use_env=False)
+    hit = reg.match(crash({"float16", "bool"}), detail)
+    assert hit is not None and hit.id == "xla-cpu-f16-subv-broadcast-load-isel"
+    assert hit.ref == "https://github.com/openxla/xla/issues/44943"
+    assert reg.match(crash({"float32", "bool"}), detail) is None

@@ -78,7 +78,8 @@ class Backend(Protocol):
         ...
 
     def disruptive_rules(self) -> tuple[str, ...] | None:
-        """The type/shape rules whose violation this compiler must reject (None: all of them)."""
+        """The type/shape rules whose violation this compiler must reject (None: all of them; (): none, so no
+        disruptive tests)."""
         ...
 
     def per_op_rules(self, config: Config) -> bool:

@@ -52,6 +52,13 @@ ARMS = (
 )
 
 
+def arms_for(compiler: str, backend: Any) -> list[Arm]:
+    """The arms that apply to `compiler`; no disruptive arm where the backend declares that no type/shape
+    rule binds its front door (`disruptive_rules() == ()`)."""
+    return [a for a in ARMS if (a.compilers is None or compiler in a.compilers)
+            and not (a.name == "disruptive" and backend is not None and backend.disruptive_rules() == ())]
+
+
 @dataclass
 class ArmStats:
     reward: float = 1.0  # decayed yield (a prior of one success)
@@ -81,7 +88,7 @@ class AutoStrategy(Strategy):
         from dlcfuzz.strategies import get_strategy
 
         super().__init__(ctx)
-        self.arms = [a for a in ARMS if a.compilers is None or ctx.compiler in a.compilers]
+        self.arms = arms_for(ctx.compiler, ctx.backend)
         self.subs: list[Strategy] = []
         for arm in self.arms:
             cls = get_strategy(arm.strategy)

@@ -1,7 +1,8 @@
 """Standalone reproducers for XLA findings: the program as readable JAX code (the very source the
 campaign compiled), its inputs, the exact `compiler_options` of each configuration passed to
 `jax.jit(model).lower(*args).compile(compiler_options=...)`, and the comparison (dlcfuzz's tolerances)
-printing expected vs actual. Imports only jax and numpy; exits 1 with "BUG REPRODUCED".
+printing expected vs actual. Imports only jax and numpy; exits 1 with "BUG REPRODUCED" (a crash: the
+script runs itself as a child process and reports the signal that killed it).
 
 Small tensors are written inline as Python lists; larger ones as their exact bytes (base64 of the
 zlib-compressed buffer): a finding can hinge on the exact values, so they are not regenerated.
@@ -29,6 +30,20 @@ def run(name):
         compiled = jax.jit(model).lower(*args).compile(compiler_options=opts["compiler_options"])
         outs = compiled(*args)
     return [np.asarray(o) for o in outs]
+'''
+
+# A crash kills the process that compiles: the script then runs itself as a child and reports its death.
+_CRASH_GUARD = '''
+
+if __name__ == "__main__" and CATEGORY == "crash" and "--child" not in sys.argv:
+    import subprocess
+
+    child = subprocess.run([sys.executable, __file__, "--child"])
+    if child.returncode < 0:
+        print(f"the compile or run was killed by signal {-child.returncode}")
+        print("BUG REPRODUCED:", CATEGORY)
+        sys.exit(1)
+    sys.exit(child.returncode)
 '''
 
 def jax_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -74,4 +89,4 @@ INPUTS = {{
 EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: compare the configurations with each other)
 CATEGORY = {category!r}
 CONFIGS = {opts}
-{_RUN}{COMPARE}{MAIN}'''
+{_RUN}{_CRASH_GUARD}{COMPARE}{MAIN}'''
