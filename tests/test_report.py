@@ -86,6 +86,9 @@ def test_issue_for_pytorch_has_the_fuzzer_template_fields(tmp_path):
     assert "## torch.compile fuzzer checklist" in md and "topic: fuzzer" in md
     assert all(f"- [ ] {c}" in md for c in PYTORCH_FUZZER_CHECKS)
     assert "### Versions" in md and "collect_env" in md and "### Error logs" in md
+    row = {**row, "category": "unexpected-error", "key": "error|inductor"}  # wording: no ONNX for a torch program
+    md = issue_for(tmp_path, row).markdown
+    assert "found an **unexpected-error** finding" in md and "ONNX" not in md and "runs it eagerly" in md
 
 
 def test_report_has_charts_counts_and_clusters(run):

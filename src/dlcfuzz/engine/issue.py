@@ -24,11 +24,11 @@ EXPECTED = {
                     "the tolerance of the dtype.",
     "inconsistency": "Every configuration computes the same outputs (within the tolerance of the dtype): an "
                      "optimization must not change the result.",
-    "crash": "The model compiles and runs (it is valid: ONNX's checker and the operators' specification accept "
-             "it), or is rejected with an error; the process does not die.",
+    "crash": "The model compiles and runs (it is valid: {valid}), or is rejected with an error; the process "
+             "does not die.",
     "hang": "Compiling and running the model finishes within seconds.",
-    "unexpected-error": "The model compiles and runs: it is valid (ONNX's checker and the operators' specification "
-                        "accept it) and the compiler documents support for its operators and dtypes.",
+    "unexpected-error": "The model compiles and runs: it is valid ({valid}) and the compiler documents support for "
+                        "its operators and dtypes.",
     "inconsistent-rejection": "Every configuration accepts the model, or every configuration rejects it: an "
                               "optimization must not make a valid model fail.",
     "accepted-invalid": "The compiler rejects the model with an error: it breaks a type or shape rule of an operator.",
@@ -36,6 +36,21 @@ EXPECTED = {
     "metamorphic": "The mutant (equivalent to the seed model by construction) computes the seed's outputs.",
     "mutant-rejected": "The mutant compiles like its seed: it only adds operators the seed already uses.",
 }
+# why the model is valid, by the compiler's front door (ONNX models are checked by onnx's checker)
+VALID_BECAUSE = {"onnx": "ONNX's checker and the operators' specification accept it",
+                 "code": "the framework runs it eagerly, and the operators' specification accepts its types and shapes"}
+ONNX_FRONT = ("onnxruntime", "planted", "tvm", "openvino")
+
+
+def expected_behaviour(category: str, compiler: str) -> str:
+    front = "onnx" if compiler.split(":")[0] in ONNX_FRONT else "code"
+    return EXPECTED.get(category, "The compiler behaves like the reference.").format(valid=VALID_BECAUSE[front])
+
+
+def article(word: str) -> str:
+    return "an" if word[:1].lower() in "aeiou" else "a"
+
+
 # the distributions each compiler's reproducer uses, for the environment table
 PACKAGES = {"onnxruntime": ("onnxruntime",), "planted": ("onnxruntime",), "tvm": ("apache-tvm", "apache-tvm-ffi"),
             "inductor": ("torch",), "xla": ("jax", "jaxlib"), "openvino": ("openvino",)}
@@ -131,7 +146,7 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
     if known is not None:
         md += [f"> dlcfuzz: this matches a known bug ({known.ref}): `{known.id}`.", ""]
     md += ["## Describe the bug", "",
-           f"dlcfuzz (a differential fuzzer of deep-learning compilers) found a **{facts.category}** finding in {version}"
+           f"dlcfuzz (a differential fuzzer of deep-learning compilers) found {article(facts.category)} **{facts.category}** finding in {version}"
            f" with configuration {', '.join(f'`{c}`' for c in facts.configs)}."
            f" The reduced model has {row.get('reduced_nodes') or row.get('nodes') or '?'} node(s)"
            f" ({', '.join(sorted(facts.ops)) or 'operators unknown'};"
@@ -147,7 +162,7 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
                "```python", repro.rstrip(), "```", ""]
     else:
         md += ["(dlcfuzz wrote no standalone reproducer for this finding: see the observation below.)", ""]
-    md += ["## Expected behavior", "", EXPECTED.get(facts.category, "The compiler behaves like the reference."), "",
+    md += ["## Expected behavior", "", expected_behaviour(facts.category, compiler), "",
            "## Actual behavior", "", "```", observation(row.get("detail") or "")[:4000] or "(no message)", "```", ""]
     if run_repro and repro:
         code, out = run_reproducer(folder)
