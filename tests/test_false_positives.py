@@ -136,3 +136,49 @@ def test_normalization_whose_squared_deviations_overflow_float32_is_not_compared
          "s": np.array([-0.28, -0.92, 1.82], np.float32), "b": np.array([-0.2, 1.51, 1.26], np.float32)}
     verdicts = judged(g, x, tmp_path)
     assert "bug" not in [v.kind for v in verdicts], verdicts
+
+
+def sigmoid_tan_div() -> Graph:
+    """The reduced case of issue 19's `sigmoid -> tan -> div`: a / tan(sigmoid(x))."""
+    t = TensorType("float32", (6,))
+    g = Graph(inputs=[Value("x", t), Value("a", t)],
+              nodes=[Node("sigmoid", ["x"], [Value("s", t)], name="n0"), Node("tan", ["s"], [Value("u", t)], name="n1"),
+                     Node("div", ["a", "u"], [Value("y", t)], name="n2")], outputs=["y"])
+    g.check()
+    return g
+
+
+def test_sigmoid_tan_div_zero_over_a_rounding_zero_is_unknown_on_every_ort_configuration(tmp_path):
+    """Regression (issue 19, "0/0 in one and not the other"): sigmoid(-20) = 2e-9, which ORT computes
+    as exactly 0 (within sigmoid's absolute error), so 0 / tan(sigmoid(x)) is 0/0 = NaN on ORT and 0
+    in the reference. The policy "rounding-induced zero" (reference.run(perturb=ZERO), one of the
+    sensitivity evaluations of oracle/policy.unstable_outputs) makes such an output ill-conditioned:
+    an unknown, never a finding. Without that evaluation the same verdicts are a wrong-result."""
+    from dlcfuzz import reference
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.verdict import judge
+
+    g = sigmoid_tan_div()
+    x = {"x": np.array([-16, -18, -20, -25, -30, -40], np.float32), "a": np.zeros(6, np.float32)}
+    backend = get_backend("onnxruntime")
+    configs = list(backend.configs()[f"ort-{lvl}"] for lvl in ("disable", "basic", "extended", "all"))
+    tc = TestCase(g, {k: v.copy() for k, v in x.items()}, configs, seed=1, compiler="onnxruntime")
+    ref = reference_of(tc)
+    assert ref.outputs is not None and tc.inputs["x"].tolist() == x["x"].tolist()  # judged on these inputs
+    observations = run_configs(backend, tc)
+    assert all(o.status == "ok" and np.isnan(o.outputs[0]).any() for o in observations)  # ORT's 0/0
+    verdicts = judge("onnxruntime", backend.expected_error, ref.outputs, observations, ref.unstable)
+    assert ref.unstable == {0} and "bug" not in [v.kind for v in verdicts]  # output 0 is not compared
+    # the policy is what decides: every other sensitivity evaluation keeps the output finite and close
+    rng = np.random.default_rng(0)
+    for how in (1.0, -1.0, rng):
+        y = reference.run(g, x, perturb=how)["y"]
+        assert np.isfinite(y).all() and np.allclose(y, ref.outputs[0])
+    assert not np.isfinite(reference.run(g, x, perturb=reference.ZERO)["y"]).all()
+    without = judge("onnxruntime", backend.expected_error, ref.outputs, observations, set())
+    assert any(v.kind == "bug" and v.category == "wrong-result" for v in without), without
+    # and in a real worker, with the default pair: an unknown
+    in_worker = judged(g, x, tmp_path)
+    assert "bug" not in [v.kind for v in in_worker] and "ill-conditioned-output" in [v.category for v in in_worker]

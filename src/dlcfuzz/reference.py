@@ -53,12 +53,17 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
 PERTURB_EPS = 1.0  # error of a correct compiler, in epsilons of the operator's error scale
 
 
-def _perturbed(how: np.random.Generator | float, n: Any, xs: list[np.ndarray], y: np.ndarray,
+ZERO = "zero"  # perturb=ZERO: every float result within its legal error of zero becomes exactly zero
+
+
+def _perturbed(how: np.random.Generator | float | str, n: Any, xs: list[np.ndarray], y: np.ndarray,
                dtype: np.dtype) -> np.ndarray:
     if dtype.kind != "f":
         return y
     y = np.asarray(y, dtype=np.float64)
     scale = np.broadcast_to(get_op(n.op).error_scale(xs, n.attrs, y), y.shape)
+    if how == ZERO:  # a legal error that reaches zero may give exactly zero (ORT's sigmoid(-20) is 0)
+        return np.where(np.abs(y) <= PERTURB_EPS * float(np.finfo(dtype).eps) * scale, 0.0, y)
     direction = how.uniform(-1.0, 1.0, y.shape) if isinstance(how, np.random.Generator) else float(how)
     noise = direction * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
     return y + np.where(np.isfinite(noise), noise, 0.0)
@@ -72,7 +77,7 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
-    check_overflow: bool = False, perturb: np.random.Generator | float | None = None,
+    check_overflow: bool = False, perturb: np.random.Generator | float | str | None = None,
     _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
@@ -86,7 +91,8 @@ def run(
     minimum is divided by -1.
     perturb=rng (implies exact) moves every float result by a random error of up to
     PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale), perturb=+1.0 or
-    -1.0 by exactly that much upwards or downwards: the sensitivity
+    -1.0 by exactly that much upwards or downwards, perturb=ZERO makes a result exactly zero where
+    that error reaches zero (a divisor, a log's argument: a domain edge legal rounding can hit): the sensitivity
     analysis that finds outputs which legal rounding (another summation order, a fused
     multiply-add, a few-ulp transcendental) can move past the tolerance.
     """

@@ -58,7 +58,8 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     rng = np.random.default_rng(tc.seed ^ 0x5E45)
     unstable = set()
     evaluations = [reference.run(tc.graph, tc.inputs, exact=True)]
-    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how) for how in (1.0, -1.0, rng)]
+    # ZERO: a tiny value a correct compiler may compute as exactly 0 (then 0/0, log 0): "rounding-induced zero"
+    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how) for how in (1.0, -1.0, rng, reference.ZERO)]
     for evaluation in evaluations:
         for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
             e = evaluation[o]

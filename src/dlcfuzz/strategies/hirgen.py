@@ -17,6 +17,8 @@ from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
 
 P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compilers that have them)
 MODES = ("strict", "disruptive")
+MALFORMED = "malformed:"  # disruptive_rules() entries naming a mutate/malformed.py kind, applied to the ONNX model
+P_MALFORMED = 0.5  # share of disruptive tests that are malformed models, where the backend offers kinds
 MODE = Option("mode", "strict", "strict: valid graphs; disruptive: each graph breaks one type/shape rule and must "
               "be rejected")
 
@@ -93,11 +95,40 @@ class DisruptiveHirgen(HirgenStrategy):
         from dlcfuzz.gen.disruptive import RULES, generate_disruptive
 
         rng = np.random.default_rng(seed)
+        rules = self.ctx.backend.disruptive_rules() or RULES
+        forms = [r.removeprefix(MALFORMED) for r in rules if r.startswith(MALFORMED)]
+        if forms and rng.random() < P_MALFORMED:
+            test = self.malformed_test(seq, seed, rng, forms)
+            if test is not None:
+                return test
         g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(),
-                                                rules=self.ctx.backend.disruptive_rules() or RULES)
+                                                rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json()})
         return self.test(seq, tc, [broken.item])
+
+    def malformed_test(self, seq: int, seed: int, rng: np.random.Generator, forms: list[str]) -> Test | None:
+        """A valid generated graph whose lowered ONNX model gets one malformed node (mutate/malformed.py):
+        the configurations carry {"kind", "seed"} and the backend's lower() applies it."""
+        from dlcfuzz.backends.base import Config
+        from dlcfuzz.gen.coverage import DISRUPTIVE
+        from dlcfuzz.gen.hirgen import generate_guided
+        from dlcfuzz.lower.onnx import to_onnx
+        from dlcfuzz.mutate.malformed import malform
+
+        kind = forms[int(rng.integers(len(forms)))]
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices())
+        g, inputs = self.with_inputs(g, rng)
+        done = malform(to_onnx(g), kind, seed)
+        if done is None:
+            return None
+        m = done[1]
+        broken = {"op": m.op, "rule": MALFORMED + kind, "dtype": "float", "node": m.node, "output": m.output,
+                  "why": f"{m.rule}: {m.detail}"}
+        spec = {"kind": kind, "seed": seed}
+        configs = [Config(c.name, {**c.options, "malformed": spec}) for c in self.configs]
+        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken, "malformed": spec})
+        return self.test(seq, tc, [f"{DISRUPTIVE}|{m.op}|{MALFORMED}{kind}|float"])
 
     def judge(self, test: Test, res: Any) -> Judgement:
         tc: TestCase = test.payload
@@ -138,7 +169,7 @@ class DisruptiveHirgen(HirgenStrategy):
         tc: TestCase = test.payload
         broken = tc.meta["broken"]
         g, inputs = tc.graph, tc.inputs
-        if self.ctx.reduce:
+        if self.ctx.reduce and "malformed" not in tc.meta:  # a malformed node is not in the graph
             cand, cand_in = isolate_node(tc.graph, tc.inputs, broken["node"])
             if cand.nodes != g.nodes and self.still_fails(tc, v)(cand, cand_in):
                 g, inputs = cand, cand_in

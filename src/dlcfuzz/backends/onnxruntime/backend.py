@@ -24,6 +24,15 @@ EXPECTED = [
 ]
 
 
+def malformed_model(model: bytes, options: dict[str, Any]) -> bytes:
+    """Disruptive mode's malformed models: the configuration's {"kind", "seed"} applied to the ONNX model."""
+    if not options.get("malformed"):
+        return model
+    from dlcfuzz.mutate.malformed import malform_bytes
+
+    return malform_bytes(model, options["malformed"])
+
+
 class OrtCompiled:
     def __init__(self, sess: Any, optimized_model: bytes | None) -> None:
         self.sess = sess
@@ -50,13 +59,24 @@ class OnnxRuntimeBackend(BackendBase):
         ]
 
     def configs(self) -> dict[str, Config]:
-        return {f"ort-{lvl}": Config(f"ort-{lvl}", {"opt_level": lvl}) for lvl in LEVELS}
+        from dlcfuzz.backends.onnxruntime.transformers import transformer_configs
+
+        return {**{f"ort-{lvl}": Config(f"ort-{lvl}", {"opt_level": lvl}) for lvl in LEVELS}, **transformer_configs()}
+
+    def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
+        """The campaign's configurations, plus the Python transformer optimizer on a share of tests."""
+        from dlcfuzz.backends.onnxruntime.transformers import sample_transformer_config
+
+        extra = sample_transformer_config(rng)
+        return list(configs) + ([extra] if extra and extra.name not in {c.name for c in configs} else [])
 
     def default_pair(self) -> tuple[Config, Config]:
         c = self.configs()
         return c["ort-disable"], c["ort-all"]
 
     def expected_error(self, message: str) -> str | None:
+        if message.startswith("TransformerOptimizerError"):
+            return None  # the transformer optimizer failing on a model ORT accepts is never expected
         return next((name for name, pat in EXPECTED if pat.search(message)), None)
 
     def known_gaps(self, op: str) -> dict[str, str]:
@@ -64,6 +84,13 @@ class OnnxRuntimeBackend(BackendBase):
 
     def disruptive_configs(self) -> list[str]:
         return ["ort-disable", "ort-all"]
+
+    def disruptive_rules(self) -> tuple[str, ...] | None:
+        """Our IR's type/shape rules, and malformed ONNX models (mutate/malformed.py): ORT reads ONNX."""
+        from dlcfuzz.gen.disruptive import RULES
+        from dlcfuzz.mutate.malformed import KINDS
+
+        return RULES + tuple(f"malformed:{k}" for k in KINDS)
 
     def session_options(self, options: dict[str, Any]) -> Any:
         so = ort.SessionOptions()
@@ -96,13 +123,24 @@ class OnnxRuntimeBackend(BackendBase):
 
     def lower(self, g: Graph, config: Config) -> bytes:
         """dlcfuzz's share of the work (timed apart from the compiler's)."""
-        return to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
+        model = to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
+        return malformed_model(model, config.options)
 
     def lower_key(self, config: Config) -> str:
         return "onnx"
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> OrtCompiled:
-        return self.compile_onnx(lowered, config)
+        spec = config.options.get("transformers")
+        if not spec:
+            return self.compile_onnx(lowered, config)
+        from dlcfuzz.backends.onnxruntime.transformers import TransformerOptimizerError, optimize
+
+        optimized = optimize(lowered, spec)
+        try:
+            return self.compile_onnx(optimized, config)
+        except Exception as e:
+            self.compile_onnx(lowered, config)  # raises ORT's own rejection when the model as given is rejected
+            raise TransformerOptimizerError(f"ORT rejects the transformer optimizer's output model: {e}") from e
 
     def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
         """ddmin over the graph transformers `disabled_optimizers` can switch off (optimizers.py)."""
@@ -114,6 +152,7 @@ class OnnxRuntimeBackend(BackendBase):
         from dlcfuzz.backends.onnxruntime.reproducer import ort_script
 
         model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
+        model = malformed_model(model, configs[0].options if configs else {})
         return ort_script(model, inputs, expected, configs, category, title, detail, self.version())
 
     def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],

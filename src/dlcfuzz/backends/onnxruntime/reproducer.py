@@ -36,9 +36,33 @@ def configs_source(configs: list[Config]) -> tuple[str, str]:
     return "{\n" + "".join(parts) + "}", defs
 
 
+# the Python transformer optimizer's configurations (transformers.py): its fusions, then ORT
+TRANSFORMERS = '''
+
+def transformed(model, opts):
+    """optimize_model's Python fusions only (opt_level=0, Gelu approximation off), as the finding ran."""
+    spec = opts.get("transformers")
+    if not spec:
+        return model
+    import onnx
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    options = FusionOptions(spec["model_type"])
+    options.enable_gelu_approximation = False
+    for key, value in spec.get("fusions", {}).items():
+        setattr(options, key, value)
+    optimized = optimize_model(onnx.load_from_string(model), model_type=spec["model_type"], num_heads=0,
+                               hidden_size=0, optimization_options=options, opt_level=0, use_gpu=False)
+    return optimized.model.SerializeToString()
+
+'''
+
+
 def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
     configs_code, defs = configs_source(configs)
+    transformers = any(c.options.get("transformers") for c in configs)
     return header(title, detail, version) + f'''import base64
 import sys
 import zlib
@@ -50,13 +74,14 @@ import onnxruntime as ort
 {onnx_model_source(model_bytes)}
 {defs}{common(inputs, expected, category, configs, configs_code)}
 LEVELS = {LEVELS!r}
-
+{TRANSFORMERS if transformers else ""}
 
 def run(name):
     opts = CONFIGS[name]
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
-    sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
+    model = {"transformed(MODEL, opts)" if transformers else "MODEL"}
+    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=opts.get("disabled_optimizers") or None)
     return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
 {COMPARE}{MAIN}'''
