@@ -24,6 +24,9 @@ def compile_options(options: dict[str, Any]) -> dict[str, Any]:
     the exact torch._inductor.config patch (fallback_random included, as dlcfuzz compiled it)."""
     from dlcfuzz.backends.inductor.knobs import split_knobs
 
+    if options.get("backend") == "openvino":  # OpenVINO's PyTorch front door (backends/openvino)
+        return {"backend": "openvino", "mode": "default", "dynamic": False, "inductor_config": {},
+                "options": options["options"]}
     mode, dynamic, patch = split_knobs(dict(options.get("knobs") or {}))
     patch = {"fallback_random": True, **patch}
     if options.get("fault"):
@@ -40,6 +43,8 @@ def run(name):
     if opts["backend"] != "eager":
         torch.compiler.reset()
         kwargs = {"mode": opts["mode"]} if opts["mode"] != "default" else {}
+        if "options" in opts:  # the backend's own options (OpenVINO's device and properties)
+            kwargs["options"] = opts["options"]
         fn = torch.compile(model, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
     with torch._inductor.config.patch(opts["inductor_config"]), torch.no_grad():
         return [t.detach().contiguous().numpy() for t in fn(*args)]
@@ -71,6 +76,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+{"import openvino.torch  # registers the openvino torch.compile backend" + chr(10) if any(
+        c.options.get("backend") == "openvino" for c in configs) else ""}
 torch.set_num_threads(1)  # as dlcfuzz ran it
 {UNPACK}
 

@@ -1,10 +1,12 @@
-"""OpenVINO: two ONNX front doors (`Core.read_model`, `ov.convert_model`), the CPU plugin under its
-precision, snippets, performance and execution-mode properties, OpenVINO's own op-level reference
+"""OpenVINO: two ONNX front doors (`Core.read_model`, `ov.convert_model`) and, when torch is installed,
+its PyTorch front door (`torch.compile(backend="openvino")`); the CPU plugin under its precision,
+snippets, performance and execution-mode properties, OpenVINO's own op-level reference
 (`Model.evaluate`, no plugin) and ONNXRuntime on the same ONNX model as a cross-compiler baseline."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -35,6 +37,51 @@ P_ORT = 0.25  # ... that add ONNXRuntime on the same ONNX model
 # (Convolution, pooling, normalizations, most i8/i16/f64 kernels), so its "unsupported" would make
 # most tests unknown if it ran on every test
 P_REFERENCE = 0.25
+# ... that add torch.compile(backend="openvino"), the graph written as torch code (lower/torch) and
+# converted by OpenVINO's PyTorch frontend (measured: 0.3-0.9 s per new graph, 7 s to import once)
+P_TORCH = 0.15
+
+
+def torch_options(properties: dict[str, Any]) -> dict[str, Any]:
+    """torch.compile's `options` for OpenVINO's backend: the CPU plugin with these properties."""
+    return {"device": "CPU", "config": dict(properties), "model_caching": False}
+
+
+def torch_installed() -> bool:
+    return importlib.util.find_spec("torch") is not None and importlib.util.find_spec("openvino.torch") is not None
+
+
+class OvTorch:
+    """A torch program compiled by torch.compile(backend="openvino"): compiled on its first call, in
+    build, so a conversion failure is a compile error."""
+
+    def __init__(self, program: Any, g: Graph, properties: dict[str, Any]) -> None:
+        import openvino.torch  # noqa: F401  (registers the "openvino" torch.compile backend)
+        import torch
+
+        torch.set_num_threads(1)  # --jobs decides parallelism, as for the CPU plugin's one thread
+        torch.compiler.reset()  # no graphs, guards or recompile counts from earlier tests
+        eager = program.function()
+        example = [torch.ones(v.type.shape, dtype=getattr(torch, v.type.dtype)) for v in g.inputs]
+        with torch.no_grad():
+            try:
+                eager(*example)
+            except Exception as e:  # torch itself cannot run this program: not OpenVINO's to answer
+                raise RuntimeError(f"[stage eager] unsupported by torch: {type(e).__name__}: {e}") from e
+            self.fn = torch.compile(eager, backend="openvino", fullgraph=True, dynamic=False,
+                                    options=torch_options(properties))
+            self.fn(*example)
+        self.input_names = [v.name for v in g.inputs]
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        import torch
+
+        args = [torch.from_numpy(np.array(inputs[n], order="C")) for n in self.input_names]  # rank 0 stays 0
+        with torch.no_grad():
+            return [o.detach().contiguous().numpy().copy() for o in self.fn(*args)]
+
+    def info(self) -> dict[str, Any]:
+        return {"front": 'torch.compile(backend="openvino")'}
 
 
 def _ort_installed() -> bool:
@@ -196,6 +243,8 @@ class OpenVinoBackend(BackendBase):
         }
         if _ort_installed():
             out["ort"] = Config("ort", {"front": "read", "device": "onnxruntime"})
+        if torch_installed():
+            out["ov-torch"] = Config("ov-torch", {**cpu, "front": "torch"})
         return out
 
     def default_pair(self) -> tuple[Config, Config]:
@@ -233,6 +282,8 @@ class OpenVinoBackend(BackendBase):
             out.append(every["ort"])
         if rng.random() < P_REFERENCE and "ov-reference" not in names:
             out.append(every["ov-reference"])
+        if rng.random() < P_TORCH and "ov-torch" in every and "ov-torch" not in names and _torch_lowers(g):
+            out.append(every["ov-torch"])
         return out
 
     def disruptive_configs(self) -> list[str]:
@@ -261,19 +312,37 @@ class OpenVinoBackend(BackendBase):
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,
                    untyped_outputs: tuple[str, ...] = ()) -> str:
+        if any(c.options.get("front") == "torch" for c in configs):
+            # a torch script: eager torch (the program without a compiler) against the PyTorch front door
+            from dlcfuzz.backends.inductor.reproducer import inductor_script
+
+            script_configs = [Config("eager", {"backend": "eager"})] + [
+                Config(c.name, {"backend": "openvino", "options": torch_options(
+                    {**DEFAULT_PROPERTIES, **c.options.get("properties", {})})})
+                for c in configs if c.options.get("front") == "torch"]
+            return inductor_script(g, inputs, expected, script_configs, category, title, detail,
+                                   f"{self.version()} (torch.compile(backend=\"openvino\"))")
         from dlcfuzz.backends.openvino.reproducer import openvino_script
 
         return openvino_script(g, inputs, expected, configs, category, title, detail, self.version(),
                                untyped_outputs)
 
     # ---- compile and run -------------------------------------------------
-    def lower(self, g: Graph, config: Config) -> bytes:
+    def lower(self, g: Graph, config: Config) -> Any:
+        if config.options.get("front") == "torch":
+            from dlcfuzz.lower.torch import to_torch_program
+
+            return to_torch_program(g)
         return to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
 
     def lower_key(self, config: Config) -> str:
+        if config.options.get("front") == "torch":
+            return "torch"
         return "onnx/untyped" if config.options.get("untyped_outputs") else "onnx"
 
-    def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
+    def build(self, lowered: Any, g: Graph, config: Config) -> Any:
+        if config.options.get("front") == "torch":
+            return OvTorch(lowered, g, {**DEFAULT_PROPERTIES, **config.options.get("properties", {})})
         return self.build_onnx(lowered, config)
 
     def build_onnx(self, model_bytes: bytes, config: Config) -> Any:
@@ -290,3 +359,11 @@ class OpenVinoBackend(BackendBase):
     def compile_model(self, model: Any, options: dict[str, Any]) -> Any:
         """The CPU plugin's compile (a subclass may change the ov.Model first)."""
         return self.core.compile_model(model, "CPU", {**DEFAULT_PROPERTIES, **options.get("properties", {})})
+
+
+def _torch_lowers(g: Graph) -> bool:
+    """Every operator of `g` has a torch lowering (ORT's contrib operators, for one, have none)."""
+    from dlcfuzz.lower.registry import load_target
+
+    torch_rules = load_target("torch")
+    return all(op in torch_rules.rules for op in g.ops_used() if op != "call")
