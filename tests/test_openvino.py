@@ -221,3 +221,32 @@ def test_convert_front_door_declines_telemetry_only_for_its_own_call(monkeypatch
     with _no_telemetry():
         pass
     assert os.environ["CI"] == "false"
+
+
+def test_only_shape_rules_bind_because_openvino_documents_wider_types_and_tile_broadcasting():
+    """From a 30-minute campaign (seed 15): these reduced disruptive graphs break an ONNX type or rank
+    constraint, and OpenVINO runs them as its own operation specifications document (LessEqual on bool,
+    Gather with uint8 indices, Tile-1 prepending 1s to a short `repeats`): not bugs, so the backend
+    declares only shape rules binding and the disruptive generator makes no such graph for it."""
+    from dlcfuzz.gen.disruptive import RULES
+
+    backend = get_backend("openvino")
+    b, u8 = TensorType("bool", ()), TensorType("uint8", (3,))
+    cases = [
+        (Graph(inputs=[Value("p", b), Value("q", b)], nodes=[Node("less_equal", ["p", "q"], [Value("y", b)])],
+               outputs=["y"]), {"p": np.array(True), "q": np.array(False)}, np.array(False)),
+        (Graph(inputs=[Value("d", TensorType("int64", (2, 1, 2))), Value("i", u8)],
+               nodes=[Node("gather", ["d", "i"], [Value("y", TensorType("int64", (2, 1, 3)))], {"axis": 2})],
+               outputs=["y"]), {"d": np.arange(4).reshape(2, 1, 2), "i": np.array([1, 0, 1], "uint8")},
+         np.arange(4).reshape(2, 1, 2)[:, :, [1, 0, 1]]),
+        (Graph(inputs=[Value("t", TensorType("uint8", (2, 1, 3)))],
+               nodes=[Node("tile", ["t"], [Value("y", TensorType("uint8", (2, 2, 3)))], {"repeats": [2, 1]})],
+               outputs=["y"]), {"t": np.arange(6, dtype="uint8").reshape(2, 1, 3)},
+         np.tile(np.arange(6, dtype="uint8").reshape(2, 1, 3), (1, 2, 1))),
+    ]
+    for g, inputs, expected in cases:
+        for name in backend.disruptive_configs():
+            config = Config(name, {**backend.configs()[name].options, "untyped_outputs": ["y"]})
+            out = backend.compile(g, config).run(inputs)
+            np.testing.assert_array_equal(out[0], expected)  # what OpenVINO's specification says
+    assert backend.disruptive_rules() == ("shape",) and set(backend.disruptive_rules()) < set(RULES)
