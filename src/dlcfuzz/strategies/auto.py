@@ -24,9 +24,15 @@ from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strat
 HANDLER = "dlcfuzz.strategies.auto:make_handler"
 MAGIC = b"DLCFUZZ-AUTO"
 BLOCK = 32  # tests per scheduling block
-DECAY = 0.9  # per block: recent yield counts most (the yield of an arm falls as it saturates)
+# Recent yield counts most (an arm's yield falls as it saturates): yields halve every HALF_LIFE_S of the
+# schedule's virtual time (COST_S per test), so "recent" means the same span on a fast and a slow compiler;
+# a decay per block (0.9, before) forgot a finding within a few seconds on ONNXRuntime (~100 tests/s)
+HALF_LIFE_S = 30.0
 FLOOR = 0.04  # every arm keeps at least this share of the time (exploration)
-FINDING_WEIGHT = 20.0  # a new distinct finding is worth this many coverage-adding tests
+# A new distinct finding is worth this many coverage-adding tests: about what a graph arm's coverage
+# yields in 5 s on ONNXRuntime (0.15 per test at 100 tests/s); findings are what a campaign is for,
+# and at 20 an arm that found bugs got no more time than one that only reached new shapes
+FINDING_WEIGHT = 100.0
 # Coverage kinds too fine to count as a yield (almost every graph has a new output shape or path)
 FINE_KINDS = ("op-shape", "path3")
 # Typical seconds per test, to turn a time share into test probabilities deterministically
@@ -173,11 +179,14 @@ class AutoStrategy(Strategy):
         return int(np.random.default_rng([seed, 0xA070]).choice(len(self.arms), p=p / p.sum()))
 
     def fold(self, b: int) -> None:
-        """Decay every arm's yield by a block and add block b's rewards."""
+        """Decay every arm's yield by block b's virtual time and add block b's rewards."""
+        rewards = self.block_rewards.pop(b, [])
+        span = sum(COST_S.get(self.arms[arm].name, 0.05) for arm, _ in rewards)
+        decay = 0.5 ** (span / HALF_LIFE_S)
         for s in self.stats:
-            s.reward *= DECAY
-            s.tests *= DECAY
-        for arm, reward in self.block_rewards.pop(b, []):
+            s.reward *= decay
+            s.tests *= decay
+        for arm, reward in rewards:
             self.stats[arm].reward += reward
             self.stats[arm].tests += 1
 
