@@ -150,7 +150,7 @@ def test_reproducer_is_a_standalone_jax_script(tmp_path):
             assert "expected:" in r.stdout and "actual:" in r.stdout
 
 
-def test_no_disruptive_tests_because_jax_numpy_makes_rule_breaking_graphs_valid():
+def test_no_disruptive_tests_because_jax_numpy_makes_rule_breaking_graphs_valid(tmp_path):
     """From a 30-minute campaign (seed 1): every disruptive graph it made, e.g. these reduced
     cases, `mul` of float32 by uint8 and `add` of two bools, compiled and ran: jax.numpy promotes the
     dtypes as documented before XLA sees the program, so "accepted-invalid" was never XLA's; the
@@ -172,6 +172,11 @@ def test_no_disruptive_tests_because_jax_numpy_makes_rule_breaking_graphs_valid(
     assert xla.disruptive_rules() == ()
     assert "disruptive" not in [a.name for a in arms_for("xla", xla)]
     assert "disruptive" in [a.name for a in arms_for("xla", None)]  # only the backend's declaration removes it
+    from dlcfuzz.cli import main
+
+    assert main(["fuzz", "--compiler", "xla", "--strategy", "hirgen", "--mode", "disruptive", "--time", "5s",
+                 "--out", str(tmp_path / "bad")]) == 2  # refused before anything is written
+    assert not (tmp_path / "bad").exists()
 
 
 def test_known_register_names_the_float16_isel_abort_and_only_it():

@@ -42,6 +42,12 @@ class HirgenStrategy(GraphStrategy):
         super().validate(params, compiler)
         if params.get("mode") not in MODES:
             raise UsageError(f"unknown mode {params.get('mode')!r} (choose from {', '.join(MODES)})")
+        if params.get("mode") == "disruptive":
+            from dlcfuzz.backends import get_backend
+
+            if get_backend(compiler).disruptive_rules() == ():
+                raise UsageError(f"--mode disruptive: no type or shape rule binds {compiler}'s front door "
+                                 "(its documented promotion makes such graphs valid), so there is nothing to test")
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.coverage import graph_items
