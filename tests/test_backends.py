@@ -298,3 +298,28 @@ def test_ort_reproducer_writes_a_minimal_optimizer_set_as_the_few_it_keeps():
     exec(defs + "CONFIGS = " + code, space)
     assert space["CONFIGS"] == {"ort-disable": {"opt_level": "disable"}, "ort-all": minimal.options,
                                 "ort-some": few.options}
+
+
+def test_capability_cache_is_per_probed_configuration(tmp_path, monkeypatch):
+    """A probe of TVM's ONNX importer (which takes ORT's contrib operators) must not stand for its direct
+    Relax lowering (which cannot): a campaign that probed tvm-onnx-opt once made later hirgen campaigns
+    generate contrib operators for Relax, each test an internal error (LoweringGap)."""
+    from dlcfuzz.strategies.probe import cache_path, load_or_probe
+
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path))
+    onnx_door, direct = cache_path("tvm", "0.27", ["tvm-onnx-opt"]), cache_path("tvm", "0.27", ["tvm-unopt"])
+    assert onnx_door != direct and direct.parent == tmp_path / "capabilities"
+    assert cache_path("tvm", "0.27", ["a", "b"]) == cache_path("tvm", "0.27", ["b", "a"])
+    onnx_door.parent.mkdir(parents=True)
+    onnx_door.write_text('[{"op": "ms_fused_conv", "dtype": "float32", "ok": true, "reason": ""}]')
+
+    class Config:
+        name = "tvm-onnx-opt"
+
+    class Backend:
+        name = "tvm"
+
+        def version(self) -> str:
+            return "0.27"
+
+    assert load_or_probe(None, Backend(), [Config()]) == {("ms_fused_conv", "float32"): (True, "")}  # its own cache

@@ -33,9 +33,12 @@ def ops_fingerprint() -> str:
     return h.hexdigest()[:10]
 
 
-def cache_path(compiler: str, version: str) -> Path:
+def cache_path(compiler: str, version: str, configs: list[str]) -> Path:
+    """Per compiler release and probed configurations: what one front door supports (TVM's ONNX importer
+    takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's."""
     root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
-    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{compiler}-{version}-{ops_fingerprint()}")
+    probed = "+".join(sorted(configs))
+    safe = "".join(c if c.isalnum() or c in "._-+" else "_" for c in f"{compiler}-{version}-{probed}-{ops_fingerprint()}")
     return root / "capabilities" / f"{safe}.json"
 
 
@@ -100,7 +103,7 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> 
 
 
 def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None) -> Capabilities:
-    path = cache_path(backend.name, backend.version())
+    path = cache_path(backend.name, backend.version(), [c.name for c in configs])
     if path.exists():
         try:
             data = json.loads(path.read_text())
