@@ -44,7 +44,9 @@ def transformed(model, opts):
     spec = opts.get("transformers")
     if not spec:
         return model
-    import onnx
+    import os
+    import tempfile
+
     from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
@@ -52,8 +54,12 @@ def transformed(model, opts):
     options.enable_gelu_approximation = False
     for key, value in spec.get("fusions", {}).items():
         setattr(options, key, value)
-    optimized = optimize_model(onnx.load_from_string(model), model_type=spec["model_type"], num_heads=0,
-                               hidden_size=0, optimization_options=options, opt_level=0, use_gpu=False)
+    with tempfile.TemporaryDirectory() as tmp:  # a path: what every release's optimize_model accepts
+        path = os.path.join(tmp, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(model)
+        optimized = optimize_model(path, model_type=spec["model_type"], num_heads=0, hidden_size=0,
+                                   optimization_options=options, opt_level=0, use_gpu=False)
     return optimized.model.SerializeToString()
 
 '''

@@ -49,17 +49,21 @@ def optimize(model_bytes: bytes, spec: dict[str, Any]) -> bytes:
     """optimize_model(model, model_type, num_heads=0, hidden_size=0, FusionOptions(model_type),
     opt_level=0, use_gpu=False): the Python fusions only, CPU."""
     import logging
+    import tempfile
+    from pathlib import Path
 
-    import onnx
     from onnxruntime.transformers.optimizer import optimize_model
 
     logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)  # its per-fusion info lines
-    model = onnx.load_from_string(model_bytes)
-    try:
-        optimized = optimize_model(model, model_type=spec["model_type"], num_heads=0, hidden_size=0,
-                                   optimization_options=fusion_options(spec), opt_level=0, use_gpu=False)
-    except Exception as e:  # any exception inside the optimizer is a finding
-        raise TransformerOptimizerError(f"optimize_model raised {type(e).__name__}: {e}") from e
+    # a file path: releases before 1.17 accept only a path (a ModelProto raised TypeError in onnx.load)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "model.onnx"
+        path.write_bytes(model_bytes)
+        try:
+            optimized = optimize_model(str(path), model_type=spec["model_type"], num_heads=0, hidden_size=0,
+                                       optimization_options=fusion_options(spec), opt_level=0, use_gpu=False)
+        except Exception as e:  # any exception inside the optimizer is a finding
+            raise TransformerOptimizerError(f"optimize_model raised {type(e).__name__}: {e}") from e
     return optimized.model.SerializeToString()
 
 
