@@ -325,7 +325,7 @@ def stored_buffers(node: Any) -> list[Any]:
 
 
 def param_buffers(func: Any) -> list[Any]:
-    return [p for p in func.params if static_shape(p) is not None and hasattr(p, "shape")]
+    return [p for p in func.params if hasattr(p, "shape") and static_shape(p) is not None]  # not plain Vars
 
 
 def holes(func: Any) -> list[Hole]:

@@ -13,13 +13,24 @@ from dlcfuzz.ops.quant import DequantizeLinearOp, QuantizeLinearOp
 RELAX = target("relax")
 
 
+def _per_tensor(bb: Any, x: Any, rank: int, qdq: Any) -> Any:
+    """qdq(x, axis) with a scalar scale and zero point. A rank-0 x goes through shape (1,): apache-tvm
+    before 0.27 rejects every axis of a rank-0 input ("axis param is out of range (-1)")."""
+    from tvm import relax
+
+    if rank:
+        return qdq(x, -1)
+    return relax.op.reshape(bb.emit(qdq(bb.emit(relax.op.reshape(x, (1,))), 0)), ())
+
+
 @RELAX.register("quantize_linear")
 def quantize_linear(spec: QuantizeLinearOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
-    return [relax.op.quantize(ins[0], relax.const(np.float32(attrs["scale"]), "float32"),
-                              relax.const(np.array(attrs["zero_point"], attrs["to"]), attrs["to"]),
-                              axis=-1, out_dtype=attrs["to"])]
+    scale = relax.const(np.float32(attrs["scale"]), "float32")
+    zero = relax.const(np.array(attrs["zero_point"], attrs["to"]), attrs["to"])
+    return [_per_tensor(bb, ins[0], len(in_types[0].shape),
+                        lambda x, axis: relax.op.quantize(x, scale, zero, axis=axis, out_dtype=attrs["to"]))]
 
 
 @RELAX.register("dequantize_linear")
@@ -27,5 +38,7 @@ def dequantize_linear(spec: DequantizeLinearOp, bb: Any, ins: list[Any], attrs: 
     from tvm import relax
 
     dt = in_types[0].dtype
-    return [relax.op.dequantize(ins[0], relax.const(np.float32(attrs["scale"]), "float32"),
-                                relax.const(np.array(attrs["zero_point"], dt), dt), axis=-1, out_dtype="float32")]
+    scale = relax.const(np.float32(attrs["scale"]), "float32")
+    zero = relax.const(np.array(attrs["zero_point"], dt), dt)
+    return [_per_tensor(bb, ins[0], len(in_types[0].shape),
+                        lambda x, axis: relax.op.dequantize(x, scale, zero, axis=axis, out_dtype="float32"))]
