@@ -58,3 +58,20 @@ def test_ties_are_near_ties_and_bad_parameters_are_refused():
         q.infer([TensorType("float64", (2,))], attrs)
     with pytest.raises(ShapeError):
         get_op("dequantize_linear").infer([TensorType("int8", (2,))], {"scale": 0.5, "zero_point": 200})
+
+
+def test_rank0_round_trip_on_relax():
+    """A rank-0 per-tensor (de)quantize lowers through shape (1,) (apache-tvm 0.25 rejects every axis of a
+    rank-0 input: an internal error of a 30-minute campaign) and agrees with the reference."""
+    from op_harness import run_relax
+
+    pytest.importorskip("tvm")
+    q = {"scale": 0.5, "to": "int8", "zero_point": -3}
+    g = Graph(inputs=[Value("x", TensorType("float32", ()))], nodes=[
+        Node("quantize_linear", ["x"], [Value("q", TensorType("int8", ()))], q, name="n0"),
+        Node("dequantize_linear", ["q"], [Value("y", TensorType("float32", ()))], {"scale": 0.5, "zero_point": -3},
+             name="n1")], outputs=["y"])
+    g.check()
+    inputs = {"x": np.array(2.3, np.float32)}
+    out = run_relax(g, inputs)
+    assert out[0].shape == () and float(out[0]) == float(reference.run(g, inputs)["y"]) == 2.5
