@@ -157,3 +157,43 @@ def test_hirgen_on_tvm_runs_the_three_oracles(tmp_path):
             assert any(n.startswith("tvm-rewrite-") for n in names)
     assert rewritten >= 2
     assert db.execute("SELECT COUNT(*) FROM tests WHERE status = 'done'").fetchone()[0] == 6
+
+
+def test_tvm_direct_lowering_documented_leniency_is_unknown_not_a_bug():
+    """From a 30-minute campaign on apache-tvm 0.27: these reduced disruptive graphs break an ONNX rank rule,
+    and our direct Relax lowering hands them to Relax operators whose documented semantics accept them
+    (numpy-style tile; Gemm lowered to matmul, which batches). They compile and run; judged, they are
+    unknowns with the reason. An accepted rank break of another operator (squeeze) is still a bug."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.base import Config
+    from dlcfuzz.backends.tvm.backend import DIRECT_LENIENCY
+    from dlcfuzz.ir import Graph, Node, TensorType, Value
+    from dlcfuzz.oracle.testcase import Observation
+    from dlcfuzz.oracle.verdict import judge_rejection
+    from dlcfuzz.strategies.base import Context
+    from dlcfuzz.strategies.hirgen import DisruptiveHirgen
+
+    tvm = get_backend("tvm")
+    configs = [tvm.configs()[n] for n in tvm.disruptive_configs()]
+    ctx = Context("tvm", 0, {"ops": 5, "mode": "disruptive"}, configs, False, tvm, tvm.version(), None, Coverage(),
+                  Path("."), False, 0.0, None, lambda: None)
+    s = DisruptiveHirgen(ctx)
+    direct = next(c for c in configs if c.options.get("method", "direct") != "onnx")
+    f64 = "float64"
+    tile = Graph(inputs=[Value("x", TensorType(f64, ()))],
+                 nodes=[Node("tile", ["x"], [Value("y", TensorType(f64, (3,)))], {"repeats": [3]})], outputs=["y"])
+    out = tvm.compile(tile, Config(direct.name, {**direct.options, "untyped_outputs": ["y"]})).run(
+        {"x": np.array(2.0)})
+    assert out[0].tolist() == [2.0, 2.0, 2.0]  # numpy.tile(2.0, 3)
+    for op in ("tile", "gemm"):
+        broken = {"op": op, "rule": "rank", "why": "w", "node": "n", "output": "y"}
+        obs = [Observation(direct.name, "ok", outputs=[])]
+        (v,) = [s.leniency(v, broken) for v in judge_rejection("tvm", broken, obs, s.per_op_rules)]
+        assert (v.kind, v.category) == ("unknown", "documented-leniency") and DIRECT_LENIENCY[(op, "rank")] in v.detail, v
+    squeeze = {"op": "squeeze", "rule": "rank", "why": "w", "node": "n", "output": "y"}
+    (v,) = [s.leniency(v, squeeze) for v in judge_rejection("tvm", squeeze, [Observation(direct.name, "ok")],
+                                                              s.per_op_rules)]
+    assert (v.kind, v.category) == ("bug", "accepted-invalid")
+    onnx_door = next(c for c in configs if c.options.get("method") == "onnx")
+    assert tvm.documented_leniency(onnx_door, "tile", "rank") is None  # the importer reads ONNX's rules

@@ -87,6 +87,11 @@ class Backend(Protocol):
         (rather than one importer that validates the whole model)."""
         ...
 
+    def documented_leniency(self, config: Config, op: str, rule: str) -> str | None:
+        """Why this configuration's front door accepts `op` with `rule` broken by design (its documented
+        semantics are wider), or None: an accepted graph is then not a bug but an unknown."""
+        ...
+
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,
                    untyped_outputs: tuple[str, ...] = ()) -> str:
@@ -124,6 +129,9 @@ class BackendBase:
 
     def per_op_rules(self, config: Config) -> bool:
         return False
+
+    def documented_leniency(self, config: Config, op: str, rule: str) -> str | None:
+        return None
 
     def lower_key(self, config: Config) -> str:
         return "default"
