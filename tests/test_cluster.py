@@ -20,6 +20,9 @@ ray = pytest.importorskip("ray", reason="Ray (the 'cluster' extra) is not instal
 
 from ray.cluster_utils import Cluster  # noqa: E402
 
+# A registered plug-in module travels to every worker (handler_init's "plugins"): the actors must import it
+# from the driver's import path (a full test run imports it in tests/test_engine.py; here on purpose)
+import plugin_example  # noqa: E402,F401
 from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
 from dlcfuzz.exec import cluster as cluster_mod  # noqa: E402
 from dlcfuzz.exec.cluster import RayPool  # noqa: E402

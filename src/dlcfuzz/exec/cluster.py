@@ -19,6 +19,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,8 +92,10 @@ def _cause(e: BaseException) -> BaseException:
 class PoolActor:
     """Runs on a node: one local worker (the compiler imported once) serving one task at a time."""
 
-    def __init__(self, handler: str, init: dict, timeout_s: float, memory_mb: int, startup_timeout_s: float) -> None:
+    def __init__(self, handler: str, init: dict, timeout_s: float, memory_mb: int, startup_timeout_s: float,
+                 driver_sys_path: list[str] | None = None) -> None:
         self.args = (handler, init, timeout_s, memory_mb, startup_timeout_s)
+        self.driver_sys_path = driver_sys_path or []
         self.pool: WorkerPool | None = None
 
     def start(self) -> dict[str, Any]:
@@ -100,6 +103,9 @@ class PoolActor:
         import ray
 
         handler, init, timeout_s, memory_mb, startup_timeout_s = self.args
+        # the driver's import path where this node has it (a --plugin module beside the driver's code, as the
+        # local pool's workers get it); the worker inherits this process's sys.path
+        sys.path.extend(p for p in self.driver_sys_path if p not in sys.path and os.path.isdir(p))
         self.pool = WorkerPool(handler, init, jobs=1, timeout_s=timeout_s, memory_mb=memory_mb,
                                startup_timeout_s=startup_timeout_s)
         return {"node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()}
@@ -185,7 +191,8 @@ class RayPool:
 
     # ---- actors ----------------------------------------------------------
     def _start(self) -> _Actor:
-        h = self._cls.remote(self.handler, self.init, self.timeout_s, self.memory_mb, self.startup_timeout_s)
+        h = self._cls.remote(self.handler, self.init, self.timeout_s, self.memory_mb, self.startup_timeout_s,
+                             list(sys.path))
         return _Actor(h, "starting", time.monotonic(), ready=h.start.remote())
 
     def _kill(self, a: _Actor) -> None:
