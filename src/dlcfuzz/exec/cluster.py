@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlcfuzz.errors import UsageError
-from dlcfuzz.exec.pool import PoolStats, TaskResult, WorkerPool, WorkerStartupError
+from dlcfuzz.exec.pool import ClosingPool, PoolStats, TaskResult, WorkerPool, WorkerStartupError
 
 MAX_LOSSES = 3  # a task whose actor died this many times while holding it is the cause: reported as a crash
 DEPTH = 2  # tasks queued on one actor: the next one starts without a driver round trip
@@ -134,7 +134,7 @@ class _Actor:
     tasks: list[int] = field(default_factory=list)  # task ids queued on it, oldest first
 
 
-class RayPool:
+class RayPool(ClosingPool):
     """`jobs` Ray actors (spread over the nodes, `cpus_per_actor` CPUs each) serving `handler`, with the
     interface of `WorkerPool` (submit, next_result, run, map, results, pending, close; a context manager).
     Not thread-safe: use one pool from one thread at a time."""
@@ -178,16 +178,6 @@ class RayPool:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> RayPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
 
     # ---- actors ----------------------------------------------------------
     def _start(self) -> _Actor:

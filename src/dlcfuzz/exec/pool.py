@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 _LEN = struct.Struct("<II")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -408,7 +409,24 @@ def _signal_name(sig: int) -> str:
         return f"signal {sig}"
 
 
-class WorkerPool:
+class ClosingPool:
+    """A pool as a context manager that is closed on exit and when collected (WorkerPool, RayPool)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+class WorkerPool(ClosingPool):
     """`jobs` persistent workers serving `handler` ("module:factory"; factory(init) -> handle(bytes) -> bytes).
 
     `init` must be JSON-serializable. Not thread-safe: use one pool from one thread at a time.
@@ -444,16 +462,6 @@ class WorkerPool:
         except BaseException:
             self.close()
             raise
-
-    def __enter__(self) -> WorkerPool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
 
     # ---- workers ---------------------------------------------------------
     def _start(self) -> _Worker:
