@@ -192,11 +192,10 @@ def test_tvm_direct_lowering_documented_leniency_is_unknown_not_a_bug():
     for op in ("tile", "gemm"):
         broken = {"op": op, "rule": "rank", "why": "w", "node": "n", "output": "y"}
         obs = [Observation(direct.name, "ok", outputs=[])]
-        (v,) = [s.leniency(v, broken) for v in judge_rejection("tvm", broken, obs, s.per_op_rules)]
+        (v,) = judge_rejection("tvm", broken, obs, s.per_op_rules, s.lenient(broken))
         assert (v.kind, v.category) == ("unknown", "documented-leniency") and DIRECT_LENIENCY[(op, "rank")] in v.detail, v
     squeeze = {"op": "squeeze", "rule": "rank", "why": "w", "node": "n", "output": "y"}
-    (v,) = [s.leniency(v, squeeze) for v in judge_rejection("tvm", squeeze, [Observation(direct.name, "ok")],
-                                                              s.per_op_rules)]
+    (v,) = judge_rejection("tvm", squeeze, [Observation(direct.name, "ok")], s.per_op_rules, s.lenient(squeeze))
     assert (v.kind, v.category) == ("bug", "accepted-invalid")
     onnx_door = next(c for c in configs if c.options.get("method") == "onnx")
     assert tvm.documented_leniency(onnx_door, "tile", "rank") is None  # the importer reads ONNX's rules

@@ -112,22 +112,29 @@ def judge(
 
 
 def judge_rejection(compiler: str, broken: dict[str, str], observations: list[Observation],
-                    per_op: Callable[[str], bool] = lambda config: True) -> list[Verdict]:
+                    per_op: Callable[[str], bool] = lambda config: True,
+                    lenient: Callable[[str], str | None] = lambda config: None) -> list[Verdict]:
     """Disruptive mode: the graph breaks one type/shape rule, so every configuration must reject it
     with an error. Output silently produced is an *accepted-invalid* bug, one per configuration
     (crashes and hangs are judged by crash_verdict as always). The dedup key names the operator
     when `per_op(config)` (each operator's type rule is its own code), else only the rule (a
-    front door that validates nothing, such as an importer, is one root cause for all operators)."""
+    front door that validates nothing, such as an importer, is one root cause for all operators).
+    `lenient(config)`: why that front door documents accepting this broken form (then an unknown), or None."""
     what = f"{broken['op']} with its {broken['rule']} rule broken ({broken['why']})"
-    verdicts = []
+    verdicts, lenient_ones = [], []
     for o in observations:
         if o.status != "ok":
+            continue
+        why = lenient(o.config)
+        if why is not None:
+            lenient_ones.append(Verdict("unknown", "documented-leniency",
+                                        f"{o.config} compiled and ran {what} without an error: {why}", [o.config]))
             continue
         scope = broken["op"] if per_op(o.config) else "any-operator"
         verdicts.append(Verdict("bug", "accepted-invalid", f"{o.config} compiled and ran {what} without an error",
                                 [o.config], key=f"accepted|{compiler}|{o.config}|{scope}|{broken['rule']}"))
-    if verdicts:
-        return verdicts
+    if verdicts or lenient_ones:
+        return verdicts or lenient_ones
     if not any(o.status == "error" for o in observations):  # no configuration could be tried
         return [Verdict("unknown", "not-lowerable", "; ".join(o.error or "" for o in observations))]
     return [Verdict("pass", "rejected")]

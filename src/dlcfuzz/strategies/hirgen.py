@@ -4,6 +4,7 @@ type/shape rule on purpose and must be rejected)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -142,19 +143,21 @@ class DisruptiveHirgen(HirgenStrategy):
             return judgement_of_failure(tc.compiler, res)  # no reference: the graph has no semantics
         observations, _, _, _ = reply_from_bytes(res.payload)
         broken = tc.meta["broken"]
-        verdicts = [self.leniency(v, broken) for v in
-                    judge_rejection(tc.compiler, broken, observations, self.per_op_rules)]
+        verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules, self.lenient(broken))
         self.counts["rejected"] += verdicts[0].category == "rejected"
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
 
-    def leniency(self, v: Verdict, broken: dict[str, str]) -> Verdict:
-        """An accepted graph whose front door documents accepting it (e.g. Relax's numpy-style tile) is an
-        unknown with that reason, not a bug."""
-        c = next((c for c in self.configs if v.configs and c.name == v.configs[0]), None)
-        why = None if v.category != "accepted-invalid" or c is None else \
-            self.ctx.backend.documented_leniency(c, broken["op"], broken["rule"])
-        return v if why is None else Verdict("unknown", "documented-leniency", f"{v.detail}: {why}", v.configs)
+    def lenient(self, broken: dict[str, str]) -> Callable[[str], str | None]:
+        """config name -> why its front door documents accepting this broken form (e.g. Relax's numpy-style
+        tile), or None."""
+        by_name = {c.name: c for c in self.configs}
+
+        def why(config: str) -> str | None:
+            c = by_name.get(config)
+            return None if c is None else self.ctx.backend.documented_leniency(c, broken["op"], broken["rule"])
+
+        return why
 
     def per_op_rules(self, config: str) -> bool:
         c = next((c for c in self.configs if c.name == config), None)
@@ -174,7 +177,8 @@ class DisruptiveHirgen(HirgenStrategy):
             res = self.ctx.reducer_pool().run(cand.to_bytes())
             return res.status == "ok" and any(
                 x.category == "accepted-invalid" and x.key == v.key
-                for x in judge_rejection(tc.compiler, broken, reply_from_bytes(res.payload)[0], self.per_op_rules))
+                for x in judge_rejection(tc.compiler, broken, reply_from_bytes(res.payload)[0], self.per_op_rules,
+                                         self.lenient(broken)))
 
         return predicate
 
