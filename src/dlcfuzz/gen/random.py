@@ -17,7 +17,7 @@ import numpy as np
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.inputs import sample_tensor
 from dlcfuzz.ir.graph import Graph, Node, Value
-from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops import ANY, Domain, OpSpec, all_ops
 
 Supported = Callable[[str, str], bool]
@@ -125,10 +125,12 @@ def allowed_choices(ops: Sequence[OpSpec] | None, dtypes: Sequence[str] | None,
                     supported: Supported | None) -> list[tuple[OpSpec, list[str]]]:
     """(operator, its dtypes) pairs a generator may use: the registry filtered by dtype and capability.
     Without a capability (no compiler in view) only the standard ONNX domain: an operator of another
-    domain (ORT's contrib operators) is generated only where a capability probe admits it."""
+    domain (ORT's contrib operators), or a dtype outside DTYPES (uint16/32/64), is generated only where a
+    capability probe admits it."""
     specs = list(ops) if ops is not None else [s for s in all_ops() if supported is not None or not s.onnx_domain]
     choices = [
-        (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (supported is None or supported(s.name, d))])
+        (s, [d for d in s.dtypes if (dtypes is None or d in dtypes) and (d in DTYPES or supported is not None)
+             and (supported is None or supported(s.name, d))])
         for s in specs
     ]
     choices = [(s, ds) for s, ds in choices if ds]

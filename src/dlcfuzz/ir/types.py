@@ -18,6 +18,11 @@ DTYPES: tuple[str, ...] = (
     "uint8",
     "bool",
 )
+# Accepted in types (imported models, ONNX conformance cases) but generated only where a compiler's
+# capability probe admits an operator/dtype pair: most targets have few kernels for them.
+WIDE_UNSIGNED: tuple[str, ...] = ("uint16", "uint32", "uint64")
+ALL_DTYPES: tuple[str, ...] = DTYPES + WIDE_UNSIGNED
+UNSIGNED: tuple[str, ...] = ("uint8",) + WIDE_UNSIGNED
 FLOATS: tuple[str, ...] = ("float16", "float32", "float64")
 SIGNED_INTS: tuple[str, ...] = ("int8", "int16", "int32", "int64")
 INTS: tuple[str, ...] = SIGNED_INTS + ("uint8",)
@@ -31,7 +36,7 @@ class TensorType:
     shape: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        if self.dtype not in DTYPES:
+        if self.dtype not in ALL_DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}")
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         if any(d < 0 for d in self.shape):

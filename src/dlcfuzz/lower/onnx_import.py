@@ -15,7 +15,7 @@ import numpy as np
 
 from dlcfuzz.errors import DlcfuzzError, TypeRuleError, Unsupported
 from dlcfuzz.ir.graph import Graph, Node, Value
-from dlcfuzz.ir.types import DTYPES, TensorType
+from dlcfuzz.ir.types import ALL_DTYPES, TensorType
 
 
 @dataclass
@@ -74,7 +74,7 @@ def _value_type(vi: Any) -> TensorType | None:
         dtype = str(onnx.helper.tensor_dtype_to_np_dtype(tt.elem_type))
     except (KeyError, ValueError, TypeError):
         return None
-    if -1 in dims or dtype not in DTYPES:
+    if -1 in dims or dtype not in ALL_DTYPES:
         return None
     return TensorType(dtype, tuple(dims))
 
@@ -125,7 +125,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
         except Exception as e:
             skipped.append(SkippedNode(init.name, "initializer", "", f"unreadable initializer: {e}"))
             continue
-        if str(arr.dtype) not in DTYPES:
+        if str(arr.dtype) not in ALL_DTYPES:
             skipped.append(SkippedNode(init.name, "initializer", "", f"dtype {arr.dtype} unsupported"))
             continue
         ctx.constants[init.name] = arr
@@ -272,7 +272,7 @@ def _import_constant(node: Any, ctx: ImportContext) -> None:
             arr = np.array(onnx.helper.get_attribute_value(a), dtype="float32" if a.name == "value_floats" else "int64")
         else:
             raise Unsupported(f"Constant with {a.name}")
-        if str(arr.dtype) not in DTYPES:
+        if str(arr.dtype) not in ALL_DTYPES:
             raise Unsupported(f"Constant of dtype {arr.dtype}")
         ctx.constants[node.output[0]] = arr
         ctx.types[node.output[0]] = TensorType.of(arr)

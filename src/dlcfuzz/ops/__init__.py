@@ -1,6 +1,25 @@
 """The operator registry. Importing this package registers every family."""
 
-from dlcfuzz.ops import contrib, elementwise, nn, quant, reduce, shape  # noqa: F401  (registration side effects)
+from dlcfuzz.ops import (  # noqa: F401  (registration side effects)
+    attention,
+    contrib,
+    elementwise,
+    indexing,
+    linalg,
+    loss,
+    meta,
+    nn,
+    normalization,
+    ordering,
+    quant,
+    quant_integer,
+    recurrent,
+    reduce,
+    reduce_lp,
+    shape,
+    spatial,
+    spectral,
+)
 from dlcfuzz.ops.base import (
     ANY,
     NONNEG,

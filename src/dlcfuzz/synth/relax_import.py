@@ -15,7 +15,7 @@ import numpy as np
 
 from dlcfuzz.errors import TypeRuleError, Unsupported
 from dlcfuzz.ir.graph import Graph, Node, Value
-from dlcfuzz.ir.types import DTYPES, TensorType
+from dlcfuzz.ir.types import ALL_DTYPES, TensorType
 
 Convert = Callable[[Any, list[TensorType]], tuple[str, dict[str, Any]]]
 
@@ -109,7 +109,7 @@ def _info(v: Any) -> Any:
 def _tensor_type(sinfo: Any) -> TensorType | None:
     shape = getattr(sinfo, "shape", None)
     dtype = str(getattr(sinfo, "dtype", ""))
-    if shape is None or not hasattr(shape, "values") or dtype not in DTYPES:
+    if shape is None or not hasattr(shape, "values") or dtype not in ALL_DTYPES:
         return None
     try:
         return TensorType(dtype, tuple(int(v) for v in shape.values))
@@ -145,7 +145,7 @@ def block_to_graph(block: Any, name: str = "block") -> tuple[Graph | None, list[
             return env[e]
         if _is_constant(e):
             a = (e.value if hasattr(e, "value") else e.data).numpy()  # apache-tvm <= 0.25: .data
-            if str(a.dtype) not in DTYPES:
+            if str(a.dtype) not in ALL_DTYPES:
                 raise Unsupported(f"constant of dtype {a.dtype}")
             k = fresh("c")
             g.constants[k] = np.ascontiguousarray(a)

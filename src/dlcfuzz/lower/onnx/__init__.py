@@ -144,4 +144,23 @@ def inferred_types(model: Any) -> dict[str, TensorType]:
 
 
 # the rules register themselves on import (after the names above, which they use)
-from dlcfuzz.lower.onnx import contrib, elementwise, nn, quant, reduce, shape  # noqa: E402, F401
+from dlcfuzz.lower.onnx import (  # noqa: E402, F401
+    attention,
+    contrib,
+    elementwise,
+    indexing,
+    linalg,
+    loss,
+    meta,
+    nn,
+    normalization,
+    ordering,
+    quant,
+    quant_integer,
+    recurrent,
+    reduce,
+    reduce_lp,
+    shape,
+    spatial,
+    spectral,
+)

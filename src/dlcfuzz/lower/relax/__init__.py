@@ -220,4 +220,22 @@ def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
 
 
 # the rules register themselves on import (after the names above)
-from dlcfuzz.lower.relax import elementwise, nn, quant, reduce, shape  # noqa: E402, F401
+from dlcfuzz.lower.relax import (  # noqa: E402, F401
+    attention,
+    elementwise,
+    indexing,
+    linalg,
+    loss,
+    meta,
+    nn,
+    normalization,
+    ordering,
+    quant,
+    quant_integer,
+    recurrent,
+    reduce,
+    reduce_lp,
+    shape,
+    spatial,
+    spectral,
+)

@@ -1,0 +1,1 @@
+"""JAX lowering rules of the attention operators (ops/attention.py)."""

@@ -1,0 +1,1 @@
+"""JAX lowering rules of the indexing operators (ops/indexing.py)."""

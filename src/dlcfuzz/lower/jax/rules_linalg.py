@@ -1,0 +1,1 @@
+"""JAX lowering rules of the linalg operators (ops/linalg.py)."""

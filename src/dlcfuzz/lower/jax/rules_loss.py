@@ -1,0 +1,1 @@
+"""JAX lowering rules of the loss operators (ops/loss.py)."""

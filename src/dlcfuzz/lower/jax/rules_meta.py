@@ -1,0 +1,1 @@
+"""JAX lowering rules of the meta operators (ops/meta.py)."""

@@ -1,0 +1,1 @@
+"""JAX lowering rules of the normalization operators (ops/normalization.py)."""

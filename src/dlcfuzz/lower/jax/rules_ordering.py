@@ -1,0 +1,1 @@
+"""JAX lowering rules of the ordering operators (ops/ordering.py)."""

@@ -1,0 +1,1 @@
+"""JAX lowering rules of the quant_integer operators (ops/quant_integer.py)."""

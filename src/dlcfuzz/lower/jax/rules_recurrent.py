@@ -1,0 +1,1 @@
+"""JAX lowering rules of the recurrent operators (ops/recurrent.py)."""

@@ -1,0 +1,1 @@
+"""JAX lowering rules of the reduce_lp operators (ops/reduce_lp.py)."""

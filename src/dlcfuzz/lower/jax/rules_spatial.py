@@ -1,0 +1,1 @@
+"""JAX lowering rules of the spatial operators (ops/spatial.py)."""

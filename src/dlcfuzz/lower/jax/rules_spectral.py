@@ -1,0 +1,1 @@
+"""JAX lowering rules of the spectral operators (ops/spectral.py)."""

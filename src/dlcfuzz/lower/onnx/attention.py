@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the attention operators (ops/attention.py)."""

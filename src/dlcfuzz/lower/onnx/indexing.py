@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the indexing operators (ops/indexing.py)."""

@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the linalg operators (ops/linalg.py)."""

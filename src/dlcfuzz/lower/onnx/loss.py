@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the loss operators (ops/loss.py)."""

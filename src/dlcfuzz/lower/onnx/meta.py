@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the meta operators (ops/meta.py)."""

@@ -1,0 +1,1 @@
+"""ONNX lowering and import rules of the quant_integer operators (ops/quant_integer.py)."""

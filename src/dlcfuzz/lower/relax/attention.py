@@ -1,0 +1,1 @@
+"""Relax lowering rules of the attention operators (ops/attention.py)."""

@@ -1,0 +1,1 @@
+"""Relax lowering rules of the indexing operators (ops/indexing.py)."""

@@ -1,0 +1,1 @@
+"""Relax lowering rules of the linalg operators (ops/linalg.py)."""

@@ -1,0 +1,1 @@
+"""Relax lowering rules of the loss operators (ops/loss.py)."""

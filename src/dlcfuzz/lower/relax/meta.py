@@ -1,0 +1,1 @@
+"""Relax lowering rules of the meta operators (ops/meta.py)."""

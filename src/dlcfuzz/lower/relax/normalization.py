@@ -1,0 +1,1 @@
+"""Relax lowering rules of the normalization operators (ops/normalization.py)."""

@@ -1,0 +1,1 @@
+"""Relax lowering rules of the ordering operators (ops/ordering.py)."""

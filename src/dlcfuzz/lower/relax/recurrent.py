@@ -1,0 +1,1 @@
+"""Relax lowering rules of the recurrent operators (ops/recurrent.py)."""

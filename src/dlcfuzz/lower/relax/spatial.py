@@ -1,0 +1,1 @@
+"""Relax lowering rules of the spatial operators (ops/spatial.py)."""

@@ -1,0 +1,1 @@
+"""Relax lowering rules of the spectral operators (ops/spectral.py)."""

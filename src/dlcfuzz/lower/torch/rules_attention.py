@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the attention operators (ops/attention.py)."""

@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the indexing operators (ops/indexing.py)."""

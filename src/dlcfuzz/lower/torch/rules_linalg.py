@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the linalg operators (ops/linalg.py)."""

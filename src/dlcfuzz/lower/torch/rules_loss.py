@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the loss operators (ops/loss.py)."""

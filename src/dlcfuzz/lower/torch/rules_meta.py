@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the meta operators (ops/meta.py)."""

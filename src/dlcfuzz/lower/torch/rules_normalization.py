@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the normalization operators (ops/normalization.py)."""

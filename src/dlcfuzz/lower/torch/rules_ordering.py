@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the ordering operators (ops/ordering.py)."""

@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the quant_integer operators (ops/quant_integer.py)."""

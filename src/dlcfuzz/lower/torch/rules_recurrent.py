@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the recurrent operators (ops/recurrent.py)."""

@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the reduce_lp operators (ops/reduce_lp.py)."""

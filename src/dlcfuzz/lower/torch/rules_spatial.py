@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the spatial operators (ops/spatial.py)."""

@@ -1,0 +1,1 @@
+"""PyTorch lowering rules of the spectral operators (ops/spectral.py)."""

@@ -1,0 +1,1 @@
+"""Attention operators of the standard domain: Attention, RotaryEmbedding, LinearAttention, CausalConvWithState."""

@@ -1,0 +1,1 @@
+"""Linear-algebra operators beyond matmul: einsum, determinant."""

@@ -1,0 +1,1 @@
+"""Loss operators: negative log-likelihood, softmax cross-entropy."""

@@ -1,0 +1,1 @@
+"""Operators on types and shapes: Shape, Size, ConstantOfShape, CastLike, BitCast."""

@@ -1,0 +1,1 @@
+"""Normalizations and Lp pooling: Lp/RMS/mean-variance/group normalization, LpPool, GlobalLpPool."""

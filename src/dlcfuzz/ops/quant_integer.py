@@ -1,0 +1,1 @@
+"""Integer-arithmetic quantized operators: QLinearMatMul, QLinearConv, ConvInteger, MatMulInteger, DynamicQuantizeLinear."""

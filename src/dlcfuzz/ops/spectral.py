@@ -1,0 +1,1 @@
+"""Spectral operators: DFT, STFT, window functions, mel weight matrix."""
