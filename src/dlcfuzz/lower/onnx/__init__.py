@@ -16,7 +16,7 @@ from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.registry import target
 
 OPSET = 18
-IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin
+IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin; raised only when a newer opset needs it
 
 
 def onnx_elem_type(dtype: str) -> int:
@@ -33,6 +33,13 @@ class OnnxBuilder:
         self.initializers: list[Any] = []
         self._prefix = prefix
         self._count = 0
+        self.opset = OPSET  # raised by rules of operators newer than OPSET (need_opset)
+
+    def need_opset(self, version: int) -> None:
+        """The model must import the standard domain at least at `version` (an operator added after
+        OPSET, e.g. Attention at 23). Operators written in their opset-18 form stay valid there: every
+        later change to them added attributes or types."""
+        self.opset = max(self.opset, version)
 
     def tmp(self, hint: str = "t") -> str:
         self._count += 1
@@ -113,11 +120,12 @@ def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ())
         initializer=b.initializers,
     )
     domains = sorted({n.domain for n in nodes if n.domain})  # ORT's contrib operators (com.microsoft)
+    standard = onnx.helper.make_opsetid("", max(opset, b.opset))
     model = onnx.helper.make_model(
-        graph, opset_imports=[onnx.helper.make_opsetid("", opset), *(onnx.helper.make_opsetid(d, 1) for d in domains)],
+        graph, opset_imports=[standard, *(onnx.helper.make_opsetid(d, 1) for d in domains)],
         producer_name="dlcfuzz"
     )
-    model.ir_version = IR_VERSION
+    model.ir_version = max(IR_VERSION, onnx.helper.find_min_ir_version_for([standard], ignore_unknown=True))
     return model
 
 
