@@ -8,6 +8,7 @@ types), which is what pattern extraction from compiler test models needs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,7 @@ class ImportResult:
     graph: Graph | None
     skipped: list[SkippedNode] = field(default_factory=list)
     origins: dict[str, int] = field(default_factory=dict)  # our node name -> index of its ONNX node
+    input_names: list[str] = field(default_factory=list)  # the ONNX name of each of graph.inputs
 
     @property
     def complete(self) -> bool:
@@ -40,10 +42,12 @@ class ImportResult:
 class ImportContext:
     """What an operator's ONNX import rule may ask about the model being imported."""
 
-    def __init__(self, opset: int) -> None:
+    def __init__(self, opset: int, bind: Mapping[str, np.ndarray] | None = None) -> None:
         self.opset = opset
         self.constants: dict[str, np.ndarray] = {}
         self.types: dict[str, TensorType] = {}
+        self.bindable = dict(bind or {})  # graph input -> the value it has in the run at hand
+        self.bound: set[str] = set()  # graph inputs a rule read as constants
 
     def has_input(self, node: Any, i: int) -> bool:
         return len(node.input) > i and node.input[i] != ""
@@ -53,6 +57,9 @@ class ImportContext:
         if not self.has_input(node, i):
             return None
         name = node.input[i]
+        if name not in self.constants and name in self.bindable:
+            self.bound.add(name)
+            return np.asarray(self.bindable[name])
         if name not in self.constants:
             raise Unsupported(f"{node.op_type}: input {i} ({name}) must be a constant")
         return self.constants[name]
@@ -79,7 +86,12 @@ def _value_type(vi: Any) -> TensorType | None:
     return TensorType(dtype, tuple(dims))
 
 
-def import_model(model: Any, partial: bool = False) -> ImportResult:
+def import_model(model: Any, partial: bool = False, bind: Mapping[str, np.ndarray] | None = None) -> ImportResult:
+    """Import `model`. `bind` gives graph inputs values for one run: an input that an operator needs
+    as a constant (axes, K, sizes: attributes in our IR) takes its value from there and stops being
+    a graph input; the rest stay inputs. Values computable here fold: a node whose inputs are all
+    constants, or whose result depends on types only (Shape, Size), also yields a constant that
+    later nodes may read as one; such a node is kept only where its output is used as a tensor."""
     import onnx
 
     from dlcfuzz.lower.registry import load_target
@@ -106,7 +118,7 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
         if t is not None:
             known[vi.name] = t
 
-    ctx = ImportContext(opset)
+    ctx = ImportContext(opset, bind)
     g = Graph(name="main")
     skipped: list[SkippedNode] = []
     origins: dict[str, int] = {}
@@ -143,6 +155,8 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
         ctx.types[vi.name] = t
 
     used_consts: set[str] = set()
+    produced: set[str] = set()  # ONNX names defined by a node we emitted
+    folded: set[str] = set()  # ... of which a constant value is known
     for index, node in enumerate(model.graph.node):
         label = node.name or node.op_type
         try:
@@ -175,16 +189,21 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
                 if o in known and known[o] != t:
                     raise Unsupported(f"our type {t} for {o!r} disagrees with ONNX's {known[o]}")
             for i in ins:
-                if i in ctx.constants and i not in used_consts:
+                if i in ctx.constants and i not in used_consts and i not in produced:
                     used_consts.add(i)
                     g.constants[local(i)] = ctx.constants[i]
+            values = _fold(spec, [ctx.constants.get(i) for i in ins], in_types, attrs)
             origins[f"n{len(g.nodes)}"] = index
             g.nodes.append(
                 Node(spec.name, [local(i) for i in ins], [Value(local(o), t) for o, t in zip(real_outs, outs)],
                      attrs, name=f"n{len(g.nodes)}")
             )
-            for o, t in zip(real_outs, outs):
+            for k, (o, t) in enumerate(zip(real_outs, outs)):
                 ctx.types[o] = t
+                produced.add(o)
+                if values is not None:
+                    ctx.constants[o] = values[k]
+                    folded.add(o)
         except Unsupported as e:
             skipped.append(SkippedNode(label, node.op_type, node.domain, str(e)))
             if not partial:
@@ -200,18 +219,56 @@ def import_model(model: Any, partial: bool = False) -> ImportResult:
 
     for o in model.graph.output:
         if o.name in ctx.types and (o.name in rename or o.name in ctx.constants):
-            if o.name in ctx.constants and local(o.name) not in g.constants:
+            if o.name in ctx.constants and o.name not in produced and local(o.name) not in g.constants:
                 g.constants[local(o.name)] = ctx.constants[o.name]
             g.outputs.append(local(o.name))
         elif not partial:
             skipped.append(SkippedNode(o.name, "output", "", "graph output was not produced"))
             return ImportResult(None, skipped)
     if not g.outputs:
-        produced = [v.name for n in g.nodes for v in n.outputs]
-        g.outputs = produced[-1:]
+        g.outputs = [v.name for n in g.nodes for v in n.outputs][-1:]
     if not g.outputs:
         return ImportResult(None, skipped)
-    return ImportResult(g, skipped, origins)
+    _drop_unread_folds(g, {local(o) for o in folded}, origins)
+    read = {i for n in g.nodes for i in n.inputs} | set(g.outputs)
+    inverse = {v: k for k, v in rename.items()}
+    # a bound input that no operator reads as a tensor is a constant of the model now, not an input
+    g.inputs = [v for v in g.inputs if not (inverse[v.name] in ctx.bound and v.name not in read)]
+    return ImportResult(g, skipped, origins, [inverse[v.name] for v in g.inputs])
+
+
+FOLD_LIMIT = 1 << 16  # elements: folding is for shape arithmetic, not for computing whole models here
+
+
+def _fold(spec: Any, consts: list[np.ndarray | None], in_types: list[TensorType], attrs: Any) -> list[Any] | None:
+    """The outputs of one node when they are computable at import (all inputs constant, or only their
+    types read), else None. Computed by the operator's reference; any failure there means no fold."""
+    if any(c is None for k, c in enumerate(consts) if k not in spec.type_only_inputs):
+        return None
+    if sum(t.size for t in in_types) > FOLD_LIMIT:
+        return None
+    xs = [c if c is not None else np.broadcast_to(np.zeros((), t.dtype), t.shape) for c, t in zip(consts, in_types)]
+    try:
+        with np.errstate(all="ignore"):
+            return [np.asarray(y) for y in spec.reference(xs, attrs)]
+    except Exception:  # a reference that refuses these values (undefined behaviour) folds nothing
+        return None
+
+
+def _drop_unread_folds(g: Graph, folded: set[str], origins: dict[str, int]) -> None:
+    """Remove nodes all of whose outputs were folded into constants and are read by no node as a
+    tensor and are no graph output (their consumers took the values as attributes)."""
+    while True:
+        read = {i for n in g.nodes for i in n.inputs} | set(g.outputs)
+        dead = [n for n in g.nodes if all(v.name in folded and v.name not in read for v in n.outputs)]
+        if not dead:
+            return
+        for n in dead:
+            g.nodes.remove(n)
+            origins.pop(n.name, None)
+        live = {i for n in g.nodes for i in n.inputs} | set(g.outputs)
+        for k in [k for k in g.constants if k not in live]:
+            del g.constants[k]
 
 
 FREE_DIM = 2  # what a symbolic or missing input dimension becomes in partial imports

@@ -58,6 +58,9 @@ class OpSpec:
     onnx_domain: ClassVar[str] = ""  # "": the standard ONNX domain; else e.g. ORT's "com.microsoft"
     # Ranks the generator may pick for input 0 (infer() is the authority).
     ranks: ClassVar[tuple[int, ...]] = (0, 1, 2, 3, 4)
+    # inputs whose values the operator never reads, only their types (Shape's input, CastLike's
+    # target): an importer folds a node whose other inputs are constants
+    type_only_inputs: ClassVar[tuple[int, ...]] = ()
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
