@@ -1,18 +1,21 @@
 """HirGen's coverage of the generated high-level IR, kept across a whole campaign.
 
 Three criteria (Ma et al., ISSTA 2023): operator x dtype, operator x output shape, and
-operator -> operator edges (plus operator paths of length 3). Items are short strings so that
-the store can persist them as they are; `kind(item)` is the criterion an item belongs to.
+operator -> operator edges (plus operator paths of length 3); and ours, operator x attribute x
+value class (a mode's name, the sign of an axis, an empty list), so that guidance reaches the
+attribute space and not only the operator space. Items are short strings so that the store can
+persist them as they are; `kind(item)` is the criterion an item belongs to.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import TensorType
 
-KINDS = ("op-dtype", "op-shape", "edge", "path3")
+KINDS = ("op-dtype", "op-shape", "edge", "path3", "op-attr")
 DISRUPTIVE = "broken-rule"  # (operator, broken rule, dtype) of disruptive mode
 
 
@@ -20,10 +23,36 @@ def shape_text(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "scalar"
 
 
-def node_items(op: str, dtype: str, outs: Sequence[TensorType], upstream: Sequence[tuple[str, Sequence[str]]]) -> list[str]:
+def value_class(v: Any) -> str:
+    """A coarse class of an attribute value: what distinguishes code paths, not the value itself."""
+    if v is None:
+        return "absent"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, str):
+        return v[:24]  # modes and equations: the name is the class
+    if isinstance(v, int):
+        return "neg" if v < 0 else "zero" if v == 0 else "one" if v == 1 else "large" if v >= 1 << 31 else "pos"
+    if isinstance(v, float):
+        return "nonfinite" if v != v or v in (float("inf"), float("-inf")) else "neg" if v < 0 else \
+            "zero" if v == 0 else "pos"
+    if isinstance(v, (list, tuple)):
+        if not v:
+            return "empty"
+        signs = "".join(sorted({value_class(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)}))
+        return f"len{min(len(v), 4)}{'-' + signs if signs else ''}"
+    return type(v).__name__
+
+
+def attr_items(op: str, attrs: Mapping[str, Any]) -> list[str]:
+    return [f"op-attr|{op}|{k}|{value_class(v)}" for k, v in sorted(attrs.items())]
+
+
+def node_items(op: str, dtype: str, outs: Sequence[TensorType], upstream: Sequence[tuple[str, Sequence[str]]],
+               attrs: Mapping[str, Any] | None = None) -> list[str]:
     """Items an operator node covers. `upstream` holds, per input computed by an operator, that
     operator and the operators feeding it (for paths of length 3)."""
-    items = [f"op-dtype|{op}|{dtype}"]
+    items = [f"op-dtype|{op}|{dtype}", *attr_items(op, attrs or {})]
     items += [f"op-shape|{op}|{shape_text(t.shape)}" for t in outs[:1]]
     for prev, before in upstream:
         items.append(f"edge|{prev}|{op}")
@@ -46,7 +75,7 @@ def graph_items(g: Graph) -> set[str]:
                 if p is not None:
                     upstream.append((p.op, sorted({producer[j].op for j in p.inputs if j in producer})))
             dtype = env[n.inputs[0]].dtype if n.inputs else n.outputs[0].type.dtype
-            items.update(node_items(n.op, dtype, [v.type for v in n.outputs], upstream))
+            items.update(node_items(n.op, dtype, [v.type for v in n.outputs], upstream, n.attrs))
     return items
 
 

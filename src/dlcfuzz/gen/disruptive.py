@@ -59,6 +59,8 @@ def _other(rng: np.random.Generator, options: Sequence[str]) -> str | None:
 
 def perturb(rng: np.random.Generator, spec: OpSpec, rule: str, ins: list[TensorType]) -> list[TensorType] | None:
     """The input types with `rule` broken, or None when the rule cannot be broken for this op."""
+    if not ins:  # an operator without tensor inputs (ConstantOfShape) has no typing rule to break
+        return None
     out = list(ins)
     d0 = ins[0].dtype
     if rule == "dtype":

@@ -24,7 +24,7 @@ from dlcfuzz.ops import OpSpec
 
 GUIDED_CANDIDATES = 8
 # Output shapes are new almost every time, edges rarely: the scarce criteria weigh more.
-WEIGHT = {"edge": 4, "path3": 2, "op-dtype": 3, "op-shape": 1}
+WEIGHT = {"edge": 4, "path3": 2, "op-dtype": 3, "op-shape": 1, "op-attr": 2}
 P_CONNECT = 0.9  # input 0 from an existing value when one fits
 P_OPERATOR_VALUE = 0.85  # ... and then from an operator's output rather than a graph input
 
@@ -35,7 +35,7 @@ def proposal_items(b: GraphBuilder, p: Proposal) -> list[str]:
         prod = b.producer.get(src)
         if prod is not None:
             upstream.append((prod.op, sorted({b.producer[j].op for j in prod.inputs if j in b.producer})))
-    return node_items(p.spec.name, p.dtype, p.outs, upstream)
+    return node_items(p.spec.name, p.dtype, p.outs, upstream, p.attrs)
 
 
 def propose_one(b: GraphBuilder, choices: Sequence[tuple[OpSpec, list[str]]]) -> Proposal | None:
