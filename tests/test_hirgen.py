@@ -35,7 +35,7 @@ def covered(criterion: str | None, graphs: int = 150, seed: int = 0) -> dict[str
     return cov.counts()
 
 
-@pytest.mark.parametrize("criterion", ["op-dtype", "op-shape", "edge"])
+@pytest.mark.parametrize("criterion", ["op-dtype", "op-shape", "edge", "op-attr"])
 def test_each_criterion_steers_generation(criterion):
     unguided = covered(None)[criterion]
     guided = covered(criterion)[criterion]
@@ -48,7 +48,20 @@ def test_graph_items_match_what_the_generator_scored():
     items = graph_items(g)
     assert {i.split("|")[0] for i in items} >= {"op-dtype", "op-shape", "edge"}
     for n in g.nodes:
-        assert f"op-dtype|{n.op}|{g.types()[n.inputs[0]].dtype}" in items
+        if n.inputs:
+            assert f"op-dtype|{n.op}|{g.types()[n.inputs[0]].dtype}" in items
+        for k in n.attrs:
+            assert any(i.startswith(f"op-attr|{n.op}|{k}|") for i in items), (n.op, k)
+
+
+def test_attribute_value_classes_separate_what_takes_different_code_paths():
+    from dlcfuzz.gen.coverage import value_class
+
+    assert value_class(-1) != value_class(1) != value_class(0)
+    assert value_class([]) == "empty" and value_class([-1, 2]) != value_class([1, 2])
+    assert value_class("linear") != value_class("cubic") and value_class(None) == "absent"
+    assert value_class(float("nan")) == value_class(float("inf")) == "nonfinite"
+    assert value_class(True) != value_class(1)
 
 
 def test_generation_prefers_deep_data_flow():
