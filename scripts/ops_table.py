@@ -14,13 +14,27 @@ END = "<!-- ops-table:end -->"
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
+LOWERING_TARGETS = ("onnx", "relax", "torch", "jax")
+
+
 def table() -> str:
+    from dlcfuzz.lower.onnx_scope import EXCLUDED_DOMAINS, EXCLUDED_OPERATORS, EXCLUDED_TYPES
+    from dlcfuzz.lower.registry import load_target
     from dlcfuzz.ops import all_ops
 
+    targets = {name: load_target(name) for name in LOWERING_TARGETS}
     specs = all_ops()
-    lines = [f"{len(specs)} operators.", "", "| operator | family | ONNX | dtypes |", "|---|---|---|---|"]
+    lines = [f"{len(specs)} operators. Per target: a lowering rule, or `gap` (documented, see the target's module).", "",
+             "| operator | family | ONNX | dtypes | " + " | ".join(LOWERING_TARGETS) + " |",
+             "|---|---|---|---|" + "---|" * len(LOWERING_TARGETS)]
     for s in specs:
-        lines.append(f"| {s.name} | {s.family} | {', '.join(s.onnx_ops)} | {', '.join(s.dtypes)} |")
+        cells = ["gap" if t.gap_of(s.name) is not None else "yes" for t in targets.values()]
+        lines.append(f"| {s.name} | {s.family} | {', '.join(s.onnx_ops)} | {', '.join(s.dtypes)} | " + " | ".join(cells) + " |")
+    lines += ["", "Left out of ONNX on purpose (`dlcfuzz/lower/onnx_scope.py`; the conformance bench counts them apart):", "",
+              "| left out | why |", "|---|---|"]
+    lines += [f"| {op} | {why} |" for op, why in sorted(EXCLUDED_OPERATORS.items())]
+    lines += [f"| domain {d} | {why} |" for d, why in sorted(EXCLUDED_DOMAINS.items())]
+    lines += [f"| type {t} | {why} |" for t, why in sorted(EXCLUDED_TYPES.items())]
     return "\n".join(lines)
 
 

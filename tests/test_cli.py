@@ -72,6 +72,8 @@ def test_compiler_not_installed(tmp_path):
 
 
 def test_ops_table_in_readme_is_fresh():
+    for compiler in ("tvm", "torch", "jax"):  # the table says which targets lower each operator
+        pytest.importorskip(compiler)
     p = subprocess.run([sys.executable, str(ROOT / "scripts" / "ops_table.py"), "--check"], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout
 
