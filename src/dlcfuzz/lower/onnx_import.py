@@ -182,7 +182,8 @@ def import_model(model: Any, partial: bool = False, bind: Mapping[str, np.ndarra
                     last = e
             else:
                 raise Unsupported(str(last))
-            real_outs = [o for o in node.output]
+            # absent optional outputs ("") are left out where the spec's attributes say which exist
+            real_outs = [o for o in node.output if o] if spec.skips_absent_outputs else list(node.output)
             if len(real_outs) != len(outs) or any(o == "" for o in real_outs):
                 raise Unsupported(f"{len(real_outs)} outputs where we model {len(outs)}")
             for o, t in zip(real_outs, outs):

@@ -61,6 +61,8 @@ class OpSpec:
     # inputs whose values the operator never reads, only their types (Shape's input, CastLike's
     # target): an importer folds a node whose other inputs are constants
     type_only_inputs: ClassVar[tuple[int, ...]] = ()
+    # True: the import rule's attributes say which optional outputs exist; "" outputs are dropped
+    skips_absent_outputs: ClassVar[bool] = False
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:

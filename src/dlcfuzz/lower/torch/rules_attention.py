@@ -1,1 +1,191 @@
-"""PyTorch lowering rules of the attention operators (ops/attention.py)."""
+"""PyTorch lowering rules of the attention operators (ops/attention.py).
+
+Attention is F.scaled_dot_product_attention where that is ONNX's computation (no softcap, no
+qk_matmul_output, softmax in the input type): SDPA's math scales q and k each by sqrt(scale) as ONNX
+does, and enable_gqa repeats each kv head for consecutive q heads as ONNX does. The rest is written
+out (matmul, tanh softcap, additive bias, softmax, matmul). Causal and window masks are bottom-right
+(offset by the cache length), which SDPA's is_causal (top-left) is not, so they are an explicit bias,
+except in the plain square-free case (offset 0, no other mask) where is_causal=True means the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+_PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}
+
+
+def _heads(e: TorchEmitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+    """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
+    return x if rank == 4 else e.bind(f"{x}.reshape({b}, {s}, {h}, -1).transpose(1, 2)")
+
+
+@R("attention")
+def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    lay = attention_layout(it, a)
+    dt = torch_dtype(lay.dtype)
+    rest = list(ins[3:])
+    mask = rest.pop(0) if a.get("has_mask") else None
+    past = (rest.pop(0), rest.pop(0)) if a.get("has_past") else None
+    nonpad = rest.pop(0) if a.get("has_nonpad") else None
+    q = _heads(e, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
+    k = _heads(e, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
+    v = _heads(e, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
+    if past is not None:
+        k = e.bind(f"torch.cat([{past[0]}, {k}], dim=2)")
+        v = e.bind(f"torch.cat([{past[1]}, {v}], dim=2)")
+    present = [k, v] if a.get("present") else []
+
+    # the additive bias: attn_mask, then the causal / window / padding frontier (None: no bias)
+    bias: str | None = None
+    if mask is not None:
+        width = lay.t - lay.mask.shape[-1]
+        if lay.mask.dtype == "bool":
+            m = f"F.pad({mask}, (0, {width}), value=False)" if width else mask
+            bias = e.bind(f"torch.where({m}, 0.0, -float('inf')).to({dt})")
+        else:
+            bias = e.bind(f"F.pad({mask}, (0, {width}), value=-float('inf'))") if width else mask
+    causal = bool(a.get("is_causal"))
+    left, right = int(a.get("left_window_size", -1)), int(a.get("right_window_size", -1))
+    plain_causal = causal and mask is None and past is None and nonpad is None and left < 0 and right < 0
+    if (causal or left >= 0 or right >= 0 or nonpad is not None) and not plain_causal:
+        if nonpad is not None:
+            offset = f"({nonpad} - {lay.sq}).reshape({lay.b}, 1, 1, 1)"
+        else:
+            offset = literal(lay.p)
+        pos = e.bind(f"torch.arange({lay.sq}).reshape(1, 1, {lay.sq}, 1) + {offset}")
+        j = e.bind(f"torch.arange({lay.t}).reshape(1, 1, 1, {lay.t})")
+        conds = []
+        if causal:
+            conds.append(f"({j} <= {pos})")
+        if left >= 0:
+            conds.append(f"({pos} - {j} <= {left})")
+        if right >= 0:
+            conds.append(f"({j} - {pos} <= {right})")
+        if nonpad is not None:
+            conds.append(f"({j} < {nonpad}.reshape({lay.b}, 1, 1, 1))")
+        frontier = e.bind(f"torch.where({' & '.join(conds)}, 0.0, -float('inf')).to({dt})")
+        bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
+
+    rep = lay.hq // lay.hkv
+    softcap = float(a.get("softcap", 0.0))
+    precision = int(a.get("softmax_precision", 0))
+    if not softcap and not a.get("qk_output") and precision in (0, _PRECISION_OF[lay.dtype]):
+        root = attention_scale_root(lay, a)
+        y = e.bind(f"F.scaled_dot_product_attention({q}, {k}, {v}, attn_mask={bias}, "
+                   f"is_causal={plain_causal}, scale={literal(root * root)}, enable_gqa={rep > 1})")
+        if bias is not None:  # SDPA's rows without an allowed key are NaN; ONNX makes them zero
+            y = e.bind(f"torch.where(torch.isneginf({bias}).all(dim=-1, keepdim=True), 0.0, {y}).to({dt})")
+        return [_merge(e, y, lay), *present]
+
+    root = literal(attention_scale_root(lay, a))
+    kr = e.bind(f"{k}.repeat_interleave({rep}, dim=1)") if rep > 1 else k
+    vr = e.bind(f"{v}.repeat_interleave({rep}, dim=1)") if rep > 1 else v
+    logits = e.bind(f"torch.matmul({q} * {root}, ({kr} * {root}).transpose(-1, -2))")
+    capped = e.bind(f"{literal(softcap)} * torch.tanh({logits} / {literal(softcap)})") if softcap else logits
+    if plain_causal:
+        tri = e.bind(f"torch.ones({lay.sq}, {lay.t}, dtype=torch.bool).tril()")
+        bias = e.bind(f"torch.where({tri}, 0.0, -float('inf')).to({dt})")
+    x = e.bind(f"{capped} + {bias}") if bias is not None else capped
+    soft_dt = torch_dtype(SOFTMAX_PRECISIONS[precision]) if precision else dt
+    probs = e.bind(f"torch.softmax({x}.to({soft_dt}), dim=-1).to({dt})")
+    if bias is not None:  # rows without an allowed key: ONNX makes them zero (softmax gives NaN)
+        probs = e.bind(f"torch.where(torch.isneginf({bias}).all(dim=-1, keepdim=True), 0.0, {probs}).to({dt})")
+    y = e.bind(f"torch.matmul({probs}, {vr})")
+    outs = [_merge(e, y, lay), *present]
+    if a.get("qk_output"):
+        outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
+    return outs
+
+
+def _merge(e: TorchEmitter, y: str, lay: Any) -> str:
+    """(B, H, S, Dv) -> (B, S, H*Dv) for 3-D inputs."""
+    return y if lay.rank == 4 else f"{y}.transpose(1, 2).reshape({lay.b}, {lay.sq}, -1)"
+
+
+@R("rotary_embedding")
+def _rotary_embedding(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, cos, sin = ins[:3]
+    if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
+        cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
+    t = it[0]
+    if t.rank == 4:
+        b, _, s, d = t.shape
+        x4 = e.bind(f"{x}.transpose(1, 2)")  # (B, S, H, D)
+    else:
+        b, s = t.shape[:2]
+        d = t.shape[2] // int(a["num_heads"])
+        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(a['num_heads'])}, {d})")
+    rot = int(a.get("rotary_embedding_dim", 0)) or d
+    cos, sin = e.bind(f"{cos}.unsqueeze(2)"), e.bind(f"{sin}.unsqueeze(2)")
+    xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
+    if a.get("interleaved"):
+        x1, x2 = e.bind(f"{xr}[..., 0::2]"), e.bind(f"{xr}[..., 1::2]")
+    else:
+        x1, x2 = e.bind(f"{xr}[..., :{rot // 2}]"), e.bind(f"{xr}[..., {rot // 2}:]")
+    real = e.bind(f"{cos} * {x1} - {sin} * {x2}")
+    imag = e.bind(f"{sin} * {x1} + {cos} * {x2}")
+    if a.get("interleaved"):
+        rotated = e.bind(f"torch.stack([{real}, {imag}], dim=-1).flatten(-2)")
+    else:
+        rotated = e.bind(f"torch.cat([{real}, {imag}], dim=-1)")
+    out = e.bind(f"torch.cat([{rotated}, {x4}[..., {rot}:]], dim=-1)") if rot < d else rotated
+    return [f"{out}.transpose(1, 2)" if t.rank == 4 else f"{out}.reshape({literal(t.shape)})"]
+
+
+@R("causal_conv_with_state")
+def _causal_conv_with_state(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    x, w = ins[:2]
+    rest = list(ins[2:])
+    bias = rest.pop(0) if a.get("has_bias") else None
+    b, c, length = it[0].shape
+    k = it[1].shape[2]
+    past = rest.pop(0) if a.get("has_past") else f"torch.zeros({b}, {c}, {k - 1}, dtype={torch_dtype(it[0].dtype)})"
+    padded = e.bind(f"torch.cat([{past}, {x}], dim=2)")
+    conv = e.bind(f"F.conv1d({padded}, {w}, {bias}, groups={c})")
+    out = f"F.silu({conv})" if a.get("activation", "none") != "none" else conv
+    return [out, f"{padded}[:, :, {length}:]"]
+
+
+@R("linear_attention")
+def _linear_attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    rule = a.get("update_rule", "gated_delta")
+    hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
+    b, t, _ = it[0].shape
+    dk, dv = it[0].shape[2] // hq, it[2].shape[2] // hkv
+    dt = torch_dtype(it[0].dtype)
+    q = e.bind(f"{ins[0]}.reshape({b}, {t}, {hq}, {dk}).transpose(1, 2)")
+    k = e.bind(f"{ins[1]}.reshape({b}, {t}, {hkv}, {dk}).transpose(1, 2)")
+    v = e.bind(f"{ins[2]}.reshape({b}, {t}, {hkv}, {dv}).transpose(1, 2)")
+    rest = list(ins[3:])
+    state = rest.pop(0) if a.get("has_past") else e.bind(f"torch.zeros({b}, {hkv}, {dk}, {dv}, dtype={dt})")
+    decay = beta = None
+    if rule in ("gated", "gated_delta"):
+        decay = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, {hkv}, -1).transpose(1, 2)")  # (B, H, T, 1 or d_k)
+    if rule in ("delta", "gated_delta"):
+        beta = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, -1, 1).transpose(1, 2)")  # (B, H or 1, T, 1)
+    scale = literal(float(a.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))
+    steps = []
+    for i in range(t):  # the recurrence, unrolled over the (static) sequence
+        if decay is not None:
+            state = e.bind(f"{state} * torch.exp({decay}[:, :, {i}, :]).unsqueeze(-1)")
+        v_t = f"{v}[:, :, {i}, :]"
+        k_t = f"{k}[:, :, {i}, :]"
+        if beta is not None:
+            retrieved = e.bind(f"torch.einsum('bhdm,bhd->bhm', {state}, {k_t})")
+            v_t = e.bind(f"{beta}[:, :, {i}, :] * ({v_t} - {retrieved})")
+        state = e.bind(f"{state} + {k_t}.unsqueeze(-1) * {v_t}.unsqueeze(-2)")
+        read = e.bind(f"{state}.repeat_interleave({hq // hkv}, dim=1)") if hq != hkv else state
+        steps.append(e.bind(f"{scale} * torch.einsum('bhd,bhdm->bhm', {q}[:, :, {i}, :], {read})"))
+    out = e.bind(f"torch.stack([{', '.join(steps)}], dim=1)")  # (B, T, H_q, d_v)
+    return [f"{out}.reshape({b}, {t}, {hq * dv})", state]
