@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import all_ops
 
@@ -62,11 +63,30 @@ def probe_cases(seed: int = 0) -> list[tuple[str, str, Any]]:
     return out
 
 
-def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> Capabilities:
+PROBE_BATCH = 16  # one-operator graphs compiled together; a batch that is not all fine is split
+
+
+def side_by_side(graphs: list[Graph]) -> Graph:
+    """One graph computing every graph of `graphs` independently (names prefixed per part)."""
+    out = Graph(name="probe")
+    for k, g in enumerate(graphs):
+        p = f"p{k}_"
+        out.inputs += [Value(p + v.name, v.type) for v in g.inputs]
+        out.constants.update({p + name: a for name, a in g.constants.items()})
+        out.nodes += [Node(n.op, [p + i for i in n.inputs], [Value(p + v.name, v.type) for v in n.outputs],
+                           dict(n.attrs), name=p + n.name) for n in g.nodes]
+        out.outputs += [p + o for o in g.outputs]
+    return out
+
+
+def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, batch: int = PROBE_BATCH) -> Capabilities:
     """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
 
     An (op, dtype) is unsupported when every config rejects it with a documented error.
-    Crashes and wrong results keep it supported: those are findings, not gaps."""
+    Crashes and wrong results keep it supported: those are findings, not gaps.
+    Group testing keeps this cheap where a compile costs seconds (TVM, Inductor): `batch` graphs are
+    compiled side by side; a batch where every config ran without any error vouches for all its
+    members, any other is halved until single graphs are judged by the rule above."""
     from dlcfuzz.errors import LoweringGap
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.gen.inputs import sample_inputs
@@ -74,31 +94,47 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0) -> 
 
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed)
-    tcs = [TestCase(g, sample_inputs(g, rng), configs, compiler=backend.name) for _, _, g in cases]
-    runs: list[tuple[str, list[Any], str]] = []
-    if pool is not None:
-        for res in pool.map([tc.to_bytes() for tc in tcs]):
-            runs.append((res.status, observations_from_bytes(res.payload)[0] if res.status == "ok" else [],
-                         res.error or ""))
-    else:
+    inputs = [sample_inputs(g, rng) for _, _, g in cases]
+
+    def run(groups: list[list[int]]) -> list[tuple[str, list[Any], str]]:
+        tcs = []
+        for grp in groups:
+            g = cases[grp[0]][2] if len(grp) == 1 else side_by_side([cases[i][2] for i in grp])
+            feed = inputs[grp[0]] if len(grp) == 1 else \
+                {f"p{k}_{name}": a for k, i in enumerate(grp) for name, a in inputs[i].items()}
+            tcs.append(TestCase(g, feed, configs, compiler=backend.name))
+        if pool is not None:
+            return [(res.status, observations_from_bytes(res.payload)[0] if res.status == "ok" else [], res.error or "")
+                    for res in pool.map([tc.to_bytes() for tc in tcs])]
+        out: list[tuple[str, list[Any], str]] = []
         for tc in tcs:
             try:
-                runs.append(("ok", run_configs(backend, tc), ""))
+                out.append(("ok", run_configs(backend, tc), ""))
             except LoweringGap as e:
-                runs.append(("error", [], f"{type(e).__name__}: {e}"))
+                out.append(("error", [], f"{type(e).__name__}: {e}"))
+        return out
+
     caps: Capabilities = {}
-    for (op, dtype, _), (status, obs, error) in zip(cases, runs):
-        if status == "error" and "LoweringGap: " in error:  # the compiler's IR cannot express it (documented)
-            caps[(op, dtype)] = (False, error[error.index("LoweringGap: "):][:200])
-            continue
-        if status != "ok":
-            caps[(op, dtype)] = (True, f"{status} during probe")
-            continue
-        rejected = [o for o in obs if o.status == "error" and backend.expected_error(o.error or "")]
-        if obs and len(rejected) == len(obs):
-            caps[(op, dtype)] = (False, (rejected[0].error or "")[:200])
-        else:
-            caps[(op, dtype)] = (True, "")
+    groups = [list(range(i, min(i + max(batch, 1), len(cases)))) for i in range(0, len(cases), max(batch, 1))]
+    while groups:
+        split: list[list[int]] = []
+        for grp, (status, obs, error) in zip(groups, run(groups)):
+            if len(grp) > 1:
+                if status == "ok" and obs and all(o.status != "error" for o in obs):
+                    caps.update({cases[i][:2]: (True, "") for i in grp})
+                else:
+                    split += [grp[:len(grp) // 2], grp[len(grp) // 2:]]
+                continue
+            op, dtype = cases[grp[0]][:2]
+            if status == "error" and "LoweringGap: " in error:  # the compiler's IR cannot express it (documented)
+                caps[(op, dtype)] = (False, error[error.index("LoweringGap: "):][:200])
+            elif status != "ok":
+                caps[(op, dtype)] = (True, f"{status} during probe")
+            elif obs and all(o.status == "error" and backend.expected_error(o.error or "") for o in obs):
+                caps[(op, dtype)] = (False, (obs[0].error or "")[:200])
+            else:
+                caps[(op, dtype)] = (True, "")
+        groups = split
     return caps
 
 
