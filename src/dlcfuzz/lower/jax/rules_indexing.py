@@ -1,1 +1,131 @@
-"""JAX lowering rules of the indexing operators (ops/indexing.py)."""
+"""JAX lowering rules of the indexing operators (ops/indexing.py).
+
+Gathers map negative indices into range first (then mode="clip" is a no-op, never JAX's default
+fill or wrap). Scatter indices are static (attributes): each scatter is `.at[...]` on the data
+flattened over the scattered positions, with the reduction as the update method."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+AT_METHOD = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}
+
+
+def _spec(name: str):  # noqa: ANN202 - the spec class varies
+    from dlcfuzz.ops import get_op
+
+    return get_op(name)
+
+
+def _block(x: str, shape: Sequence[int], skip: int) -> str:
+    """x[:s0, :s1, ...] (the leading block of `shape`), leaving dim `skip` whole."""
+    return f"{x}[{', '.join(':' if k == skip else f':{s}' for k, s in enumerate(shape))},]"
+
+
+@R("gather_elements")
+def _gather_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t, itype = it
+    ax = int(a["axis"]) % t.rank
+    fixed = e.bind(f"jnp.where({ins[1]} < 0, {ins[1]} + {t.shape[ax]}, {ins[1]})")
+    block = e.bind(_block(ins[0], itype.shape, ax))  # take_along_axis needs equal dims off the axis
+    return [f"jnp.take_along_axis({block}, {fixed}, axis={ax}, mode='clip')"]
+
+
+@R("gather_nd")
+def _gather_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t, itype = it
+    b, k = _spec("gather_nd").parse(t, itype, a)  # type: ignore[attr-defined]
+    dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
+    strides = np.asarray([int(np.prod(dims[j + 1:])) for j in range(k)], dtype=np.int64)
+    batch = int(np.prod(t.shape[:b], dtype=np.int64))
+    count = int(np.prod(itype.shape[b:-1], dtype=np.int64))
+    rest = list(t.shape[b + k:])
+    i64 = e.bind(f"{ins[1]}.astype(jnp.int64)")
+    fixed = e.bind(f"jnp.where({i64} < 0, {i64} + {e.const(dims, 'dims')}, {i64})")
+    linear = e.bind(f"({fixed} * {e.const(strides, 'strides')}).sum(-1).reshape({batch}, {count})")
+    flat = e.bind(f"{ins[0]}.reshape({literal(tuple([batch, int(np.prod(dims))] + rest))})")
+    rows = e.const(np.arange(batch, dtype=np.int64).reshape(batch, 1), "rows")
+    return [f"{flat}[{rows}, {linear}].reshape({literal(tuple(ot[0].shape))})"]
+
+
+def _scatter_rows(e: JaxEmitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
+                  upd: str, width_upd: tuple[int, int], reduction: str) -> str:
+    at = e.const(np.ascontiguousarray(linear.astype(np.int64)), "pos")
+    flat = e.bind(f"jnp.asarray({data}).reshape({literal(rows)})")
+    src = e.bind(f"{upd}.reshape({literal(width_upd)})")
+    return f"{flat}.at[{at}].{AT_METHOD[reduction]}({src}).reshape({literal(tuple(shape))})"
+
+
+@R("scatter_elements")
+def _scatter_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t, u = it
+    where = _spec("scatter_elements").targets(t, u, a)  # type: ignore[attr-defined]
+    linear = np.ravel_multi_index(where, t.shape).reshape(-1) if u.size else np.zeros(0, np.int64)
+    return [_scatter_rows(e, ins[0], t.shape, (t.size,), linear, ins[1], (u.size,), a["reduction"])]
+
+
+@R("scatter_nd")
+def _scatter_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    tuples = _spec("scatter_nd").tuples(t, a)  # type: ignore[attr-defined]
+    k = tuples.shape[1]
+    slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
+    linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
+    return [_scatter_rows(e, ins[0], t.shape, (slots, width), linear, ins[1], (len(tuples), width),
+                          a["reduction"])]
+
+
+@R("one_hot")
+def _one_hot(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    depth, axis, dtype = _spec("one_hot").parse(t, a)  # type: ignore[attr-defined]
+    i64 = e.bind(f"{ins[0]}.astype(jnp.int64)")  # floats truncate toward zero
+    fixed = e.bind(f"jnp.where({i64} < 0, {i64} + {depth}, {i64})")
+    shape = [1] * (t.rank + 1)
+    shape[axis] = depth
+    steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
+    off, on = (e.const(np.asarray(v).astype(dtype), "v") for v in a["values"])
+    return [f"jnp.where(jnp.expand_dims({fixed}, {axis}) == {steps}, {on}, {off})"]
+
+
+@R("compress")
+def _compress(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    axis, kept = _spec("compress").kept(it[0], a)  # type: ignore[attr-defined]
+    k = e.const(np.asarray(kept, dtype=np.int64), "kept")
+    if axis is None:
+        return [f"jnp.take({ins[0]}.reshape(-1), {k}, axis=0, mode='clip')"]
+    return [f"jnp.take({ins[0]}, {k}, axis={axis}, mode='clip')"]
+
+
+@R("reverse_sequence")
+def _reverse_sequence(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    tm, src = _spec("reverse_sequence").source(it[0], a)  # type: ignore[attr-defined]
+    return [f"jnp.take_along_axis({ins[0]}, {e.const(src, 'src')}, axis={tm}, mode='clip')"]
+
+
+@R("center_crop_pad")
+def _center_crop_pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    win = _spec("center_crop_pad").windows(it[0], a)  # type: ignore[attr-defined]
+    x = f"{ins[0]}[{', '.join(f'{s}:{s + n}' for s, n, _, _ in win)},]"
+    width = tuple((pb, pe) for _, _, pb, pe in win)
+    if not any(pb or pe for pb, pe in width):
+        return [x]
+    return [f"jnp.pad({x}, {literal(width)}, mode='constant')"]
+
+
+@R("tensor_scatter")
+def _tensor_scatter(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    past, upd = it
+    ax, src = _spec("tensor_scatter").source(past, upd, a)  # type: ignore[attr-defined]
+    if upd.shape[ax] == 0:
+        return [ins[0]]
+    picked = e.bind(f"jnp.take_along_axis({ins[1]}, {e.const(np.clip(src, 0, None), 'src')}, axis={ax}, mode='clip')")
+    return [f"jnp.where({e.const(src >= 0, 'written')}, {picked}, {ins[0]})"]
