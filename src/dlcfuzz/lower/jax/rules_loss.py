@@ -1,1 +1,40 @@
-"""JAX lowering rules of the loss operators (ops/loss.py)."""
+"""JAX lowering rules of the loss operators (ops/loss.py): the loss written out with jnp (JAX has no
+NLL operator); targets gather their class with take_along_axis, ignored ones weigh 0."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+
+Types = Sequence[TensorType]
+
+
+def _nll(e: JaxEmitter, scores: str, ins: list[str], a: dict, it: Types) -> str:
+    c = it[0].shape[1]
+    t = e.bind(f"{ins[1]}.astype(jnp.int64)", "target")
+    ii = a["ignore_index"]
+    keep = e.bind("jnp.ones_like(" + t + ", dtype=bool)" if ii is None else f"{t} != {literal(ii)}", "keep")
+    safe = e.bind(f"jnp.clip({t}, 0, {c - 1})", "safe")
+    picked = e.bind(f"jnp.take_along_axis({scores}, jnp.expand_dims({safe}, 1), axis=1).squeeze(1)", "picked")
+    dt = f"{scores}.dtype"
+    w = f"jnp.take({ins[2]}, {safe})" if len(ins) == 3 else f"jnp.ones({safe}.shape, {dt})"
+    w = e.bind(f"jnp.where({keep}, {w}, jnp.zeros((), {dt}))", "w")
+    loss = e.bind(f"-{picked} * {w}", "loss")
+    if a["reduction"] == "none":
+        return loss
+    if a["reduction"] == "sum":
+        return f"jnp.sum({loss})"
+    return f"jnp.sum({loss}) / jnp.sum({w})"
+
+
+@TARGET.register("negative_log_likelihood_loss")
+def negative_log_likelihood_loss(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [_nll(e, ins[0], ins, a, it)]
+
+
+@TARGET.register("softmax_cross_entropy_loss")
+def softmax_cross_entropy_loss(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    logp = e.bind(f"jax.nn.log_softmax({ins[0]}, axis=1)", "logp")
+    return [_nll(e, logp, ins, a, it)] + ([logp] if a["log_prob"] else [])

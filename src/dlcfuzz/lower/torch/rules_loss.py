@@ -1,1 +1,33 @@
-"""PyTorch lowering rules of the loss operators (ops/loss.py)."""
+"""PyTorch lowering rules of the loss operators (ops/loss.py).
+
+F.nll_loss has ONNX's semantics (weights gathered by target, "mean" divides by the summed weights of the
+targets not ignored); its ignore_index is always an int, so "no ignore_index" is PyTorch's default -100,
+which no generated target takes (targets lie in [0, C) there)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+
+Types = Sequence[TensorType]
+NO_IGNORE_INDEX = -100
+
+
+def _nll(scores: str, ins: list[str], a: dict) -> str:
+    weight = ins[2] if len(ins) == 3 else "None"
+    ii = NO_IGNORE_INDEX if a["ignore_index"] is None else a["ignore_index"]
+    return (f"F.nll_loss({scores}, {ins[1]}.long(), weight={weight}, ignore_index={literal(ii)}, "
+            f"reduction={literal(a['reduction'])})")
+
+
+@TARGET.register("negative_log_likelihood_loss")
+def negative_log_likelihood_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [_nll(ins[0], ins, a)]
+
+
+@TARGET.register("softmax_cross_entropy_loss")
+def softmax_cross_entropy_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    logp = e.bind(f"torch.log_softmax({ins[0]}, dim=1)", "logp")
+    return [_nll(logp, ins, a)] + ([logp] if a["log_prob"] else [])
