@@ -182,9 +182,16 @@ def import_model(model: Any, partial: bool = False, bind: Mapping[str, np.ndarra
                     last = e
             else:
                 raise Unsupported(str(last))
-            # absent optional outputs ("") are left out where the spec's attributes say which exist
-            real_outs = [o for o in node.output if o] if spec.skips_absent_outputs else list(node.output)
-            if len(real_outs) != len(outs) or any(o == "" for o in real_outs):
+            if spec.skips_absent_outputs:  # the spec's attributes say which optional outputs exist
+                real_outs = [o for o in node.output if o]
+            else:
+                # ONNX omits an optional output by an empty name or by leaving trailing ones out (LSTM's
+                # ['', 'Y_h']): an omitted output we model gets a fresh name that nothing reads
+                named = list(node.output)
+                while named and named[-1] == "":
+                    named.pop()
+                real_outs = [o or f"__omitted_{index}_{k}" for k, o in enumerate(named + [""] * (len(outs) - len(named)))]
+            if len(real_outs) != len(outs):
                 raise Unsupported(f"{len(real_outs)} outputs where we model {len(outs)}")
             for o, t in zip(real_outs, outs):
                 if o in known and known[o] != t:
