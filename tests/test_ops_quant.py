@@ -75,3 +75,16 @@ def test_rank0_round_trip_on_relax():
     inputs = {"x": np.array(2.3, np.float32)}
     out = run_relax(g, inputs)
     assert out[0].shape == () and float(out[0]) == float(reference.run(g, inputs)["y"]) == 2.5
+
+
+def test_sixteen_bit_quantization_at_opset_21():
+    from dlcfuzz.lower.onnx import to_onnx
+
+    x = np.array([-3.0, 0.25, 1000.0, -5000.0], np.float32)
+    attrs = {"scale": 0.125, "zero_point": -7, "to": "int16"}
+    np.testing.assert_array_equal(get_op("quantize_linear").reference([x], attrs)[0], [-31, -5, 7993, -32768])
+    g = one_node("quantize_linear", TensorType("float32", (4,)), attrs)
+    assert to_onnx(g).opset_import[0].version == 21
+    check_instance(g, {"x0": x})
+    q = np.array([0, 65535, 7], np.uint16)
+    check_instance(one_node("dequantize_linear", TensorType("uint16", (3,)), {"scale": 0.5, "zero_point": 7}), {"x0": q})

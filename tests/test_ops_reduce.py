@@ -10,7 +10,9 @@ from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.ops import get_op, registry
 from op_harness import check_instance, instances
 
-REDUCE_OPS = sorted(name for name, spec in registry().items() if spec.family == "reduce")
+# the operators of ops/reduce.py (other modules, e.g. ops/reduce_lp.py, share the family name)
+REDUCE_OPS = sorted(name for name, spec in registry().items()
+                    if spec.family == "reduce" and type(spec).__module__ == "dlcfuzz.ops.reduce")
 AXES_OPS = [op for op in REDUCE_OPS if op.startswith("reduce_")]
 F = TensorType("float32", (2, 3, 4))
 
@@ -118,3 +120,14 @@ def test_integer_mean_truncates_toward_zero():
     x = np.array([[-5, -4, 0, 4], [3, 3, -2, -3]], dtype="int32")
     (y,) = get_op("reduce_mean").reference([x], {"axes": [1], "keepdims": 0, "noop_with_empty_axes": 0})
     np.testing.assert_array_equal(y, [-1, 0])
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_select_last_index_picks_the_last_tie(op):
+    x = np.array([[1, 3, 3, 0], [2, 0, 2, 0]], np.int32)
+    attrs = {"axis": 1, "keepdims": 0, "select_last_index": 1}
+    want = [2, 2] if op == "argmax" else [3, 3]
+    np.testing.assert_array_equal(get_op(op).reference([x], attrs)[0], want)
+    np.testing.assert_array_equal(get_op(op).reference([x], {**attrs, "select_last_index": 0})[0],
+                                  [1, 0] if op == "argmax" else [3, 1])
+    check_instance(one_node(op, TensorType("int32", x.shape), attrs), {"x0": x})

@@ -113,7 +113,7 @@ def test_slice_rejects_bad_attrs():
     ("pad", {"pads": [0, 0, 4, 0, 0, 0], "mode": "reflect", "value": 0}),
     ("pad", {"pads": [0, 0, -1, 0, 0, 0], "mode": "edge", "value": 0}),
     ("pad", {"pads": [0, 0, -5, 0, 0, 0], "mode": "constant", "value": 0}),
-    ("pad", {"pads": [0] * 6, "mode": "wrap", "value": 0}),
+    ("pad", {"pads": [0, 0, -1, 0, 0, 0], "mode": "wrap", "value": 0}),  # wrap crops nothing
     ("concat", {"axis": 3}),
     ("resize", {"scales": [1.0, 2.0], "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}),
     ("resize", {"scales": [1.0, 1.0, -2.0], "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}),
@@ -213,3 +213,40 @@ def test_sample_refuses_unfit_inputs():
         single_op_graph(get_op("depth_to_space"), rng, TensorType("float32", (1, 4, 2)))
     with pytest.raises(ShapeError):
         single_op_graph(get_op("concat"), rng, TensorType("float32", ()))
+
+
+@pytest.mark.parametrize("attrs,shape", [
+    ({"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric", "scales": [1.0, 1.0, 0.5, 2.0],
+      "antialias": 1, "exclude_outside": 0}, (1, 2, 4, 3)),
+    ({"mode": "cubic", "coordinate_transformation_mode": "align_corners", "sizes": [1, 1, 3, 5],
+      "cubic_coeff_a": -0.5, "exclude_outside": 1, "antialias": 0}, (1, 1, 4, 4)),
+    ({"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "sizes": [3, 5],
+      "roi": [0.25, -0.25, 1.25, 1.0], "extrapolation_value": 10.0, "antialias": 0, "exclude_outside": 0}, (4, 3)),
+])
+def test_resize_linear_and_cubic_agree_everywhere(attrs, shape):
+    attrs = {**attrs, "nearest_mode": "round_prefer_floor"}
+    t = TensorType("float32", shape)
+    x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    check_instance(one_node("resize", [t], attrs), {"x0": x})
+
+
+def test_resize_linear_reference_by_hand():
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    attrs = {"mode": "linear", "coordinate_transformation_mode": "align_corners", "nearest_mode": "floor",
+             "sizes": [2, 3]}
+    np.testing.assert_allclose(get_op("resize").reference([x], attrs)[0], [[1, 1.5, 2], [3, 3.5, 4]])
+    # tf_crop_and_resize writes extrapolation_value where the source coordinate leaves the input
+    crop = {**attrs, "coordinate_transformation_mode": "tf_crop_and_resize", "roi": [0, 0, 1, 2],
+            "extrapolation_value": -1.0}
+    np.testing.assert_allclose(get_op("resize").reference([x], crop)[0], [[1, 2, -1], [3, 4, -1]])
+
+
+def test_pad_wrap_and_space_to_depth_crd():
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    attrs = {"pads": [0, 2, 1, 1], "mode": "wrap", "value": 0}
+    np.testing.assert_array_equal(get_op("pad").reference([x], attrs)[0][0], [1, 2, 0, 1, 2, 0])
+    check_instance(one_node("pad", [TensorType("float32", (2, 3))], attrs), {"x0": x})
+    y = np.arange(8, dtype=np.float32).reshape(1, 2, 2, 2)
+    s2d = {"blocksize": 2, "mode": "CRD"}
+    np.testing.assert_array_equal(get_op("space_to_depth").reference([y], s2d)[0].reshape(-1), np.arange(8))
+    check_instance(one_node("space_to_depth", [TensorType("float32", (1, 2, 2, 2))], s2d), {"x0": y})

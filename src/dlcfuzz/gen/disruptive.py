@@ -73,7 +73,7 @@ def perturb(rng: np.random.Generator, spec: OpSpec, rule: str, ins: list[TensorT
         if not same:
             return None
         k = same[int(rng.integers(len(same)))]
-        other = _other(rng, [d for d in spec.dtypes if d != d0]) or _other(rng, [d for d in DTYPES if d != d0])
+        other = _other(rng, [d for d in spec.dtypes if d != d0 and d in DTYPES]) or _other(rng, [d for d in DTYPES if d != d0])
         out[k] = ins[k].with_dtype(other)  # type: ignore[arg-type]
         return out
     if rule == "rank":

@@ -19,7 +19,18 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError
-from dlcfuzz.ir.types import DTYPES, FLOATS, INTS, NUMERIC, SIGNED, TensorType
+from dlcfuzz.ir.types import (
+    ALL_DTYPES,
+    DTYPES,
+    FLOATS,
+    INTS,
+    NUMERIC,
+    SIGNED,
+    SIGNED_INTS,
+    UNSIGNED,
+    WIDE_UNSIGNED,
+    TensorType,
+)
 from dlcfuzz.ops.base import (
     ANY,
     NONZERO,
@@ -31,6 +42,7 @@ from dlcfuzz.ops.base import (
     OpSpec,
     broadcast_shapes,
     decode,
+    magnitude_of_terms,
     register,
     require_arity,
     require_dtype,
@@ -105,7 +117,7 @@ def _check_attrs(spec: OpSpec, kinds: Mapping[str, AttrKind], attrs: Attrs) -> N
 # ---- unary --------------------------------------------------------------------------
 
 
-ABSOLUTE_NEAR_ZERO = frozenset({"sigmoid", "tanh", "erf", "gelu", "softplus", "mish", "elu", "selu", "celu"})
+ABSOLUTE_NEAR_ZERO = frozenset({"swish", "sigmoid", "tanh", "erf", "gelu", "softplus", "mish", "elu", "selu", "celu"})
 
 
 class UnaryOp(OpSpec):
@@ -222,7 +234,7 @@ _UNARY = [
       attrs=_alpha(0.01, 0.01, 0.5)),
     U("elu", FLOATS, lambda x, a: np.where(x < 0, a["alpha"] * (np.exp(x) - 1), x), "Elu", SMALL,
       attrs=_alpha(1.0, 0.1, 2.0)),
-    U("celu", ("float32",), lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
+    U("celu", FLOATS, lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
       "Celu", SMALL, attrs=_alpha(1.0, 0.5, 2.0)),
     U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu", SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0),
                               "gamma": FloatAttr(1.05070102214813232421875, 0.5, 1.5)}),
@@ -236,9 +248,9 @@ _UNARY = [
     U("round", FLOATS, lambda x, a: np.round(x), "Round"),  # half to even, as ONNX specifies
     U("sign", NUMERIC, lambda x, a: np.sign(x), "Sign"),
     U("not", ("bool",), lambda x, a: np.logical_not(x), "Not"),
-    U("bitwise_not", INTS, lambda x, a: np.invert(x), "BitwiseNot"),
+    U("bitwise_not", INTS + WIDE_UNSIGNED, lambda x, a: np.invert(x), "BitwiseNot"),
     U("isnan", FLOATS, lambda x, a: np.isnan(x), "IsNaN", out_dtype="bool"),
-    U("isinf", ("float32", "float64"), _isinf, "IsInf", out_dtype="bool",  # float16 from opset 20
+    U("isinf", FLOATS, _isinf, "IsInf", out_dtype="bool",  # float16 from opset 20 (the ONNX rule asks for it)
       attrs={"detect_negative": FLAG, "detect_positive": FLAG}),
     U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid", attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
     U("hard_swish", FLOATS, lambda x, a: x * np.clip(x * HARD_SWISH_ALPHA + 0.5, 0, 1), "HardSwish"),
@@ -247,6 +259,7 @@ _UNARY = [
       attrs=_alpha(1.0, -0.5, 1.5)),
     ShrinkOp("shrink", NUMERIC, _shrink, "Shrink",
              attrs={"bias": FloatAttr(0.0, 0.0, 1.5, 1 / 8), "lambd": FloatAttr(0.5, 0.0, 1.5, 1 / 8)}),
+    U("swish", FLOATS, lambda x, a: x / (1 + np.exp(-a["alpha"] * x)), "Swish", attrs=_alpha(1.0, 0.25, 2.0)),
 ]
 
 
@@ -255,6 +268,8 @@ _UNARY = [
 
 def _int_div(a: np.ndarray, b: np.ndarray, attrs: Attrs) -> np.ndarray:
     """ONNX integer Div truncates toward zero (C semantics), unlike numpy's floor division."""
+    if a.dtype.kind == "u":  # truncation is floor division here (and int64 cannot hold every uint64)
+        return a // b
     if a.dtype.kind in "iu":
         q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
         return np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q
@@ -328,12 +343,11 @@ class BinaryOp(OpSpec):
 
 
 class ModOp(BinaryOp):
-    def check_attrs(self, dtype: str, attrs: Attrs) -> None:
-        if dtype in FLOATS and attrs["fmod"] != 1:
-            raise DTypeError("mod: floating-point inputs require fmod=1")
+    """fmod=0 on floating inputs (floor modulo, the divisor's sign) is ONNX Mod from opset 28; the ONNX
+    rule raises the model's opset for it."""
 
     def sample_attrs(self, rng: np.random.Generator, dtype: str) -> Attrs:
-        return {"fmod": 1 if dtype in FLOATS else int(rng.integers(2))}
+        return {"fmod": int(rng.integers(2))}
 
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
         """fmod jumps by |b| where a/b crosses an integer: legal rounding of a or b (a few ulps, scaled
@@ -349,33 +363,130 @@ class ModOp(BinaryOp):
         return bool(np.any(np.abs(q - np.round(q)) <= 2 * tol * np.maximum(1.0, np.abs(q))))
 
 
+def shift_bits(dtype: str) -> int:
+    return np.dtype(dtype).itemsize * 8
+
+
+def _bit_shift(a: np.ndarray, b: np.ndarray, attrs: Attrs) -> np.ndarray:
+    """ONNX BitShift (opset 28 for signed types): a right shift of a signed value is arithmetic; a
+    shift amount that is negative or not below the bit width gives what the sign fill alone gives."""
+    bits = shift_bits(str(a.dtype))
+    inside = (b >= 0) & (b < bits)
+    s = np.where(inside, b, 0).astype(a.dtype)
+    if attrs["direction"] == "LEFT":
+        return np.where(inside, np.left_shift(a, s), 0).astype(a.dtype)
+    fill = np.where(a < 0, -1, 0) if a.dtype.kind == "i" else 0
+    return np.where(inside, np.right_shift(a, s), fill).astype(a.dtype)
+
+
+def _shift_amount(dt: str, attrs: Attrs) -> Domain:
+    # an unsigned amount >= the bit width is undefined before opset 28: in range only; signed types
+    # exist from opset 28 on, where negative and too large amounts are defined (sampled at the edges)
+    bits = shift_bits(dt)
+    return Domain(-1, bits, strict=True) if dt in SIGNED_INTS else Domain(0, bits - 1, strict=True)
+
+
+NUMERIC_WIDE = NUMERIC + WIDE_UNSIGNED
+
+
+class VariadicOp(BinaryOp):
+    """Max, Min, Sum, Mean: one or more inputs of one dtype, multidirectional broadcasting. Generated
+    mostly with two inputs (what graphs have), sometimes one or three."""
+
+    n_inputs = -1
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        require_arity(self, ins)
+        require_dtype(self, ins[0])
+        require_same_dtype(self, ins)
+        return [TensorType(ins[0].dtype, broadcast_shapes(self, *(t.shape for t in ins)))]
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        ins = [first, first.with_shape(sample_broadcast_partner(rng, first.shape))]
+        u = rng.random()
+        if u < 0.1:
+            ins = ins[:1]
+        elif u < 0.25:
+            ins.append(first.with_shape(sample_broadcast_partner(rng, first.shape)))
+        return ins, {}
+
+    def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+        return ANY
+
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        return False  # max, min and sums are continuous in their inputs
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # a sum of terms of either sign: its error scales with the terms' magnitudes
+        return magnitude_of_terms(self, xs, attrs) if self.name in ("sum", "mean") else np.abs(y)
+
+    def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        ws = _widen(*xs)
+        y = ws[0]
+        for w in ws[1:]:
+            y = self.ref(y, w, attrs)
+        if self.name == "mean":
+            y = y / len(xs)
+        return [np.broadcast_to(np.asarray(y), broadcast_shapes(self, *(x.shape for x in xs))).astype(xs[0].dtype)]
+
+
+INTS_WIDE = INTS + WIDE_UNSIGNED
 B = BinaryOp
 _BINARY = [
-    B("add", NUMERIC, lambda a, b, t: a + b, "Add"),
-    B("sub", NUMERIC, lambda a, b, t: a - b, "Sub"),
-    B("mul", NUMERIC, lambda a, b, t: a * b, "Mul"),
-    B("div", NUMERIC, _int_div, "Div", rhs_domain=_divisor),
-    B("max", NUMERIC, lambda a, b, t: np.maximum(a, b), "Max"),
-    B("min", NUMERIC, lambda a, b, t: np.minimum(a, b), "Min"),
-    ModOp("mod", NUMERIC, lambda a, b, t: np.fmod(a, b) if t["fmod"] else np.mod(a, b), "Mod",
+    B("add", NUMERIC_WIDE, lambda a, b, t: a + b, "Add"),
+    B("sub", NUMERIC_WIDE, lambda a, b, t: a - b, "Sub"),
+    B("mul", NUMERIC_WIDE, lambda a, b, t: a * b, "Mul"),
+    B("div", NUMERIC_WIDE, _int_div, "Div", rhs_domain=_divisor),
+    VariadicOp("max", NUMERIC_WIDE, lambda a, b, t: np.maximum(a, b), "Max"),
+    VariadicOp("min", NUMERIC_WIDE, lambda a, b, t: np.minimum(a, b), "Min"),
+    ModOp("mod", NUMERIC_WIDE, lambda a, b, t: np.fmod(a, b) if t["fmod"] else np.mod(a, b), "Mod",
           rhs_domain=_divisor, attrs={"fmod": ChoiceAttr(0, (0, 1))}),
     B("and", ("bool",), lambda a, b, t: np.logical_and(a, b), "And"),
     B("or", ("bool",), lambda a, b, t: np.logical_or(a, b), "Or"),
     B("xor", ("bool",), lambda a, b, t: np.logical_xor(a, b), "Xor"),
-    B("equal", NUMERIC + ("bool",), lambda a, b, t: np.equal(a, b), "Equal", out_dtype="bool"),
-    B("less", NUMERIC, lambda a, b, t: np.less(a, b), "Less", out_dtype="bool"),
-    B("less_equal", NUMERIC, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", out_dtype="bool"),
-    B("greater", NUMERIC, lambda a, b, t: np.greater(a, b), "Greater", out_dtype="bool"),
-    B("greater_equal", NUMERIC, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual",
+    B("equal", NUMERIC_WIDE + ("bool",), lambda a, b, t: np.equal(a, b), "Equal", out_dtype="bool"),
+    B("less", NUMERIC_WIDE, lambda a, b, t: np.less(a, b), "Less", out_dtype="bool"),
+    B("less_equal", NUMERIC_WIDE, lambda a, b, t: np.less_equal(a, b), "LessOrEqual", out_dtype="bool"),
+    B("greater", NUMERIC_WIDE, lambda a, b, t: np.greater(a, b), "Greater", out_dtype="bool"),
+    B("greater_equal", NUMERIC_WIDE, lambda a, b, t: np.greater_equal(a, b), "GreaterOrEqual",
       out_dtype="bool"),
-    B("bitwise_and", INTS, lambda a, b, t: np.bitwise_and(a, b), "BitwiseAnd"),
-    B("bitwise_or", INTS, lambda a, b, t: np.bitwise_or(a, b), "BitwiseOr"),
-    B("bitwise_xor", INTS, lambda a, b, t: np.bitwise_xor(a, b), "BitwiseXor"),
-    # ONNX BitShift takes unsigned types only; shifting by >= the bit width is undefined: sampled 0..7.
-    B("bit_shift", ("uint8",), lambda a, b, t: (np.left_shift if t["direction"] == "LEFT" else np.right_shift)(a, b),
-      "BitShift", rhs_domain=lambda dt, a: Domain(0, 7, strict=True),
+    B("bitwise_and", INTS_WIDE, lambda a, b, t: np.bitwise_and(a, b), "BitwiseAnd"),
+    B("bitwise_or", INTS_WIDE, lambda a, b, t: np.bitwise_or(a, b), "BitwiseOr"),
+    B("bitwise_xor", INTS_WIDE, lambda a, b, t: np.bitwise_xor(a, b), "BitwiseXor"),
+    # ONNX BitShift takes unsigned types, and from opset 28 signed ones (the ONNX rule asks for it)
+    B("bit_shift", ("uint8",) + WIDE_UNSIGNED + SIGNED_INTS, _bit_shift, "BitShift", rhs_domain=_shift_amount,
       attrs={"direction": ChoiceAttr(None, ("LEFT", "RIGHT"))}),
 ]
+
+
+_VARIADIC = [
+    VariadicOp("sum", FLOATS, lambda a, b, t: a + b, "Sum"),
+    VariadicOp("mean", FLOATS, lambda a, b, t: a + b, "Mean"),
+]
+
+
+class SwiGluOp(BinaryOp):
+    """SwiGLU (opset 28): Swish_alpha(A) * B, with A and B of one shape (no broadcasting)."""
+
+    def __init__(self) -> None:
+        super().__init__("swiglu", FLOATS, lambda a, b, t: a * b / (1 + np.exp(-t["alpha"] * a)), "SwiGLU",
+                         attrs={"alpha": FloatAttr(1.0, 0.25, 2.0)})
+
+    def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        out = super().infer(ins, attrs)
+        if ins[0].shape != ins[1].shape:
+            raise ShapeError(f"swiglu: A {ins[0].shape} and B {ins[1].shape} must have one shape")
+        return out
+
+    def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
+        require_dtype(self, first)
+        return [first, first], self.sample_attrs(rng, first.dtype)
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        # the sigmoid is accurate in absolute terms where it nears zero (as for the unary activations)
+        a, b = (np.abs(np.asarray(x, np.float64)) for x in xs)
+        return np.abs(y) + np.maximum(1.0, a) * b
 
 
 POW_EXPONENTS = ("int32", "int64", "float32", "float64")
@@ -390,7 +501,7 @@ class PowOp(BinaryOp):
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
         require_dtype(self, ins[0])
-        require_dtype(self, ins[1], NUMERIC, "exponent")
+        require_dtype(self, ins[1], NUMERIC_WIDE, "exponent")
         return [TensorType(ins[0].dtype, broadcast_shapes(self, ins[0].shape, ins[1].shape))]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
@@ -473,38 +584,43 @@ class WhereOp(OpSpec):
 
 
 class CastOp(OpSpec):
+    """Cast between our dtypes. ONNX's `saturate` (opset 19) only concerns float8 targets, which we do
+    not model: it is accepted on import and changes nothing here."""
+
     name = "cast"
     family = "elementwise"
-    dtypes = DTYPES
+    dtypes = ALL_DTYPES
     onnx_ops = ("Cast",)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         require_arity(self, ins)
         require_dtype(self, ins[0])
-        if attrs.get("to") not in DTYPES:
-            raise DTypeError(f"cast: target dtype {attrs.get('to')!r} not in {list(DTYPES)}")
+        if attrs.get("to") not in ALL_DTYPES:
+            raise DTypeError(f"cast: target dtype {attrs.get('to')!r} not in {list(ALL_DTYPES)}")
         return [TensorType(attrs["to"], ins[0].shape)]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        return [first], {"to": DTYPES[int(rng.integers(len(DTYPES)))]}
+        # uint16/32/64 targets only where the input is one already (admitted by a capability probe)
+        targets = ALL_DTYPES if first.dtype in WIDE_UNSIGNED else DTYPES
+        return [first], {"to": targets[int(rng.integers(len(targets)))]}
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         src, to = ins[0].dtype, attrs["to"]
         # float -> integer of a NaN or out-of-range value is undefined behaviour (C++ conversion)
-        if src in FLOATS and to == "uint8":
+        if src in FLOATS and to in UNSIGNED:
             return Domain(0.0, 100.0, strict=True)
         if src in FLOATS and to == "int8":
             return Domain(-100.0, 100.0, strict=True)
         if src in FLOATS and to in INTS:
             return Domain(-100.0, 100.0)
-        if src in INTS and to == "float16":
+        if src in INTS_WIDE and to == "float16":
             return Domain(-1000, 1000)
         return ANY
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
-        if x.dtype.kind == "f" and attrs["to"] in INTS:
+        if x.dtype.kind == "f" and attrs["to"] in INTS_WIDE:
             x = np.trunc(x)
         return [x.astype(attrs["to"])]
 
@@ -564,5 +680,5 @@ class ClipOp(OpSpec):
         return [x]
 
 
-for _spec in [*_UNARY, *_BINARY, PowOp(), PReluOp(), WhereOp(), CastOp(), ClipOp()]:
+for _spec in [*_UNARY, *_BINARY, *_VARIADIC, SwiGluOp(), PowOp(), PReluOp(), WhereOp(), CastOp(), ClipOp()]:
     register(_spec)

@@ -271,71 +271,206 @@ class ConvTranspose2dOp(OpSpec):
 # ---- pooling -------------------------------------------------------------------------
 
 
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
 class Pool2dOp(OpSpec):
+    """MaxPool / AveragePool over `spatial` trailing dims (the class keeps its historical name).
+
+    attrs: kernel, strides, pads, dilations (AveragePool from opset 19), count_include_pad (avg);
+    optional: ceil_mode (0), auto_pad ("NOTSET"; SAME_UPPER/SAME_LOWER/VALID compute the pads, which
+    are then all 0 in attrs), indices (max only: 1 adds ONNX's Indices output, int64 offsets into the
+    flattened input, column-major over the spatial dims with storage_order 1)."""
+
     family = "nn"
     n_inputs = 1
-    ranks = (4,)
 
-    def __init__(self, name: str, onnx_op: str, kind: str, dtypes: Sequence[str]) -> None:
+    def __init__(self, name: str, onnx_op: str, kind: str, dtypes: Sequence[str], spatial: int = 2) -> None:
         self.name = name
         self.onnx_op = onnx_op
         self.onnx_ops = (onnx_op,)
         self.kind = kind
         self.dtypes = tuple(dtypes)
+        self.spatial = spatial
+        self.ranks = (spatial + 2,)
+
+    def geometry(self, t: TensorType, attrs: Attrs) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+        """(kernel, strides, dilations, pads before, pads after, output spatial shape). The pads after
+        include what ceil_mode adds past the declared pads: windows read nothing there (not even with
+        count_include_pad)."""
+        nd = self.spatial
+        k = _list(attrs.get("kernel"), nd, "kernel", self)
+        s = _list(attrs.get("strides"), nd, "strides", self)
+        p = _list(attrs.get("pads"), 2 * nd, "pads", self)
+        d = _list(attrs.get("dilations", [1] * nd), nd, "dilations", self)
+        auto = attrs.get("auto_pad", "NOTSET")
+        ceil = attrs.get("ceil_mode", 0)
+        if auto not in AUTO_PADS or ceil not in (0, 1):
+            raise ShapeError(f"{self.name}: auto_pad {auto!r} / ceil_mode {ceil!r} invalid")
+        if auto != "NOTSET" and (any(p) or ceil):
+            raise ShapeError(f"{self.name}: auto_pad {auto} takes no pads and no ceil_mode")
+        if min(k + s + d) < 1 or min(p) < 0:
+            raise ShapeError(f"{self.name}: kernel/stride/dilation must be positive and pads non-negative")
+        before, after, out = list(p[:nd]), list(p[nd:]), []
+        for i in range(nd):
+            size, eff = t.shape[2 + i], d[i] * (k[i] - 1) + 1
+            if auto in ("SAME_UPPER", "SAME_LOWER"):
+                o = -(-size // s[i])
+                total = max((o - 1) * s[i] + eff - size, 0)
+                small, large = total // 2, total - total // 2
+                before[i], after[i] = (small, large) if auto == "SAME_UPPER" else (large, small)
+                out.append(o)
+                continue
+            if before[i] >= k[i] or after[i] >= k[i]:  # ORT: "Pad should be smaller than kernel"
+                raise ShapeError(f"{self.name}: pad {max(before[i], after[i])} must be smaller than kernel {k[i]}")
+            span = size + before[i] + after[i] - eff
+            if span < 0:
+                raise ShapeError(f"{self.name}: window {eff} larger than padded input {size + before[i] + after[i]}")
+            o = -(-span // s[i]) + 1 if ceil else span // s[i] + 1
+            if ceil and (o - 1) * s[i] >= size + before[i]:
+                o -= 1  # the last window must start inside the input or its left padding
+            after[i] += max((o - 1) * s[i] + eff - (size + before[i] + after[i]), 0)
+            out.append(o)
+        return k, s, d, before, after, out
+
+    def declared_end(self, t: TensorType, attrs: Attrs) -> list[int]:
+        """The padded extent each window may read (input plus real pads, not ceil_mode's extra)."""
+        k, s, d, before, after, out = self.geometry(t, attrs)
+        if attrs.get("auto_pad", "NOTSET") != "NOTSET":
+            return [t.shape[2 + i] + before[i] + after[i] for i in range(self.spatial)]
+        p = attrs["pads"]
+        return [t.shape[2 + i] + p[i] + p[self.spatial + i] for i in range(self.spatial)]
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         if len(ins) != 1:
             raise ShapeError(f"{self.name}: expects 1 input")
         x = ins[0]
         require_dtype(self, x)
-        require_rank(self, x, [4])
-        k = _list(attrs.get("kernel"), 2, "kernel", self)
-        s = _list(attrs.get("strides"), 2, "strides", self)
-        p = _list(attrs.get("pads"), 4, "pads", self)
-        d = _list(attrs.get("dilations", [1, 1]), 2, "dilations", self)
-        if self.kind == "avg":
-            if d != [1, 1]:
-                raise ShapeError(f"{self.name}: AveragePool has no dilations before opset 19, got {d}")
-            if attrs.get("count_include_pad") not in (0, 1):
-                raise ShapeError(f"{self.name}: count_include_pad must be 0 or 1")
-        for i in range(2):
-            if p[i] >= k[i] or p[2 + i] >= k[i]:
-                raise ShapeError(f"{self.name}: pad {max(p[i], p[2 + i])} must be smaller than kernel {k[i]}")
-        out = [_window_out(self, x.shape[2 + i], k[i], s[i], d[i], p[i], p[2 + i]) for i in range(2)]
-        return [TensorType(x.dtype, (*x.shape[:2], *out))]
+        require_rank(self, x, [self.spatial + 2])
+        if self.kind == "avg" and attrs.get("count_include_pad") not in (0, 1):
+            raise ShapeError(f"{self.name}: count_include_pad must be 0 or 1")
+        indices = attrs.get("indices", 0)
+        if indices not in (0, 1) or (indices and self.kind != "max") or attrs.get("storage_order", 0) not in (0, 1):
+            raise ShapeError(f"{self.name}: indices / storage_order must be 0 or 1 (indices: MaxPool only)")
+        out = self.geometry(x, attrs)[5]
+        y = TensorType(x.dtype, (*x.shape[:2], *out))
+        return [y, y.with_dtype("int64")] if indices else [y]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        require_rank(self, first, [4])
+        require_rank(self, first, [self.spatial + 2])
+        nd = self.spatial
         win = _sample_window(rng, first.shape[2:])
-        pads = [min(p, win["kernel"][i % 2] - 1) for i, p in enumerate(win["pads"])]
+        pads = [min(p, win["kernel"][i % nd] - 1) for i, p in enumerate(win["pads"])]
         attrs: Attrs = {"kernel": win["kernel"], "strides": win["strides"], "pads": pads}
-        attrs["dilations"] = win["dilations"] if self.kind == "max" else [1, 1]
+        attrs["dilations"] = win["dilations"] if self.kind == "max" else [1] * nd
         if self.kind == "avg":
             attrs["count_include_pad"] = int(rng.integers(2))
         self.infer([first], attrs)
+        # the attributes of later opsets: an extra draw, so the instances above stay what they were
+        u = rng.random()
+        if u < 0.15:
+            attrs["ceil_mode"] = 1
+        elif u < 0.3:
+            attrs["auto_pad"] = str(rng.choice(AUTO_PADS[1:]))
+            attrs["pads"] = [0] * (2 * nd)
+        if self.kind == "avg" and rng.random() < 0.2:
+            attrs["dilations"] = win["dilations"]  # AveragePool dilations: opset 19
+        if self.kind == "max" and first.dtype in FLOATS and rng.random() < 0.2:
+            attrs["indices"] = 1
+            attrs["storage_order"] = int(rng.integers(2))
+        if attrs.get("auto_pad", "NOTSET") != "NOTSET" and any(v != 1 for v in attrs["dilations"]):
+            attrs["dilations"] = [1] * nd  # SAME with dilations: compilers disagree on the window size
+        try:
+            self.infer([first], attrs)
+            fragile = self._disputed(first, attrs)
+        except ShapeError:
+            fragile = True
+        if fragile:  # the plain instance
+            attrs = {k: v for k, v in attrs.items() if k not in ("ceil_mode", "auto_pad")}
+            attrs["pads"] = pads
+        self.infer([first], attrs)
         return [first], attrs
 
+    def _disputed(self, t: TensorType, attrs: Attrs) -> bool:
+        """Shapes where ONNX's own documents disagree: ceil_mode's rule that the last window starts
+        inside the input or its left padding (ONNX's reference and ORT apply it, ONNX shape inference
+        does not), and SAME padding that would be negative (a kernel smaller than the stride: ORT
+        refuses it, "padding values must be non-negative")."""
+        k, s, d, before, after, out = self.geometry(t, attrs)
+        for i in range(self.spatial):
+            size, eff = t.shape[2 + i], d[i] * (k[i] - 1) + 1
+            if attrs.get("ceil_mode", 0):
+                p = attrs["pads"]
+                if out[i] != -(-(size + p[i] + p[self.spatial + i] - eff) // s[i]) + 1:
+                    return True
+            if attrs.get("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER") and (out[i] - 1) * s[i] + eff < size:
+                return True
+        return False
+
+    def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
+        """Which element of a window is its maximum (the Indices output) flips between near-equal values."""
+        if not attrs.get("indices", 0):
+            return False
+        x = xs[0].astype(np.float64)
+        vals = self._window_values(x, attrs, -np.inf)
+        top = np.sort(vals, axis=0)
+        best, second = top[-1], top[-2] if len(top) > 1 else np.full_like(top[-1], -np.inf)
+        return bool(np.any(np.isfinite(second) & (np.abs(best - second) <= tol * np.maximum(1.0, np.abs(best)))))
+
+    def _window_values(self, x: np.ndarray, attrs: Attrs, fill: float) -> np.ndarray:
+        """The windows' elements stacked on a leading axis (kernel offsets in row-major order);
+        `fill` where a window reads padding."""
+        t = TensorType(str(x.dtype), x.shape)
+        k, s, d, before, after, out = self.geometry(t, attrs)
+        xp = _pad_spatial(x, before + after, fill)
+        return np.stack([v for _, v in _windows(xp, k, s, d, out)])
+
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        if y.dtype.kind in "iu":
+            return np.abs(y)
         return magnitude_of_terms(self, xs, attrs) if self.kind == "avg" else np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
-        out_shape = self.infer([TensorType.of(x)], attrs)[0].shape[2:]
-        d = attrs.get("dilations", [1, 1])
+        t = TensorType.of(x)
+        k, s, d, before, after, out = self.geometry(t, attrs)
         if self.kind == "max":
             low = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-            xp = _pad_spatial(x, attrs["pads"], low)
-            views = [v for _, v in _windows(xp, attrs["kernel"], attrs["strides"], d, out_shape)]
-            return [np.max(np.stack(views), axis=0).astype(x.dtype)]
-        xp = _pad_spatial(_acc(x), attrs["pads"])
-        total = sum(v for _, v in _windows(xp, attrs["kernel"], attrs["strides"], d, out_shape))
+            vals = self._window_values(x, attrs, low)
+            y = np.max(vals, axis=0).astype(x.dtype)
+            if not attrs.get("indices", 0):
+                return [y]
+            first = np.argmax(vals, axis=0)  # the first maximum in row-major window order, as ORT
+            return [y, np.take_along_axis(self._window_values(self.flat_index(t, attrs), attrs, -1), first[None], 0)[0]]
+        total = np.sum(self._window_values(_acc(x), attrs, 0.0), axis=0)
+        return [(total / self.window_count(t, attrs)).astype(x.dtype)]
+
+    def window_count(self, t: TensorType, attrs: Attrs) -> np.ndarray:
+        """AveragePool's divisor, shape (1, 1, *out): the input elements a window reads, plus the declared
+        pads when count_include_pad (never ceil_mode's extra)."""
+        k, s, d, before, after, out = self.geometry(t, attrs)
         if attrs["count_include_pad"]:
-            count = float(np.prod(attrs["kernel"]))
+            ends = self.declared_end(t, attrs)
+            region = np.pad(np.ones((1, 1, *ends)), [(0, 0), (0, 0)] + [
+                (0, before[i] + t.shape[2 + i] + after[i] - ends[i]) for i in range(self.spatial)])
         else:
-            ones = _pad_spatial(np.ones((1, 1, *x.shape[2:])), attrs["pads"])
-            count = sum(v for _, v in _windows(ones, attrs["kernel"], attrs["strides"], d, out_shape))
-        return [(total / count).astype(x.dtype)]
+            region = _pad_spatial(np.ones((1, 1, *t.shape[2:])), before + after)
+        return np.sum(np.stack([v for _, v in _windows(region, k, s, d, out)]), axis=0)
+
+    def legacy(self, attrs: Attrs) -> bool:
+        """Attributes of the original 2-D operator only (the lowerings keep their native forms for it)."""
+        return self.spatial == 2 and not attrs.get("ceil_mode", 0) and attrs.get("auto_pad", "NOTSET") == "NOTSET" \
+            and not attrs.get("indices", 0) and (self.kind == "max" or list(attrs["dilations"]) == [1, 1])
+
+    def flat_index(self, t: TensorType, attrs: Attrs) -> np.ndarray:
+        """Each input element's ONNX Indices value: its offset in the flattened input, the spatial part
+        row-major (storage_order 0) or column-major (1)."""
+        n, c, *sp = t.shape
+        spatial = np.arange(int(np.prod(sp)), dtype=np.int64)
+        if attrs.get("storage_order", 0):
+            spatial = spatial.reshape(sp[::-1]).T.reshape(-1) if sp else spatial
+        return (np.arange(n * c, dtype=np.int64)[:, None] * int(np.prod(sp)) + spatial).reshape(t.shape)
 
 
 class GlobalPoolOp(OpSpec):
@@ -486,6 +621,11 @@ class GemmOp(OpSpec):
 
 
 class BatchNormOp(OpSpec):
+    """BatchNormalization. attrs: epsilon; optional training_mode (0) and momentum (0.9): in training
+    the batch's own mean and (population) variance normalize, and the node has the outputs
+    running_mean = mean * momentum + batch_mean * (1 - momentum) and the same of the variance
+    (ONNX requires all three outputs in training mode)."""
+
     name = "batch_norm"
     family = "nn"
     n_inputs = 5
@@ -504,34 +644,62 @@ class BatchNormOp(OpSpec):
         for t in ins[1:]:
             if t.shape != (x.shape[1],):
                 raise ShapeError(f"batch_norm: parameter shape {t.shape} != ({x.shape[1]},)")
-        return [x]
+        training = attrs.get("training_mode", 0)
+        if training not in (0, 1):
+            raise ShapeError("batch_norm: training_mode must be 0 or 1")
+        return [x, ins[3], ins[4]] if training else [x]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
         if first.rank < 2:
             raise ShapeError("batch_norm: input rank must be >= 2")
         p = TensorType(first.dtype, (first.shape[1],))
-        return [first, p, p, p, p], {"epsilon": _f32(float(rng.choice([1e-5, 1e-3, 0.1])))}
+        attrs: Attrs = {"epsilon": _f32(float(rng.choice([1e-5, 1e-3, 0.1])))}
+        if rng.random() < 0.2:  # statistics over fewer than two values are all rounding noise
+            if first.size // max(first.shape[1], 1) >= 2:
+                attrs.update(training_mode=1, momentum=_f32(float(rng.choice([0.9, 0.5, 0.99]))))
+        return [first, p, p, p, p], attrs
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return VARIANCE if index == 4 else (PARAM if index else ANY)
+
+    def _stats(self, x: np.ndarray, attrs: Attrs, mean: np.ndarray, var: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The mean and variance that normalize: the given ones, or in training the batch's."""
+        if not attrs.get("training_mode", 0):
+            return mean, var
+        axes = (0,) + tuple(range(2, x.ndim))
+        return x.mean(axis=axes), x.var(axis=axes)
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # x - mean rounds at the magnitude of its operands, and dividing by the standard deviation
         # amplifies that: rows of near-equal values normalize to rounding noise
         x, scale, bias, mean, var = (_acc(a) for a in xs)
+        if y.shape != x.shape:  # a running statistic: a blend of the given one and the batch's
+            m = attrs.get("momentum", 0.9)
+            axes = (0,) + tuple(range(2, x.ndim))
+            return np.abs(mean) + np.abs(var) + np.abs(x).mean(axis=axes) + (x * x).mean(axis=axes) * (1 - m) + np.abs(y)
+        mean, var = self._stats(x, attrs, mean, var)
         shape = (1, -1) + (1,) * (x.ndim - 2)
         sd = np.sqrt(var.reshape(shape) + attrs["epsilon"])
         return (np.abs(x) + np.abs(mean.reshape(shape))) / sd * np.abs(scale.reshape(shape)) + np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        x, scale, bias, mean, var = (_acc(a) for a in xs)
+        x, scale, bias, mean_in, var_in = (_acc(a) for a in xs)
+        mean, var = self._stats(x, attrs, mean_in, var_in)
         shape = (1, -1) + (1,) * (x.ndim - 2)
         y = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + attrs["epsilon"]) * scale.reshape(shape) + bias.reshape(shape)
-        return [y.astype(xs[0].dtype)]
+        outs = [y.astype(xs[0].dtype)]
+        if attrs.get("training_mode", 0):
+            m = attrs.get("momentum", 0.9)
+            outs += [(mean_in * m + mean * (1 - m)).astype(xs[3].dtype), (var_in * m + var * (1 - m)).astype(xs[4].dtype)]
+        return outs
 
 
 class LayerNormOp(OpSpec):
+    """LayerNormalization. attrs["outputs"] (1 when absent): how many of Y, Mean and InvStdDev the node
+    has; Mean and InvStdDev have the normalized axes kept as 1 and the stash type, float32 (ONNX's
+    default stash_type; the only one modelled)."""
+
     name = "layer_norm"
     family = "nn"
     n_inputs = -1
@@ -552,7 +720,11 @@ class LayerNormOp(OpSpec):
         for t in ins[1:]:
             if broadcast_shapes(self, t.shape, norm) != norm:
                 raise ShapeError(f"layer_norm: parameter {t.shape} does not broadcast to {norm}")
-        return [x]
+        outputs = attrs.get("outputs", 1)
+        if outputs not in (1, 2, 3):
+            raise ShapeError(f"layer_norm: outputs must be 1, 2 or 3, got {outputs!r}")
+        stat = TensorType("float32", x.shape[:axis] + (1,) * (x.rank - axis))
+        return [x] + [stat] * (outputs - 1)
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
@@ -561,8 +733,12 @@ class LayerNormOp(OpSpec):
         axis = int(rng.integers(0, first.rank))
         p = TensorType(first.dtype, first.shape[axis:])
         ins = [first, p] + ([p] if rng.random() < 0.7 else [])
-        return ins, {"axis": axis - first.rank if rng.random() < 0.5 else axis,
-                     "epsilon": _f32(float(rng.choice([1e-5, 1e-3])))}
+        attrs = {"axis": axis - first.rank if rng.random() < 0.5 else axis,
+                 "epsilon": _f32(float(rng.choice([1e-5, 1e-3])))}
+        outputs = int(rng.choice([1, 1, 2, 3]))
+        if outputs > 1:
+            attrs["outputs"] = outputs
+        return ins, attrs
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # x - mean rounds at the magnitude of its operands, and dividing by the standard deviation
@@ -570,16 +746,27 @@ class LayerNormOp(OpSpec):
         x = _acc(xs[0])
         axes = tuple(range(attrs["axis"] % x.ndim, x.ndim))
         mean = x.mean(axis=axes, keepdims=True)
-        sd = np.sqrt(x.var(axis=axes, keepdims=True) + attrs["epsilon"])
-        return (np.abs(x) + np.abs(mean)) / sd * np.abs(_acc(xs[1])) + np.abs(y)
+        var = x.var(axis=axes, keepdims=True) + attrs["epsilon"]
+        if y.shape != x.shape or attrs.get("outputs", 1) > 1 and y.size < x.size:
+            # Mean (the mean of the magnitudes) or InvStdDev (whose variance is a sum of squares
+            # around the mean, which cancels): one bound for both, they have one shape
+            return np.abs(x).mean(axis=axes, keepdims=True) + (np.abs(x) ** 2).mean(axis=axes, keepdims=True) / var / np.sqrt(var)
+        return (np.abs(x) + np.abs(mean)) / np.sqrt(var) * np.abs(_acc(xs[1])) + np.abs(y)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
         axis = attrs["axis"] % x.ndim
-        y = _normalized(x, tuple(range(axis, x.ndim)), attrs["epsilon"], xs[0].dtype) * _acc(xs[1])
+        axes = tuple(range(axis, x.ndim))
+        y = _normalized(x, axes, attrs["epsilon"], xs[0].dtype) * _acc(xs[1])
         if len(xs) == 3:
             y = y + _acc(xs[2])
-        return [y.astype(xs[0].dtype)]
+        outs = [y.astype(xs[0].dtype)]
+        outputs = attrs.get("outputs", 1)
+        if outputs > 1:
+            outs.append(x.mean(axis=axes, keepdims=True).astype(np.float32))
+        if outputs > 2:
+            outs.append((1 / np.sqrt(x.var(axis=axes, keepdims=True) + attrs["epsilon"])).astype(np.float32))
+        return outs
 
 
 class InstanceNormOp(OpSpec):
@@ -723,10 +910,14 @@ class SoftmaxOp(OpSpec):
 
 
 class DropoutOp(OpSpec):
+    """Dropout in inference (training_mode false, or a ratio of 0): the identity. attrs: ratio, mask
+    (optional, 1: the bool mask output too, all true)."""
+
     name = "dropout"
     family = "nn"
     n_inputs = 1
     dtypes = FLOATS
+
     onnx_ops = ("Dropout",)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -736,20 +927,31 @@ class DropoutOp(OpSpec):
         ratio = attrs.get("ratio", 0.5)
         if not 0.0 <= ratio < 1.0:
             raise ShapeError(f"dropout: ratio {ratio} outside [0, 1)")
-        return [ins[0]]
+        if attrs.get("mask", 0) not in (0, 1):
+            raise ShapeError("dropout: mask must be 0 or 1")
+        return [ins[0], ins[0].with_dtype("bool")] if attrs.get("mask", 0) else [ins[0]]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        return [first], {"ratio": _f32(float(rng.uniform(0.1, 0.9)))}
+        attrs: Attrs = {"ratio": _f32(float(rng.uniform(0.1, 0.9)))}
+        if rng.random() < 0.3:
+            attrs["mask"] = 1
+        return [first], attrs
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        return [xs[0]]  # inference: identity
+        if attrs.get("mask", 0):  # inference: identity, nothing dropped
+            return [xs[0], np.ones(xs[0].shape, dtype=bool)]
+        return [xs[0]]
 
 
 for _spec in [
     ConvOp("conv1d", 1), ConvOp("conv2d", 2), ConvTranspose2dOp(),
     Pool2dOp("max_pool2d", "MaxPool", "max", FLOATS + ("int8", "uint8")),
     Pool2dOp("avg_pool2d", "AveragePool", "avg", FLOATS),
+    Pool2dOp("max_pool1d", "MaxPool", "max", FLOATS + ("int8", "uint8"), 1),
+    Pool2dOp("max_pool3d", "MaxPool", "max", FLOATS + ("int8", "uint8"), 3),
+    Pool2dOp("avg_pool1d", "AveragePool", "avg", FLOATS, 1),
+    Pool2dOp("avg_pool3d", "AveragePool", "avg", FLOATS, 3),
     GlobalPoolOp("global_avg_pool", "GlobalAveragePool", "avg"), GlobalPoolOp("global_max_pool", "GlobalMaxPool", "max"),
     MatMulOp(), GemmOp(), BatchNormOp(), LayerNormOp(), InstanceNormOp(), LrnOp(),
     SoftmaxOp("softmax", "Softmax", False), SoftmaxOp("log_softmax", "LogSoftmax", True), DropoutOp(),

@@ -18,7 +18,8 @@ from dlcfuzz.errors import DTypeError, ShapeError, Unsupported
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops.base import Attrs, OpSpec, register, require_arity, require_dtype
 
-QTYPES = ("uint8", "int8")
+QTYPES = ("uint8", "int8", "int16", "uint16")  # 16-bit: opset 21 (the ONNX rules ask for it)
+SAMPLED_QTYPES = ("uint8", "int8", "int16")  # uint16 only where a capability probe admits it (dequantize's input)
 SCALES = (0.0625, 0.125, 0.25, 0.5, 1.0, 0.0078125)  # exact in float32: no rounding of the scale itself
 
 
@@ -39,7 +40,7 @@ def _scalar_input(node: Any, ctx: Any, i: int, what: str) -> np.ndarray | None:
 
 
 class QuantizeLinearOp(OpSpec):
-    """attrs: scale (float), zero_point (int), to (uint8 | int8)."""
+    """attrs: scale (float), zero_point (int), to (uint8 | int8 | int16 | uint16)."""
 
     name = "quantize_linear"
     family = "quant"
@@ -57,7 +58,7 @@ class QuantizeLinearOp(OpSpec):
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        to = QTYPES[int(rng.integers(len(QTYPES)))]
+        to = SAMPLED_QTYPES[int(rng.integers(len(SAMPLED_QTYPES)))]
         info = np.iinfo(to)
         zp = int(rng.integers(int(info.min), int(info.max) + 1)) if rng.random() < 0.5 else (128 if to == "uint8" else 0)
         return [first], {"scale": SCALES[int(rng.integers(len(SCALES)))], "zero_point": zp, "to": to}

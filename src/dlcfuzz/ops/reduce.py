@@ -140,6 +140,8 @@ class ReduceOp(OpSpec):
         else:  # max / min over an empty set give the identity (-inf / +inf or the dtype's bound)
             if np.issubdtype(w.dtype, np.floating):
                 lo, hi = -np.inf, np.inf
+            elif w.dtype == np.bool_:  # any / all
+                lo, hi = False, True
             else:
                 info = np.iinfo(w.dtype)
                 lo, hi = info.min, info.max
@@ -151,7 +153,8 @@ class ReduceOp(OpSpec):
 
 
 class ArgOp(OpSpec):
-    """ArgMax/ArgMin, first index on ties (select_last_index=0). attrs: axis, keepdims. Output int64."""
+    """ArgMax/ArgMin. attrs: axis, keepdims, select_last_index (0 when absent: the first index on
+    ties; 1: the last). Output int64."""
 
     family = "reduce"
     ranks = (1, 2, 3, 4)
@@ -173,6 +176,8 @@ class ArgOp(OpSpec):
         if t.shape[a] == 0:
             raise ShapeError(f"{self.name}: no index to select along an empty axis {a}")
         keep = _flag(self, attrs, "keepdims")
+        if attrs.get("select_last_index", 0) not in (0, 1):
+            raise ShapeError(f"{self.name}: select_last_index must be 0 or 1")
         return [TensorType("int64", tuple(1 if i == a else d for i, d in enumerate(t.shape) if keep or i != a))]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
@@ -181,12 +186,17 @@ class ArgOp(OpSpec):
             raise ShapeError(f"{self.name}: input must have rank >= 1")
         a = int(rng.integers(first.rank))
         attrs = {"axis": a - (first.rank if rng.random() < 0.3 else 0), "keepdims": int(rng.integers(0, 2))}
+        if rng.random() < 0.3:
+            attrs["select_last_index"] = 1
         self.infer([first], attrs)
         return [first], attrs
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         fn = np.argmax if self.kind == "argmax" else np.argmin
-        return [fn(xs[0], axis=attrs["axis"], keepdims=bool(attrs["keepdims"])).astype(np.int64)]
+        x, axis, keep = xs[0], attrs["axis"], bool(attrs["keepdims"])
+        if attrs.get("select_last_index", 0):  # the first index of the reversed axis, mirrored
+            return [(x.shape[axis] - 1 - fn(np.flip(x, axis), axis=axis, keepdims=keep)).astype(np.int64)]
+        return [fn(x, axis=axis, keepdims=keep).astype(np.int64)]
 
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
         x = xs[0]
@@ -199,7 +209,7 @@ class ArgOp(OpSpec):
 
 
 _SUM_TYPES = ("float16", "float32", "float64", "int32", "int64")
-_MAX_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8")
+_MAX_TYPES = ("float16", "float32", "float64", "int8", "int32", "int64", "uint8", "bool")  # bool: opset 20
 
 register(ReduceOp("reduce_sum", "ReduceSum", "sum", _SUM_TYPES, axes_input_since=13))
 register(ReduceOp("reduce_mean", "ReduceMean", "mean", _SUM_TYPES, axes_input_since=18))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError
-from dlcfuzz.ir.types import DTYPES, TensorType
+from dlcfuzz.ir.types import DTYPES, FLOATS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
     Attrs,
@@ -367,7 +367,7 @@ class Slice(ShapeOp):
 
 # ---- pad -----------------------------------------------------------------
 
-PAD_MODES = ("constant", "reflect", "edge")
+PAD_MODES = ("constant", "reflect", "edge", "wrap")  # wrap: opset 19 (the ONNX rule asks for it)
 
 
 class Pad(ShapeOp):
@@ -403,8 +403,8 @@ class Pad(ShapeOp):
                 raise ShapeError(f"{self.name}: negative pads are only modelled for constant mode")
             if mode == "reflect" and (pb or pe) and (pb >= d or pe >= d):
                 raise ShapeError(f"{self.name}: reflect pads ({pb}, {pe}) must be smaller than dim {d}")
-            if mode == "edge" and (pb or pe) and d == 0:
-                raise ShapeError(f"{self.name}: edge padding of an empty dim")
+            if mode in ("edge", "wrap") and (pb or pe) and d == 0:
+                raise ShapeError(f"{self.name}: {mode} padding of an empty dim")
             shape.append(d + pb + pe)
         return [t.with_shape(tuple(shape))]
 
@@ -428,6 +428,8 @@ class Pad(ShapeOp):
         else:
             value = float(rng.choice([0.0, 1.5, -2.25, 0.5]))
         attrs = {"pads": pads, "mode": mode, "value": value if mode == "constant" else 0}
+        if rng.random() < 0.15 and all(0 <= p <= d for p, d in zip(pads, list(first.shape) * 2)):
+            attrs = {"pads": pads, "mode": "wrap", "value": 0}  # circular: pads up to the dim itself
         check_size(self, self.infer([first], attrs)[0].shape)
         return [first], attrs
 
@@ -439,7 +441,7 @@ class Pad(ShapeOp):
         width = [(max(pb, 0), max(pe, 0)) for pb, pe in zip(before, after)]
         if mode == "constant":
             return [np.pad(x, width, mode="constant", constant_values=np.array(value).astype(x.dtype))]
-        return [np.pad(x, width, mode="reflect" if mode == "reflect" else "edge")]
+        return [np.pad(x, width, mode=mode)]
 
 
 # ---- squeeze / unsqueeze -------------------------------------------------
@@ -641,6 +643,78 @@ class Gather(ShapeOp):
 COORD_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
 NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 NICE_SCALES = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
+# linear and cubic Resize: every coordinate transformation mode of opset 19
+INTERP_MODES = ("linear", "cubic")
+INTERP_COORD_MODES = COORD_MODES + ("half_pixel_symmetric", "tf_crop_and_resize")
+
+
+def _interp_coords(in_n: int, out_n: int, scale: float, ctm: str, roi: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Source coordinates (float64, as ONNX's reference) of each output index, and where
+    tf_crop_and_resize extrapolates."""
+    y = np.arange(out_n, dtype=np.float64)
+    out_w = scale * in_n  # ONNX's reference: the real-valued output length
+    outside = np.zeros(out_n, dtype=bool)
+    if ctm == "align_corners":
+        x = np.zeros(out_n) if out_w == 1 else y * (in_n - 1) / (out_w - 1)
+    elif ctm == "asymmetric":
+        x = y / scale
+    elif ctm == "tf_crop_and_resize":
+        lo, hi = roi
+        x = np.full(out_n, (hi - lo) * (in_n - 1) / 2) if out_w == 1 else y * (hi - lo) * (in_n - 1) / (out_w - 1)
+        x = x + lo * (in_n - 1)
+        outside = (x < 0) | (x > in_n - 1)
+    elif ctm == "pytorch_half_pixel":  # a length-1 output reads coordinate 0, as the spec (and ORT) say;
+        # ONNX's reference implementation reads -0.5 there
+        x = np.zeros(out_n) if out_n == 1 else (y + 0.5) / scale - 0.5
+    elif ctm == "half_pixel":
+        x = (y + 0.5) / scale - 0.5
+    else:  # half_pixel_symmetric
+        offset = in_n / 2 * (1 - out_n / out_w)
+        x = offset + (y + 0.5) / scale - 0.5
+    return x, outside
+
+
+def _interp_coeffs(ratio: float, scale: float, mode: str, a: float, antialias: bool) -> tuple[int, np.ndarray]:
+    """(offset of the first tap from the left neighbour, tap weights) for a source coordinate whose
+    distance from its left neighbour is `ratio` in (0, 1] (ONNX's reference)."""
+    if antialias and scale < 1:  # the kernel widens by 1/scale when downsampling
+        start = int(np.floor((-1 if mode == "linear" else -2) / scale) + 1)
+        d = np.abs((np.arange(start, 2 - start) - ratio) * scale)
+        if mode == "linear":
+            w = np.clip(1 - d, 0, 1)
+        else:
+            w = np.where(d <= 1, (a + 2) * d**3 - (a + 3) * d**2 + 1,
+                         np.where(d < 2, a * d**3 - 5 * a * d**2 + 8 * a * d - 4 * a, 0.0))
+        return start, w / w.sum()
+    if mode == "linear":
+        return 0, np.array([1 - ratio, ratio])
+    r = ratio
+    return -1, np.array([
+        ((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
+        ((a + 2) * r - (a + 3)) * r * r + 1,
+        ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
+        ((a * ((1 - r) + 1) - 5 * a) * ((1 - r) + 1) + 8 * a) * ((1 - r) + 1) - 4 * a,
+    ])
+
+
+def interp_matrix(in_n: int, out_n: int, scale: float, attrs: Attrs, roi: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Linear/cubic Resize along one axis as a matrix W (out_n x in_n, y = W @ x) and the mask of
+    output indices tf_crop_and_resize extrapolates. Taps beyond the input read its edge (ONNX's
+    edge padding), or are dropped and the rest renormalized with exclude_outside."""
+    mode, ctm = attrs["mode"], attrs["coordinate_transformation_mode"]
+    x, outside = _interp_coords(in_n, out_n, scale, ctm, roi)
+    w = np.zeros((out_n, in_n))
+    for o in range(out_n):
+        base = int(np.ceil(x[o])) - 1  # the left neighbour; an integer coordinate is its right one
+        start, c = _interp_coeffs(float(x[o] - base), scale, mode, attrs.get("cubic_coeff_a", -0.75),
+                                  bool(attrs.get("antialias", 0)))
+        idx = base + start + np.arange(len(c))
+        if attrs.get("exclude_outside", 0):
+            c = np.where((idx >= 0) & (idx < in_n), c, 0.0)
+            total = c.sum()
+            c = c / total if total else c  # every tap outside: the coordinate is extrapolated
+        np.add.at(w[o], np.clip(idx, 0, in_n - 1), c)
+    return w, outside
 
 
 def _resize_coords(in_n: int, out_n: int, scale: np.float32, ctm: str) -> np.ndarray:
@@ -713,8 +787,11 @@ def _ambiguous(in_n: int, out_n: int, scale: Fraction, ctm: str, nm: str) -> boo
 
 
 class Resize(ShapeOp):
-    """Nearest-neighbour Resize. attrs: exactly one of scales (floats) / sizes (ints), one per dim;
-    coordinate_transformation_mode; nearest_mode."""
+    """Resize. attrs: exactly one of scales (floats) / sizes (ints), one per dim;
+    coordinate_transformation_mode; nearest_mode; mode ("nearest" when absent, "linear", "cubic").
+    linear/cubic (float inputs) also take every coordinate mode of opset 19, cubic_coeff_a,
+    exclude_outside, antialias, and for tf_crop_and_resize roi (2 * rank floats, starts then ends)
+    and extrapolation_value; they are a matrix product per resized axis (interp_matrix)."""
 
     name = "resize"
     onnx_ops = ("Resize",)
@@ -724,7 +801,12 @@ class Resize(ShapeOp):
         """(output shape, per-axis scale as ONNXRuntime uses it, ctm, nearest_mode)."""
         if t.rank == 0:
             raise ShapeError(f"{self.name}: input must have rank >= 1")
-        ctm = _choice(self, attrs, "coordinate_transformation_mode", COORD_MODES)
+        mode = attrs.get("mode", "nearest")
+        if mode not in ("nearest",) + INTERP_MODES:
+            raise ShapeError(f"{self.name}: mode {mode!r} is not nearest, linear or cubic")
+        if mode != "nearest":
+            self._check_interp(t, attrs)
+        ctm = _choice(self, attrs, "coordinate_transformation_mode", COORD_MODES if mode == "nearest" else INTERP_COORD_MODES)
         nm = _choice(self, attrs, "nearest_mode", NEAREST_MODES)
         has_scales, has_sizes = "scales" in attrs, "sizes" in attrs
         if has_scales == has_sizes:
@@ -790,15 +872,108 @@ class Resize(ShapeOp):
             if 0 in out:
                 continue
             check_size(self, out)
+            outer_kept = r == 4 and out[:2] == first.shape[:2]
+            if first.dtype in FLOATS and (r in (2, 3) or outer_kept) and rng.random() < 0.5:
+                attrs = self._sample_interp(rng, first, attrs, out)
             return [first], attrs
         raise ShapeError(f"{self.name}: no unambiguous resize found for {first.shape}")
+
+    def _sample_interp(self, rng: np.random.Generator, first: TensorType, attrs: Attrs,
+                       out: tuple[int, ...]) -> Attrs:
+        """Linear or cubic on the nearest instance's shapes. Coordinates that depend on the real-valued
+        output length (align_corners, half_pixel_symmetric, tf_crop_and_resize) only where it is whole.
+        Generated where ONNXRuntime has kernels: linear on 2-D, 3-D and NCHW (N and C kept), cubic on
+        2-D and NCHW; a roi other than [0, 1] on the resized axes only (ORT ignores it on axes of
+        scale 1, N and C included)."""
+        whole = "sizes" in attrs or all(float(np.float32(d) * np.float32(s)).is_integer()
+                                        for d, s in zip(first.shape, attrs["scales"]))
+        modes = INTERP_COORD_MODES if whole else ("half_pixel", "asymmetric", "pytorch_half_pixel")
+        ctm = str(rng.choice(modes))
+        if ctm == "align_corners" and any(o == 1 and d > 1 for o, d in zip(out, first.shape)):
+            ctm = "half_pixel"
+        mode = str(rng.choice(INTERP_MODES if first.rank != 3 else ("linear",)))
+        antialias = int(rng.random() < 0.3)
+        # ORT refuses exclude_outside on linear without antialias ("exclude_outside can be set to 1 when
+        # (1) mode is CUBIC, or (2) mode is LINEAR when anti-aliasing is enabled")
+        exclude = int(rng.random() < 0.3) if mode == "cubic" or antialias else 0
+        new: Attrs = {**attrs, "mode": mode, "coordinate_transformation_mode": ctm,
+                      "antialias": antialias, "exclude_outside": exclude}
+        if mode == "cubic":
+            new["cubic_coeff_a"] = float(rng.choice([-0.75, -0.5, -0.25]))
+        if ctm == "tf_crop_and_resize":
+            inner = [k for k in (range(2, 4) if first.rank == 4 else range(first.rank)) if out[k] != first.shape[k]]
+            starts = [float(rng.choice([0.0, 0.0, 0.25, -0.25])) if k in inner else 0.0 for k in range(first.rank)]
+            new["roi"] = starts + [float(s + rng.choice([1.0, 0.5, 1.25])) if k in inner else 1.0
+                                   for k, s in enumerate(starts)]
+            new["extrapolation_value"] = float(rng.choice([0.0, 10.0, -1.5]))
+        return new
+
+    def _check_interp(self, t: TensorType, attrs: Attrs) -> None:
+        if t.dtype not in FLOATS:
+            raise DTypeError(f"{self.name}: {attrs.get('mode')} interpolation of {t.dtype} is not modelled")
+        a = attrs.get("cubic_coeff_a", -0.75)
+        ev = attrs.get("extrapolation_value", 0.0)
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in (a, ev)):
+            raise ShapeError(f"{self.name}: cubic_coeff_a / extrapolation_value must be finite numbers")
+        if attrs.get("exclude_outside", 0) not in (0, 1) or attrs.get("antialias", 0) not in (0, 1):
+            raise ShapeError(f"{self.name}: exclude_outside and antialias are 0 or 1")
+        if attrs.get("coordinate_transformation_mode") == "tf_crop_and_resize":
+            roi = attrs.get("roi")
+            if not isinstance(roi, (list, tuple)) or len(roi) != 2 * t.rank or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) for v in roi):
+                raise ShapeError(f"{self.name}: tf_crop_and_resize needs roi, {2 * t.rank} finite numbers")
+
+    def interp(self, t: TensorType, attrs: Attrs) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """Per axis: (W, extrapolated mask) of linear/cubic, None where the axis is unchanged."""
+        out, scales, ctm, _ = self.parse(t, attrs)
+        roi = attrs.get("roi") or [0.0] * t.rank + [1.0] * t.rank
+        mats: list[tuple[np.ndarray, np.ndarray] | None] = []
+        for ax, (i, o, sc) in enumerate(zip(t.shape, out, scales)):
+            if "sizes" in attrs:  # the exact ratio (ONNX's reference): output_width is then exactly o
+                sc = o / i
+            w, outside = interp_matrix(i, o, sc, attrs, (roi[ax], roi[t.rank + ax]))
+            same = i == o and np.array_equal(w, np.eye(i)) and not outside.any()
+            mats.append(None if same else (w, outside))
+        return mats
+
+    def extrapolated(self, t: TensorType, attrs: Attrs) -> np.ndarray | None:
+        """Where tf_crop_and_resize writes extrapolation_value (broadcastable to the output), or None."""
+        mats = self.interp(t, attrs)
+        masks = [m[1] for m in mats if m is not None]
+        if not any(mk.any() for mk in masks):
+            return None
+        full = np.zeros([1] * t.rank, dtype=bool)
+        for ax, m in enumerate(mats):
+            if m is not None:
+                full = full | m[1].reshape([-1 if k == ax else 1 for k in range(t.rank)])
+        return full
 
     def indices(self, t: TensorType, attrs: Attrs) -> list[np.ndarray]:
         out, scales, ctm, nm = self.parse(t, attrs)
         return [nearest_indices(i, o, s, ctm, nm) for i, o, s in zip(t.shape, out, scales)]
 
+    def _interp_ref(self, x: np.ndarray, attrs: Attrs, magnitudes: bool = False) -> np.ndarray:
+        t = TensorType.of(x)
+        y = np.abs(x.astype(np.float64)) if magnitudes else x.astype(np.float64)
+        for ax, m in enumerate(self.interp(t, attrs)):
+            if m is not None:
+                w = np.abs(m[0]) if magnitudes else m[0]
+                y = np.moveaxis(np.moveaxis(y, ax, -1) @ w.T, -1, ax)
+        mask = self.extrapolated(t, attrs)
+        if mask is not None:
+            ev = attrs.get("extrapolation_value", 0.0)
+            y = np.where(mask, abs(ev) if magnitudes else ev, y)
+        return y
+
+    def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
+        if attrs.get("mode", "nearest") == "nearest":
+            return np.abs(y)
+        return self._interp_ref(xs[0], attrs, magnitudes=True)  # cubic taps have either sign
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
+        if attrs.get("mode", "nearest") != "nearest":
+            return [self._interp_ref(x, attrs).astype(x.dtype)]
         for axis, idx in enumerate(self.indices(TensorType.of(x), attrs)):
             x = np.take(x, idx, axis=axis)
         return [x]
@@ -851,7 +1026,8 @@ class DepthToSpace(ShapeOp):
 
 
 class SpaceToDepth(ShapeOp):
-    """attrs: blocksize. NCHW input."""
+    """attrs: blocksize; mode (optional, opset 28): "DCR" (the default, channels ordered (bh, bw, c))
+    or "CRD" ((c, bh, bw)). NCHW input."""
 
     name = "space_to_depth"
     onnx_ops = ("SpaceToDepth",)
@@ -862,6 +1038,8 @@ class SpaceToDepth(ShapeOp):
         if t.rank != 4:
             raise ShapeError(f"{self.name}: input must have rank 4, got {t.rank}")
         b = _int(self, attrs, "blocksize")
+        if attrs.get("mode", "DCR") not in ("DCR", "CRD"):
+            raise ShapeError(f"{self.name}: mode must be DCR or CRD, got {attrs.get('mode')!r}")
         n, c, h, w = t.shape
         if b < 1 or h % b or w % b:
             raise ShapeError(f"{self.name}: spatial dims {(h, w)} not divisible by blocksize {b}")
@@ -874,15 +1052,18 @@ class SpaceToDepth(ShapeOp):
         h, w = first.shape[2:]
         fits = [b for b in (2, 3) if h and w and h % b == 0 and w % b == 0] or [1]  # blocksize 1 is legal
         attrs = {"blocksize": int(rng.choice(fits))}
+        if rng.random() < 0.3:
+            attrs["mode"] = "CRD"
         return [first], attrs
 
     @staticmethod
-    def _steps(shape: Sequence[int], b: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    def _steps(shape: Sequence[int], b: int, mode: str = "DCR") -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
         n, c, h, w = shape
-        return (n, c, h // b, b, w // b, b), (0, 3, 5, 1, 2, 4), (n, c * b * b, h // b, w // b)
+        perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+        return (n, c, h // b, b, w // b, b), perm, (n, c * b * b, h // b, w // b)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
-        a, p, o = self._steps(xs[0].shape, attrs["blocksize"])
+        a, p, o = self._steps(xs[0].shape, attrs["blocksize"], attrs.get("mode", "DCR"))
         return [np.transpose(xs[0].reshape(a), p).reshape(o)]
 
 

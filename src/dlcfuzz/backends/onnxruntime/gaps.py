@@ -1,8 +1,32 @@
 """Known ONNXRuntime gaps: operator -> input-0 dtype -> the documented upstream reason it fails
 there (an allow-list with references, never a silent skip); campaigns leave these out so that new
-bugs stand out. None is documented for onnxruntime 1.32.0: every operator and dtype dlcfuzz
-generates runs there (the capability probe still records what a given release lacks)."""
+bugs stand out (the capability probe still records what a given release lacks)."""
 
 from __future__ import annotations
 
-KNOWN_GAPS: dict[str, dict[str, str]] = {}
+KNOWN_GAPS: dict[str, dict[str, str]] = {
+    # onnxruntime 1.32.0 registers its CPU LpPool/GlobalLpPool kernels for float only:
+    # "NOT_IMPLEMENTED : Could not find an implementation for LpPool(18)" on double
+    "lp_pool": {"float64": "onnxruntime 1.32.0 CPU LpPool has no double kernel (NOT_IMPLEMENTED)"},
+    "global_lp_pool": {"float64": "onnxruntime 1.32.0 CPU GlobalLpPool has no double kernel (NOT_IMPLEMENTED)"},
+    # onnxruntime 1.32.0 ScatterND/ScatterElements CPU kernels reject reductions on MLFloat16: "CPU execution
+    # provider: MLFloat16 data type is not supported with ScatterND opset 18 when reduction is 'min'" (add,
+    # mul, max, min for ScatterND; add, mul for ScatterElements; reduction none works)
+    "scatter_nd": {"float16": "onnxruntime 1.32.0 CPU ScatterND has no float16 reductions (RUNTIME_EXCEPTION)"},
+    # onnxruntime 1.32.0 registers MelWeightMatrix(17) for float, double and integer outputs only:
+    # "NOT_IMPLEMENTED : Could not find an implementation for MelWeightMatrix(17)" with output_datatype float16
+    # (an operator without tensor inputs: the dtype here is its output_datatype)
+    "mel_weight_matrix": {"float16": "onnxruntime 1.32.0 CPU MelWeightMatrix has no float16 output (NOT_IMPLEMENTED)"},
+    # (ScatterElements: the same MLFloat16 refusal as ScatterND above, for reductions add and mul)
+    "scatter_elements": {
+        "float16": "onnxruntime 1.32.0 CPU ScatterElements has no float16 add/mul reductions (RUNTIME_EXCEPTION)"},
+    # onnxruntime 1.32.0 runs CenterCropPad(18) as its ONNX function body, whose Pad(18) has no int16 kernel:
+    # "NOT_IMPLEMENTED : Could not find an implementation for Pad(18)"
+    "center_crop_pad": {"int16": "onnxruntime 1.32.0 CPU CenterCropPad expands to Pad(18), which has no int16 "
+                                 "kernel (NOT_IMPLEMENTED)"},
+    # onnxruntime 1.32.0 recurrent kernels on double: RNN(14) is registered for float only (NOT_IMPLEMENTED);
+    # GRU and LSTM are registered but refuse at run time: "GRU operator does not support double yet"
+    "rnn": {"float64": "onnxruntime 1.32.0 CPU RNN has no double kernel (NOT_IMPLEMENTED)"},
+    "gru": {"float64": "onnxruntime 1.32.0 CPU GRU: 'GRU operator does not support double yet' (RUNTIME_EXCEPTION)"},
+    "lstm": {"float64": "onnxruntime 1.32.0 CPU LSTM: 'LSTM operator does not support double yet' (RUNTIME_EXCEPTION)"},
+}

@@ -11,11 +11,12 @@ JAX, so they never widen a float16 or int8 tensor.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, INTS, TensorType
+from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
 
 Types = Sequence[TensorType]
@@ -124,7 +125,6 @@ def _shrink(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 _BINARY = {
     "add": "jnp.add({a}, {b})", "sub": "jnp.subtract({a}, {b})", "mul": "jnp.multiply({a}, {b})",
-    "max": "jnp.maximum({a}, {b})", "min": "jnp.minimum({a}, {b})",
     "and": "jnp.logical_and({a}, {b})", "or": "jnp.logical_or({a}, {b})", "xor": "jnp.logical_xor({a}, {b})",
     "equal": "jnp.equal({a}, {b})", "less": "jnp.less({a}, {b})", "less_equal": "jnp.less_equal({a}, {b})",
     "greater": "jnp.greater({a}, {b})", "greater_equal": "jnp.greater_equal({a}, {b})",
@@ -150,9 +150,39 @@ def _broadcast_pair(e: JaxEmitter, ins: list[str], ot: Types) -> tuple[str, str]
     return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
 
 
+def _variadic(fn: str, mean: bool = False):
+    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
+
+    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        y = ins[0]
+        for x in ins[1:]:
+            y = e.bind(f"{fn}({y}, {x})")
+        if mean:
+            return [f"{y} / {len(ins)}"]  # a weak Python scalar: the dtype stays
+        return [y if len(ins) > 1 else f"jnp.array({y}, copy=True)"]
+
+    return rule
+
+
+R("max")(_variadic("jnp.maximum"))
+R("min")(_variadic("jnp.minimum"))
+R("sum")(_variadic("jnp.add"))
+R("mean")(_variadic("jnp.add", mean=True))
+
+
+@R("swish")
+def _swish(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]})"]
+
+
+@R("swiglu")
+def _swiglu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
+
+
 @R("div")
 def _div(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
+    if it[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
         x, y = _broadcast_pair(e, ins, ot)
         return [f"lax.div({x}, {y})"]
     return [f"jnp.divide({ins[0]}, {ins[1]})"]
@@ -170,7 +200,15 @@ def _mod(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 @R("bit_shift")
 def _shift(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     fn = "jnp.left_shift" if a["direction"] == "LEFT" else "jnp.right_shift"
-    return [f"{fn}({ins[0]}, {ins[1]})"]
+    x, y = ins
+    if it[0].dtype not in SIGNED_INTS:
+        return [f"{fn}({x}, {y})"]
+    # signed (opset 28): an amount outside [0, bits) gives the sign fill alone (arithmetic right shift)
+    bits = np.dtype(it[0].dtype).itemsize * 8
+    inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
+    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(it[1])}))"
+    fill = "0" if a["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(it[0])})"
+    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(it[0])})"]
 
 
 @R("pow")
@@ -237,6 +275,8 @@ def _reduce(kind: str):
         if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (jnp refuses)
             if t.dtype in FLOATS:
                 fill = '-float("inf")' if kind == "max" else 'float("inf")'
+            elif t.dtype == "bool":
+                fill = literal(kind == "min")
             else:
                 info = np.iinfo(t.dtype)
                 fill = literal(int(info.min if kind == "max" else info.max))
@@ -260,15 +300,20 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
     R(_name)(_reduce(_kind))
 
 
-@R("argmax")
-def _argmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # first index on ties, like ONNX with select_last_index=0
-    return [f"jnp.argmax({ins[0]}, axis={int(a['axis'])}, keepdims={bool(a['keepdims'])}).astype(jnp.int64)"]
+def _arg(fn: str):
+    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        axis, keep = int(a["axis"]), bool(a["keepdims"])
+        if not a.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
+            return [f"{fn}({ins[0]}, axis={axis}, keepdims={keep}).astype(jnp.int64)"]
+        # the last index on ties: the first of the reversed axis, mirrored
+        n = it[0].shape[axis]
+        return [f"({n - 1} - {fn}(jnp.flip({ins[0]}, {axis}), axis={axis}, keepdims={keep})).astype(jnp.int64)"]
+
+    return rule
 
 
-@R("argmin")
-def _argmin(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.argmin({ins[0]}, axis={int(a['axis'])}, keepdims={bool(a['keepdims'])}).astype(jnp.int64)"]
+R("argmax")(_arg("jnp.argmax"))
+R("argmin")(_arg("jnp.argmin"))
 
 
 # ---- nn ------------------------------------------------------------------------------------------
@@ -320,8 +365,57 @@ def _window_padding(it: Types, ot: Types, a: dict) -> str:
     return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
 
 
+def _pool_any(e: JaxEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
+    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
+    average divides by the static count of what each window reads, the Indices come from a constant
+    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
+    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
+    width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
+
+    def views(src: str) -> list[str]:
+        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
+                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
+                for off in itertools.product(*[range(kk) for kk in k])]
+
+    if spec.kind == "avg":  # type: ignore[attr-defined]
+        acc = "float32" if t.dtype == "float16" else t.dtype
+        xp = e.bind(f"jnp.pad({x}.astype(jnp.{acc}), {width})")
+        total = e.bind(" + ".join(views(xp)))
+        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
+        return [f"({total} / {count}).astype({_dt(t)})"]
+    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    xp = e.bind(f"jnp.pad({x}, {width}, constant_values={low})")
+    vs = views(xp)
+    y = vs[0]
+    for v in vs[1:]:
+        y = e.bind(f"jnp.maximum({y}, {v})")
+    if not a.get("indices", 0):
+        return [y]
+    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
+    ip = e.const(grid, "flat")
+    best, idx = vs[0], views(ip)[0]
+    for v, iv in zip(vs[1:], views(ip)[1:]):
+        better = e.bind(f"{v} > {best}")
+        best = e.bind(f"jnp.where({better}, {v}, {best})")
+        idx = e.bind(f"jnp.where({better}, {iv}, {idx})")
+    return [y, idx]
+
+
+@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
+def _pool_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
+    return _pool_any(e, get_op(name), ins[0], a, it[0])
+
+
 @R("max_pool2d")
 def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
     t = it[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
@@ -332,6 +426,10 @@ def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 @R("avg_pool2d")
 def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
     t = it[0]
     k, s = list(a["kernel"]), list(a["strides"])
     pad = _window_padding(it, ot, a)
@@ -373,10 +471,19 @@ def _gemm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 @R("batch_norm")
 def _bn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, scale, bias, mean, var = ins
+    x, scale, bias, mean_in, var_in = ins
     r = it[0].rank
+    mean, var = mean_in, var_in
+    if a.get("training_mode", 0):  # the batch's statistics (population variance)
+        axes = literal((0, *range(2, r)))
+        mean = e.bind(f"jnp.mean({x}, axis={axes})")
+        var = e.bind(f"jnp.mean(jnp.square({x} - {_channel(mean, r)}), axis={axes})")
     inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(a['epsilon'])})")
-    return [f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"]
+    y = f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"
+    if not a.get("training_mode", 0):
+        return [y]
+    m = literal(float(a.get("momentum", 0.9)))
+    return [y, f"{mean_in} * {m} + {mean} * (1 - {m})", f"{var_in} * {m} + {var} * (1 - {m})"]
 
 
 @R("layer_norm")
@@ -387,7 +494,14 @@ def _ln(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[st
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
     y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
-    return [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+        x32 = e.bind(f"{x}.astype(jnp.float32)")
+        m32 = e.bind(f"jnp.mean({x32}, axis={axes}, keepdims=True)")
+        outs.append(m32)
+        if len(ot) > 2:
+            outs.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(a['epsilon'])})")
+    return outs
 
 
 @R("instance_norm")
@@ -426,6 +540,8 @@ def _log_softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 @R("dropout")
 def _dropout(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if len(ot) > 1:  # the mask: nothing dropped
+        return [ins[0], f"jnp.ones({literal(tuple(it[0].shape))}, dtype=jnp.bool_)"]
     return [ins[0]]  # inference: the identity
 
 
@@ -504,6 +620,8 @@ def _pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
             period = 2 * (d - 1)
             src = np.abs(src) % period if period else np.zeros_like(src)
             src = np.where(src >= d, period - src, src)
+        elif mode == "wrap":
+            src = src % d
         else:
             src = np.clip(src, 0, d - 1)
         x = _take_axis(e, x, ax, src)
@@ -551,6 +669,18 @@ def _resize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
     from dlcfuzz.ops import get_op
 
     t = it[0]
+    if a.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
+        spec = get_op("resize")
+        acc = "float32" if t.dtype == "float16" else t.dtype
+        y = e.bind(f"{ins[0]}.astype(jnp.{acc})")
+        for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
+            if m is not None:
+                w = e.const(m[0].T.astype(acc), "interp")
+                y = e.bind(f"jnp.moveaxis(jnp.moveaxis({y}, {ax}, -1) @ {w}, -1, {ax})")
+        mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
+        if mask is not None:
+            y = e.bind(f"jnp.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+        return [f"{y}.astype({_dt(t)})"]
     indices = get_op("resize").indices(t, a)  # type: ignore[attr-defined]
     x = ins[0]
     for ax in range(t.rank):  # nearest: one static gather per resized axis
@@ -572,7 +702,7 @@ def _d2s(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 def _s2d(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import SpaceToDepth
 
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]))
+    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
     return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
             f"{literal(tuple(out))})"]
 

@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import Unsupported
-from dlcfuzz.ir.types import DTYPES, FLOATS
+from dlcfuzz.ir.types import ALL_DTYPES, FLOATS, SIGNED_INTS
 from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
-from dlcfuzz.ops.elementwise import AttrKind, BinaryOp, CastOp, ClipOp, UnaryOp, WhereOp
+from dlcfuzz.ops.elementwise import AttrKind, BinaryOp, CastOp, ClipOp, UnaryOp, VariadicOp, WhereOp
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -57,9 +57,16 @@ def _import_attrs(node: Any, kinds: Mapping[str, AttrKind]) -> Attrs:
     "abs", "neg", "exp", "log", "sqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "leaky_relu", "elu", "celu", "selu", "gelu", "softplus",
     "softsign", "erf", "floor", "ceil", "round", "sign", "not", "bitwise_not", "isnan", "isinf", "hard_sigmoid",
-    "hard_swish", "mish", "thresholded_relu", "shrink",
+    "hard_swish", "mish", "thresholded_relu", "shrink", "swish",
 )
 def unary(spec: UnaryOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+    dt = in_types[0].dtype
+    if spec.name == "swish":
+        b.need_opset(24)
+    if spec.name == "celu" and dt != "float32":  # Celu takes float16 and double from opset 28
+        b.need_opset(28)
+    if spec.name == "isinf" and dt == "float16":
+        b.need_opset(20)
     if spec.name in COMPOSED:
         COMPOSED[spec.name](b, ins, outs, attrs, in_types[0].dtype)
     else:
@@ -70,7 +77,7 @@ def unary(spec: UnaryOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
     "abs", "neg", "exp", "log", "sqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "leaky_relu", "elu", "celu", "selu", "gelu", "softplus",
     "softsign", "erf", "floor", "ceil", "round", "sign", "not", "bitwise_not", "isnan", "isinf", "hard_sigmoid",
-    "hard_swish", "mish", "thresholded_relu", "shrink",
+    "hard_swish", "mish", "thresholded_relu", "shrink", "swish",
 )
 def import_unary(spec: UnaryOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     attrs = _import_attrs(node, spec.attr_kinds)
@@ -80,22 +87,43 @@ def import_unary(spec: UnaryOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
 
 
 @ONNX.register(
-    "add", "sub", "mul", "div", "max", "min", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
-    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "pow", "prelu",
+    "add", "sub", "mul", "div", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
+    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "pow", "prelu", "swiglu",
 )
 def binary(spec: BinaryOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+    dt = in_types[0].dtype
+    if spec.name == "mod" and dt in FLOATS and attrs["fmod"] == 0:  # floor modulo of floats: opset 28
+        b.need_opset(28)
+    if spec.name == "bit_shift" and dt in SIGNED_INTS:  # signed BitShift: opset 28
+        b.need_opset(28)
+    if spec.name == "swiglu":
+        b.need_opset(28)
     b.node(spec.onnx_op, ins, outs, **{k: attrs[k] for k in spec.attr_kinds})
 
 
 @ONNX_IMPORT.register(
-    "add", "sub", "mul", "div", "max", "min", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
-    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "pow", "prelu",
+    "add", "sub", "mul", "div", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
+    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "pow", "prelu", "swiglu",
 )
 def import_binary(spec: BinaryOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     attrs = _import_attrs(node, spec.attr_kinds)
     if len(node.input) != 2 or "" in node.input:
         raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
     return [node.input[0], node.input[1]], attrs
+
+
+@ONNX.register("max", "min", "sum", "mean")
+def variadic(spec: VariadicOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> None:
+    b.node(spec.onnx_op, ins, outs)
+
+
+@ONNX_IMPORT.register("max", "min", "sum", "mean")
+def import_variadic(spec: VariadicOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+    expect_attrs(node)
+    if not node.input or "" in node.input:
+        raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
+    return list(node.input), {}
 
 
 @ONNX.register("where")
@@ -122,12 +150,12 @@ def cast(spec: CastOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 def import_cast(spec: CastOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     import onnx
 
-    expect_attrs(node, {"to"})  # opset 19's `saturate` only concerns float8
+    expect_attrs(node, {"to", "saturate"})  # opset 19's `saturate` only concerns float8 targets
     try:
         to = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(onnx_attr(node, "to"))))
     except (KeyError, TypeError, ValueError):
         raise Unsupported(f"Cast to {onnx_attr(node, 'to')}") from None
-    if to not in DTYPES:
+    if to not in ALL_DTYPES:
         raise Unsupported(f"Cast to {to}")
     return [node.input[0]], {"to": to}
 

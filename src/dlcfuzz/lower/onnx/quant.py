@@ -30,6 +30,8 @@ def _import_params(node: Any, ctx: Any, qtype_default: str) -> tuple[float, int,
 
 @ONNX.register("quantize_linear")
 def quantize_linear(spec: QuantizeLinearOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+    if attrs["to"] in ("int16", "uint16"):  # 16-bit quantization: opset 21
+        b.need_opset(21)
     b.node("QuantizeLinear", [ins[0], b.const(attrs["scale"], "float32", "scale"),
                               b.const(attrs["zero_point"], attrs["to"], "zp")], outs)
 
@@ -42,6 +44,8 @@ def import_quantize_linear(spec: QuantizeLinearOp, node: Any, ctx: Any) -> tuple
 
 @ONNX.register("dequantize_linear")
 def dequantize_linear(spec: DequantizeLinearOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+    if in_types[0].dtype in ("int16", "uint16"):  # 16-bit quantization: opset 21
+        b.need_opset(21)
     b.node("DequantizeLinear", [ins[0], b.const(attrs["scale"], "float32", "scale"),
                                 b.const(attrs["zero_point"], in_types[0].dtype, "zp")], outs)
 

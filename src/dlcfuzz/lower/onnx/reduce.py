@@ -19,6 +19,8 @@ ONNX_IMPORT = target("onnx-import")
 @ONNX.register("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
 def reduce(spec: ReduceOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
     inputs = [ins[0]]
+    if in_types[0].dtype == "bool":  # ReduceMax/ReduceMin of bool: opset 20
+        b.need_opset(20)
     if attrs["axes"]:
         inputs.append(b.const(np.asarray(attrs["axes"], dtype=np.int64), "int64", "axes"))
     b.node(spec.onnx_op, inputs, outs, keepdims=int(attrs["keepdims"]),
@@ -44,13 +46,14 @@ def import_reduce(spec: ReduceOp, node: Any, ctx: Any) -> tuple[list[str], Attrs
 
 @ONNX.register("argmax", "argmin")
 def arg(spec: ArgOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-    b.node(spec.onnx_op, ins, outs, axis=int(attrs["axis"]), keepdims=int(attrs["keepdims"]))
+    b.node(spec.onnx_op, ins, outs, axis=int(attrs["axis"]), keepdims=int(attrs["keepdims"]),
+           select_last_index=1 if attrs.get("select_last_index", 0) else None)
 
 
 @ONNX_IMPORT.register("argmax", "argmin")
 def import_arg(spec: ArgOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "keepdims", "select_last_index"})
+    attrs: Attrs = {"axis": int(onnx_attr(node, "axis", 0)), "keepdims": int(onnx_attr(node, "keepdims", 1))}
     if onnx_attr(node, "select_last_index", 0):
-        raise Unsupported(f"{node.op_type}: select_last_index=1 is not modelled")
-    return [node.input[0]], {"axis": int(onnx_attr(node, "axis", 0)),
-                             "keepdims": int(onnx_attr(node, "keepdims", 1))}
+        attrs["select_last_index"] = 1
+    return [node.input[0]], attrs

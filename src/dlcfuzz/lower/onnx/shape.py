@@ -13,6 +13,8 @@ from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.shape import (
     COORD_MODES,
+    INTERP_COORD_MODES,
+    INTERP_MODES,
     NEAREST_MODES,
     PAD_MODES,
     Concat,
@@ -168,6 +170,8 @@ def pad(spec: Pad, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_typ
     inputs = [ins[0], _i64(b, attrs["pads"], "pads")]
     if attrs["mode"] == "constant":
         inputs.append(b.const(np.array(attrs.get("value", 0)).astype(in_types[0].dtype), in_types[0].dtype, "value"))
+    if attrs["mode"] == "wrap":
+        b.need_opset(19)
     b.node("Pad", inputs, outs, mode=attrs["mode"])
 
 
@@ -295,13 +299,22 @@ def import_gather(spec: Gather, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
 
 @ONNX.register("resize")
 def resize(spec: Resize, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
+    mode = attrs.get("mode", "nearest")
+    ctm = attrs["coordinate_transformation_mode"]
+    roi = b.const(np.asarray(attrs["roi"], dtype=np.float32), "float32", "roi") if ctm == "tf_crop_and_resize" else ""
     if "sizes" in attrs:
-        inputs = [ins[0], "", "", _i64(b, attrs["sizes"], "sizes")]
+        inputs = [ins[0], roi, "", _i64(b, attrs["sizes"], "sizes")]
     else:
-        inputs = [ins[0], "", b.const(np.asarray(attrs["scales"], dtype=np.float32), "float32", "scales")]
-    b.node("Resize", inputs, outs, mode="nearest",
-           coordinate_transformation_mode=attrs["coordinate_transformation_mode"],
-           nearest_mode=attrs["nearest_mode"])
+        inputs = [ins[0], roi, b.const(np.asarray(attrs["scales"], dtype=np.float32), "float32", "scales")]
+    extra: dict[str, Any] = {}
+    if mode != "nearest":
+        extra = {"cubic_coeff_a": attrs.get("cubic_coeff_a") if mode == "cubic" else None,
+                 "exclude_outside": attrs.get("exclude_outside") or None, "antialias": attrs.get("antialias") or None,
+                 "extrapolation_value": attrs.get("extrapolation_value") if ctm == "tf_crop_and_resize" else None}
+    if ctm == "half_pixel_symmetric":
+        b.need_opset(19)
+    b.node("Resize", inputs, outs, mode=mode, coordinate_transformation_mode=ctm,
+           nearest_mode=attrs["nearest_mode"], **extra)
 
 
 @ONNX_IMPORT.register("resize")
@@ -315,15 +328,27 @@ def import_resize(spec: Resize, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
         v = onnx_attr(node, name, default)
         return v.decode() if isinstance(v, bytes) else v
 
-    if text("mode", "nearest") != "nearest":
-        raise Unsupported(f"Resize mode {text('mode', 'nearest')!r} is not modelled")
+    mode = text("mode", "nearest")
+    if mode not in ("nearest",) + INTERP_MODES:
+        raise Unsupported(f"Resize mode {mode!r} is not modelled")
     ctm = text("coordinate_transformation_mode", "half_pixel")
     nm = text("nearest_mode", "round_prefer_floor")
-    if ctm not in COORD_MODES or nm not in NEAREST_MODES:
-        raise Unsupported(f"Resize {ctm}/{nm} is not modelled")
-    if onnx_attr(node, "antialias", 0):
-        raise Unsupported("Resize antialias is not modelled")
+    if ctm not in (COORD_MODES if mode == "nearest" else INTERP_COORD_MODES) or nm not in NEAREST_MODES:
+        raise Unsupported(f"Resize {mode} {ctm}/{nm} is not modelled")
+    if mode == "nearest" and onnx_attr(node, "antialias", 0):
+        raise Unsupported("Resize antialias of nearest is not modelled")
     t = ctx.type_of(node.input[0])
+    interp: Attrs = {}
+    if mode != "nearest":
+        interp = {"mode": mode, "cubic_coeff_a": float(onnx_attr(node, "cubic_coeff_a", -0.75)),
+                  "exclude_outside": int(onnx_attr(node, "exclude_outside", 0)),
+                  "antialias": int(onnx_attr(node, "antialias", 0))}
+        if ctm == "tf_crop_and_resize":
+            roi = ctx.const_input(node, 1)
+            if roi is None:
+                raise Unsupported("Resize tf_crop_and_resize without roi")
+            interp["roi"] = [float(v) for v in np.asarray(roi, dtype=np.float64).reshape(-1)]
+            interp["extrapolation_value"] = float(onnx_attr(node, "extrapolation_value", 0.0))
     scales = ctx.const_input(node, 2) if len(node.input) > 2 else None
     sizes = _const_ints(node, ctx, 3) if len(node.input) > 3 else None
     if scales is not None and scales.size == 0:
@@ -332,8 +357,9 @@ def import_resize(spec: Resize, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
         sizes = None
     if (scales is None) == (sizes is None):
         raise Unsupported("Resize needs exactly one of scales / sizes")
-    if sizes is not None and text("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise Unsupported("Resize keep_aspect_ratio_policy other than stretch is not modelled")
+    policy = text("keep_aspect_ratio_policy", "stretch")
+    if sizes is not None and policy not in ("stretch", "not_larger", "not_smaller"):
+        raise Unsupported(f"Resize keep_aspect_ratio_policy {policy!r}")
     axes = onnx_attr(node, "axes")
     if axes is not None:
         axes = [int(a) % max(t.rank, 1) for a in axes]
@@ -347,7 +373,23 @@ def import_resize(spec: Resize, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
             scales = np.asarray(full, dtype=np.float32)
         else:
             sizes = [int(v) for v in full]
-    attrs: Attrs = {"coordinate_transformation_mode": ctm, "nearest_mode": nm}
+    if sizes is not None and policy != "stretch":
+        # one scale for the resized axes (the smallest / largest ratio); each of their sizes is then
+        # round(scale * in) (ONNX's reference). That is our scales form where it equals floor.
+        kept = axes if axes is not None else list(range(t.rank))
+        ratio = (min if policy == "not_larger" else max)(sizes[a] / t.shape[a] for a in kept)
+        sc = np.float32(ratio)
+        if any(int(np.floor(np.float32(t.shape[a]) * sc)) != int(ratio * t.shape[a] + 0.5) for a in kept):
+            raise Unsupported("Resize keep_aspect_ratio_policy whose rounded size is not floor(scale * size)")
+        scales = np.asarray([float(sc) if a in kept else 1.0 for a in range(t.rank)], dtype=np.float32)
+        sizes = None
+    if "roi" in interp and axes is not None:  # roi lists the given axes only: the others keep [0, 1]
+        given_roi = interp["roi"]
+        full_roi = [0.0] * t.rank + [1.0] * t.rank
+        for k, a in enumerate(axes):
+            full_roi[a], full_roi[t.rank + a] = given_roi[k], given_roi[len(axes) + k]
+        interp["roi"] = full_roi
+    attrs: Attrs = {"coordinate_transformation_mode": ctm, "nearest_mode": nm, **interp}
     if scales is not None:
         attrs["scales"] = [float(np.float32(v)) for v in np.asarray(scales).reshape(-1)]
     else:
@@ -372,16 +414,23 @@ def import_depth_to_space(spec: DepthToSpace, node: Any, ctx: Any) -> tuple[list
 
 @ONNX.register("space_to_depth")
 def space_to_depth(spec: SpaceToDepth, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-    b.node("SpaceToDepth", ins, outs, blocksize=attrs["blocksize"])
+    if attrs.get("mode", "DCR") != "DCR":  # SpaceToDepth's mode: opset 28
+        b.need_opset(28)
+    b.node("SpaceToDepth", ins, outs, blocksize=attrs["blocksize"], mode=attrs.get("mode"))
 
 
 @ONNX_IMPORT.register("space_to_depth")
 def import_space_to_depth(spec: SpaceToDepth, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
-    expect_attrs(node, {"blocksize"})
+    expect_attrs(node, {"blocksize", "mode"})
     b = onnx_attr(node, "blocksize")
     if b is None:
         raise Unsupported("SpaceToDepth without blocksize")
-    return [node.input[0]], {"blocksize": int(b)}
+    attrs: Attrs = {"blocksize": int(b)}
+    mode = onnx_attr(node, "mode", b"DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode != "DCR":
+        attrs["mode"] = mode
+    return [node.input[0]], attrs
 
 
 @ONNX.register("identity")

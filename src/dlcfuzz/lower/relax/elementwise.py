@@ -5,11 +5,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from dlcfuzz.ir.types import FLOATS, INTS
+from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.relax.common import relax_dtype_const
 from dlcfuzz.ops.base import Attrs
-from dlcfuzz.ops.elementwise import HARD_SWISH_ALPHA, BinaryOp, CastOp, ClipOp, PowOp, PReluOp, UnaryOp, WhereOp
+from dlcfuzz.ops.elementwise import (
+    HARD_SWISH_ALPHA,
+    BinaryOp,
+    CastOp,
+    ClipOp,
+    PowOp,
+    PReluOp,
+    UnaryOp,
+    VariadicOp,
+    WhereOp,
+    shift_bits,
+)
 
 RELAX = target("relax")
 
@@ -147,7 +158,31 @@ def _rx_mod(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
 def _rx_shift(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
     from tvm import relax
 
-    return (relax.op.left_shift if attrs["direction"] == "LEFT" else relax.op.right_shift)(a, b)
+    fn = relax.op.left_shift if attrs["direction"] == "LEFT" else relax.op.right_shift
+    if dt not in SIGNED_INTS:
+        return fn(a, b)
+    # signed (opset 28): an amount outside [0, bits) gives the sign fill alone; LLVM's shifts by
+    # such amounts are poison, so the amount is clamped and the fill selected
+    bits = shift_bits(dt)
+    inside = relax.op.logical_and(relax.op.greater_equal(b, _c(0, dt)), relax.op.less(b, _c(bits, dt)))
+    shifted = fn(a, relax.op.where(inside, b, _c(0, dt)))
+    if attrs["direction"] == "LEFT":
+        fill = _c(0, dt)
+    else:
+        fill = relax.op.where(relax.op.less(a, _c(0, dt)), _c(-1, dt), _c(0, dt))
+    return relax.op.where(inside, shifted, fill)
+
+
+def _rx_swish(x: Any, a: Attrs, dt: str) -> Any:
+    from tvm import relax
+
+    return relax.op.multiply(x, relax.op.sigmoid(relax.op.multiply(_c(a["alpha"], dt), x)))
+
+
+def _rx_swiglu(a: Any, b: Any, attrs: Attrs, dt: str) -> Any:
+    from tvm import relax
+
+    return relax.op.multiply(_rx_swish(a, attrs, dt), b)
 
 
 # operator -> its Relax composition on (x, attrs, dtype)
@@ -193,6 +228,7 @@ UNARY: dict[str, RelaxFn] = {
     "mish": _rx_mish,
     "thresholded_relu": _rx_thresholded,
     "shrink": _rx_shrink,
+    "swish": _rx_swish,
 }
 
 
@@ -202,8 +238,6 @@ BINARY: dict[str, str | Callable[[Any, Any, Attrs, str], Any]] = {
     "sub": "subtract",
     "mul": "multiply",
     "div": "divide",
-    "max": "maximum",
-    "min": "minimum",
     "mod": _rx_mod,
     "and": "logical_and",
     "or": "logical_or",
@@ -217,6 +251,7 @@ BINARY: dict[str, str | Callable[[Any, Any, Attrs, str], Any]] = {
     "bitwise_or": "bitwise_or",
     "bitwise_xor": "bitwise_xor",
     "bit_shift": _rx_shift,
+    "swiglu": _rx_swiglu,
 }
 
 
@@ -230,15 +265,15 @@ def _prelu(x: Any, s: Any, attrs: Attrs, dt: str) -> Any:
     "abs", "neg", "exp", "log", "sqrt", "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
     "tanh", "asinh", "acosh", "atanh", "sigmoid", "relu", "leaky_relu", "elu", "celu", "selu", "gelu", "softplus",
     "softsign", "erf", "floor", "ceil", "round", "sign", "not", "bitwise_not", "isnan", "isinf", "hard_sigmoid",
-    "hard_swish", "mish", "thresholded_relu", "shrink",
+    "hard_swish", "mish", "thresholded_relu", "shrink", "swish",
 )
 def unary(spec: UnaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     return [UNARY[spec.name](ins[0], attrs, in_types[0].dtype)]
 
 
 @RELAX.register(
-    "add", "sub", "mul", "div", "max", "min", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
-    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift",
+    "add", "sub", "mul", "div", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
+    "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "swiglu",
 )
 def binary(spec: BinaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
@@ -247,6 +282,19 @@ def binary(spec: BinaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
     if callable(fn):
         return [fn(ins[0], ins[1], attrs, in_types[0].dtype)]
     return [getattr(relax.op, fn)(ins[0], ins[1])]
+
+
+@RELAX.register("max", "min", "sum", "mean")
+def variadic(spec: VariadicOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+    from tvm import relax
+
+    fn = {"max": relax.op.maximum, "min": relax.op.minimum}.get(spec.name, relax.op.add)
+    y = ins[0]
+    for x in ins[1:]:
+        y = fn(y, x)
+    if spec.name == "mean":
+        y = relax.op.divide(y, _c(len(ins), in_types[0].dtype))
+    return [y]
 
 
 @RELAX.register("pow")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
 
+from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.relax.common import relax_dtype_const
 from dlcfuzz.ops.base import Attrs
@@ -51,10 +53,62 @@ def conv_transpose2d(spec: ConvTranspose2dOp, bb: Any, ins: list[Any], attrs: At
     return [y]
 
 
+def _pool_any(spec: Pool2dOp, bb: Any, x: Any, attrs: Attrs, t: Any) -> list[Any]:
+    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
+    padded explicitly (ceil_mode's extra included), one strided slice per kernel offset, combined; the
+    average divides by the static count of what each window reads, the Indices come from a constant
+    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
+    from tvm import relax
+
+    k, s, d, before, after, out = spec.geometry(t, attrs)
+    nd = spec.spatial
+    width = [0, 0, 0, 0] + [v for b, f in zip(before, after) for v in (b, f)]
+    axes = list(range(2, 2 + nd))
+
+    def views(src: Any) -> list[Any]:
+        return [bb.emit(relax.op.strided_slice(src, axes, [o * dd for o, dd in zip(off, d)],
+                                               [o * dd + ss * (n - 1) + 1 for o, dd, ss, n in zip(off, d, s, out)], s))
+                for off in itertools.product(*[range(kk) for kk in k])]
+
+    if spec.kind == "avg":
+        acc = "float32" if t.dtype == "float16" else t.dtype
+        xa = bb.emit(relax.op.astype(x, acc)) if acc != t.dtype else x
+        xp = bb.emit(relax.op.nn.pad(xa, width, pad_value=0.0)) if any(width) else xa
+        vs = views(xp)
+        total = vs[0]
+        for v in vs[1:]:
+            total = bb.emit(relax.op.add(total, v))
+        y = relax.op.divide(total, relax.const(spec.window_count(t, attrs).astype(acc), acc))
+        return [relax.op.astype(bb.emit(y), t.dtype) if acc != t.dtype else y]
+    low = float("-inf") if t.dtype in FLOATS else int(np.iinfo(t.dtype).min)
+    xp = bb.emit(relax.op.nn.pad(x, width, pad_value=low)) if any(width) else x
+    vs = views(xp)
+    y = vs[0]
+    for v in vs[1:]:
+        y = bb.emit(relax.op.maximum(y, v))
+    if not attrs.get("indices", 0):
+        return [y]
+    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)
+    ivs = views(relax.const(grid, "int64"))
+    best, idx = vs[0], ivs[0]
+    for v, iv in zip(vs[1:], ivs[1:]):
+        better = bb.emit(relax.op.greater(v, best))
+        best = bb.emit(relax.op.where(better, v, best))
+        idx = bb.emit(relax.op.where(better, iv, idx))
+    return [y, idx]
+
+
+@RELAX.register("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
+def pool_nd(spec: Pool2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+    return _pool_any(spec, bb, ins[0], attrs, in_types[0])
+
+
 @RELAX.register("max_pool2d", "avg_pool2d")
 def pool2d(spec: Pool2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
+    if not spec.legacy(attrs):
+        return _pool_any(spec, bb, ins[0], attrs, in_types[0])
     if spec.kind == "max":
         return [relax.op.nn.max_pool2d(ins[0], attrs["kernel"], attrs["strides"], attrs["pads"], attrs["dilations"])]
     return [relax.op.nn.avg_pool2d(ins[0], attrs["kernel"], attrs["strides"], attrs["pads"],
@@ -93,8 +147,24 @@ def gemm(spec: GemmOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 def batch_norm(spec: BatchNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
-    t = bb.emit(relax.op.nn.batch_norm(*ins, axis=1, epsilon=attrs["epsilon"], training=False))
-    return [relax.TupleGetItem(t, 0)]
+    if not attrs.get("training_mode", 0):
+        t = bb.emit(relax.op.nn.batch_norm(*ins, axis=1, epsilon=attrs["epsilon"], training=False))
+        return [relax.TupleGetItem(t, 0)]
+    # training: normalize by the batch's mean and population variance, written out (Relax's training
+    # batch_norm blends its running statistics with its own momentum convention)
+    x, scale, bias, mean_in, var_in = ins
+    dt, r = in_types[0].dtype, in_types[0].rank
+    axes = [0, *range(2, r)]
+    mean = bb.emit(relax.op.mean(x, axis=axes))
+    var = bb.emit(relax.op.variance(x, axis=axes))
+    t = bb.emit(relax.op.nn.batch_norm(x, scale, bias, mean, var, axis=1, epsilon=attrs["epsilon"], training=False))
+    outs = [relax.TupleGetItem(t, 0)]
+    if len(out_types) == 3:
+        m = attrs.get("momentum", 0.9)
+        for given, batch in ((mean_in, mean), (var_in, var)):
+            outs.append(relax.op.add(relax.op.multiply(given, relax_dtype_const(m, dt)),
+                                     relax.op.multiply(batch, relax_dtype_const(1 - m, dt))))
+    return outs
 
 
 @RELAX.register("layer_norm")
@@ -108,7 +178,15 @@ def layer_norm(spec: LayerNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_type
     gamma = relax.op.broadcast_to(ins[1], norm) if tuple(in_types[1].shape) != tuple(norm) else ins[1]
     beta = (relax.op.broadcast_to(ins[2], norm) if tuple(in_types[2].shape) != tuple(norm) else ins[2]) \
         if len(ins) == 3 else relax.const(np.zeros(norm, dt), dt)
-    return [relax.op.nn.layer_norm(ins[0], gamma, beta, axes=list(range(axis, rank)), epsilon=attrs["epsilon"])]
+    axes = list(range(axis, rank))
+    outs = [relax.op.nn.layer_norm(ins[0], gamma, beta, axes=axes, epsilon=attrs["epsilon"])]
+    if len(out_types) > 1:  # Mean and InvStdDev, in the float32 stash type
+        x32 = bb.emit(relax.op.astype(ins[0], "float32")) if dt != "float32" else ins[0]
+        outs.append(bb.emit(relax.op.mean(x32, axis=axes, keepdims=True)))
+        if len(out_types) > 2:
+            var = relax.op.variance(x32, axis=axes, keepdims=True)
+            outs.append(relax.op.rsqrt(relax.op.add(var, relax.const(np.float32(attrs["epsilon"]), "float32"))))
+    return outs
 
 
 @RELAX.register("instance_norm")
@@ -147,4 +225,6 @@ def dropout(spec: DropoutOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: An
     from tvm import relax
 
     t = bb.emit(relax.op.nn.dropout(ins[0], attrs["ratio"]))
+    if len(out_types) > 1:  # the mask: nothing dropped in inference
+        return [relax.TupleGetItem(t, 0), relax.const(np.ones(in_types[0].shape, dtype=bool), "bool")]
     return [relax.TupleGetItem(t, 0)]

@@ -94,6 +94,12 @@ def pad(spec: Pad, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_typ
     t = in_types[0]
     before, after, mode, value = spec.parse(t, attrs)
     x = ins[0]
+    if mode == "wrap":  # circular: a take of static indices per padded axis
+        for ax, (pb, pe) in enumerate(zip(before, after)):
+            if pb or pe:
+                src = np.arange(-pb, t.shape[ax] + pe) % t.shape[ax]
+                x = bb.emit(relax.op.take(x, relax.const(src.astype("int64"), "int64"), axis=ax))
+        return [x]
     cropped = [a for a in range(t.rank) if before[a] < 0 or after[a] < 0]
     if cropped:
         x = bb.emit(_relax_slice(x, cropped, [max(-before[a], 0) for a in cropped],
@@ -149,11 +155,36 @@ def gather(spec: Gather, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, o
     return [relax.op.take(ins[0], ins[1], axis=attrs["axis"] % in_types[0].rank, mode="wrap")]
 
 
+def _resize_interp(spec: Resize, bb: Any, x: Any, attrs: Attrs, t: Any) -> Any:
+    """Linear/cubic Resize: the static interpolation matrix of each resized axis, as a matmul on the
+    axis moved last (float32 for float16)."""
+    from tvm import relax
+
+    acc = "float32" if t.dtype == "float16" else t.dtype
+    y = bb.emit(relax.op.astype(x, acc)) if acc != t.dtype else x
+    r = t.rank
+    for ax, m in enumerate(spec.interp(t, attrs)):
+        if m is None:
+            continue
+        perm = [k for k in range(r) if k != ax] + [ax]
+        inv = [perm.index(k) for k in range(r)]
+        moved = bb.emit(relax.op.permute_dims(y, perm)) if r > 1 else y
+        y = bb.emit(relax.op.matmul(moved, relax.const(m[0].T.astype(acc), acc)))
+        y = bb.emit(relax.op.permute_dims(y, inv)) if r > 1 else y
+    mask = spec.extrapolated(t, attrs)
+    if mask is not None:
+        ev = relax.const(np.asarray(attrs.get("extrapolation_value", 0.0), acc), acc)
+        y = bb.emit(relax.op.where(relax.const(mask, "bool"), ev, y))
+    return relax.op.astype(y, t.dtype) if acc != t.dtype else y
+
+
 @RELAX.register("resize")
 def resize(spec: Resize, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, out = in_types[0], out_types[0].shape
+    if attrs.get("mode", "nearest") != "nearest":
+        return [_resize_interp(spec, bb, ins[0], attrs, t)]
     _, scales, ctm, nm = spec.parse(t, attrs)
     # Relax's resize2d derives the scale from the sizes: use it where that equals the ONNX scale.
     # (align_corners to a size-1 dim divides by zero inside TVM's resize2d: gathers there too.)
@@ -185,7 +216,7 @@ def depth_to_space(spec: DepthToSpace, bb: Any, ins: list[Any], attrs: Attrs, in
 def space_to_depth(spec: SpaceToDepth, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
-    a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"])
+    a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"], attrs.get("mode", "DCR"))
     x = bb.emit(relax.op.reshape(ins[0], a))
     x = bb.emit(relax.op.permute_dims(x, list(p)))
     return [relax.op.reshape(x, o)]

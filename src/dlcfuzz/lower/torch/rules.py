@@ -10,11 +10,12 @@ composes torch ops, with the static index arithmetic done here.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, INTS, TensorType
+from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
 from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
 
 Types = Sequence[TensorType]
@@ -50,7 +51,15 @@ def _unary(template: str):
 
 
 for _name, _tpl in _UNARY.items():
-    R(_name)(_unary(_tpl))
+    if _name != "bitwise_not":
+        R(_name)(_unary(_tpl))
+
+
+@R("bitwise_not")
+def _bitwise_not(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
+        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(it[0])})"]
+    return [f"torch.bitwise_not({ins[0]})"]
 
 
 @R("leaky_relu")
@@ -116,28 +125,118 @@ def _shrink(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 _BINARY = {
     "add": "torch.add({a}, {b})", "sub": "torch.sub({a}, {b})", "mul": "torch.mul({a}, {b})",
-    "max": "torch.maximum({a}, {b})", "min": "torch.minimum({a}, {b})",
     "and": "torch.logical_and({a}, {b})", "or": "torch.logical_or({a}, {b})", "xor": "torch.logical_xor({a}, {b})",
     "equal": "torch.eq({a}, {b})", "less": "torch.lt({a}, {b})", "less_equal": "torch.le({a}, {b})",
     "greater": "torch.gt({a}, {b})", "greater_equal": "torch.ge({a}, {b})",
     "bitwise_and": "torch.bitwise_and({a}, {b})", "bitwise_or": "torch.bitwise_or({a}, {b})",
     "bitwise_xor": "torch.bitwise_xor({a}, {b})",
 }
+_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
+
+# torch has uint16/32/64 as storage dtypes only (no add/compare/shift kernels: "add_stub" not
+# implemented for 'UInt32'): rules compute them in int64, exactly. uint16/32 values fit; uint64
+# values keep their bits (wrapping add/sub/mul/bitwise are the same), and order by the int64 with
+# the sign bit flipped.
+_SIGN_BIT = -(2**63)
+_LOW63 = 2**63 - 1
 
 
-def _binary(template: str):
+def _wide_int64(e: TorchEmitter, ins: list[str]) -> list[str]:
+    return [e.bind(f"{x}.to(torch.int64)", "w") for x in ins]
+
+
+def _wide_order(e: TorchEmitter, x64: str, dtype: str) -> str:
+    """An int64 whose signed order is the unsigned order of the value x64 holds."""
+    return e.bind(f"{x64} ^ {_SIGN_BIT}", "o") if dtype == "uint64" else x64
+
+
+def _wide_divmod(e: TorchEmitter, a: str, b: str, dtype: str) -> tuple[str, str]:
+    """Unsigned quotient and remainder of int64-held values (uint64: Hacker's Delight 9-3, since
+    int64 division cannot see values of 2**63 and more)."""
+    if dtype != "uint64":
+        return f"torch.div({a}, {b}, rounding_mode='floor')", f"torch.remainder({a}, {b})"
+    oa, ob = _wide_order(e, a, dtype), _wide_order(e, b, dtype)
+    big = e.bind(f"{b} < 0")  # a divisor of 2**63 or more: the quotient is 0 or 1
+    bs = e.bind(f"torch.where({big}, torch.ones_like({b}), {b})")
+    q = e.bind(f"torch.div(({a} >> 1) & {_LOW63}, {bs}, rounding_mode='floor') << 1")
+    r = e.bind(f"{a} - {q} * {bs}")
+    q = e.bind(f"{q} + ((({r} ^ {_SIGN_BIT}) >= ({bs} ^ {_SIGN_BIT})).to(torch.int64))")
+    q = e.bind(f"torch.where({big}, ({oa} >= {ob}).to(torch.int64), {q})")
+    return q, f"({a} - {q} * {b})"
+
+
+def _wide_binary(e: TorchEmitter, name: str, ins: list[str], a: dict, dtype: str) -> str:
+    x, y = _wide_int64(e, ins)
+    back = f".to({torch_dtype(dtype)})"
+    if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
+        return _BINARY[name].format(a=x, b=y) + back
+    if name in _COMPARISONS:
+        return _BINARY[name].format(a=_wide_order(e, x, dtype), b=_wide_order(e, y, dtype))
+    if name in ("max", "min"):
+        op = ">=" if name == "max" else "<="
+        return f"torch.where({_wide_order(e, x, dtype)} {op} {_wide_order(e, y, dtype)}, {x}, {y}){back}"
+    if name in ("div", "mod"):
+        q, r = _wide_divmod(e, x, y, dtype)
+        return (q if name == "div" else r) + back
+    if name == "bit_shift":
+        if a["direction"] == "LEFT":
+            return f"torch.bitwise_left_shift({x}, {y}){back}"
+        if dtype != "uint64":
+            return f"torch.bitwise_right_shift({x}, {y}){back}"
+        # a logical shift of the int64 bits: the first step clears the sign bit
+        logical = f"torch.bitwise_right_shift(({x} >> 1) & {_LOW63}, torch.clamp_min({y} - 1, 0))"
+        return f"torch.where({y} == 0, {x}, {logical}){back}"
+    raise KeyError(name)
+
+
+def _binary(name: str, template: str):
     def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        if it[0].dtype in WIDE_UNSIGNED:
+            return [_wide_binary(e, name, ins, a, it[0].dtype)]
         return [template.format(a=ins[0], b=ins[1])]
 
     return rule
 
 
 for _name, _tpl in _BINARY.items():
-    R(_name)(_binary(_tpl))
+    R(_name)(_binary(_name, _tpl))
+
+
+def _variadic(name: str, fn: str):
+    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
+
+    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        y = ins[0]
+        for x in ins[1:]:
+            y = e.bind(_wide_binary(e, name, [y, x], a, it[0].dtype) if it[0].dtype in WIDE_UNSIGNED
+                       else f"{fn}({y}, {x})")
+        if name == "mean":
+            return [f"{y} / {len(ins)}"]  # a Python scalar: the tensor's dtype stays
+        return [y if len(ins) > 1 else f"{y}.clone()"]
+
+    return rule
+
+
+R("max")(_variadic("max", "torch.maximum"))
+R("min")(_variadic("min", "torch.minimum"))
+R("sum")(_variadic("sum", "torch.add"))
+R("mean")(_variadic("mean", "torch.add"))
+
+
+@R("swish")
+def _swish(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]})"]
+
+
+@R("swiglu")
+def _swiglu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @R("div")
 def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].dtype in WIDE_UNSIGNED:
+        return [_wide_binary(e, "div", ins, a, it[0].dtype)]
     if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero
         return [f"torch.div({ins[0]}, {ins[1]}, rounding_mode='trunc')"]
     return [f"torch.div({ins[0]}, {ins[1]})"]
@@ -145,6 +244,8 @@ def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 @R("mod")
 def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    if it[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
+        return [_wide_binary(e, "mod", ins, a, it[0].dtype)]
     # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
     fn = "torch.fmod" if a["fmod"] else "torch.remainder"
     return [f"{fn}({ins[0]}, {ins[1]})"]
@@ -152,8 +253,19 @@ def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 @R("bit_shift")
 def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    dt = it[0].dtype
+    if dt in WIDE_UNSIGNED:
+        return [_wide_binary(e, "bit_shift", ins, a, dt)]
     fn = "torch.bitwise_left_shift" if a["direction"] == "LEFT" else "torch.bitwise_right_shift"
-    return [f"{fn}({ins[0]}, {ins[1]})"]
+    x, y = ins
+    if dt not in SIGNED_INTS:
+        return [f"{fn}({x}, {y})"]
+    # signed (opset 28): an amount outside [0, bits) gives the sign fill alone (arithmetic right shift)
+    bits = np.dtype(dt).itemsize * 8
+    inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
+    shifted = f"{fn}({x}, torch.where({inside}, {y}, torch.zeros_like({y})))"
+    fill = "torch.zeros_like(" + x + ")" if a["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(it[0])})"
+    return [f"torch.where({inside}, {shifted}, {fill})"]
 
 
 @R("pow")
@@ -216,6 +328,8 @@ def _reduce(kind: str):
         if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch refuses)
             if t.dtype in FLOATS:
                 fill = '-float("inf")' if kind == "max" else 'float("inf")'
+            elif t.dtype == "bool":
+                fill = literal(kind == "min")
             else:
                 info = np.iinfo(t.dtype)
                 fill = literal(int(info.min if kind == "max" else info.max))
@@ -243,15 +357,20 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
     R(_name)(_reduce(_kind))
 
 
-@R("argmax")
-def _argmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # first index on ties, like ONNX with select_last_index=0
-    return [f"torch.argmax({ins[0]}, dim={int(a['axis'])}, keepdim={bool(a['keepdims'])})"]
+def _arg(fn: str):
+    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+        axis, keep = int(a["axis"]), bool(a["keepdims"])
+        if not a.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
+            return [f"{fn}({ins[0]}, dim={axis}, keepdim={keep})"]
+        # the last index on ties: the first of the reversed axis, mirrored
+        n = it[0].shape[axis]
+        return [f"{n - 1} - {fn}(torch.flip({ins[0]}, [{axis}]), dim={axis}, keepdim={keep})"]
+
+    return rule
 
 
-@R("argmin")
-def _argmin(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.argmin({ins[0]}, dim={int(a['axis'])}, keepdim={bool(a['keepdims'])})"]
+R("argmax")(_arg("torch.argmax"))
+R("argmin")(_arg("torch.argmin"))
 
 
 # ---- nn ------------------------------------------------------------------------------------------
@@ -302,8 +421,59 @@ def _conv_t(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
     return [f"{y}.contiguous()"]
 
 
+def _pool_any(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
+    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
+    average divides by the static count of what each window reads, the Indices come from a constant
+    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
+    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
+    flat: list[int] = []
+    for i in reversed(range(len(k))):  # F.pad lists the last dim first
+        flat += [before[i], after[i]]
+
+    def views(src: str) -> list[str]:
+        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
+                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
+                for off in itertools.product(*[range(kk) for kk in k])]
+
+    if spec.kind == "avg":  # type: ignore[attr-defined]
+        acc = "float32" if t.dtype == "float16" else t.dtype
+        xp = e.bind(f"F.pad({x}.to(torch.{acc}), {literal(flat)})")
+        total = e.bind(" + ".join(views(xp)))
+        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
+        return [f"({total} / {count}).to({_dt(t)})"]
+    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    xp = e.bind(f"F.pad({x}, {literal(flat)}, value={low})")
+    vs = views(xp)
+    y = vs[0]
+    for v in vs[1:]:
+        y = e.bind(f"torch.maximum({y}, {v})")
+    if not a.get("indices", 0):
+        return [y if len(vs) > 1 else f"{y}.clone()"]
+    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
+    ip = e.const(grid, "flat")
+    best, idx = vs[0], views(ip)[0]
+    for v, iv in zip(vs[1:], views(ip)[1:]):
+        better = e.bind(f"{v} > {best}")
+        best = e.bind(f"torch.where({better}, {v}, {best})")
+        idx = e.bind(f"torch.where({better}, {iv}, {idx})")
+    return [y if len(vs) > 1 else f"{y}.clone()", f"{idx}.clone()"]
+
+
+@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
+def _pool_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
+    return _pool_any(e, get_op(name), ins[0], a, it[0])
+
+
 @R("max_pool2d")
 def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
     t = it[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
@@ -334,6 +504,10 @@ def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], 
 
 @R("avg_pool2d")
 def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
     k, s, pads = a["kernel"], a["strides"], list(a["pads"])
     include = bool(a["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
@@ -378,7 +552,16 @@ def _gemm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 @R("batch_norm")
 def _bn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, scale, bias, mean, var = ins
-    return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
+    if not a.get("training_mode", 0):
+        return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
+    # training: the batch's statistics (population variance; torch's running_var would be unbiased
+    # and its momentum the complement of ONNX's, so the running statistics are written out)
+    dims = literal([0, *range(2, it[0].rank)])
+    bm = e.bind(f"torch.mean({x}, dim={dims})")
+    bv = e.bind(f"torch.var({x}, dim={dims}, correction=0)")
+    y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"
+    m = literal(float(a.get("momentum", 0.9)))
+    return [y, f"{mean} * {m} + {bm} * (1 - {m})", f"{var} * {m} + {bv} * (1 - {m})"]
 
 
 @R("layer_norm")
@@ -389,9 +572,17 @@ def _ln(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
     eps = literal(a["epsilon"])
     if all(u.shape == tuple(norm) for u in it[1:]):
         bias = ins[2] if len(ins) == 3 else "None"
-        return [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
-    y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
-    return [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+        outs = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
+    else:
+        y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
+        outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+        dims = literal(list(range(axis, t.rank)))
+        x32 = e.bind(f"{ins[0]}.to(torch.float32)")
+        outs.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
+        if len(ot) > 2:
+            outs.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
+    return outs
 
 
 @R("instance_norm")
@@ -436,7 +627,10 @@ def _log_softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types)
 
 @R("dropout")
 def _dropout(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"]  # inference: identity
+    y = f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"  # inference: identity
+    if len(ot) > 1:  # the mask: nothing dropped
+        return [y, f"torch.ones({literal(list(it[0].shape))}, dtype=torch.bool)"]
+    return [y]
 
 
 # ---- shape -----------------------------------------------------------------------------------------
@@ -516,6 +710,8 @@ def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
             period = 2 * (d - 1)
             src = np.abs(src) % period if period else np.zeros_like(src)
             src = np.where(src >= d, period - src, src)
+        elif mode == "wrap":
+            src = src % d
         else:
             src = np.clip(src, 0, d - 1)
         x = _gather_axis(e, x, ax, src)
@@ -574,12 +770,28 @@ def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
     return None
 
 
+def _resize_interp(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> str:
+    """Linear/cubic Resize: the static interpolation matrix of each resized axis (float32 for float16)."""
+    acc = "float32" if t.dtype == "float16" else t.dtype
+    y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
+    for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
+        if m is not None:
+            w = e.const(m[0].T.astype(acc), "interp")
+            y = e.bind(f"torch.movedim(torch.movedim({y}, {ax}, -1) @ {w}, -1, {ax})")
+    mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
+    if mask is not None:
+        y = e.bind(f"torch.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+    return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
+
+
 @R("resize")
 def _resize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("resize")
     t, out = it[0], ot[0].shape
+    if a.get("mode", "nearest") != "nearest":
+        return [_resize_interp(e, spec, ins[0], a, t)]
     indices = spec.indices(t, a)  # type: ignore[attr-defined]
     changed = [ax for ax in range(t.rank)
                if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
@@ -610,7 +822,7 @@ def _s2d(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
     from dlcfuzz.ops.shape import SpaceToDepth
 
     # F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]))
+    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
     return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
             f"{literal(list(out))})"]
 
