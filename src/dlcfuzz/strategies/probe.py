@@ -79,6 +79,15 @@ def side_by_side(graphs: list[Graph]) -> Graph:
     return out
 
 
+def _onnx_opset(g: Graph) -> int:
+    from dlcfuzz.lower.onnx import to_onnx
+
+    try:
+        return int(next(o.version for o in to_onnx(g).opset_import if o.domain == ""))
+    except Exception:  # noqa: BLE001 - a graph ONNX cannot write is probed in a batch of its own kind
+        return -1
+
+
 def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, batch: int = PROBE_BATCH) -> Capabilities:
     """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
 
@@ -115,7 +124,13 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
         return out
 
     caps: Capabilities = {}
-    groups = [list(range(i, min(i + max(batch, 1), len(cases)))) for i in range(0, len(cases), max(batch, 1))]
+    # batch only graphs written at the same ONNX opset: a model's opset is its newest operator's,
+    # and an older operator may have more kernels at a newer opset (ORT's SpaceToDepth at 28)
+    by_opset: dict[int, list[int]] = {}
+    for i, (_, _, g) in enumerate(cases):
+        by_opset.setdefault(_onnx_opset(g), []).append(i)
+    size = max(batch, 1)
+    groups = [members[k:k + size] for members in by_opset.values() for k in range(0, len(members), size)]
     while groups:
         split: list[list[int]] = []
         for grp, (status, obs, error) in zip(groups, run(groups)):
