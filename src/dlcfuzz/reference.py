@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -108,9 +107,7 @@ def run(
             a = a.astype(v.type.np_dtype, copy=False)
         env[v.name] = _store(a.reshape(v.type.shape), v.type.np_dtype, exact)
     env.update({k: _store(a, a.dtype, exact) for k, a in g.constants.items()})
-    # NumPy's floating-point and empty-slice warnings are expected here (the caller judges non-finite values)
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with np.errstate(all="ignore"):
         for n in g.nodes:
             xs = [env[i] for i in n.inputs]
             if n.op == CALL_OP:
