@@ -29,4 +29,12 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
     "rnn": {"float64": "onnxruntime 1.32.0 CPU RNN has no double kernel (NOT_IMPLEMENTED)"},
     "gru": {"float64": "onnxruntime 1.32.0 CPU GRU: 'GRU operator does not support double yet' (RUNTIME_EXCEPTION)"},
     "lstm": {"float64": "onnxruntime 1.32.0 CPU LSTM: 'LSTM operator does not support double yet' (RUNTIME_EXCEPTION)"},
+    # onnxruntime 1.32.0 ordering/linalg kernels: "NOT_IMPLEMENTED : Could not find an implementation for
+    # Trilu(14)" on 8/16-bit integers, Hardmax(13) and Det(11) on double, EyeLike(9) on 8/16-bit and bool inputs
+    **{"trilu": {dt: "onnxruntime 1.32.0 CPU Trilu has no kernel for this type (NOT_IMPLEMENTED)"
+                 for dt in ("int8", "int16", "uint8")}},
+    "hardmax": {"float64": "onnxruntime 1.32.0 CPU Hardmax has no double kernel (NOT_IMPLEMENTED)"},
+    "det": {"float64": "onnxruntime 1.32.0 CPU Det has no double kernel (NOT_IMPLEMENTED)"},
+    "eye_like": {dt: "onnxruntime 1.32.0 CPU EyeLike has no kernel for this input type (NOT_IMPLEMENTED)"
+                 for dt in ("int8", "int16", "uint8", "bool")},
 }

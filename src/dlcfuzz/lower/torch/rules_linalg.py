@@ -1,1 +1,23 @@
 """PyTorch lowering rules of the linalg operators (ops/linalg.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+
+@R("einsum")
+def einsum(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    y = f"torch.einsum({literal(a['equation'].replace(' ', ''))}, {', '.join(ins)})"
+    # integer sums come back as int64 (torch.sum's promotion): ONNX keeps the input type
+    return [f"{y}.to({torch_dtype(ot[0].dtype)})" if ot[0].dtype.startswith("int") else y]
+
+
+@R("det")
+def det(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    return [f"torch.linalg.det({ins[0]})"]

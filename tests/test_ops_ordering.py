@@ -1,0 +1,68 @@
+"""ordering operators (Trilu, CumSum, CumProd, Hardmax, TopK, EyeLike, Range): every spec against ONNX,
+ONNXRuntime, TVM Relax and the importer, and the references against hand-computed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlcfuzz.ops import get_op
+from op_harness import check_instance, instances
+
+ORDERING_OPS = ["trilu", "cumsum", "cumprod", "hardmax", "topk", "eye_like", "range"]
+
+
+@pytest.mark.parametrize("op", ORDERING_OPS)
+def test_op_agrees_everywhere(op):
+    spec = get_op(op)
+    assert spec.family == "ordering"
+    got = instances(spec, seed=11, count=3)
+    assert got, f"{op}: sample() produced no instance"
+    for g, inputs in got:
+        check_instance(g, inputs)
+
+
+def test_trilu_reference():
+    x = np.arange(1, 13, dtype=np.int32).reshape(3, 4)
+    spec = get_op("trilu")
+    np.testing.assert_array_equal(spec.reference([x], {"upper": 1, "k": -1})[0], np.triu(x, -1))
+    np.testing.assert_array_equal(spec.reference([x], {"upper": 0, "k": 2})[0], np.tril(x, 2))
+    assert not spec.reference([x], {"upper": 1, "k": 9})[0].any()
+
+
+def test_cumsum_exclusive_reverse():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    spec = get_op("cumsum")
+    run = lambda **a: spec.reference([x], {"axis": 0, "exclusive": 0, "reverse": 0, **a})[0]  # noqa: E731
+    np.testing.assert_array_equal(run(), [1, 3, 6, 10])
+    np.testing.assert_array_equal(run(exclusive=1), [0, 1, 3, 6])
+    np.testing.assert_array_equal(run(reverse=1), [10, 9, 7, 4])
+    np.testing.assert_array_equal(run(exclusive=1, reverse=1), [9, 7, 4, 0])
+    np.testing.assert_array_equal(get_op("cumprod").reference([x], {"axis": 0, "exclusive": 1, "reverse": 1})[0],
+                                  [24, 12, 4, 1])
+
+
+def test_topk_ties_keep_the_lower_index_and_near_ties_are_flagged():
+    spec = get_op("topk")
+    x = np.array([[3, 1, 3, 2]], dtype=np.int32)
+    values, indices = spec.reference([x], {"k": 3, "axis": 1, "largest": 1, "sorted": 1})
+    np.testing.assert_array_equal(values, [[3, 3, 2]])
+    np.testing.assert_array_equal(indices, [[0, 2, 3]])
+    values, indices = spec.reference([x], {"k": 2, "axis": -1, "largest": 0, "sorted": 1})
+    np.testing.assert_array_equal(indices, [[1, 3]])
+    f = np.array([[1.0, 1.0 + 1e-7, 5.0]], dtype=np.float32)
+    assert spec.near_tie([f], {"k": 1, "axis": 1, "largest": 1, "sorted": 1}, 1e-5)
+    assert not spec.near_tie([f * [[1, 2, 3]]], {"k": 1, "axis": 1, "largest": 1, "sorted": 1}, 1e-5)
+
+
+def test_hardmax_eye_like_range_references():
+    x = np.array([[1.0, 3.0, 3.0], [0.0, -1.0, -2.0]], dtype=np.float32)
+    np.testing.assert_array_equal(get_op("hardmax").reference([x], {"axis": 1})[0], [[0, 1, 0], [1, 0, 0]])
+    np.testing.assert_array_equal(get_op("hardmax").reference([x], {"axis": 0})[0], [[1, 1, 1], [0, 0, 0]])
+    eye = get_op("eye_like").reference([x], {"k": 1, "dtype": "int32"})[0]
+    assert eye.dtype == np.int32
+    np.testing.assert_array_equal(eye, [[0, 1, 0], [0, 0, 1]])
+    r = get_op("range")
+    attrs = {"start": 10, "limit": 2, "delta": -3, "dtype": "int32"}
+    np.testing.assert_array_equal(r.reference([], attrs)[0], [10, 7, 4])
+    assert r.infer([], {"start": 1.0, "limit": 1.0, "delta": 0.5, "dtype": "float32"})[0].shape == (0,)
