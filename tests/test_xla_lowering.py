@@ -65,9 +65,14 @@ def test_every_operator_and_dtype_agrees_with_the_reference_eagerly():
         for spec in lowered_ops("jax"):
             for dt in spec.dtypes:
                 rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
-                try:
-                    g = single_op_graph(spec, rng, TensorType(dt, random_shape(rng, rank)))
-                except (TypeRuleError, ValueError):
+                g = None
+                for _ in range(6):  # operators that constrain input 0's shape (Det: square matrices)
+                    try:
+                        g = single_op_graph(spec, rng, TensorType(dt, random_shape(rng, rank)))
+                        break
+                    except (TypeRuleError, ValueError):
+                        continue
+                if g is None:
                     continue
                 bad = judged_mismatches(g, rng)
                 if bad is None:

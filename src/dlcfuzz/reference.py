@@ -16,7 +16,8 @@ _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 # the compilers' C++ kernels, so such a result has no single right answer.
 _ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
                     "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
-                    "global_avg_pool"})
+                    "global_avg_pool", "reduce_l1", "reduce_l2", "reduce_sum_square", "cumsum", "cumprod",
+                    "einsum", "sum", "mean"})
 
 
 class IntegerOverflow(IRError):
