@@ -251,6 +251,11 @@ class AttentionOp(OpSpec):
                         "q_num_heads": 0, "kv_num_heads": 0, "scale": None, "is_causal": int(rng.random() < 0.4),
                         "softcap": 0.0, "softmax_precision": 0, "qk_matmul_output_mode": 0,
                         "left_window_size": -1, "right_window_size": -1}
+        if attrs["is_causal"]:
+            # new keys as many as queries: where they differ, where the causal diagonal sits is read
+            # two ways (the spec's errata onnx/onnx#8068, microsoft/onnxruntime#29020: ORT's CPU kernel
+            # aligns bottom-right), so no single reference is right there
+            skv = sq
         if first.rank == 3:
             attrs["q_num_heads"], attrs["kv_num_heads"] = hq, hkv
             ins = [first, TensorType(dt, (b, skv, hkv * d)), TensorType(dt, (b, skv, hkv * dv))]
