@@ -242,6 +242,8 @@ class AttentionOp(OpSpec):
             b, hq, sq, d = first.shape
         else:
             b, sq, hidden = first.shape
+            if hidden == 0:
+                raise ShapeError(f"{self.name}: an empty hidden size has no head count")
             hq = int(rng.choice([h for h in range(1, hidden + 1) if hidden % h == 0]))
             d = hidden // hq
         hkv = int(rng.choice([h for h in range(1, hq + 1) if hq % h == 0]))
@@ -486,7 +488,7 @@ class RotaryEmbeddingOp(OpSpec):
             x = x.transpose(0, 2, 1, 3)
         else:
             heads = int(attrs["num_heads"])
-            x = x.reshape(x.shape[0], x.shape[1], heads, -1)
+            x = x.reshape(x.shape[0], x.shape[1], heads, x.shape[2] // heads)  # explicit: -1 is ambiguous when empty
         rot = int(attrs.get("rotary_embedding_dim", 0)) or x.shape[3]
         x_rot, x_pass = x[..., :rot], x[..., rot:]
         cos, sin = cos[:, :, None, :], sin[:, :, None, :]
@@ -676,6 +678,8 @@ class LinearAttentionOp(OpSpec):
         if first.rank != 3:
             raise ShapeError(f"{self.name}: query must be 3-D")
         b, t, hidden = first.shape
+        if hidden == 0:
+            raise ShapeError(f"{self.name}: an empty hidden size has no head count")
         hq = int(rng.choice([h for h in range(1, hidden + 1) if hidden % h == 0]))
         hkv = int(rng.choice([h for h in range(1, hq + 1) if hq % h == 0]))
         dk, dv = hidden // hq, int(rng.integers(1, 5))
@@ -724,7 +728,7 @@ class LinearAttentionOp(OpSpec):
         decay = rest.pop(0) if gated else None
         beta = rest.pop(0) if delta else None
         if decay is not None:  # (B, H_kv, T, 1 or d_k)
-            decay = decay.reshape(b, t, hkv, -1).transpose(0, 2, 1, 3)
+            decay = decay.reshape(b, t, hkv, decay.shape[2] // hkv).transpose(0, 2, 1, 3)
         if beta is not None:  # (B, H_kv or 1, T, 1)
             beta = np.abs(beta) if magnitude else beta
             beta = beta.reshape(b, t, beta.shape[2], 1).transpose(0, 2, 1, 3)

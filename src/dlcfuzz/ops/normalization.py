@@ -303,7 +303,7 @@ class GroupNormOp(OpSpec):
 
     @staticmethod
     def _grouped(x: np.ndarray, g: int) -> np.ndarray:
-        return x.reshape(x.shape[0], g, -1)
+        return x.reshape(x.shape[0], g, int(np.prod(x.shape[1:], dtype=np.int64)) // g)  # -1 is ambiguous when empty
 
     @staticmethod
     def per_channel(param: np.ndarray, attrs: Attrs, channels: int, rank: int) -> np.ndarray:
