@@ -203,7 +203,7 @@ def test_next_gives_a_valid_seed_graph_when_every_splice_fails(monkeypatch: pyte
 ])
 def test_the_shipped_patterns_record_their_source_and_stay_small(compiler: str, corpus: str, folder: str) -> None:
     path = shipped_pattern_file(compiler)
-    assert path is not None and path.stat().st_size < 200_000
+    assert path is not None and path.stat().st_size < 250_000  # package data stays small (492 ORT patterns: 213 kB)
     patterns, source = read_pattern_file(path)
     assert source["corpus"] == corpus and source["compiler"] == compiler
     assert folder in source["folders"] and source["date"]

@@ -897,12 +897,16 @@ class SoftmaxOp(OpSpec):
         # x - max(x) rounds at the magnitude of its operands; exp turns that absolute error into a
         # relative one, log_softmax keeps it absolute (floor(log_softmax(x)) near 0 flips on it)
         x = _acc(xs[0])
+        if x.size == 0:
+            return np.abs(y)
         operands = np.abs(x) + np.abs(x.max(axis=attrs["axis"], keepdims=True))
         return np.abs(y) + operands if self.log else np.abs(y) * (1.0 + operands)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
         ax = attrs["axis"]
+        if x.size == 0:  # nothing to normalize (an empty axis has no max)
+            return [xs[0].copy()]
         z = x - x.max(axis=ax, keepdims=True)
         lse = np.log(np.exp(z).sum(axis=ax, keepdims=True))
         y = z - lse if self.log else np.exp(z - lse)
