@@ -43,6 +43,10 @@ REQUIRED_FOR_CORRECTNESS = {
     "copy-insertion": "outputs that alias each other or a parameter need the copies this pass inserts: without "
                       "it the PjRt CPU client aborts (cpu_client.cc 'Check failed: output_indices_[...] == -1 "
                       "Unexpected duplicate') or buffer assignment fails (measured, jax 0.10.2)",
+    "batched_gather_scatter_normalizer": "XLA:CPU's emitter takes gathers without batching dimensions only: "
+                                         "without the pass, jnp.take_along_axis (TensorScatter's lowering) "
+                                         "kills the process with SIGSEGV (measured by bisecting the pass set, "
+                                         "jax 0.10.2); the generated table's probes had no batched gather",
 }
 
 
