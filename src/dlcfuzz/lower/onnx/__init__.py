@@ -169,6 +169,5 @@ from dlcfuzz.lower.onnx import (  # noqa: E402, F401
     reduce,
     reduce_lp,
     shape,
-    spatial,
     spectral,
 )

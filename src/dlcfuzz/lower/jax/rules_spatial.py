@@ -1,1 +1,0 @@
-"""JAX lowering rules of the spatial operators (ops/spatial.py)."""

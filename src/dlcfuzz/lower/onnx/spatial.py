@@ -1,1 +1,0 @@
-"""ONNX lowering and import rules of the spatial operators (ops/spatial.py)."""

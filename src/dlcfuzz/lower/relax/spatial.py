@@ -1,1 +1,0 @@
-"""Relax lowering rules of the spatial operators (ops/spatial.py)."""

@@ -1,1 +1,0 @@
-"""PyTorch lowering rules of the spatial operators (ops/spatial.py)."""
