@@ -97,7 +97,8 @@ def test_every_pass_in_the_table_runs_and_a_correct_sequence_stays_quiet(funcs):
     """Each pass alone, then the whole default-order sequence: results equal the unoptimized build."""
     from dlcfuzz.strategies.tzer import DEFAULT_SEQUENCE
 
-    f = next(f for f in funcs if tir.node_kind(f.body) in ("For", "SeqStmt"))
+    # ForceNarrowIndexToInt32 refuses int64 data buffers by design (its precondition): a function without them
+    f = next(f for f in funcs if tir.node_kind(f.body) in ("For", "SeqStmt") and '"int64")' not in f.script())
     script = f.script()
     for seq in [[p] for p in tpasses.PASSES] + [DEFAULT_SEQUENCE]:
         meta, arrays = runner.execute({"script": script, "passes": tpasses.repair(seq), "seed": 1, "repeat": 0}, [])

@@ -152,6 +152,8 @@ class ConvOp(OpSpec):
         require_dtype(self, first)
         require_rank(self, first, [self.spatial + 2])
         c = first.shape[1]
+        if c == 0:
+            raise ShapeError(f"{self.name}: no channels to group")
         g = int(rng.choice([d for d in (1, 2, 3, c) if c % d == 0]))
         m = g * int(rng.integers(1, 4))
         win = _sample_window(rng, first.shape[2:])
@@ -226,6 +228,8 @@ class ConvTranspose2dOp(OpSpec):
         require_dtype(self, first)
         require_rank(self, first, [4])
         c = first.shape[1]
+        if c == 0:
+            raise ShapeError(f"{self.name}: no channels to group")
         g = int(rng.choice([d for d in (1, 2, c) if c % d == 0]))
         k = [int(rng.integers(1, 4)) for _ in range(2)]
         d = [int(rng.choice([1, 1, 2])) for _ in range(2)]
