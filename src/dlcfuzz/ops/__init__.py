@@ -17,6 +17,7 @@ from dlcfuzz.ops import (  # noqa: F401  (registration side effects)
     reduce,
     reduce_lp,
     shape,
+    spatial,
     spectral,
 )
 from dlcfuzz.ops.base import (

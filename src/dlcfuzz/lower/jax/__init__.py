@@ -12,6 +12,7 @@ from dlcfuzz.lower.jax import (  # noqa: F401 - each fills target("jax") for one
     rules_quant_integer,
     rules_recurrent,
     rules_reduce_lp,
+    rules_spatial,
     rules_spectral,
 )
 from dlcfuzz.lower.jax.codegen import (

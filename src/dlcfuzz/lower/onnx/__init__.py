@@ -169,5 +169,6 @@ from dlcfuzz.lower.onnx import (  # noqa: E402, F401
     reduce,
     reduce_lp,
     shape,
+    spatial,
     spectral,
 )

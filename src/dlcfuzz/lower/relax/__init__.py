@@ -236,5 +236,6 @@ from dlcfuzz.lower.relax import (  # noqa: E402, F401
     reduce,
     reduce_lp,
     shape,
+    spatial,
     spectral,
 )

@@ -12,6 +12,7 @@ from dlcfuzz.lower.torch import (  # noqa: F401 - each fills target("torch") for
     rules_quant_integer,
     rules_recurrent,
     rules_reduce_lp,
+    rules_spatial,
     rules_spectral,
 )
 from dlcfuzz.lower.torch.codegen import (

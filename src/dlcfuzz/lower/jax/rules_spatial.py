@@ -1,0 +1,197 @@
+"""JAX lowering rules of the spatial operators (ops/spatial.py).
+
+JAX has no grid-sample, fold, RoI or unpool primitive: all are explicit math. GridSample follows
+ONNX's steps (denormalize, round for nearest, pad the position, read each tap through the padding
+mode) and sums the taps' weighted gathers; AffineGrid is the product with the base positions;
+Col2Im, the RoI operators and MaxUnpool gather at the static positions of their plans (ops/spatial.py);
+DeformConv samples bilinearly at the offset positions and contracts per group."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import numpy as np
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.ops.spatial import CUBIC_A, affine_base
+
+Types = Sequence[TensorType]
+R = TARGET.register
+
+
+def _spec(name: str):  # noqa: ANN202 - the spec class varies
+    from dlcfuzz.ops import get_op
+
+    return get_op(name)
+
+
+def _reflect(e: JaxEmitter, p: str, lo: float, hi: float) -> str:
+    """ONNX GridSample's reflection of p into [lo, hi]."""
+    span = hi - lo
+    if span <= 0:
+        return e.bind(f"jnp.full_like({p}, {lo!r})")
+    below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
+    dx = e.bind(f"jnp.where({below}, {lo!r} - {p}, jnp.where({above}, {p} - {hi!r}, jnp.zeros_like({p})))")
+    n = e.bind(f"jnp.trunc({dx} / {span!r})")
+    r = e.bind(f"{dx} - {n} * {span!r}")
+    even = e.bind(f"jnp.fmod({n}, 2) == 0")
+    return e.bind(f"jnp.where({below}, jnp.where({even}, {lo!r} + {r}, {hi!r} - {r}), "
+                  f"jnp.where({above}, jnp.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
+
+
+def _cubic(e: JaxEmitter, t: str) -> list[str]:
+    a = CUBIC_A
+    u, v, w = e.bind(f"{t} + 1"), e.bind(f"1 - {t}"), e.bind(f"2 - {t}")
+    return [e.bind(f"(({a!r} * {u} - {5 * a!r}) * {u} + {8 * a!r}) * {u} - {4 * a!r}"),
+            e.bind(f"(({a + 2!r} * {t} - {a + 3!r}) * {t} * {t} + 1)"),
+            e.bind(f"(({a + 2!r} * {v} - {a + 3!r}) * {v} * {v} + 1)"),
+            e.bind(f"(({a!r} * {w} - {5 * a!r}) * {w} + {8 * a!r}) * {w} - {4 * a!r}")]
+
+
+@R("grid_sample")
+def _grid_sample(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    mode, padding, align = a["mode"], a["padding_mode"], int(a["align_corners"])
+    x, grid = ins
+    n, c, *dims = it[0].shape
+    out_sp = list(ot[0].shape[2:])
+    r = len(dims)
+    if ot[0].size == 0:
+        return [f"jnp.zeros({literal(tuple(ot[0].shape))}, {x}.dtype)"]
+    taps_per_dim = []
+    for i, d in enumerate(dims):
+        g = e.bind(f"{grid}[..., {r - 1 - i}]")
+        p = e.bind(f"({g} + 1) / 2 * {d - 1}" if align else f"(({g} + 1) * {d} - 1) / 2")
+        lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
+        if mode == "nearest":
+            p = e.bind(f"jnp.round({p})")  # half to even
+        outside = e.bind(f"({p} < {lo!r}) | ({p} > {hi!r})")
+        if padding == "border":
+            p = e.bind(f"jnp.where({outside}, jnp.clip({p}, 0, {d - 1}), {p})")
+        elif padding == "reflection":
+            p = e.bind(f"jnp.where({outside}, {_reflect(e, p, lo, hi)}, {p})")
+        if mode == "nearest":
+            taps = [(p, None)]
+        else:
+            base = e.bind(f"jnp.floor({p})")
+            t = e.bind(f"{p} - {base}")
+            if mode == "linear":
+                taps = [(base, f"(1 - {t})"), (e.bind(f"{base} + 1"), t)]
+            else:
+                taps = [(e.bind(f"{base} + {k - 1}"), w) for k, w in enumerate(_cubic(e, t))]
+        padded = []
+        for idx, w in taps:  # each tap read through the padding mode again
+            valid = None
+            if padding == "zeros":
+                valid = e.bind(f"({idx} >= 0) & ({idx} <= {d - 1})")
+            elif padding == "reflection":
+                idx = e.bind(f"jnp.trunc({_reflect(e, idx, lo, hi)})")
+            pos = e.bind(f"jnp.clip(jnp.nan_to_num({idx}), 0, {d - 1}).astype(jnp.int64)")
+            padded.append((pos, w, valid))
+        taps_per_dim.append(padded)
+    flat_x = e.bind(f"{x}.reshape({n}, {c}, -1)")
+    total = None
+    for combo in itertools.product(*taps_per_dim):
+        flat, weight, valid = None, None, None
+        for d, (pos, w, ok) in zip(dims, combo):
+            flat = pos if flat is None else f"({flat} * {d} + {pos})"
+            if w is not None:
+                weight = w if weight is None else f"{weight} * {w}"
+            if ok is not None:
+                valid = ok if valid is None else f"{valid} & {ok}"
+        vals = e.bind(f"jnp.take_along_axis({flat_x}, ({flat}).reshape({n}, 1, -1), axis=2)"
+                      f".reshape({literal((n, c, *out_sp))})")
+        if valid is not None:
+            vals = e.bind(f"jnp.where(({valid})[:, None], {vals}, 0.0)")
+        term = e.bind(f"({weight})[:, None] * {vals}" if weight is not None else vals)
+        total = term if total is None else e.bind(f"{total} + {term}")
+    return [total]
+
+
+@R("affine_grid")
+def _affine_grid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    base = e.const(affine_base(a["size"][2:], int(a["align_corners"])).astype(it[0].dtype), "base")
+    return [f"jnp.einsum('...j,nkj->n...k', {base}, {ins[0]})"]
+
+
+def _gather_sum(e: JaxEmitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int]) -> str:
+    flat = e.bind(f"jnp.concatenate([{x}.reshape({n}, -1), jnp.zeros(({n}, 1), {x}.dtype)], axis=1)")
+    return f"{flat}[:, {e.const(src, 'src')}].sum(-1).reshape({literal(tuple(out_shape))})"
+
+
+@R("col2im")
+def _col2im(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    src = _spec("col2im").sources(it[0], a)  # type: ignore[attr-defined]
+    return [_gather_sum(e, ins[0], it[0].shape[0], src, ot[0].shape)]
+
+
+@R("roi_align")
+def _roi_align(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    rows, weights, valid, count = _spec("roi_align").plan(t, a)  # type: ignore[attr-defined]
+    if ot[0].size == 0 or t.size == 0:
+        return [f"jnp.zeros({literal(tuple(ot[0].shape))}, {ins[0]}.dtype)"]
+    table = e.bind(f"{ins[0]}.transpose(0, 2, 3, 1).reshape(-1, {t.shape[1]})")
+    terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
+    ok = e.const(valid[..., None], "valid")
+    if a.get("mode", "avg") == "avg":
+        y = e.bind(f"jnp.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
+    else:
+        best = e.bind(f"jnp.where({ok}, {terms}.max(4), -jnp.inf).max(3)")
+        y = e.bind(f"jnp.where({e.const(valid.any(axis=3)[..., None], 'any')}, {best}, 0.0)")
+    return [f"{y}.transpose(0, 3, 1, 2)"]
+
+
+@R("max_roi_pool")
+def _max_roi_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    t = it[0]
+    batch, mask, empty = _spec("max_roi_pool").plan(t, a)  # type: ignore[attr-defined]
+    n, c, h, w = t.shape
+    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
+    best = e.bind(f"jnp.where({e.const(mask[:, None], 'bins')}, {picked}[:, :, None, :], -jnp.inf).max(-1)")
+    return [f"jnp.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(tuple(ot[0].shape))})"]
+
+
+@R("max_unpool")
+def _max_unpool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    src = _spec("max_unpool").sources(it[0], a)  # type: ignore[attr-defined]
+    flat = e.bind(f"jnp.concatenate([{ins[0]}.reshape(-1), jnp.zeros((1,), {ins[0]}.dtype)])")
+    return [f"{flat}[{e.const(src, 'src')}].reshape({literal(tuple(ot[0].shape))})"]
+
+
+@R("deform_conv")
+def _deform_conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    k, s, d, p, g, og = _spec("deform_conv").geometry(it, a)  # type: ignore[attr-defined]
+    n, c, h, w = it[0].shape
+    m = it[1].shape[0]
+    oh, ow = ot[0].shape[2:]
+    taps = k[0] * k[1] * oh * ow
+    dt = it[0].dtype
+    off = e.bind(f"{ins[2]}.reshape({n}, {og}, {k[0]}, {k[1]}, 2, {oh}, {ow})")
+    base_y = ((np.arange(oh) * s[0] - p[0])[None, :] + (np.arange(k[0]) * d[0])[:, None]).reshape(1, 1, k[0], 1, oh, 1)
+    base_x = ((np.arange(ow) * s[1] - p[1])[None, :] + (np.arange(k[1]) * d[1])[:, None]).reshape(1, 1, 1, k[1], 1, ow)
+    py = e.bind(f"{e.const(base_y.astype(dt), 'by')} + {off}[:, :, :, :, 0]")
+    px = e.bind(f"{e.const(base_x.astype(dt), 'bx')} + {off}[:, :, :, :, 1]")
+    y0, x0 = e.bind(f"jnp.floor({py})"), e.bind(f"jnp.floor({px})")
+    ly, lx = e.bind(f"{py} - {y0}"), e.bind(f"{px} - {x0}")
+    # flat positions in X: channel c of offset group q reads ((n * C + c) * H + y) * W + x
+    chan = e.const((np.arange(n)[:, None, None, None] * c + np.arange(c).reshape(1, og, c // og, 1)) * (h * w), "chan")
+    flat_x = e.bind(f"{ins[0]}.reshape(-1)")
+    cols = None
+    for cy, wy in ((y0, f"(1 - {ly})"), (f"({y0} + 1)", ly)):
+        for cx, wx in ((x0, f"(1 - {lx})"), (f"({x0} + 1)", lx)):
+            ok = e.bind(f"({cy} >= 0) & ({cy} <= {h - 1}) & ({cx} >= 0) & ({cx} <= {w - 1})")
+            pos = e.bind(f"jnp.where({ok}, {cy} * {w} + {cx}, 0).astype(jnp.int64).reshape({n}, {og}, 1, {taps})")
+            vals = e.bind(f"{flat_x}[{chan} + {pos}]")
+            weight = e.bind(f"jnp.where({ok}, {wy} * {wx}, 0.0).reshape({n}, {og}, 1, {taps})")
+            term = e.bind(f"{weight} * jnp.where({ok}.reshape({n}, {og}, 1, {taps}), {vals}, 0.0)")
+            cols = term if cols is None else e.bind(f"{cols} + {term}")
+    if a.get("mask", 0):
+        cols = e.bind(f"{cols} * {ins[-1]}.reshape({n}, {og}, 1, {taps})")
+    grouped = e.bind(f"{cols}.reshape({n}, {g}, {c // g}, {k[0] * k[1]}, {oh * ow})")
+    wg = e.bind(f"{ins[1]}.reshape({g}, {m // g}, {c // g}, {k[0] * k[1]})")
+    y = e.bind(f"jnp.einsum('ngckp,gmck->ngmp', {grouped}, {wg}).reshape({n}, {m}, {oh}, {ow})")
+    if a.get("bias", 0):
+        y = e.bind(f"{y} + {ins[3]}.reshape(1, {m}, 1, 1)")
+    return [y]
