@@ -83,6 +83,19 @@ def test_shape_mismatches_cluster_by_pattern_not_operator():
     assert numbers[1] == numbers[2] != numbers[3]
 
 
+def test_wrong_results_cluster_whatever_configurations_the_test_sampled():
+    def wrong(i: int, configs: list[str], opts: str = "none") -> FindingFacts:
+        row = {"id": i, "compiler": "onnxruntime", "category": "wrong-result", "configs": json.dumps(configs),
+               "key": f"wrong|onnxruntime|{','.join(configs)}|value|ops=reduce_l2|opts={opts}", "detail": ""}
+        return facts_of(row, graph=(frozenset({"reduce_l2"}), frozenset({"int32"})))
+
+    a = wrong(1, ["ort-disable", "ort-all"])
+    b = wrong(2, ["ort-disable", "ort-all", "ort-transformers-gpt2"])
+    c = wrong(3, ["ort-disable", "ort-all"], opts="ConstantFolding")  # needs an optimization: another bug
+    numbers = {f.id: cl.number for cl in cluster([a, b, c]) for f in cl.members}
+    assert numbers[1] == numbers[2] != numbers[3]
+
+
 def test_register_marks_matching_findings_and_is_user_extendable(tmp_path, monkeypatch):
     reg = Register(use_env=False)
     assert len(reg.bugs) >= 10 and all(b.text for b in reg.bugs)

@@ -75,6 +75,10 @@ class FindingFacts:
 
     def cluster_key(self) -> tuple[str, ...]:
         where = self.opts or ",".join(sorted(self.configs))
+        if self.category == "wrong-result":
+            # every configuration the test ran disagreed with the reference: which ones it ran is the
+            # campaign's sampling, not the bug (a kernel bug shows under any sampled configuration set)
+            where = self.known_opts or "every-config"
         if self.numeric and self.reason in ("shape", "dtype") and self.message:
             # a wrong shape or dtype is named by its pattern (rank 1 for rank 0, int64 for int32), whichever
             # operator produced it
