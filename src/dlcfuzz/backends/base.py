@@ -111,6 +111,7 @@ class BackendBase:
     reduction_checks = 150
     reduction_s = 120.0  # wall-clock seconds one finding's reduction may spend (`--reduce-budget` overrides)
     sub_functions = False  # whether graphs with sub-functions (calls, closures) mean something to it
+    lowers_through_onnx = False  # whether every test reaches it as an ONNX model (one opset per model)
 
     def knobs(self) -> list[Knob]:
         return []

@@ -226,7 +226,7 @@ class GridSample(SpatialOp):
                 valid &= np.isfinite(idx)
                 padded.append((np.where(valid, np.clip(idx, 0, d - 1), 0).astype(np.int64), w, valid))
             taps_per_dim.append(padded)
-        flat_x = x.reshape(n, c, -1)
+        flat_x = x.reshape(n, c, int(np.prod(x.shape[2:])))  # explicit sizes: -1 is ambiguous for empty tensors
         for combo in itertools.product(*taps_per_dim):
             flat = np.zeros((n, *out_sp), np.int64)
             weight = np.ones((n, *out_sp))
@@ -235,7 +235,9 @@ class GridSample(SpatialOp):
                 flat = flat * d + idx
                 weight = weight * w
                 valid &= ok
-            vals = np.take_along_axis(flat_x, flat.reshape(n, 1, -1), axis=2).reshape(n, c, *out_sp)
+            if flat_x.shape[2] == 0:  # an empty image: every tap lies outside it (padding zeros)
+                continue
+            vals = np.take_along_axis(flat_x, flat.reshape(n, 1, int(np.prod(out_sp))), axis=2).reshape(n, c, *out_sp)
             y += weight[:, None] * np.where(valid[:, None], vals, 0.0)
         return [y.astype(xs[0].dtype)]
 
@@ -349,6 +351,8 @@ class Col2Im(SpatialOp):
         require_dtype(self, first)
         require_rank(self, first, [3])
         _, ck, length = first.shape
+        if ck == 0 or length == 0:  # no block to fold (every factorization below needs a positive size)
+            raise ShapeError(f"{self.name}: no blocks in {first.shape}")
         nd = int(rng.choice([1, 2, 2, 3]))
         # the block positions per dim: a random factorization of L
         blocks = [1] * nd
@@ -420,7 +424,7 @@ class Col2Im(SpatialOp):
         out_t = self.infer([t], attrs)[0]
         src = self.sources(t, attrs)
         n = x.shape[0]
-        flat = np.concatenate([x.reshape(n, -1), np.zeros((n, 1))], axis=1)
+        flat = np.concatenate([x.reshape(n, int(np.prod(x.shape[1:]))), np.zeros((n, 1))], axis=1)
         y = flat[:, src].sum(axis=-1) if src.size else np.zeros((n, 0))
         return [y.reshape(out_t.shape).astype(xs[0].dtype)]
 
@@ -440,6 +444,8 @@ def _rois(spec: OpSpec, attrs: Attrs, cols: int) -> np.ndarray:
 
 def _roi_box(rng: np.random.Generator, size: int, scale: float) -> tuple[float, float]:
     """A start <= end inside [0, size - 1] pixels, as RoI coordinates (pixels / scale) on a 1/4 grid."""
+    if size < 1:
+        raise ShapeError("a RoI needs at least one pixel per spatial dim")
     a, b = sorted(float(v) for v in rng.integers(0, 4 * (size - 1) + 1, size=2) / 4)
     return a / scale, b / scale
 
@@ -565,7 +571,7 @@ class RoiAlign(SpatialOp):
         t = TensorType.of(xs[0])
         out_t = self.infer([t], attrs)[0]
         rows, weights, valid, count = self.plan(t, attrs)
-        table = x.transpose(0, 2, 3, 1).reshape(-1, x.shape[1])  # (N * H * W, C)
+        table = x.transpose(0, 2, 3, 1).reshape(x.shape[0] * x.shape[2] * x.shape[3], x.shape[1])  # (N * H * W, C)
         if out_t.size == 0 or table.shape[0] == 0:
             return [np.zeros(out_t.shape, xs[0].dtype)]
         terms = table[rows] * weights[..., None]  # (R, PH, PW, S, 4, C)
@@ -613,8 +619,8 @@ class MaxRoiPool(SpatialOp):
         require_dtype(self, first)
         require_rank(self, first, [4])
         n, _, h, w = first.shape
-        if n == 0:
-            raise ShapeError(f"{self.name}: no batch to take RoIs from")
+        if n == 0 or h == 0 or w == 0:
+            raise ShapeError(f"{self.name}: no batch or no pixels to take RoIs from")
         scale = float(rng.choice([1.0, 0.5, 0.25]))
         rois: list[float] = []
         extents = []
@@ -663,7 +669,7 @@ class MaxRoiPool(SpatialOp):
         t = TensorType.of(xs[0])
         out_t = self.infer([t], attrs)[0]
         batch, mask, empty = self.plan(t, attrs)
-        picked = x.reshape(x.shape[0], x.shape[1], -1)[batch]  # (R, C, H * W)
+        picked = x.reshape(x.shape[0], x.shape[1], x.shape[2] * x.shape[3])[batch]  # (R, C, H * W)
         best = np.where(mask[:, None], picked[:, :, None, :], -np.inf).max(axis=3, initial=-np.inf)
         y = np.where(empty[:, None], 0.0, best)
         return [y.reshape(out_t.shape).astype(xs[0].dtype)]
@@ -831,6 +837,8 @@ class DeformConv(SpatialOp):
         require_dtype(self, first)
         require_rank(self, first, [4])
         n, c, h, w = first.shape
+        if c == 0:  # groups divide the channels
+            raise ShapeError(f"{self.name}: no channels in {first.shape}")
         g = int(rng.choice([v for v in (1, 2, c) if c % v == 0]))
         og = int(rng.choice([v for v in (1, 2, c) if c % v == 0]))
         m = g * int(rng.integers(1, 3))
@@ -877,7 +885,10 @@ class DeformConv(SpatialOp):
             for cx, wx in ((x0, 1 - lx), (x0 + 1, lx)):
                 ok = (cy >= 0) & (cy < h) & (cx >= 0) & (cx < w)
                 flat = np.where(ok, np.clip(cy, 0, h - 1) * w + np.clip(cx, 0, w - 1), 0).astype(np.int64)
-                vals = np.take_along_axis(planes, flat.reshape(n, og, 1, -1), axis=3).reshape(cols.shape)
+                if h * w == 0:  # an empty image: every sample lies outside it
+                    continue
+                vals = np.take_along_axis(planes, flat.reshape(n, og, 1, k[0] * k[1] * oh * ow), axis=3)
+                vals = vals.reshape(cols.shape)
                 cols += np.where(ok, wy * wx, 0.0)[:, :, None] * np.where(ok[:, :, None], vals, 0.0)
         if attrs.get("mask", 0):
             cols = cols * _acc(xs[-1]).reshape(n, og, 1, k[0], k[1], oh, ow)

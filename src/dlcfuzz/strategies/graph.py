@@ -50,7 +50,10 @@ class GraphStrategy(Strategy):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         self.supported: Any = lambda op, dt: True
-        self._choices: Any = None
+        # graphs kept at the default ONNX opset, and graphs that may raise it (see start()): one is
+        # picked per test; `supported` admits what both admit
+        self.variants: list[Any] = []
+        self._choices: dict[int, Any] = {}
         # dedup key -> (the finding's configurations minimized, the minimal optimization set): its
         # reproducer compiles with exactly that set (the last few keys: duplicates are never written)
         self.minimal_configs: dict[str, tuple[list[Config], list[str]]] = {}
@@ -64,20 +67,51 @@ class GraphStrategy(Strategy):
         what the compiler supports at all; what an optimized build fails on is what campaigns look for,
         and probing every configuration cost Inductor ~530 compiles); documented compiler gaps (the
         backend's allow-list with upstream reasons) are left out so new bugs stand out."""
-        from dlcfuzz.strategies.probe import load_or_probe
+        from dlcfuzz.strategies.probe import load_or_probe, opset_raisers
 
         backend = self.ctx.backend
         caps = load_or_probe(pool, backend, self.ctx.configs[:1], log=self.ctx.log)
-        self.supported = lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
-    def choices(self) -> Any:
+        def alone(op: str, dt: str) -> bool:
+            return caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
+
+        self.supported, self.variants, self._choices = alone, [], {}
+        if not backend.lowers_through_onnx:
+            return
+        # an operator newer than the default opset raises the whole model's opset, and an older operator
+        # at a newer opset may have no kernel: such pairs never meet in one graph
+        top = load_or_probe(pool, backend, self.ctx.configs[:1], log=self.ctx.log, beside_newest=caps)
+        raisers = opset_raisers()
+        low_only = frozenset(k for k, (ok, _) in top.items() if not ok and caps.get(k, (True, ""))[0])
+        if not low_only or not any(alone(op, dt) for op, dt in raisers):
+            return
+        self.variants = [lambda op, dt: alone(op, dt) and (op, dt) not in raisers,
+                         lambda op, dt: alone(op, dt) and (op, dt) not in low_only]
+        self.supported = lambda op, dt: alone(op, dt) and (op, dt) not in raisers and (op, dt) not in low_only
+
+    def pick(self, rng: np.random.Generator | None = None) -> tuple[Any, Any]:
+        """The capability predicate and (operator, dtypes) choices of one test: with `rng`, one of the
+        variants when there are several; without, what every variant admits."""
+        k = int(rng.integers(len(self.variants))) if rng is not None and len(self.variants) > 1 else -1
+        supported = self.variants[k] if k >= 0 else self.supported
+        if k not in self._choices:
+            try:
+                self._choices[k] = self.allowed(supported)
+            except ValueError:  # --only-ops names operators of one side only: the other side has none
+                if k < 0:
+                    raise
+                self._choices[k] = self.allowed(self.supported if k == 0 else self.variants[0])
+        return supported, self._choices[k]
+
+    def choices(self, rng: np.random.Generator | None = None) -> Any:
+        return self.pick(rng)[1]
+
+    def allowed(self, supported: Any) -> Any:
         from dlcfuzz.gen.random import allowed_choices
         from dlcfuzz.ops import get_op
 
-        if self._choices is None:
-            only = [get_op(n) for n in self.params.get("only_ops", [])] or None
-            self._choices = allowed_choices(only, None, self.supported)
-        return self._choices
+        only = [get_op(n) for n in self.params.get("only_ops", [])] or None
+        return allowed_choices(only, None, supported)
 
     def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
                   meta: dict[str, Any] | None = None) -> TestCase:
@@ -291,6 +325,7 @@ class RandomStrategy(GraphStrategy):
         from dlcfuzz.gen.random import generate
 
         rng = np.random.default_rng(seed)
-        g = generate(rng, self.params["ops"], ops=[s for s, _ in self.choices()], supported=self.supported)
+        supported, choices = self.pick(rng)
+        g = generate(rng, self.params["ops"], ops=[s for s, _ in choices], supported=supported)
         g, inputs = self.with_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed))

@@ -55,7 +55,7 @@ class HirgenStrategy(GraphStrategy):
         from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
 
         rng = np.random.default_rng(seed)
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(),
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng),
                             candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates)
         g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
         if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE:  # functions, calls, closures
@@ -108,7 +108,7 @@ class DisruptiveHirgen(HirgenStrategy):
             test = self.malformed_test(seq, seed, rng, forms)
             if test is not None:
                 return test
-        g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(),
+        g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng),
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json()})
@@ -124,7 +124,7 @@ class DisruptiveHirgen(HirgenStrategy):
         from dlcfuzz.mutate.malformed import malform
 
         kind = forms[int(rng.integers(len(forms)))]
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices())
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng))
         g, inputs = self.with_inputs(g, rng)
         done = malform(to_onnx(g), kind, seed)
         if done is None:

@@ -34,11 +34,12 @@ def ops_fingerprint() -> str:
     return h.hexdigest()[:10]
 
 
-def cache_path(compiler: str, version: str, configs: list[str]) -> Path:
+def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = False) -> Path:
     """Per compiler release and probed configurations: what one front door supports (TVM's ONNX importer
     takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's."""
     root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
     probed = "+".join(sorted(configs))
+    probed += "-top" if at_top else ""
     safe = "".join(c if c.isalnum() or c in "._-+" else "_" for c in f"{compiler}-{version}-{probed}-{ops_fingerprint()}")
     return root / "capabilities" / f"{safe}.json"
 
@@ -88,14 +89,28 @@ def _onnx_opset(g: Graph) -> int:
         return -1
 
 
-def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, batch: int = PROBE_BATCH) -> Capabilities:
+def opset_raisers(seed: int = 0) -> frozenset[tuple[str, str]]:
+    """(op, dtype) pairs whose probe graph needs an ONNX opset above the default: in a model they raise
+    every other operator to that opset too."""
+    from dlcfuzz.lower.onnx import OPSET
+
+    return frozenset((op, dt) for op, dt, g in probe_cases(seed) if _onnx_opset(g) > OPSET)
+
+
+def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, batch: int = PROBE_BATCH,
+          beside_newest: Capabilities | None = None) -> Capabilities:
     """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
 
     An (op, dtype) is unsupported when every config rejects it with a documented error.
     Crashes and wrong results keep it supported: those are findings, not gaps.
     Group testing keeps this cheap where a compile costs seconds (TVM, Inductor): `batch` graphs are
     compiled side by side; a batch where every config ran without any error vouches for all its
-    members, any other is halved until single graphs are judged by the rule above."""
+    members, any other is halved until single graphs are judged by the rule above.
+
+    `beside_newest` (this probe's answer for one-operator graphs): each supported pair is probed again
+    beside the supported operator of the newest ONNX opset, so that the model is written at that opset. A model's opset is its newest operator's, and an older
+    operator then resolves to its newest schema, for which a compiler may have no kernel (onnxruntime
+    1.32.0: GlobalLpPool(22); Swish(24) at opset 25); the answer is what such a graph supports."""
     from dlcfuzz.errors import LoweringGap
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.gen.inputs import sample_inputs
@@ -104,6 +119,17 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed)
     inputs = [sample_inputs(g, rng) for _, _, g in cases]
+    caps: Capabilities = {}
+    if beside_newest is not None:
+        own = beside_newest
+        fine = [i for i, c in enumerate(cases) if own.get(c[:2], (False, ""))[0]]
+        caps = {k: v for k, v in own.items() if not v[0]}  # unsupported alone is unsupported beside anything
+        if not fine:
+            return caps
+        newest = max(fine, key=lambda i: _onnx_opset(cases[i][2]))
+        inputs = [{**{f"p0_{k}": v for k, v in inputs[i].items()}, **{f"p1_{k}": v for k, v in inputs[newest].items()}}
+                  for i in fine]
+        cases = [(cases[i][0], cases[i][1], side_by_side([cases[i][2], cases[newest][2]])) for i in fine]
 
     def run(groups: list[list[int]]) -> list[tuple[str, list[Any], str]]:
         tcs = []
@@ -123,7 +149,6 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
                 out.append(("error", [], f"{type(e).__name__}: {e}"))
         return out
 
-    caps: Capabilities = {}
     # batch only graphs written at the same ONNX opset: a model's opset is its newest operator's,
     # and an older operator may have more kernels at a newer opset (ORT's SpaceToDepth at 28)
     by_opset: dict[int, list[int]] = {}
@@ -153,8 +178,11 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
     return caps
 
 
-def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None) -> Capabilities:
-    path = cache_path(backend.name, backend.version(), [c.name for c in configs])
+def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None,
+                  beside_newest: Capabilities | None = None) -> Capabilities:
+    """The probe's answer, from the cache when this release was probed with these operators before;
+    with `beside_newest` (the one-operator answer) what a graph at the newest opset supports."""
+    path = cache_path(backend.name, backend.version(), [c.name for c in configs], beside_newest is not None)
     if path.exists():
         try:
             data = json.loads(path.read_text())
@@ -162,8 +190,9 @@ def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None) 
         except (OSError, ValueError, KeyError):
             pass  # a corrupt cache is re-probed
     if log:
-        log(f"probing {backend.version()} (one-operator tests per dtype; cached in {path})")
-    caps = probe(backend, configs, pool=pool)
+        where = " beside the newest opset's operator" if beside_newest is not None else ""
+        log(f"probing {backend.version()} (one-operator tests per dtype{where}; cached in {path})")
+    caps = probe(backend, configs, pool=pool, beside_newest=beside_newest)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r} for (o, d), (ok, r) in sorted(caps.items())]))

@@ -45,6 +45,7 @@ class OrtCompiled:
 
 class OnnxRuntimeBackend(BackendBase):
     name = "onnxruntime"
+    lowers_through_onnx = True
     packages = ("onnxruntime",)  # where the compiler's own exceptions come from
     deadline_s = 15.0
 

@@ -203,6 +203,7 @@ class OvOrt:
 
 class OpenVinoBackend(BackendBase):
     name = "openvino"
+    lowers_through_onnx = True
     packages = ("openvino", "onnxruntime")  # where the compilers' own exceptions come from
     deadline_s = 20.0  # compile + run of one test (measured: tens of ms; convert_model of a large graph ~1 s)
 
