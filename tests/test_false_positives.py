@@ -182,3 +182,25 @@ def test_sigmoid_tan_div_zero_over_a_rounding_zero_is_unknown_on_every_ort_confi
     # and in a real worker, with the default pair: an unknown
     in_worker = judged(g, x, tmp_path)
     assert "bug" not in [v.kind for v in in_worker] and "ill-conditioned-output" in [v.category for v in in_worker]
+
+
+@pytest.mark.parametrize("op,attrs,x", [
+    # sqrt(sum of squares) = 139503 fits int32, the sum of squares (1.9e10) does not: TVM 0.27 gave INT_MIN
+    ("reduce_l2", {"axes": [0, 1], "keepdims": 1, "noop_with_empty_axes": 0}, np.full((3, 2), 56953, np.int32)),
+    ("reduce_mean", {"axes": [0], "keepdims": 0, "noop_with_empty_axes": 0}, np.array([2**31 - 1, 2**31 - 1], np.int32)),
+])
+def test_an_integer_intermediate_that_overflows_is_undefined_though_the_result_fits(op, attrs, x):
+    from dlcfuzz import reference
+    from dlcfuzz.ir import Graph, Node, TensorType, Value
+    from dlcfuzz.ops import get_op
+    from dlcfuzz.reference import IntegerOverflow
+
+    t = TensorType.of(x)
+    (out,) = get_op(op).infer([t], attrs)
+    g = Graph(inputs=[Value("x", t)], nodes=[Node(op, ["x"], [Value("y", out)], attrs, name="n")], outputs=["y"])
+    y = np.asarray(reference.outputs(g, {"x": x})[0], np.float64)
+    assert np.abs(y).max() <= np.iinfo(np.int32).max  # the result itself fits
+    with pytest.raises(IntegerOverflow):
+        reference.run(g, {"x": x}, check_overflow=True)
+    small = (x // 1000).astype(np.int32)  # and a sum that fits is judged
+    reference.run(g, {"x": small}, check_overflow=True)

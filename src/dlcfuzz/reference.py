@@ -35,6 +35,10 @@ class IntegerDivisionOverflow(IntegerOverflow):
 
 _DIVISION = frozenset({"div", "mod"})
 
+# operators whose kernels accumulate an integer intermediate that can overflow while the result fits
+# (ReduceL2 sums squares before the root, a mean sums before dividing): the intermediate's operator
+_INTERMEDIATE = {"reduce_l2": "reduce_sum_square", "reduce_mean": "reduce_sum", "mean": "sum"}
+
 
 def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndarray], where: str) -> None:
     y = np.asarray(ys[0])
@@ -44,6 +48,10 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
         return  # a float computed into an integer result only inside pow (int base, float exponent)
     with np.errstate(all="ignore"):
         exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
+    if op in _INTERMEDIATE:
+        with np.errstate(all="ignore"):
+            inner = get_op(_INTERMEDIATE[op]).reference([x.astype(np.float64) for x in xs], attrs)[0]
+        exact = np.concatenate([exact.ravel(), np.asarray(inner, dtype=np.float64).ravel()])
     info = np.iinfo(y.dtype)
     # NaN/Inf (a negative base to a fractional power, 0 to a negative one) or out of range: converting
     # it to the integer dtype is undefined, so the reference is too
