@@ -88,6 +88,73 @@ def test_onnxruntime_unoptimized_agrees_with_reference():
     assert judged >= 60
 
 
+def per_operator_graphs(ok, per_op: int = 2, tries: int = 12):
+    """For every operator the compiler supports: up to `per_op` random graphs of it (1-3 nodes; the
+    generator draws only that operator) whose reference is defined, with their inputs and reference.
+    Seeds derive from the operator's name, not hash(): the same graphs in every process."""
+    from dlcfuzz.ops import all_ops
+
+    for spec in all_ops():
+        if not any(ok(spec.name, d) for d in spec.dtypes):
+            continue
+        found = 0
+        for k in range(tries):
+            if found >= per_op:
+                break
+            rng = np.random.default_rng([k, *spec.name.encode()])
+            g = generate(rng, 1 + k % 3, ops=[spec], supported=ok)
+            if spec.name not in g.ops_used():
+                continue
+            ref, x = policy_reference(g, sample_inputs(g, rng))
+            if ref is not None:
+                found += 1
+                yield spec.name, g, x, ref
+
+
+def test_every_operator_in_random_graphs_agrees_on_onnxruntime():
+    """Every operator ORT supports (the whole registry: the ONNX standard and contrib operators), in
+    random graphs of its own, through ORT without optimizations: at least two judged graphs each."""
+    pytest.importorskip("onnxruntime")
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    from tests.op_harness import run_ort
+
+    ok, judged = supported("onnxruntime"), {}
+    for op, g, x, ref in per_operator_graphs(ok, per_op=4):  # 4: some attribute values lack a kernel
+        judged.setdefault(op, 0)
+        try:
+            got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
+        except OrtNotImplemented:  # a kernel missing for one attribute value (EyeLike's output dtype)
+            continue
+        assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+        judged[op] += 1
+    assert len(judged) >= 150
+    assert not [op for op, n in judged.items() if n < 2], judged
+
+
+def test_every_operator_in_random_graphs_agrees_on_relax():
+    """The same for TVM Relax (llvm); graphs are compiled side by side, 24 per module (a compile costs
+    seconds, the graphs are independent)."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.strategies.probe import side_by_side
+    from tests.op_harness import run_relax
+
+    cases = list(per_operator_graphs(supported("tvm")))
+    judged: dict[str, int] = {}
+    for k in range(0, len(cases), 24):
+        part = cases[k:k + 24]
+        g = side_by_side([c[1] for c in part])
+        got = run_relax(g, {f"p{i}_{name}": a for i, c in enumerate(part) for name, a in c[2].items()})
+        at = 0
+        for op, one, _, ref in part:
+            mine = got[at:at + len(ref.outputs)]
+            at += len(ref.outputs)
+            assert not [m for m in compare(mine, ref.outputs) if m.index not in ref.unstable], to_text(one)
+            judged[op] = judged.get(op, 0) + 1
+    assert at and len(judged) >= 140
+    assert not [op for op, n in judged.items() if n < 2], judged
+
+
 def test_relax_llvm_agrees_with_reference():
     pytest.importorskip("tvm")
     from tests.op_harness import run_relax

@@ -27,7 +27,7 @@ def ops_fingerprint() -> str:
     import dlcfuzz.lower
     import dlcfuzz.ops
 
-    h = hashlib.sha1()
+    h = hashlib.sha1(Path(__file__).read_bytes())  # and whenever the probe itself changes
     for pkg in (dlcfuzz.ops, dlcfuzz.lower):
         for f in sorted(Path(pkg.__file__).parent.rglob("*.py")):  # lowering rules live in lower/<target>/
             h.update(f.read_bytes())
@@ -53,9 +53,13 @@ def probe_cases(seed: int = 0) -> list[tuple[str, str, Any]]:
     for spec in all_ops():
         for dtype in spec.dtypes:
             g = None
-            for rank in sorted(spec.ranks, key=lambda r: abs(r - 2)):  # rank 2-ish first, then others
+            # rank 2-ish first, then others; shapes for operators that need square matrices (Det), a dim of
+            # 1 (Squeeze) or a complex pair last (DFT, STFT)
+            shapes = [tuple(dims[:rank]) for dims in ([2, 3, 4, 3, 2], [3] * 5, [2, 1, 3, 1, 2], [3, 8, 2, 2, 2], [8, 1, 1, 1, 1])
+                      for rank in sorted(spec.ranks, key=lambda r: abs(r - 2))]
+            for shape in shapes:
                 try:
-                    g = single_op_graph(spec, rng, TensorType(dtype, tuple([2, 3, 4, 3, 2][:rank])))
+                    g = single_op_graph(spec, rng, TensorType(dtype, shape))
                     break
                 except TypeRuleError:
                     continue
