@@ -234,3 +234,18 @@ def test_global_lp_pool(p):
     want = (np.abs(x.astype(np.float64)) ** p).sum(axis=(2, 3), keepdims=True) ** (1 / p)
     np.testing.assert_allclose(y, want, rtol=1e-5)
     check_instance(one_node("global_lp_pool", [TensorType.of(x)], {"p": p}), {"x0": x})
+
+
+@pytest.mark.parametrize("op", ["rms_norm", "layer_norm"])
+def test_sampling_never_normalizes_over_an_empty_extent(op):
+    """The mean over no element is 0/0: ORT refuses it ("Size of X.shape[axis:] must be at least 1"),
+    TVM 0.27's build divides by zero; both were reported as findings of a campaign."""
+    rng = np.random.default_rng(18)
+    spec = get_op(op)
+    with pytest.raises(ShapeError):
+        spec.sample(rng, TensorType("float32", (8, 8, 6, 0)))
+    seen = set()
+    for _ in range(40):
+        _, attrs = spec.sample(rng, TensorType("float32", (0, 3, 4)))
+        seen.add(attrs["axis"] % 3)
+    assert seen == {1, 2}

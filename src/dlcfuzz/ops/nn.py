@@ -699,6 +699,17 @@ class BatchNormOp(OpSpec):
         return outs
 
 
+def _nonempty_norm_axis(spec: OpSpec, rng: np.random.Generator, first: TensorType) -> int:
+    """A normalization axis whose normalized extent (dims axis..) holds elements: the mean over none
+    is 0/0, undefined (ORT refuses it: "Size of X.shape[axis:] must be at least 1"; TVM's build
+    divides by zero)."""
+    zeros = [i for i, d in enumerate(first.shape) if d == 0]
+    low = zeros[-1] + 1 if zeros else 0
+    if low >= first.rank:
+        raise ShapeError(f"{spec.name}: the last dim of {first.shape} is empty: nothing to normalize over")
+    return int(rng.integers(low, first.rank))
+
+
 class LayerNormOp(OpSpec):
     """LayerNormalization. attrs["outputs"] (1 when absent): how many of Y, Mean and InvStdDev the node
     has; Mean and InvStdDev have the normalized axes kept as 1 and the stash type, float32 (ONNX's
@@ -734,7 +745,7 @@ class LayerNormOp(OpSpec):
         require_dtype(self, first)
         if first.rank == 0:
             raise ShapeError("layer_norm: rank 0")
-        axis = int(rng.integers(0, first.rank))
+        axis = _nonempty_norm_axis(self, rng, first)
         p = TensorType(first.dtype, first.shape[axis:])
         ins = [first, p] + ([p] if rng.random() < 0.7 else [])
         attrs = {"axis": axis - first.rank if rng.random() < 0.5 else axis,

@@ -28,7 +28,7 @@ from dlcfuzz.ops.base import (
     require_dtype,
     require_same_dtype,
 )
-from dlcfuzz.ops.nn import PARAM, _f32, _pad_spatial, _windows
+from dlcfuzz.ops.nn import PARAM, _f32, _nonempty_norm_axis, _pad_spatial, _windows
 
 FLOAT_STASH = 1  # stash_type: ONNX's TensorProto.FLOAT, the default (and all ONNX's reference implements)
 DOUBLE_STASH = 11  # TensorProto.DOUBLE: float64 inputs normalized in float64
@@ -101,7 +101,7 @@ class RmsNormOp(OpSpec):
         require_dtype(self, first)
         if first.rank == 0:
             raise ShapeError("rms_norm: rank 0")
-        axis = int(rng.integers(0, first.rank))
+        axis = _nonempty_norm_axis(self, rng, first)
         norm = first.shape[axis:]
         u = rng.random()
         scale = norm if u < 0.6 else norm[int(rng.integers(0, len(norm) + 1)):] if u < 0.8 else \
