@@ -41,7 +41,7 @@ def _heads(bb: Any, x: Any, b: int, s: int, h: int, rank: int) -> Any:
 @RELAX.register("attention")
 def attention(spec: AttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
-    from tvm.ir.prim import FloatImm
+    from tvm.tirx import FloatImm  # (tvm.ir.prim only from apache-tvm 0.27)
 
     lay = attention_layout(in_types, attrs)
     dt = lay.dtype
