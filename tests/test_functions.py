@@ -15,7 +15,7 @@ from dlcfuzz.gen.functions import outline, outline_range
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import CALL_OP, Graph, Node, TensorType, Value, dumps, graphs_equal, loads
-from dlcfuzz.ops import all_ops
+from dlcfuzz.ops import all_ops, get_op
 
 F = TensorType("float32", (2, 3))
 # operators and a dtype every TVM release we support compiles exactly (no documented gap)
@@ -153,6 +153,34 @@ def test_forms_and_rewrites_preserve_semantics(tvm_backend, seed):
             got = _run(tvm_backend, m, g, x)
             assert not compare(got, base), (form, kind)
             assert not compare(got, ref), (form, kind)
+
+
+def test_forms_keep_the_prim_funcs_a_sub_function_emits(tvm_backend):
+    """A sub-function whose operator lowers through emit_te (DFT: TOPI's kernel becomes a PrimFunc
+    `dft`) is well formed in every form: the closure and returned forms once dropped that PrimFunc,
+    and every such test was reported as TVM's "Cannot find ffi::Function dft"."""
+    from tvm import relax
+
+    from dlcfuzz.gen.functions import outline_range
+    from dlcfuzz.lower.relax import FORMS, to_relax
+    from dlcfuzz.oracle.numeric import compare
+
+    t = TensorType("float32", (2, 4, 1))
+    attrs = {"axis": 1, "dft_length": None, "inverse": 0, "onesided": 0}
+    (spec_out,) = get_op("dft").infer([t], attrs)
+    g = Graph(inputs=[Value("x", t)], nodes=[
+        Node("relu", ["x"], [Value("r", t)], name="n0"),
+        Node("dft", ["r"], [Value("y", spec_out)], attrs, name="n1"),
+        Node("neg", ["y"], [Value("z", spec_out)], name="n2")], outputs=["z"])
+    g.check()
+    assert outline_range(g, g.name, 0, 2, move_constants=False) is not None
+    x = {"x": np.random.default_rng(0).standard_normal((2, 4, 1)).astype(np.float32)}
+    ref = reference.outputs(g, x)
+    for form in FORMS:
+        mod = to_relax(g, form=form)
+        relax.analysis.well_formed(mod)  # raises on a dangling GlobalVar
+        assert "dft" in [gv.name_hint for gv in mod.functions], form
+        assert not compare(_run(tvm_backend, mod, g, x), ref), form
 
 
 def test_forms_have_the_shape_they_promise(tvm_backend):

@@ -65,7 +65,7 @@ class _Callees:
             return self.gvars[name]
         if name not in self.bound:
             if self.form == "closure":
-                value = _local_function(self.g, name, self.form, self.gvars)
+                value = _local_function(bb, self.g, name, self.form, self.gvars)
             else:
                 value = relax.Call(self.gvars[f"make_{name}"], [])
             self.bound[name] = bb.emit(value, name_hint=name if self.form == "closure" else f"{name}_fn")
@@ -119,14 +119,22 @@ def _build_function(bb: Any, top: Graph, g: Graph, name: str, form: str, gvars: 
         bb.emit_func_output(out)
 
 
-def _local_function(top: Graph, fname: str, form: str, gvars: dict[str, Any]) -> Any:
+def _local_function(into: Any, top: Graph, fname: str, form: str, gvars: dict[str, Any]) -> Any:
     """Sub-function `fname` as a relax.Function value without a global symbol (fresh variables
-    each time: a local function bound in two callers must not share its parameters)."""
+    each time: a local function bound in two callers must not share its parameters). It is built in
+    a scratch builder over `into`'s module; the PrimFuncs its operators emit there (emit_te: DFT's
+    TOPI kernel) move into `into` under the same GlobalVars, which the local function calls."""
     from tvm import relax
 
-    bb = relax.BlockBuilder()
+    before = into.get()
+    known = {gv.name_hint for gv in before.functions}
+    bb = relax.BlockBuilder(before)
     _build_function(bb, top, top.functions[fname], fname, form, gvars, private=True)
-    return bb.get()[fname]
+    built = bb.get()
+    for gv, func in built.functions.items():
+        if gv.name_hint != fname and gv.name_hint not in known:
+            into.update_func(gv, func)
+    return built[fname]
 
 
 
@@ -144,7 +152,7 @@ def to_relax(g: Graph, form: str = "global") -> Any:
             gvars[fname] = bb.get().get_global_var(fname)
     elif form == "returned":
         for fname in g.call_order():
-            local = _local_function(g, fname, form, gvars)
+            local = _local_function(bb, g, fname, form, gvars)
             maker = f"make_{fname}"
             with bb.function(maker, [], private=False):
                 fv = bb.emit(local, name_hint=fname)
@@ -203,6 +211,9 @@ def to_script(mod: Any, prefix: str = "") -> tuple[str, dict[str, np.ndarray]]:
     source = re.sub(rf"(?m)^[ \t]*{CONST_MARK}\w+: .*\n", "", source)
     source = re.sub(rf"\b{CONST_MARK}(\w+)\b",
                     lambda mt: f'R.const(CONSTS["{mt.group(1)}"], "{arrays[mt.group(1)].dtype}")', source)
+    # the printer writes a non-finite float attribute as a string (`pad_value="-inf"`), which the
+    # parser rejects: a reproducer would fail to parse and "reproduce" any error
+    source = re.sub(r'=\s*"(-?inf|nan)"', r'=float("\1")', source)
     return source, arrays
 
 
