@@ -237,6 +237,24 @@ def test_reproducer_is_quiet_on_agreement_and_fires_on_a_wrong_result(name, tmp_
     assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr[-2000:]
 
 
+def test_error_reproducer_wants_the_finding_exception_not_any(tmp_path):
+    """An unexpected-error script counts only the finding's exception type: a TVM reproducer whose
+    TVMScript did not parse once printed "BUG REPRODUCED" for an error it never reached."""
+    pytest.importorskip("onnxruntime")
+    from onnxruntime.capi.onnxruntime_pybind11_state import Fail
+
+    backend = get_backend("onnxruntime")
+    g, x = conv_relu_graph(), _inputs()
+    broken = [Config("ort-x", {"opt_level": "no-such-level"})]  # the script itself fails: KeyError
+    detail = "Fail: [ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned while running Conv node"
+    script = backend.reproducer(g, x, None, broken, "unexpected-error", "t", detail)
+    assert f"ERROR_TYPE = {Fail.__name__!r}" in script
+    r = _run_script(tmp_path / "other.py", script)
+    assert r.returncode == 0 and "raised KeyError" in r.stdout and "not reproduced" in r.stdout, r.stdout + r.stderr
+    r = _run_script(tmp_path / "any.py", backend.reproducer(g, x, None, broken, "unexpected-error", "t", "no type"))
+    assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr  # no type known: any error
+
+
 def test_ort_pair_reproducer_compares_seed_and_mutant(tmp_path):
     pytest.importorskip("onnxruntime")
     backend = get_backend("onnxruntime")

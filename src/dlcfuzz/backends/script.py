@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import pprint
+import re
 import textwrap
 import zlib
 from typing import Any
@@ -40,7 +41,9 @@ def mismatch(got, ref):
     return f"max relative difference {{d:.4g}}" if d > TOL.get(str(ref.dtype), 0.0) else None
 '''
 
-MAIN = '''
+ERROR_CATEGORIES = ("unexpected-error", "inconsistent-rejection")
+
+MAIN = f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\n" + '''
 
 def show(got, ref):
     """Expected vs actual where they differ most (a NaN or Inf against a number counts as most)."""
@@ -73,8 +76,8 @@ def main():
         if any(isinstance(r, MemoryError) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
-    elif CATEGORY in ("unexpected-error", "inconsistent-rejection"):
-        if any(isinstance(r, Exception) for r in results.values()):
+    elif CATEGORY in ERROR_CATEGORIES:
+        if any(isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
     else:
@@ -115,10 +118,21 @@ def header(title: str, detail: str, version: str) -> str:
             f'Exit 1 and "BUG REPRODUCED" when the bug shows.\n"""\n{det}\n')
 
 
+# the exception type at the head of a finding's error text ("InternalError: Check failed ...",
+# "... rejects (Fail: [ONNXRuntimeError] ...) while ... compiles")
+_ERROR_TYPE = re.compile(r"(?:^|\()([A-Za-z_]\w*): ", re.M)
+
+
+def error_type(detail: str) -> str | None:
+    """The exception type an error finding's script must see again (None: any exception)."""
+    m = _ERROR_TYPE.search(detail or "")
+    return m.group(1) if m else None
+
+
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
-           configs: list[Config], configs_source: str | None = None) -> str:
-    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY and CONFIGS of a script (which defines
-    `unpack`: UNPACK); `configs_source`: the template's own way of writing CONFIGS."""
+           configs: list[Config], configs_source: str | None = None, detail: str = "") -> str:
+    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY, CONFIGS and ERROR_TYPE of a script
+    (which defines `unpack`: UNPACK); `configs_source`: the template's own way of writing CONFIGS."""
     exp = "None" if expected is None else "[" + ", ".join(array_source(a) for a in expected) + "]"
     if configs_source is None:
         # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
@@ -128,7 +142,15 @@ def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, cat
         f"EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: the configurations are compared)\n"
         f"CATEGORY = {category!r}\n"
         f"CONFIGS = {configs_source}\n"
+        f"{error_type_line(category, detail)}"
     )
+
+
+def error_type_line(category: str, detail: str) -> str:
+    """The script's ERROR_TYPE assignment (main() reads it for error findings)."""
+    kind = error_type(detail) if category in ERROR_CATEGORIES else None
+    return (f"ERROR_TYPE = {kind!r}  # an error finding shows as this exception (the script's own failure, "
+            "e.g. a parse error, does not)\n")
 
 
 def dlcfuzz_script(compiler: str, graph_blob: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -148,7 +170,7 @@ from dlcfuzz.ir import loads
 GRAPH = loads(base64.b64decode("""
 {b64(graph_blob)}
 """))
-{common(inputs, expected, category, configs)}
+{common(inputs, expected, category, configs, detail=detail)}
 BACKEND = get_backend({compiler!r})
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends.base import Config
-from dlcfuzz.backends.script import COMPARE, MAIN, UNPACK, array_source
+from dlcfuzz.backends.script import COMPARE, MAIN, UNPACK, array_source, error_type_line
 from dlcfuzz.ir.graph import Graph
 
 
@@ -90,4 +90,4 @@ INPUTS = {{
 EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: compare the configurations with each other)
 CATEGORY = {category!r}
 CONFIGS = {opts}
-{_RUN}{COMPARE}{MAIN}'''
+{error_type_line(category, detail)}{_RUN}{COMPARE}{MAIN}'''

@@ -78,7 +78,7 @@ import onnxruntime as ort
 {ONNX_IMPORTS}{UNPACK}
 
 {onnx_model_source(model_bytes)}
-{defs}{common(inputs, expected, category, configs, configs_code)}
+{defs}{common(inputs, expected, category, configs, configs_code, detail)}
 LEVELS = {LEVELS!r}
 {TRANSFORMERS if transformers else ""}
 

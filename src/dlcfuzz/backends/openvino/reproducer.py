@@ -17,6 +17,7 @@ from dlcfuzz.backends.script import (
     UNPACK,
     array_source,
     arrays_source,
+    error_type_line,
     header,
     onnx_model_source,
 )
@@ -85,7 +86,7 @@ def main():
             print("BUG REPRODUCED:", CATEGORY)
             return 1
     elif CATEGORY in ("unexpected-error", "inconsistent-rejection"):
-        if any(isinstance(r, Exception) for r in results.values()):
+        if any(isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
     else:
@@ -130,4 +131,4 @@ INPUTS = {arrays_source(inputs)}
 EXPECTED = {expected_code}  # dlcfuzz's NumPy reference (None: the configurations are compared)
 CATEGORY = {category!r}
 CONFIGS = {pprint.pformat(props, sort_dicts=False)}
-{COMPARE}{_RUN}'''
+{error_type_line(category, detail)}{COMPARE}{_RUN}'''

@@ -68,7 +68,7 @@ LOWERING = {lowering!r}  # configuration -> its module in SOURCES
 CONSTS = {arrays_source(consts)}
 {model}
 INPUT_ORDER = {[v.name for v in g.inputs]!r}
-{common(inputs, expected, category, configs)}
+{common(inputs, expected, category, configs, detail=detail)}
 
 def module(name):
     if CONFIGS[name].get("method") == "onnx":
