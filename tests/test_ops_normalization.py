@@ -249,3 +249,21 @@ def test_sampling_never_normalizes_over_an_empty_extent(op):
         _, attrs = spec.sample(rng, TensorType("float32", (0, 3, 4)))
         seen.add(attrs["axis"] % 3)
     assert seen == {1, 2}
+
+
+def test_lp_pool_never_samples_a_negative_same_pad():
+    """SAME padding with a kernel smaller than the stride has a negative pad by the spec's formula:
+    ORT's LpPool crops, its MaxPool refuses, a clamping reference differs from both (three false
+    wrong-results of the issue-18 campaign on onnxruntime 1.32)."""
+    import math
+
+    spec = get_op("lp_pool")
+    rng = np.random.default_rng(18)
+    same = 0
+    for _ in range(400):
+        _, attrs = spec.sample(rng, TensorType("float32", (1, 2, 6, 5)))
+        if attrs["auto_pad"].startswith("SAME"):
+            same += 1
+            for n, s, k in zip((6, 5), attrs["strides"], attrs["kernel"]):
+                assert (math.ceil(n / s) - 1) * s + k >= n, attrs
+    assert same >= 20
