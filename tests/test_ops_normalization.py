@@ -267,3 +267,13 @@ def test_lp_pool_never_samples_a_negative_same_pad():
             for n, s, k in zip((6, 5), attrs["strides"], attrs["kernel"]):
                 assert (math.ceil(n / s) - 1) * s + k >= n, attrs
     assert same >= 20
+
+
+def test_group_norm_sampling_refuses_empty_groups():
+    """A group over no element has no mean (TVM 0.25's build divided by zero; ORT's function body cannot
+    reshape it)."""
+    rng = np.random.default_rng(18)
+    with pytest.raises(ShapeError):
+        get_op("group_norm").sample(rng, TensorType("float32", (1, 4, 0)))
+    ins, attrs = get_op("group_norm").sample(rng, TensorType("float32", (0, 4, 3)))  # an empty batch is fine
+    assert 4 % attrs["num_groups"] == 0

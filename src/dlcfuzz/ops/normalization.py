@@ -289,8 +289,8 @@ class GroupNormOp(OpSpec):
         if first.rank < 2:
             raise ShapeError("group_norm: input must be (N, C, ...)")
         c = first.shape[1]
-        if c == 0:
-            raise ShapeError("group_norm: no channels to group")
+        if c == 0 or 0 in first.shape[2:]:  # a group's mean over no element is 0/0 (undefined; TVM divides by zero)
+            raise ShapeError("group_norm: no channels or no spatial elements to normalize")
         g = int(rng.choice([d for d in range(1, c + 1) if c % d == 0]))
         attrs = {"num_groups": g, "epsilon": _f32(float(rng.choice(EPSILONS))), "stash_type": _sample_stash(rng, first)}
         if rng.random() < 0.25:
