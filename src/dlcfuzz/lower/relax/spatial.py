@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.errors import LoweringGap
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.relax.common import relax_dtype_const
 from dlcfuzz.ops.base import Attrs
@@ -120,7 +121,11 @@ def affine_grid(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
         base = affine_base(size[2:], align).reshape(-1, r + 1).T.astype(in_types[0].dtype)  # (r + 1, P)
         y = bb.emit(op.matmul(ins[0], _const(base)))  # (N, r, P)
         return [op.reshape(op.permute_dims(y, [0, 2, 1]), out_types[0].shape)]
-    g = bb.emit(op.image.affine_grid(ins[0], tuple(size[2:]), align_corners=bool(align)))
+    try:
+        grid = op.image.affine_grid(ins[0], tuple(size[2:]), align_corners=bool(align))
+    except TypeError:  # apache-tvm 0.25: no align_corners parameter (its convention is undocumented)
+        raise LoweringGap("affine_grid: this TVM's relax.op.image.affine_grid has no align_corners") from None
+    g = bb.emit(grid)
     return [op.permute_dims(g, [0, *range(2, r + 2), 1])]
 
 
