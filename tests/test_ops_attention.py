@@ -168,3 +168,22 @@ def test_qk_output_mode_0_is_the_raw_product_even_with_softcap():
     _, capped = spec.reference([q, k, v], {**attrs, "qk_matmul_output_mode": 1})
     np.testing.assert_allclose(raw, 0.25 * q @ np.swapaxes(k, -1, -2))
     np.testing.assert_allclose(capped, np.tanh(raw))
+
+
+def test_rotary_embedding_of_an_empty_batch_lowers_to_relax_without_an_inferred_dim():
+    """With an empty batch a reshape to (..., -1) cannot infer the -1 (TVM made (0, 3, 0, 4) of what
+    should be (0, 3, 1, 4)): the lowerings spell every dim out."""
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.gen.single import single_op_graph
+
+    op = "rotary_embedding"
+    judged = 0
+    for seed in range(12):
+        rng = np.random.default_rng(seed)
+        try:
+            g = single_op_graph(get_op(op), rng, TensorType("float32", (0, 3, 4)))
+        except Exception:  # noqa: BLE001 - a sample that does not fit this shape
+            continue
+        check_instance(g, sample_inputs(g, rng), ort=False)
+        judged += 1
+    assert judged >= 3

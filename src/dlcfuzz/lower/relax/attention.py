@@ -29,13 +29,14 @@ from dlcfuzz.ops.base import Attrs
 RELAX = target("relax")
 
 
-def _heads(bb: Any, x: Any, b: int, s: int, h: int, rank: int) -> Any:
+def _heads(bb: Any, x: Any, width: int, b: int, s: int, h: int, rank: int) -> Any:
     """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
     from tvm import relax
 
     if rank == 4:
         return x
-    return bb.emit(relax.op.permute_dims(relax.op.reshape(x, (b, s, h, -1)), [0, 2, 1, 3]))
+    # `width` (H*D) spelled out, not -1: with an empty batch the reshape cannot infer it
+    return bb.emit(relax.op.permute_dims(relax.op.reshape(x, (b, s, h, width // h)), [0, 2, 1, 3]))
 
 
 @RELAX.register("attention")
@@ -49,9 +50,9 @@ def attention(spec: AttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types
     mask = rest.pop(0) if attrs.get("has_mask") else None
     past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
     nonpad = rest.pop(0) if attrs.get("has_nonpad") else None
-    q = _heads(bb, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
-    k = _heads(bb, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
-    v = _heads(bb, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
+    q = _heads(bb, ins[0], in_types[0].shape[-1], lay.b, lay.sq, lay.hq, lay.rank)
+    k = _heads(bb, ins[1], in_types[1].shape[-1], lay.b, lay.skv, lay.hkv, lay.rank)
+    v = _heads(bb, ins[2], in_types[2].shape[-1], lay.b, lay.skv, lay.hkv, lay.rank)
     if past is not None:
         k = bb.emit(relax.op.concat([past[0], k], axis=2))
         v = bb.emit(relax.op.concat([past[1], v], axis=2))
@@ -123,7 +124,7 @@ def attention(spec: AttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types
         y = bb.emit(relax.op.permute_dims(bb.emit(fused), [0, 2, 1, 3]))  # (B, H, S, Dv)
         if empty is not None:
             y = bb.emit(relax.op.where(empty, zero, y))
-        return [_merge(bb, y, lay), *present]
+        return [_merge(bb, y, lay, out_types[0].shape[-1]), *present]
 
     root_const = relax_dtype_const(attention_scale_root(lay, attrs), dt)
     kr = bb.emit(relax.op.repeat(k, rep, axis=1)) if rep > 1 else k
@@ -140,19 +141,19 @@ def attention(spec: AttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types
     if empty is not None:
         probs = bb.emit(relax.op.where(empty, zero, probs))
     y = bb.emit(relax.op.matmul(probs, vr))
-    outs = [_merge(bb, y, lay), *present]
+    outs = [_merge(bb, y, lay, out_types[0].shape[-1]), *present]
     if attrs.get("qk_output"):
         outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(attrs.get("qk_matmul_output_mode", 0))])
     return outs
 
 
-def _merge(bb: Any, y: Any, lay: Any) -> Any:
+def _merge(bb: Any, y: Any, lay: Any, width: int) -> Any:
     """(B, H, S, Dv) -> (B, S, H*Dv) for 3-D inputs."""
     from tvm import relax
 
     if lay.rank == 4:
         return y
-    return relax.op.reshape(bb.emit(relax.op.permute_dims(y, [0, 2, 1, 3])), (lay.b, lay.sq, -1))
+    return relax.op.reshape(bb.emit(relax.op.permute_dims(y, [0, 2, 1, 3])), (lay.b, lay.sq, width))
 
 
 @RELAX.register("rotary_embedding")
@@ -187,7 +188,8 @@ def rotary_embedding(spec: RotaryEmbeddingOp, bb: Any, ins: list[Any], attrs: At
     imag = bb.emit(relax.op.add(relax.op.multiply(sin, x1), relax.op.multiply(cos, x2)))
     if attrs.get("interleaved"):
         pairs = bb.emit(relax.op.stack([real, imag], axis=4))
-        rotated = bb.emit(relax.op.reshape(pairs, (b, s, -1, rot)))
+        heads = t.shape[1] if t.rank == 4 else int(attrs["num_heads"])
+        rotated = bb.emit(relax.op.reshape(pairs, (b, s, heads, rot)))
     else:
         rotated = bb.emit(relax.op.concat([real, imag], axis=3))
     out = bb.emit(relax.op.concat([rotated, last(x4, rot, d)], axis=3)) if rot < d else rotated
