@@ -98,10 +98,17 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
 
 
 def test_correct_pair_is_quiet_and_reports(tmp_path):
-    out = campaign(tmp_path, "onnxruntime", tests=150, ops=10, configs=["ort-disable", "ort-basic"])
-    bad = [f for f in findings(out) if f["category"] in ("inconsistency", "wrong-result")]
-    assert not bad, [f["detail"][:300] for f in bad]
+    """No wrong result or inconsistency but ORT's documented bugs (the known-bugs register: a real bug such
+    as Col2Im's N-D dilation, microsoft/onnxruntime#18156, is a finding, not noise)."""
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.engine.report import classify, cluster_known
     from dlcfuzz.engine.store import Store
+
+    out = campaign(tmp_path, "onnxruntime", tests=150, ops=10, configs=["ort-disable", "ort-basic"])
+    clusters, known = classify(out, Store(out / "store.sqlite", create=False), Register(use_env=False))
+    bad = [c.describe() for c in clusters if c.first.category in ("inconsistency", "wrong-result")
+           and cluster_known(c, known) is None]
+    assert not bad, bad
 
     assert Store(out / "store.sqlite", create=False).totals()["verdicts"].get("pass", 0) >= 120  # judged, not unknown
     assert (out / "report.html").exists()
