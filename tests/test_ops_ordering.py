@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dlcfuzz.ir import Graph, Node, Value
 from dlcfuzz.ops import get_op
 from op_harness import check_instance, instances
 
@@ -66,3 +67,14 @@ def test_hardmax_eye_like_range_references():
     attrs = {"start": 10, "limit": 2, "delta": -3, "dtype": "int32"}
     np.testing.assert_array_equal(r.reference([], attrs)[0], [10, 7, 4])
     assert r.infer([], {"start": 1.0, "limit": 1.0, "delta": 0.5, "dtype": "float32"})[0].shape == (0,)
+
+
+def test_an_empty_range_lowers_to_relax():
+    """R.arange gives range(-2.25, -1.125, -0.25) the length -4 (Tzer's seed graphs died on it): an empty
+    Range is lowered as an empty tensor."""
+    attrs = {"start": -2.25, "limit": -1.125, "delta": -0.25, "dtype": "float64"}
+    (out,) = get_op("range").infer([], attrs)
+    assert out.shape == (0,)
+    g = Graph(inputs=[], nodes=[Node("range", [], [Value("y", out)], attrs, name="n0")], outputs=["y"])
+    g.check()
+    check_instance(g, {}, ort=False)

@@ -128,7 +128,7 @@ def test_planted_pass_fault_is_found_minimized_to_its_pass_and_real_xla_stays_qu
 def test_reproducer_is_a_standalone_jax_script(tmp_path):
     xla = get_backend("xla")
     rng = np.random.default_rng(3)
-    g = next(g for g in (generate(rng, 5) for _ in range(50))
+    g = next(g for g in (generate(rng, 5, dtypes=["float32"]) for _ in range(200))
              if all(t.dtype == "float32" for t in g.output_types()) and g.functions == {})
     tc, ref = _case(xla, g, rng, [])
     assert ref.outputs is not None

@@ -91,5 +91,7 @@ def range_(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, o
     from tvm import relax
 
     dt = out_types[0].dtype
+    if out_types[0].size == 0:  # R.arange gives an empty range a negative length (ceil((limit - start) / delta))
+        return [relax.op.zeros(out_types[0].shape, dt)]
     start, limit, delta = (np.asarray(attrs[k]).astype(dt).item() for k in ("start", "limit", "delta"))
     return [relax.op.arange(start, limit, delta, dt)]
