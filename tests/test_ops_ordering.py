@@ -75,6 +75,8 @@ def test_an_empty_range_lowers_to_relax():
     attrs = {"start": -2.25, "limit": -1.125, "delta": -0.25, "dtype": "float64"}
     (out,) = get_op("range").infer([], attrs)
     assert out.shape == (0,)
-    g = Graph(inputs=[], nodes=[Node("range", [], [Value("y", out)], attrs, name="n0")], outputs=["y"])
+    g = Graph(inputs=[Value("x", out)], nodes=[Node("range", [], [Value("r", out)], attrs, name="n0"),
+                                            Node("sub", ["r", "x"], [Value("y", out)], {}, name="n1")],
+              outputs=["y"])
     g.check()
-    check_instance(g, {}, ort=False)
+    check_instance(g, {"x": np.zeros((0,), np.float64)}, ort=False)
