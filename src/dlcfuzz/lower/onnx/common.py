@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dlcfuzz.errors import Unsupported
+from dlcfuzz.ir.types import ALL_DTYPES
 
 
 def onnx_attr(node: Any, name: str, default: Any = None) -> Any:
@@ -23,3 +26,16 @@ def expect_attrs(node: Any, allowed: set[str] | frozenset[str] = frozenset()) ->
     extra = [a.name for a in node.attribute if a.name not in allowed]
     if extra:
         raise Unsupported(f"{node.op_type}: attributes {extra} are not modelled")
+
+
+def dtype_of(elem_type: int) -> str:
+    """The dtype of an ONNX element type (Unsupported for one our IR does not model)."""
+    import onnx
+
+    try:
+        dtype = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
+    except (KeyError, TypeError, ValueError):
+        raise Unsupported(f"element type {elem_type}") from None
+    if dtype not in ALL_DTYPES:
+        raise Unsupported(f"dtype {dtype}")
+    return dtype

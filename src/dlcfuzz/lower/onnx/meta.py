@@ -8,24 +8,12 @@ import numpy as np
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.ir.types import ALL_DTYPES
-from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
-
-
-def _dtype_of(elem_type: int) -> str:
-    import onnx
-
-    try:
-        dtype = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
-    except (KeyError, TypeError, ValueError):
-        raise Unsupported(f"element type {elem_type}") from None
-    if dtype not in ALL_DTYPES:
-        raise Unsupported(f"dtype {dtype}")
-    return dtype
 
 
 @ONNX.register("shape")
@@ -99,4 +87,4 @@ def bitcast(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 @ONNX_IMPORT.register("bitcast")
 def import_bitcast(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"to"})
-    return [node.input[0]], {"to": _dtype_of(int(onnx_attr(node, "to")))}
+    return [node.input[0]], {"to": dtype_of(int(onnx_attr(node, "to")))}

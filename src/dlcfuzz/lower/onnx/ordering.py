@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import Unsupported
-from dlcfuzz.ir.types import ALL_DTYPES
 from dlcfuzz.lower.onnx import onnx_elem_type
-from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs, OpSpec
 
@@ -29,18 +28,6 @@ def _scalar(node: Any, ctx: Any, i: int, what: str) -> Any:
     if v.size != 1:
         raise Unsupported(f"{node.op_type}: input {i} ({what}) must hold one value, got shape {v.shape}")
     return v.reshape(())
-
-
-def _dtype_of(elem_type: int) -> str:
-    import onnx
-
-    try:
-        dtype = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
-    except (KeyError, TypeError, ValueError):
-        raise Unsupported(f"element type {elem_type}") from None
-    if dtype not in ALL_DTYPES:
-        raise Unsupported(f"dtype {dtype}")
-    return dtype
 
 
 @ONNX.register("trilu")
@@ -116,7 +103,7 @@ def eye_like(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 def import_eye_like(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"k", "dtype"})
     dtype = onnx_attr(node, "dtype")
-    return [node.input[0]], {"k": int(onnx_attr(node, "k", 0)), "dtype": None if dtype is None else _dtype_of(dtype)}
+    return [node.input[0]], {"k": int(onnx_attr(node, "k", 0)), "dtype": None if dtype is None else dtype_of(dtype)}
 
 
 @ONNX.register("range")

@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import Unsupported
-from dlcfuzz.ir.types import ALL_DTYPES
 from dlcfuzz.lower.onnx import onnx_elem_type
-from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.spectral import DFT, STFT, MelWeightMatrix, Window
@@ -21,18 +20,6 @@ from dlcfuzz.ops.spectral import DFT, STFT, MelWeightMatrix, Window
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 DFT_AXIS_INPUT_SINCE = 20
-
-
-def _dtype_of(elem_type: int) -> str:
-    import onnx
-
-    try:
-        dtype = str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type)))
-    except (KeyError, TypeError, ValueError):
-        raise Unsupported(f"element type {elem_type}") from None
-    if dtype not in ALL_DTYPES:
-        raise Unsupported(f"dtype {dtype}")
-    return dtype
 
 
 def _scalar_int(node: Any, ctx: Any, i: int) -> int | None:
@@ -109,7 +96,7 @@ def import_window(spec: Window, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"periodic", "output_datatype"})
     size = _scalar_int(node, ctx, 0)
     return [], {"size": size, "periodic": int(onnx_attr(node, "periodic", 1)),
-                "output_datatype": _dtype_of(int(onnx_attr(node, "output_datatype", 1)))}
+                "output_datatype": dtype_of(int(onnx_attr(node, "output_datatype", 1)))}
 
 
 @ONNX.register("mel_weight_matrix")
@@ -128,5 +115,5 @@ def import_mel_weight_matrix(spec: MelWeightMatrix, node: Any, ctx: Any) -> tupl
     attrs: Attrs = {k: _scalar_int(node, ctx, i) for i, k in enumerate(("num_mel_bins", "dft_length", "sample_rate"))}
     attrs["lower_edge_hertz"] = _scalar_float(node, ctx, 3)
     attrs["upper_edge_hertz"] = _scalar_float(node, ctx, 4)
-    attrs["output_datatype"] = _dtype_of(int(onnx_attr(node, "output_datatype", 1)))
+    attrs["output_datatype"] = dtype_of(int(onnx_attr(node, "output_datatype", 1)))
     return [], attrs
