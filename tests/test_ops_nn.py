@@ -216,3 +216,23 @@ def test_batch_norm_training_mode_outputs_running_statistics():
         got = mod.run_eager(g, inputs)
         for a, b in zip(got, (y, rm, rv)):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-4, atol=1e-5)
+
+
+def test_empty_tensors_in_global_pool_and_conv_transpose():
+    """Found by a hirgen campaign (internal errors of the reference): NumPy's max refuses any empty
+    array, and ConvTranspose's accumulation sliced an empty input's positions out of range."""
+    rng = np.random.default_rng(0)
+    pool = get_op("global_max_pool")
+    (y,) = pool.reference([np.zeros((0, 3, 2, 2), np.float32)], {})
+    assert y.shape == (0, 3, 1, 1)
+    (y,) = pool.reference([np.zeros((2, 3, 2, 0), np.float32)], {})
+    assert y.shape == (2, 3, 1, 1) and np.isnan(y).all()  # the max of nothing is undefined
+    for name in ("global_max_pool", "global_avg_pool", "conv_transpose2d"):
+        with pytest.raises(ShapeError, match="empty spatial"):
+            get_op(name).sample(rng, TensorType("float32", (6, 1, 2, 0)))
+    ct = get_op("conv_transpose2d")
+    attrs = {"strides": [2, 2], "dilations": [2, 2], "pads": [0, 0, 0, 0], "output_padding": [0, 0], "group": 1}
+    x, w = np.zeros((6, 1, 2, 0), np.float32), np.ones((1, 1, 1, 3), np.float32)
+    (want,) = ct.infer([TensorType("float32", x.shape), TensorType("float32", w.shape)], attrs)
+    (y,) = ct.reference([x, w], attrs)
+    assert y.shape == want.shape == (6, 1, 3, 3) and not y.any()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dlcfuzz.ir import Graph, Node, Value
+from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.ops import get_op
 from op_harness import check_instance, instances
 
@@ -80,3 +80,11 @@ def test_an_empty_range_lowers_to_relax():
               outputs=["y"])
     g.check()
     check_instance(g, {"x": np.zeros((0,), np.float64)}, ort=False)
+
+
+def test_trilu_samples_wide_matrices():
+    """A matrix side of 99 or more made the "beyond the matrix" offset's range empty (an internal error)."""
+    spec = get_op("trilu")
+    rng = np.random.default_rng(1)
+    ks = [spec.sample(rng, TensorType("float32", (2, 120)))[1]["k"] for _ in range(60)]
+    assert any(abs(k) > 120 for k in ks)

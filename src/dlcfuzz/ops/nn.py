@@ -230,6 +230,8 @@ class ConvTranspose2dOp(OpSpec):
         c = first.shape[1]
         if c == 0:
             raise ShapeError(f"{self.name}: no channels to group")
+        if 0 in first.shape[2:]:  # ONNX's output size formula assumes at least one input position
+            raise ShapeError(f"{self.name}: empty spatial extent {first.shape[2:]}")
         g = int(rng.choice([d for d in (1, 2, c) if c % d == 0]))
         k = [int(rng.integers(1, 4)) for _ in range(2)]
         d = [int(rng.choice([1, 1, 2])) for _ in range(2)]
@@ -257,7 +259,7 @@ class ConvTranspose2dOp(OpSpec):
         full = [s[i] * (x.shape[2 + i] - 1) + d[i] * (w.shape[2 + i] - 1) + 1 for i in range(2)]
         out = np.zeros((n, mg * g, *full), dtype=x.dtype)
         cg = c // g
-        for kh in range(w.shape[2]):
+        for kh in range(w.shape[2] if h and wd else 0):  # an empty input contributes nothing
             for kw in range(w.shape[3]):
                 for gi in range(g):
                     contrib = np.einsum("nchw,cm->nmhw", x[:, gi * cg:(gi + 1) * cg], w[gi * cg:(gi + 1) * cg, :, kh, kw])
@@ -499,6 +501,8 @@ class GlobalPoolOp(OpSpec):
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         self.infer([first], {})
+        if 0 in first.shape[2:]:  # the max or mean of no element is undefined
+            raise ShapeError(f"{self.name}: empty spatial extent {first.shape[2:]}")
         return [first], {}
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
@@ -507,6 +511,8 @@ class GlobalPoolOp(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
         axes = tuple(range(2, x.ndim))
+        if x.size == 0:  # NumPy's max refuses any empty array; over an empty window the result is undefined
+            return [np.full(x.shape[:2] + (1,) * len(axes), np.nan, x.dtype)]
         y = np.max(x, axis=axes, keepdims=True) if self.kind == "max" else np.mean(_acc(x), axis=axes, keepdims=True)
         return [y.astype(x.dtype)]
 

@@ -62,7 +62,7 @@ class Trilu(OpSpec):
         if u < 0.15:
             k = 0
         elif u < 0.3:  # beyond the matrix: everything or nothing kept
-            k = int(rng.choice([-1, 1])) * int(rng.integers(max(rows, cols) + 1, 100))
+            k = int(rng.choice([-1, 1])) * int(rng.integers(max(rows, cols) + 1, max(rows, cols) + 100))
         else:
             k = int(rng.integers(-rows - 1, cols + 2))
         return [first], {"upper": int(rng.integers(0, 2)), "k": k}
