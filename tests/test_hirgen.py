@@ -16,6 +16,8 @@ from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
 from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.random import allowed_choices
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
 from dlcfuzz.oracle.testcase import TestCase
 
 CHOICES = allowed_choices(None, None, None)
@@ -91,6 +93,19 @@ def test_disruptive_graphs_break_exactly_one_checked_rule():
         rules.add(broken.rule)
     assert rules == {"dtype", "dtype-mismatch", "rank", "shape"}
     assert cov.counts()[DISRUPTIVE] >= 70  # uncovered (operator, rule, dtype) triples are preferred
+
+
+def test_onnx_witnesses_a_broken_node_after_a_contrib_operator():
+    # ONNX's inference checks nothing in a graph holding a com.microsoft node: with one in the prefix,
+    # every break went unwitnessed and a TVM campaign's test died with "could not break a rule"
+    f32 = TensorType("float32", (6, 1, 5))
+    bad = [Value("a", TensorType("int16", (6, 3, 6, 3, 6))), Value("b", TensorType("int16", (1, 1, 1, 3)))]
+    g = Graph([Value("x0", f32), Value("x1", TensorType("float32", (5,))), *bad], {}, [
+        Node("ms_bias_gelu", ["x0", "x1"], [Value("v0", f32)], name="n0"),
+        Node("sub", ["a", "b"], [Value("broken", TensorType("int16", (6, 3, 6, 3)))], name="n1")], ["broken"])
+    assert onnx_rejects(g, ["broken"])
+    g.nodes[1] = Node("sub", ["v0", "v0"], [Value("broken", f32)], name="n1")  # valid: no witness
+    assert not onnx_rejects(g, ["broken"])
 
 
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
@@ -212,3 +227,25 @@ def test_tvm_direct_lowering_documented_leniency_is_unknown_not_a_bug():
     assert (v.kind, v.category) == ("bug", "accepted-invalid")
     onnx_door = next(c for c in configs if c.options.get("method") == "onnx")
     assert tvm.documented_leniency(onnx_door, "tile", "rank") is None  # the importer reads ONNX's rules
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_graphs_grown_from_a_kept_prefix_are_valid_and_keep_it(seed):
+    """Compiler-coverage feedback grows new graphs from a prefix of a kept one (outlined ones included):
+    the prefix stays as it was, the rest is new, and no name is defined twice."""
+    from dlcfuzz.gen.functions import outline
+    from dlcfuzz.gen.random import GraphBuilder
+
+    rng = np.random.default_rng(seed)
+    choices = allowed_choices(None, ["float32", "int64"], None)
+    parent = generate_guided(rng, 8, Coverage(), choices)
+    if seed % 2:
+        parent = outline(parent, rng)
+    k = 1 + seed % max(len(parent.nodes) - 1, 1)
+    child = generate_guided(rng, 10, Coverage(), choices, start=GraphBuilder.from_prefix(rng, parent, k))
+    child.check()
+    assert [(n.op, n.inputs, n.attrs) for n in child.nodes[:k]] == [(n.op, n.inputs, n.attrs) for n in parent.nodes[:k]]
+    assert len(child.nodes) == 10 or len(child.nodes) > k
+    names = [v.name for v in child.inputs] + list(child.constants) + [v.name for n in child.nodes for v in n.outputs]
+    assert len(names) == len(set(names))
+    assert set(child.functions) <= set(parent.functions)

@@ -98,13 +98,20 @@ def perturb(rng: np.random.Generator, spec: OpSpec, rule: str, ins: list[TensorT
 
 
 def onnx_rejects(g: Graph, untyped: Sequence[str]) -> bool:
-    """ONNX's strict type and shape inference rejects the lowered graph (the independent witness)."""
+    """ONNX's strict type and shape inference rejects the broken node (the independent witness), fed
+    its inputs' declared types. The node alone, because ONNX's inference checks nothing of a graph
+    holding a node of a domain it has no schema for (com.microsoft), whatever the broken node is."""
     import onnx
 
     from dlcfuzz.lower.onnx import to_onnx
 
+    node = g.producers()[untyped[0]]
+    types = g.types()
+    used = list(dict.fromkeys(n for n in node.inputs if n))
+    witness = Graph([Value(n, types[n]) for n in used if n not in g.constants],
+                    {n: g.constants[n] for n in used if n in g.constants}, [node], [untyped[0]])
     try:
-        model = to_onnx(g, untyped_outputs=untyped)
+        model = to_onnx(witness, untyped_outputs=untyped)
     except Exception:  # noqa: BLE001 - a break our ONNX lowering cannot express is not tested
         return False
     try:

@@ -62,13 +62,15 @@ def generate_guided(
     *,
     candidates: int = GUIDED_CANDIDATES,
     weights: Mapping[str, int] | None = None,
+    start: GraphBuilder | None = None,
 ) -> Graph:
     """A valid graph of `n_ops` operators; does not modify `coverage` (the caller adds
     graph_items(g) once the test is stored, so that a resumed campaign sees the same state).
-    `weights` (criterion -> weight, default WEIGHT) scores new items; a criterion left out is ignored."""
+    `weights` (criterion -> weight, default WEIGHT) scores new items; a criterion left out is ignored.
+    `start`: a builder already holding nodes (a kept graph's prefix, GraphBuilder.from_prefix) to grow."""
     weights = WEIGHT if weights is None else weights
     enough = max(weights.values(), default=1)
-    b = GraphBuilder(rng)
+    b = GraphBuilder(rng) if start is None else start
     mine: set[str] = set()  # what this graph covers so far, beyond the campaign's coverage
     attempts = 0
     while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):

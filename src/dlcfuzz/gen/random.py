@@ -16,7 +16,7 @@ import numpy as np
 
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.inputs import sample_tensor
-from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops import ANY, Domain, OpSpec, all_ops
 
@@ -53,15 +53,54 @@ class GraphBuilder:
         self.values: list[Value] = []  # values a later node may consume
         self.used: set[str] = set()
         self.producer: dict[str, Node] = {}  # value -> the operator node computing it
+        self.from_kept = False  # grown from a kept graph's prefix (from_prefix)
+
+    @classmethod
+    def from_prefix(cls, rng: np.random.Generator, g: Graph, k: int) -> GraphBuilder:
+        """A builder holding the first `k` nodes of `g`'s main function (with the inputs, constants and
+        sub-functions they use), to grow further: a kept graph's prefix, continued differently."""
+        b = cls(rng)
+        b.g = g.light_copy()
+        b.g.nodes = b.g.nodes[:k]
+        used = {i for n in b.g.nodes for i in n.inputs}
+        b.g.inputs = [v for v in b.g.inputs if v.name in used]
+        b.g.constants = {c: a for c, a in b.g.constants.items() if c in used}
+        called: set[str] = set()
+        todo = [n.attrs["callee"] for n in b.g.nodes if n.op == CALL_OP]
+        while todo:
+            f = todo.pop()
+            if f not in called:
+                called.add(f)
+                todo += [n.attrs["callee"] for n in g.functions[f].nodes if n.op == CALL_OP]
+        b.g.functions = {f: body for f, body in b.g.functions.items() if f in called}
+        b.g.outputs = []
+        b.from_kept = True
+        b.values = list(b.g.inputs)
+        for n in b.g.nodes:
+            b.used.update(n.inputs)
+            b.values.extend(n.outputs)
+            if n.op != CALL_OP:
+                b.producer.update({v.name: n for v in n.outputs})
+        return b
+
+    def _fresh(self, count: int, *patterns: str) -> int:
+        """The lowest number from `count` on whose names (`patterns` formatted with it) are all unused:
+        a kept prefix keeps its own names, which need not follow the counts."""
+        if not self.from_kept:
+            return count
+        taken = {v.name for v in self.values} | set(self.g.constants) | {n.name for n in self.g.nodes}
+        while any(p.format(count) in taken for p in patterns):
+            count += 1
+        return count
 
     def new_input(self, t: TensorType) -> str:
-        name = f"x{len(self.g.inputs)}"
+        name = f"x{self._fresh(len(self.g.inputs), 'x{}')}"
         self.g.inputs.append(Value(name, t))
         self.values.append(Value(name, t))
         return name
 
     def new_constant(self, t: TensorType, domain: Domain | None = None) -> str:
-        name = f"c{len(self.g.constants)}"
+        name = f"c{self._fresh(len(self.g.constants), 'c{}')}"
         self.g.constants[name] = sample_tensor(self.rng, t, domain or ANY)
         return name
 
@@ -101,7 +140,7 @@ class GraphBuilder:
                 names.append(self.new_constant(t, d))
             else:
                 names.append(self.new_input(t))
-        idx = len(self.g.nodes)
+        idx = self._fresh(len(self.g.nodes), "n{}", "v{}", "v{}_0")
         outputs = [Value(f"v{idx}_{i}" if len(p.outs) > 1 else f"v{idx}", t) for i, t in enumerate(p.outs)]
         node = Node(p.spec.name, names, outputs, p.attrs, name=f"n{idx}")
         self.g.nodes.append(node)
