@@ -198,3 +198,36 @@ def test_sub_functions_compile_and_agree_with_the_reference(backend):
     assert g.functions and ref.outputs is not None
     got = backend.compile(g, backend.configs()["inductor"]).run(tc.inputs)
     assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
+
+
+def test_compiler_coverage_feedback_keeps_graphs_and_grows_from_them(tmp_path):
+    """hirgen with Inductor's own coverage as feedback: the worker's arcs reach the store; later tests
+    grow from a prefix of an earlier test that reached new compiler code (LAG tests before at least)
+    and keep their blob (their parent is not rebuilt on replay); `--feedback off` collects nothing."""
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.engine.store import Store
+    from dlcfuzz.gen.coverage import is_compiler_item
+    from dlcfuzz.strategies.hirgen import LAG
+
+    def campaign(out, tests, feedback):
+        Campaign(campaign_options(compiler="inductor", strategy="hirgen", seconds=900, jobs=1, seed=2, out=out,
+                                  quiet=True, max_tests=tests, ops=4, feedback=feedback)).run()
+        return Store(out / "store.sqlite", create=False)
+
+    store = campaign(tmp_path / "on", 18, "on")
+    compiler = [i for i in store.coverage() if is_compiler_item(i)]
+    assert len(compiler) > 1000 and all(i.startswith(("_inductor/", "_dynamo/", "fx/")) for i in compiler)
+    grown = [(seq, TestCase.from_bytes(blob)) for seq, blob in store.blobs_from(0)]
+    grown = [(seq, tc) for seq, tc in grown if "grown_from" in tc.meta]
+    assert len(grown) >= 3  # half of the tests after the first LAG grow
+    compared = 0
+    for seq, tc in grown:
+        parent_id, k = tc.meta["grown_from"]["test"], tc.meta["grown_from"]["nodes"]
+        assert parent_id - 1 <= seq - LAG
+        parent = TestCase.from_bytes(store.test_blob(parent_id)).graph
+        if not tc.graph.functions:  # (an outlined child's main function is other nodes)
+            assert [n.op for n in tc.graph.nodes[:k]] == [n.op for n in parent.nodes[:k]]
+            compared += 1
+    assert compared
+    off = campaign(tmp_path / "off", 2, "off")
+    assert not [i for i in off.coverage() if is_compiler_item(i)]

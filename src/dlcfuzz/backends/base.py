@@ -163,6 +163,8 @@ class BackendBase:
         rates); None when the compiler cannot tell."""
         return None
 
+    collects_coverage = False  # start_coverage/stop_coverage measure the compiler's own code
+
     def start_coverage(self) -> None:
         """Begin collecting the compiler's own code coverage in this worker (if the backend can)."""
 

@@ -80,16 +80,29 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     backend = get_backend(init["compiler"])
     version = backend.version()
     invalid = bool(init.get("invalid"))
+    # the compiler's own code coverage while it compiles and runs (where the backend can measure it)
+    measure = bool(init.get("compiler_coverage")) and backend.collects_coverage
+
+    def run(tc: TestCase) -> tuple[list[Observation], list[str]]:
+        if not measure:
+            return run_configs(backend, tc, progress, invalid=invalid), []
+        backend.start_coverage()
+        try:
+            obs = run_configs(backend, tc, progress, invalid=invalid)
+        finally:
+            items = backend.stop_coverage()
+        return obs, items
 
     def handle(payload: bytes) -> bytes:
         from dlcfuzz.oracle.policy import reference_of
 
         tc = TestCase.from_bytes(payload)
         if invalid:
-            return observations_to_bytes(run_configs(backend, tc, progress, invalid=True), version)
+            obs, items = run(tc)
+            return observations_to_bytes(obs, version, coverage=items)
         sampled = tc.inputs
         ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
-        obs = run_configs(backend, tc, progress)
-        return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None)
+        obs, items = run(tc)
+        return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None, items)
 
     return handle

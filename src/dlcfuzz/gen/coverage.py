@@ -83,6 +83,11 @@ def kind(item: str) -> str:
     return item.split("|", 1)[0]
 
 
+def is_compiler_item(item: str) -> bool:
+    """An item measured inside the compiler (e.g. `_inductor/scheduler.py:120->121`), not one of the graph's."""
+    return "|" not in item
+
+
 class Coverage:
     """A set of covered items with per-criterion counts."""
 

@@ -96,10 +96,13 @@ class Observation:
 
 
 def observations_to_bytes(obs: list[Observation], version: str, reference: Any = None,
-                          inputs: dict[str, np.ndarray] | None = None) -> bytes:
-    """A worker's reply: observations, and optionally the reference verdict and re-sampled inputs."""
+                          inputs: dict[str, np.ndarray] | None = None, coverage: list[str] | None = None) -> bytes:
+    """A worker's reply: observations, and optionally the reference verdict, re-sampled inputs and the
+    compiler's own coverage items while it compiled and ran the test."""
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {"version": version, "observations": []}
+    if coverage:
+        meta["coverage"] = coverage
     for i, o in enumerate(obs):
         meta["observations"].append({
             "config": o.config, "status": o.status, "error": o.error, "traceback": o.traceback,
@@ -123,6 +126,11 @@ def observations_to_bytes(obs: list[Observation], version: str, reference: Any =
 def observations_from_bytes(data: bytes) -> tuple[list[Observation], str]:
     obs, version, _, _ = reply_from_bytes(data)
     return obs, version
+
+
+def reply_coverage(data: bytes) -> list[str]:
+    """The compiler coverage items of a worker's reply ([] when its worker collected none)."""
+    return list(_unpack(data)[0].get("coverage", []))
 
 
 def reply_from_bytes(data: bytes) -> tuple[list[Observation], str, dict[str, Any] | None, dict[str, np.ndarray] | None]:

@@ -22,7 +22,7 @@ from dlcfuzz.oracle.policy import (
     reference_of,
     unstable_outputs,
 )
-from dlcfuzz.oracle.testcase import Config, TestCase, reply_from_bytes
+from dlcfuzz.oracle.testcase import Config, TestCase, reply_coverage, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 
@@ -168,7 +168,8 @@ class GraphStrategy(Strategy):
             blob = tc.to_bytes()
         ref = Reference(**r)
         verdicts = self.differential(tc, ref, observations)
-        return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), blob=blob,
+        coverage = reply_coverage(res.payload) if self.ctx.backend.collects_coverage else []
+        return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), coverage, blob=blob,
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
 
     def differential(self, tc: TestCase, ref: Reference, observations: list[Any]) -> list[Verdict]:

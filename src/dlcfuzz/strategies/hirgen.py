@@ -22,6 +22,16 @@ MALFORMED = "malformed:"  # disruptive_rules() entries naming a mutate/malformed
 P_MALFORMED = 0.5  # share of disruptive tests that are malformed models, where the backend offers kinds
 MODE = Option("mode", "strict", "strict: valid graphs; disruptive: each graph breaks one type/shape rule and must "
               "be rejected")
+FEEDBACKS = ("on", "measure", "off")
+FEEDBACK = Option("feedback", "on", "compiler-coverage feedback, where the compiler measures its own code coverage "
+                  "(Inductor): on; measure (collected and reported, not used: the ablation); off (not collected)")
+# Compiler-coverage feedback: a test whose compile reached compiler code no earlier test reached is kept; later
+# tests grow, with probability P_GROW, from a random prefix of a kept graph (the AFL idea on graphs). A test uses
+# only what tests at least LAG numbers before it taught, folded in test order, so the corpus is the same whatever
+# --jobs and the timing; a grown test keeps its blob (its kept parent is not rebuilt on replay).
+P_GROW = 0.5
+KEPT_MAX = 64  # the most recent kept graphs
+LAG = 8
 
 
 class HirgenStrategy(GraphStrategy):
@@ -29,8 +39,18 @@ class HirgenStrategy(GraphStrategy):
 
     name = "hirgen"
     summary = "coverage-guided generation (HirGen)"
-    options = (OPS, ONLY_OPS, MODE)
+    options = (OPS, ONLY_OPS, MODE, FEEDBACK)
     candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
+
+    def __init__(self, ctx: Any) -> None:
+        super().__init__(ctx)
+        backend = ctx.backend
+        self.feedback = (ctx.params.get("feedback", "on") == "on" and ctx.params.get("mode") != "disruptive"
+                         and backend is not None and backend.collects_coverage)
+        self.kept: list[tuple[int, Graph]] = []  # (test number, graph) of tests that reached new compiler code
+        self.compiler_seen: set[str] = set()  # compiler items folded so far (in test order)
+        self.in_flight: set[int] = set()  # tests made, not yet judged
+        self.unfolded: dict[int, tuple[Graph, list[str]]] = {}  # judged, waiting for earlier tests
 
     def __new__(cls, ctx: Any) -> Any:
         if ctx.params.get("mode") == "disruptive" and not issubclass(cls, DisruptiveHirgen):
@@ -43,6 +63,8 @@ class HirgenStrategy(GraphStrategy):
         super().validate(params, compiler)
         if params.get("mode") not in MODES:
             raise UsageError(f"unknown mode {params.get('mode')!r} (choose from {', '.join(MODES)})")
+        if params.get("feedback", "on") not in FEEDBACKS:
+            raise UsageError(f"unknown feedback {params.get('feedback')!r} (choose from {', '.join(FEEDBACKS)})")
         if params.get("mode") == "disruptive":
             from dlcfuzz.backends import get_backend
 
@@ -55,14 +77,84 @@ class HirgenStrategy(GraphStrategy):
         from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
 
         rng = np.random.default_rng(seed)
+        start, meta = self.grow_from(seq, seed)
         g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng),
-                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates)
+                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates, start=start)
         g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
-        if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE:  # functions, calls, closures
+        if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE and not g.functions:  # functions, calls
             from dlcfuzz.gen.functions import outline
 
             g = outline(g, rng)
-        return self.test(seq, self.test_case(g, inputs, seed, self.configs_for(rng, g)), list(graph_items(g)))
+        if self.feedback:
+            self.in_flight.add(seq)
+        tc = self.test_case(g, inputs, seed, self.configs_for(rng, g), meta=meta)
+        return self.test(seq, tc, list(graph_items(g)))
+
+    # ---- compiler-coverage feedback ----------------------------------------
+    def grow_from(self, seq: int, seed: int) -> tuple[Any, dict[str, Any] | None]:
+        """A builder holding a kept graph's prefix (and the test's meta naming it), or (None, None): a
+        fresh graph. Its own random stream, drawn whether or not anything is kept, so that a fresh test
+        regenerates the same without the kept corpus."""
+        from dlcfuzz.gen.random import GraphBuilder
+
+        if not self.feedback:
+            return None, None
+        pick = np.random.default_rng([seed, 0x6B07])
+        grow, u, v = pick.random() < P_GROW, pick.random(), pick.random()
+        usable = [(s, g) for s, g in self.kept if s <= seq - LAG]
+        if not grow or not usable:
+            return None, None
+        parent_seq, parent = usable[int(u * len(usable))]
+        k = 1 + int(v * max(len(parent.nodes) - 1, 1))  # keep 1 .. n-1 nodes: the rest grows anew
+        return GraphBuilder.from_prefix(np.random.default_rng([seed, 0x6B08]), parent, k), \
+            {"grown_from": {"test": parent_seq + 1, "nodes": k}}
+
+    def handler_init(self) -> dict[str, Any]:
+        return {**super().handler_init(), "compiler_coverage": self.params.get("feedback", "on") != "off"}
+
+    def ready(self, seq: int) -> bool:
+        """With feedback, a test waits until the tests LAG numbers before it are judged."""
+        return not self.feedback or not self.in_flight or min(self.in_flight) > seq - LAG
+
+    def learn(self, test: Test, j: Judgement, new: list[str]) -> None:
+        super().learn(test, j, new)
+        if self.feedback:
+            self.unfolded[test.seq] = (test.payload.graph, j.coverage)
+            self.settle(test.seq)
+
+    def failed(self, seq: int) -> None:
+        super().failed(seq)
+        if self.feedback:
+            self.settle(seq)
+
+    def settle(self, seq: int) -> None:
+        """Test `seq` is judged: fold, in test order, every judged test no test in flight precedes."""
+        self.in_flight.discard(seq)
+        first_open = min(self.in_flight, default=None)
+        for s in sorted(self.unfolded):
+            if first_open is not None and s > first_open:
+                break
+            g, items = self.unfolded.pop(s)
+            fresh = [i for i in items if i not in self.compiler_seen]
+            if fresh:
+                self.compiler_seen.update(fresh)
+                self.kept = [*self.kept, (s, g)][-KEPT_MAX:]
+
+    def keeps_blob(self, test: Test) -> bool:
+        return super().keeps_blob(test) or "grown_from" in test.payload.meta
+
+    def start(self, pool: Any, resumed: bool) -> None:
+        super().start(pool, resumed)
+        if self.feedback and resumed:  # the compiler items so far, and the campaign's corpus as the kept graphs
+            from dlcfuzz.gen.coverage import is_compiler_item
+
+            self.compiler_seen = {i for i in self.ctx.store.coverage() if is_compiler_item(i)}
+            for test_id in sorted(self.ctx.store.corpus())[-KEPT_MAX:]:
+                blob = self.ctx.store.test_blob(test_id)
+                try:
+                    self.kept.append((test_id - 1, self.decode(self.ctx.unwrap(blob)).graph))
+                except Exception:  # noqa: BLE001 - under auto, another arm's test: not a graph of ours
+                    continue
 
     def configs_for(self, rng: np.random.Generator, g: Graph) -> list[Any]:
         """HirGen's oracles per test: the campaign's pair, varied by the compiler (sampled pass

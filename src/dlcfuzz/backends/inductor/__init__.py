@@ -105,6 +105,7 @@ class InductorBackend(BackendBase):
     reduction_checks = 60  # each check compiles (~1 s)
     reduction_s = 300.0
     sub_functions = True
+    collects_coverage = True  # torch/_inductor, _dynamo and fx, with coverage.py's C tracer
 
     def __init__(self) -> None:
         _worker_setup()
