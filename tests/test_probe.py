@@ -65,3 +65,26 @@ def test_probe_beside_the_newest_opset_finds_kernels_missing_at_newer_schemas():
             model = to_onnx(g)
             backend.compile(g, configs[0])  # compiles: no NOT_IMPLEMENTED at the model's opset
             assert model.opset_import
+
+
+def test_a_disruptive_campaigns_pool_probes_what_a_valid_one_does(monkeypatch):
+    """A disruptive campaign probes through its own pool, where our lowering's LoweringGap is a skipped
+    configuration, not an error: that probe once cached bitcast and every com.microsoft operator as
+    supported on TVM, and every later TVM campaign of the release died on them."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.strategies import probe as probe_module
+
+    every = probe_module.probe_cases
+    picked = {"bitcast", "ms_fast_gelu", "relu", "add"}
+    monkeypatch.setattr(probe_module, "probe_cases", lambda seed=0: [c for c in every(seed) if c[0] in picked])
+    backend = get_backend("tvm")
+    configs = [backend.default_pair()[0]]
+    here = probe(backend, configs)
+    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": "tvm", "invalid": True}, jobs=1,
+                    timeout_s=120) as pool:
+        disruptive = probe(backend, configs, pool=pool)
+    assert {k: ok for k, (ok, _) in disruptive.items()} == {k: ok for k, (ok, _) in here.items()}
+    assert not disruptive[("bitcast", "float32")][0] and not disruptive[("ms_fast_gelu", "float32")][0]
+    assert disruptive[("relu", "float32")][0]

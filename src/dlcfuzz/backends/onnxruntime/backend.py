@@ -12,7 +12,7 @@ import numpy as np
 import onnxruntime as ort
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
-from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS
+from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING, u8s8_saturates
 from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
@@ -86,7 +86,10 @@ class OnnxRuntimeBackend(BackendBase):
         return next((name for name, pat in EXPECTED if pat.search(message)), None)
 
     def known_gaps(self, op: str) -> dict[str, str]:
-        return dict(KNOWN_GAPS.get(op, {}))
+        gaps = dict(KNOWN_GAPS.get(op, {}))
+        if op in U8S8_SATURATING and u8s8_saturates():
+            gaps.setdefault(U8S8_SATURATING[op], U8S8_REASON)
+        return gaps
 
     def disruptive_configs(self) -> list[str]:
         return ["ort-disable", "ort-all"]
