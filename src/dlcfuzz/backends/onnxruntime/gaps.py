@@ -4,8 +4,6 @@ bugs stand out (the capability probe still records what a given release lacks)."
 
 from __future__ import annotations
 
-import functools
-
 KNOWN_GAPS: dict[str, dict[str, str]] = {
     # onnxruntime 1.32.0 registers its CPU LpPool/GlobalLpPool kernels for float only:
     # "NOT_IMPLEMENTED : Could not find an implementation for LpPool(18)" on double
@@ -53,30 +51,9 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
 # saturates each pair's sum to 16 bits, unless the CPU has VNNI: "x64 SSE4.1/AVX2/AVX512(with no VNNI) has
 # overflow problem with quantized matrix multiplication with U8S8" (kOrtSessionOptionsAvx2PrecisionMode,
 # include/onnxruntime/core/session/onnxruntime_session_options_config_keys.h; that option does not change
-# these operators in 1.32.0). Where this machine's ORT saturates (measured, u8s8_saturates), the input-0 dtype
+# these operators in 1.32.0). Where this machine's ORT saturates (measured: the backend's u8s8_saturates), the input-0 dtype
 # that meets a signed/unsigned partner is left out: its results depend on the CPU by design.
 U8S8_SATURATING: dict[str, str] = {"matmul_integer": "uint8", "qlinear_matmul": "uint8", "qlinear_conv": "uint8",
                                    "conv_integer": "int8"}
 U8S8_REASON = ("onnxruntime's x64 U8S8 integer GEMM saturates 16-bit pair sums on CPUs without VNNI (documented: "
                "kOrtSessionOptionsAvx2PrecisionMode); measured on this machine")
-
-
-@functools.cache
-def u8s8_saturates() -> bool:
-    """Whether this machine's onnxruntime saturates U8S8 products: [255, 255] . [127, 127] is 64770
-    exactly and 32767 where the pair sum saturates (one MatMulInteger, milliseconds)."""
-    import numpy as np
-    import onnxruntime as ort
-    from onnx import TensorProto, helper
-
-    node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
-    graph = helper.make_graph([node], "u8s8", [helper.make_tensor_value_info("a", TensorProto.UINT8, [1, 2]),
-                                               helper.make_tensor_value_info("b", TensorProto.INT8, [2, 1])],
-                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1, 1])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    y = sess.run(None, {"a": np.full((1, 2), 255, np.uint8), "b": np.full((2, 1), 127, np.int8)})[0]
-    return int(y[0, 0]) != 255 * 127 * 2
