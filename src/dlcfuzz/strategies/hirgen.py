@@ -47,7 +47,7 @@ class HirgenStrategy(GraphStrategy):
     def __init__(self, ctx: Any) -> None:
         super().__init__(ctx)
         backend = ctx.backend
-        self.feedback = (ctx.params.get("feedback", "off") == "on" and ctx.params.get("mode") != "disruptive"
+        self.feedback = (ctx.params.get("feedback", FEEDBACK.default) == "on" and ctx.params.get("mode") != "disruptive"
                          and backend is not None and backend.collects_coverage)
         self.kept: list[tuple[int, Graph]] = []  # (test number, graph) of tests that reached new compiler code
         self.compiler_seen: set[str] = set()  # compiler items folded so far (in test order)
@@ -65,7 +65,7 @@ class HirgenStrategy(GraphStrategy):
         super().validate(params, compiler)
         if params.get("mode") not in MODES:
             raise UsageError(f"unknown mode {params.get('mode')!r} (choose from {', '.join(MODES)})")
-        if params.get("feedback", "off") not in FEEDBACKS:
+        if params.get("feedback", FEEDBACK.default) not in FEEDBACKS:
             raise UsageError(f"unknown feedback {params.get('feedback')!r} (choose from {', '.join(FEEDBACKS)})")
         if params.get("mode") == "disruptive":
             from dlcfuzz.backends import get_backend
@@ -112,7 +112,7 @@ class HirgenStrategy(GraphStrategy):
             {"grown_from": {"test": parent_seq + 1, "nodes": k}}
 
     def handler_init(self) -> dict[str, Any]:
-        return {**super().handler_init(), "compiler_coverage": self.params.get("feedback", "off") != "off"}
+        return {**super().handler_init(), "compiler_coverage": self.params.get("feedback", FEEDBACK.default) != "off"}
 
     def ready(self, seq: int) -> bool:
         """With feedback, a test waits until the tests LAG numbers before it are judged."""
