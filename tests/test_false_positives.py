@@ -204,3 +204,36 @@ def test_an_integer_intermediate_that_overflows_is_undefined_though_the_result_f
         reference.run(g, {"x": x}, check_overflow=True)
     small = (x // 1000).astype(np.int32)  # and a sum that fits is judged
     reference.run(g, {"x": small}, check_overflow=True)
+
+
+def test_a_configuration_that_writes_into_a_fed_buffer_does_not_change_the_next_ones_inputs(tmp_path):
+    """Regression (hirgen on ORT 1.32: ten 'new' inconsistency clusters `batch_norm,<op>` in 2 minutes):
+    ORT's BatchNormalization in training mode aliases its running-mean output to the mean input
+    (by design: "We alias the running mean to the mean so it stays preserved across multiple batches",
+    batch_norm.cc), so when that output feeds another node, `sess.run` updates the caller's mean array
+    in place. Fed the same arrays, the second configuration saw a moved mean and differed from the
+    first. Every configuration now gets its own copy, in the worker and in the reproducer."""
+    import subprocess
+    import sys
+
+    from dlcfuzz.backends import get_backend
+
+    t3, v = TensorType("float64", (3,)), TensorType("float64", (3, 3, 6))
+    g = Graph(inputs=[Value("x", v), Value("scale", t3), Value("mean", t3)],
+              constants={"bias": np.array([-0.4, 0.5, 0.8]), "var": np.array([1.7, 1.0, 1.6])},
+              nodes=[Node("batch_norm", ["x", "scale", "bias", "mean", "var"],
+                          [Value("y", v), Value("running_mean", t3), Value("running_var", t3)],
+                          {"epsilon": 1e-3, "momentum": 0.99, "training_mode": 1}),
+                     Node("neg", ["running_mean"], [Value("out", t3)])], outputs=["out"])
+    g.check()
+    rng = np.random.default_rng(3)
+    inputs = {"x": rng.uniform(0, 10, (3, 3, 6)), "scale": rng.uniform(-1, 1, 3), "mean": rng.uniform(-1, 1, 3)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [v.kind for v in verdicts] == ["pass"], [(v.kind, v.category, v.detail) for v in verdicts]
+
+    backend = get_backend("onnxruntime")
+    configs = list(backend.default_pair())
+    script = tmp_path / "repro.py"
+    script.write_text(backend.reproducer(g, inputs, None, configs, "inconsistency", "t", "d"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "BUG REPRODUCED" not in done.stdout, done.stdout + done.stderr

@@ -48,7 +48,10 @@ def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda
             t1 = time.perf_counter()
             stage = "run"
             note(f"{config.name}:run")
-            outs = compiled.run(tc.inputs)
+            # each configuration gets its own copy: a compiler may write into a fed buffer (ORT's
+            # training-mode BatchNormalization updates the running mean in place of its mean input),
+            # and the next configuration must not see the changed values
+            outs = compiled.run({name: value.copy() for name, value in tc.inputs.items()})
             t2 = time.perf_counter()
             info = compiled.info() if hasattr(compiled, "info") else {}  # e.g. the kernels that ran
             obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1, info=info))

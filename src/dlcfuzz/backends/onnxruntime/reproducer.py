@@ -89,7 +89,9 @@ def run(name):
     model = {"transformed(MODEL, opts)" if transformers else "MODEL"}
     sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=opts.get("disabled_optimizers") or None)
-    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+    # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode
+    # updates its running mean in place of the mean input)
+    return sess.run(None, {{i.name: INPUTS[i.name].copy() for i in sess.get_inputs()}})
 {COMPARE}{MAIN}'''
 
 
@@ -116,7 +118,9 @@ def run(model, name):
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
     sess = ort.InferenceSession(str(HERE / model), so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=opts.get("disabled_optimizers") or None)
-    return sess.run(None, {{i.name: INPUTS[i.name] for i in sess.get_inputs()}})
+    # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode
+    # updates its running mean in place of the mean input)
+    return sess.run(None, {{i.name: INPUTS[i.name].copy() for i in sess.get_inputs()}})
 
 
 def main():

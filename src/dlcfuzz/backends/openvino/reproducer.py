@@ -49,7 +49,7 @@ def run(name):
         import onnxruntime as ort
 
         sess = ort.InferenceSession(MODEL, providers=["CPUExecutionProvider"])
-        return sess.run(None, {i.name: INPUTS[i.name] for i in sess.get_inputs()})
+        return sess.run(None, {i.name: INPUTS[i.name].copy() for i in sess.get_inputs()})
     model = read(opts)
     if opts.get("device") == "reference":  # OpenVINO's op-level reference: Model.evaluate, no plugin
         ins = [ov.Tensor(np.array(INPUTS[p.get_friendly_name()], order="C")) for p in model.get_parameters()]
