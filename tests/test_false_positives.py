@@ -237,3 +237,41 @@ def test_a_configuration_that_writes_into_a_fed_buffer_does_not_change_the_next_
     script.write_text(backend.reproducer(g, inputs, None, configs, "inconsistency", "t", "d"))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "BUG REPRODUCED" not in done.stdout, done.stdout + done.stderr
+
+
+def test_a_second_reader_of_the_overwritten_mean_is_still_a_bug_and_known(tmp_path):
+    """The other side of the fix above: when the graph itself reads BatchNormalization's mean input after
+    the node (`sub(running_mean, mean)`), ORT's in-place write makes every configuration wrong. That
+    stays a wrong-result finding (fresh inputs per configuration do not hide it), matches the register's
+    entry, and the standalone reproducer shows it."""
+    import subprocess
+    import sys
+
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    t2, x = TensorType("float32", (2,)), TensorType("float32", (4, 2))
+    g = Graph(inputs=[Value("x", x), Value("mean", t2)],
+              constants={"scale": np.ones(2, np.float32), "bias": np.zeros(2, np.float32),
+                         "var": np.ones(2, np.float32)},
+              nodes=[Node("batch_norm", ["x", "scale", "bias", "mean", "var"],
+                          [Value("y", x), Value("running_mean", t2), Value("running_var", t2)],
+                          {"epsilon": 1e-5, "momentum": 0.9, "training_mode": 1}),
+                     Node("sub", ["running_mean", "mean"], [Value("delta", t2)])], outputs=["delta"])
+    g.check()
+    inputs = {"x": np.arange(1, 9, dtype=np.float32).reshape(4, 2), "mean": np.zeros(2, np.float32)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "wrong-result")], [v.detail for v in verdicts]
+
+    backend = get_backend("onnxruntime")
+    configs = list(backend.default_pair())
+    facts = FindingFacts(id=1, compiler="onnxruntime", category="wrong-result", configs=tuple(c.name for c in configs),
+                         opts="", ops=frozenset({"batch_norm", "sub"}), dtypes=frozenset({"float32"}), message="")
+    known = Register().match(facts, verdicts[0].detail)
+    assert known is not None and known.id == "ort-batchnorm-training-overwrites-mean-input"
+    script = tmp_path / "repro.py"
+    script.write_text(backend.reproducer(g, inputs, [np.array([0.4, 0.5], np.float32)], configs, "wrong-result", "t", "d"))
+    assert "dlcfuzz" not in "".join(ln for ln in script.read_text().splitlines(True) if ln.startswith(("import", "from")))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
