@@ -122,6 +122,29 @@ def test_register_marks_matching_findings_and_is_user_extendable(tmp_path, monke
         Register(extra=[bad], use_env=False)
 
 
+def test_clusters_the_register_attributes_to_one_known_bug_are_one_cluster():
+    """One in-place write of ORT's training-mode BatchNormalization was seen through several consumers
+    (`batch_norm,less`, `batch_norm,max`): four clusters by operators, one bug by the register. A new
+    cluster and a cluster of another known bug stay apart."""
+    from dlcfuzz.engine.report import merge_known
+
+    def wrong(i: int, ops: set[str]) -> FindingFacts:
+        row = {"id": i, "compiler": "onnxruntime", "category": "wrong-result", "configs": '["ort-disable", "ort-all"]',
+               "key": f"wrong|onnxruntime|ort-disable,ort-all|value|ops={','.join(sorted(ops))}|opts=none", "detail": ""}
+        return facts_of(row, graph=(frozenset(ops), frozenset({"float32"})))
+
+    reg = Register(use_env=False)
+    found = [wrong(1, {"batch_norm", "less"}), wrong(2, {"abs"}), wrong(3, {"batch_norm", "max"}),
+             wrong(4, {"col2im"}), wrong(5, {"batch_norm", "sub"})]
+    clusters = cluster(found)
+    assert len(clusters) == 5
+    known = {f.id: k for f in found if (k := reg.match(f)) is not None}
+    assert {k.id for k in known.values()} == {"ort-batchnorm-training-overwrites-mean-input", "ort-col2im-nd-dilation"}
+    merged = merge_known(clusters, known)
+    assert [[f.id for f in c.members] for c in merged] == [[1, 3, 5], [2], [4]]
+    assert [c.number for c in merged] == [1, 2, 3]
+
+
 def test_readme_known_bugs_section_is_generated_and_fresh():
     section = readme_section(Register(use_env=False))
     assert "onnxruntime 1.32.0" in section and "apache-tvm 0.27.0.post1" in section

@@ -188,7 +188,26 @@ def classify(run: Path, store: Store, register: Register | None) -> tuple[list[C
                 k = register.match(f, detail[f.id])
                 if k is not None:
                     known[f.id] = k
-    return clusters, known
+    return merge_known(clusters, known), known
+
+
+def merge_known(clusters: list[Cluster], known: dict[int, KnownBug]) -> list[Cluster]:
+    """Clusters that the register attributes to the same known bug are one cluster: its entry says they
+    are one root cause (e.g. one in-place write of a kernel seen through several consumer operators)."""
+    merged: list[Cluster] = []
+    by_bug: dict[str, Cluster] = {}
+    for c in clusters:
+        k = cluster_known(c, known)
+        if k is not None and k.id in by_bug:
+            into = by_bug[k.id]
+            into.members = sorted([*into.members, *c.members], key=lambda f: f.id)
+            continue
+        if k is not None:
+            by_bug[k.id] = c
+        merged.append(c)
+    for number, c in enumerate(merged, 1):
+        c.number = number
+    return merged
 
 
 def cluster_known(c: Cluster, known: dict[int, KnownBug]) -> KnownBug | None:
