@@ -1,0 +1,83 @@
+"""Bugs of onnxruntime that dlcfuzz found and keeps in its known-bugs register: each still fires the
+oracle through the real worker, matches its register entry, and its standalone reproducer shows it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.types import TensorType
+from tests.test_false_positives import judged
+
+pytest.importorskip("onnxruntime")
+
+
+def reproduce(g: Graph, inputs: dict, expected: list | None, category: str, tmp_path) -> subprocess.CompletedProcess:
+    """Run the finding's standalone reproducer (onnx, onnxruntime and numpy only)."""
+    from dlcfuzz.backends import get_backend
+
+    backend = get_backend("onnxruntime")
+    script = tmp_path / "repro.py"
+    script.write_text(backend.reproducer(g, inputs, expected, list(backend.default_pair()), category, "t", "d"))
+    assert "dlcfuzz" not in "".join(ln for ln in script.read_text().splitlines(True) if ln.startswith(("import", "from")))
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+
+
+def known_as(category: str, ops: set[str], dtypes: set[str], configs: tuple[str, ...], detail: str) -> str | None:
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(id=1, compiler="onnxruntime", category=category, configs=configs, opts="",
+                         ops=frozenset(ops), dtypes=frozenset(dtypes), message="")
+    k = Register(use_env=False).match(facts, detail)
+    return k.id if k else None
+
+
+def test_a_second_reader_of_the_overwritten_mean_is_still_a_bug_and_known(tmp_path):
+    """The other side of test_false_positives' fresh inputs per configuration: when the graph itself reads
+    BatchNormalization's mean input after the node (`sub(running_mean, mean)`), ORT's in-place write makes every configuration wrong. That
+    stays a wrong-result finding (fresh inputs per configuration do not hide it), matches the register's
+    entry, and the standalone reproducer shows it."""
+    t2, x = TensorType("float32", (2,)), TensorType("float32", (4, 2))
+    g = Graph(inputs=[Value("x", x), Value("mean", t2)],
+              constants={"scale": np.ones(2, np.float32), "bias": np.zeros(2, np.float32),
+                         "var": np.ones(2, np.float32)},
+              nodes=[Node("batch_norm", ["x", "scale", "bias", "mean", "var"],
+                          [Value("y", x), Value("running_mean", t2), Value("running_var", t2)],
+                          {"epsilon": 1e-5, "momentum": 0.9, "training_mode": 1}),
+                     Node("sub", ["running_mean", "mean"], [Value("delta", t2)])], outputs=["delta"])
+    g.check()
+    inputs = {"x": np.arange(1, 9, dtype=np.float32).reshape(4, 2), "mean": np.zeros(2, np.float32)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "wrong-result")], [v.detail for v in verdicts]
+    from dlcfuzz.backends import get_backend
+
+    configs = tuple(c.name for c in get_backend("onnxruntime").default_pair())
+    assert known_as("wrong-result", {"batch_norm", "sub"}, {"float32"}, configs, verdicts[0].detail) == \
+        "ort-batchnorm-training-overwrites-mean-input"
+    done = reproduce(g, inputs, [np.array([0.4, 0.5], np.float32)], "wrong-result", tmp_path)
+    assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
+
+
+def test_instance_norm_of_an_empty_intermediate_crashes_and_is_known(tmp_path):
+    """InstanceNormalization of TopK(k=0)'s empty values dies with SIGSEGV (1.20.1, 1.32.0); the worker
+    attributes the crash to the run, the register knows it, the standalone script shows it."""
+    x, e, s = TensorType("float32", (1, 1, 1, 1)), TensorType("float32", (1, 1, 0, 1)), TensorType("float32", (1,))
+    g = Graph(inputs=[Value("x", x), Value("scale", s), Value("bias", s)],
+              nodes=[Node("topk", ["x"], [Value("values", e), Value("indices", TensorType("int64", (1, 1, 0, 1)))],
+                          {"axis": -2, "k": 0, "largest": 1, "sorted": 1}),
+                     Node("instance_norm", ["values", "scale", "bias"], [Value("y", e)], {"epsilon": 1e-3})],
+              outputs=["y"])
+    g.check()
+    inputs = {"x": np.ones((1, 1, 1, 1), np.float32), "scale": np.ones(1, np.float32), "bias": np.zeros(1, np.float32)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "crash")], [v.detail for v in verdicts]
+    assert "SIGSEGV" in verdicts[0].detail
+    assert known_as("crash", {"topk", "instance_norm"}, {"float32"}, ("ort-disable",), verdicts[0].detail) == \
+        "ort-instance-norm-empty-intermediate-segfault"
+    done = reproduce(g, inputs, None, "crash", tmp_path)
+    assert done.returncode != 0 and done.returncode != 1, done.stdout + done.stderr
