@@ -235,6 +235,33 @@ def test_tvm_direct_lowering_documented_leniency_is_unknown_not_a_bug():
     assert (v.kind, v.category) == ("unknown", "documented-leniency") and ONNX_IMPORTER_LENIENCY in v.detail, v
 
 
+def test_tvm_direct_door_tests_a_broken_node_only_where_a_relax_operator_sees_its_inputs():
+    """From a 30-minute auto campaign on apache-tvm 0.27: `max_pool1d` of a rank-5 tensor was reported as
+    accepted by Relax, but our lowering decomposes the pool into slices and maxima, so no TVM operator
+    ever saw the broken rank. A broken node whose lowering does not hand its inputs unchanged to one
+    Relax operator is now a lowering gap (the worker marks the configuration skipped, not tested); a
+    comparison lowered to relax.op.less_equal still reaches TVM, which accepts mixed dtypes there."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.base import Config
+    from dlcfuzz.errors import LoweringGap
+
+    tvm = get_backend("tvm")
+    direct = next(tvm.configs()[n] for n in tvm.disruptive_configs()
+                  if tvm.configs()[n].options.get("method", "direct") != "onnx")
+    door = Config(direct.name, {**direct.options, "untyped_outputs": ["broken"]})
+    pool = Graph(inputs=[Value("x", TensorType("uint8", (2, 3, 1, 3, 6)))],
+                 nodes=[Node("max_pool1d", ["x"], [Value("broken", TensorType("uint8", (2, 3, 1)))],
+                             {"dilations": [2], "kernel": [1], "pads": [0, 0], "strides": [2]})], outputs=["broken"])
+    with pytest.raises(LoweringGap, match="max_pool1d"):
+        tvm.lower(pool, door)
+    tvm.lower(pool, direct)  # an ordinary (valid-mode) lowering does not check
+    cmp = Graph(inputs=[Value("a", TensorType("float32", (3, 5))), Value("b", TensorType("float16", (5,)))],
+                nodes=[Node("less_equal", ["a", "b"], [Value("broken", TensorType("bool", (3, 5)))])],
+                outputs=["broken"])
+    tvm.lower(cmp, door)
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_graphs_grown_from_a_kept_prefix_are_valid_and_keep_it(seed):
     """Compiler-coverage feedback grows new graphs from a prefix of a kept one (outlined ones included):

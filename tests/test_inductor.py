@@ -66,6 +66,29 @@ def test_knob_table_names_real_options_of_the_installed_torch():
     assert set(UNSAFE_MATH) <= set(cfg)
 
 
+def test_no_disruptive_tests_because_torch_decides_what_a_broken_graph_means(backend, tmp_path):
+    """Our lowering writes torch functions: eager PyTorch's documented type promotion makes a dtype-breaking
+    graph valid (float32 * uint8 runs) before Inductor sees it, so an accepted broken graph is never
+    Inductor's; the backend declares that no rule binds, `auto` leaves out its disruptive arm and an
+    explicit disruptive campaign is refused."""
+    from dlcfuzz.cli import main
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.types import TensorType
+    from dlcfuzz.strategies.auto import arms_for
+
+    f32, u8 = TensorType("float32", (6,)), TensorType("uint8", (6,))
+    g = Graph(inputs=[Value("a", f32), Value("b", u8)], nodes=[Node("mul", ["a", "b"], [Value("y", f32)])],
+              outputs=["y"])
+    out = backend.compile(g, backend.configs()["eager"]).run(
+        {"a": np.linspace(0, 1, 6, dtype=np.float32), "b": np.arange(6, dtype=np.uint8)})
+    assert out[0].shape == (6,)  # no error: documented promotion
+    assert backend.disruptive_rules() == ()
+    assert "disruptive" not in [a.name for a in arms_for("inductor", backend)]
+    assert main(["fuzz", "--compiler", "inductor", "--strategy", "hirgen", "--mode", "disruptive", "--time", "5s",
+                 "--out", str(tmp_path / "bad")]) == 2
+    assert not (tmp_path / "bad").exists()
+
+
 def test_sampled_knobs_are_deterministic_and_never_unsafe(backend):
     a = [sample_knobs(np.random.default_rng(s)) for s in range(200)]
     b = [sample_knobs(np.random.default_rng(s)) for s in range(200)]

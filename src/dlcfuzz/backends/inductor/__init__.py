@@ -115,6 +115,14 @@ class InductorBackend(BackendBase):
 
         return f"torch {torch.__version__}"
 
+    def disruptive_rules(self) -> tuple[str, ...] | None:
+        # no rule binds: the lowering writes torch functions, whose documented type promotion and
+        # broadcasting (https://docs.pytorch.org/docs/stable/tensor_attributes.html#type-promotion-doc)
+        # turn a graph that breaks a dtype or shape rule into a valid program, and whatever they reject,
+        # eager PyTorch rejects the same way before Inductor compiles anything: "accepted" or "rejected"
+        # says nothing about Inductor (auto runs no disruptive arm here)
+        return ()
+
     def knobs(self) -> list[Knob]:
         out = [
             Knob("backend", list(LADDER), "torch.compile backend: each adds one stage of the compiler"),

@@ -8,11 +8,12 @@ modules (elementwise.py, nn.py, shape.py, reduce.py, quant.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
 
+from dlcfuzz.errors import LoweringGap
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.lower.registry import target
 
@@ -72,7 +73,32 @@ class _Callees:
         return self.bound[name]
 
 
-def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees) -> None:
+def _reaches_an_operator(bb: Any, op: str, exprs: list[Any], operands: list[Any]) -> bool:
+    """Whether a call among `exprs` of the Relax operator named like `op` (relax.nn.max_pool1d for
+    max_pool1d, relax.subtract for sub) takes every one of `operands` unchanged: then that operator's own
+    type inference saw the node's inputs as they are. A decomposition of ours (a pool as slices and
+    maxima, a cast before the operator) hides a broken input from TVM."""
+    import tvm
+    from tvm import relax
+
+    for e in exprs:
+        for _ in range(4):  # a rule may emit the call itself and return its variable (or a tuple item of it)
+            if isinstance(e, relax.TupleGetItem):
+                e = e.tuple_value
+            elif isinstance(e, relax.Var) and (b := bb.lookup_binding(e)) is not None:
+                e = b
+            else:
+                break
+        if isinstance(e, relax.Call) and isinstance(e.op, tvm.ir.Op) and op in e.op.name.rsplit(".", 1)[-1]:
+            args = [x for a in e.args for x in (a.fields if isinstance(a, relax.Tuple) else [a])]
+            if all(any(a.same_as(o) for a in args) for o in operands):
+                return True
+    return False
+
+
+def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees, checked: Collection[str] = ()) -> None:
+    """`checked`: outputs of nodes that must reach a Relax operator with their inputs unchanged (the broken
+    node of a disruptive test), or LoweringGap: the front door would be our lowering, not TVM."""
     from tvm import relax
 
     from dlcfuzz.ops import get_op
@@ -92,6 +118,10 @@ def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees) -> Non
             continue
         exprs = RELAX.rule(n.op)(get_op(n.op), bb, args, n.attrs, [types[i] for i in n.inputs],
                                  [v.type for v in n.outputs])
+        if any(v.name in checked for v in n.outputs) and not _reaches_an_operator(
+                bb, n.op, list(exprs), [env[i] for i in dict.fromkeys(n.inputs)]):
+            raise LoweringGap(f"our Relax lowering of {n.op} does not hand its inputs to one Relax operator "
+                              "unchanged: a broken rule would be ours to check, not TVM's")
         for v, e in zip(n.outputs, exprs, strict=True):
             env[v.name] = bb.emit(e) if not isinstance(e, relax.Var) else e
 
@@ -105,7 +135,7 @@ def _output_expr(g: Graph, env: dict[str, Any]) -> Any:
 
 
 def _build_function(bb: Any, top: Graph, g: Graph, name: str, form: str, gvars: dict[str, Any],
-                    private: bool = False) -> None:
+                    private: bool = False, checked: Collection[str] = ()) -> None:
     from tvm import relax
 
     params = [relax.Var(v.name, relax_type(v.type)) for v in g.inputs]
@@ -114,7 +144,7 @@ def _build_function(bb: Any, top: Graph, g: Graph, name: str, form: str, gvars: 
     with bb.function(name, params, private=private):
         callees.bind_closures(bb, g)
         with bb.dataflow():
-            _emit_body(bb, g, env, callees)
+            _emit_body(bb, g, env, callees, checked)
             out = bb.emit_output(_output_expr(g, env))
         bb.emit_func_output(out)
 
@@ -138,8 +168,9 @@ def _local_function(into: Any, top: Graph, fname: str, form: str, gvars: dict[st
 
 
 
-def to_relax(g: Graph, form: str = "global") -> Any:
-    """Return a tvm.IRModule whose "main" computes `g`; `form` (FORMS) says how sub-functions appear."""
+def to_relax(g: Graph, form: str = "global", checked: Collection[str] = ()) -> Any:
+    """Return a tvm.IRModule whose "main" computes `g`; `form` (FORMS) says how sub-functions appear;
+    `checked`: outputs of main's nodes that must reach a Relax operator unchanged (see _emit_body)."""
     from tvm import relax
 
     if form not in FORMS:
@@ -158,7 +189,7 @@ def to_relax(g: Graph, form: str = "global") -> Any:
                 fv = bb.emit(local, name_hint=fname)
                 bb.emit_func_output(fv)
             gvars[maker] = bb.get().get_global_var(maker)
-    _build_function(bb, g, g, "main", form, gvars)
+    _build_function(bb, g, g, "main", form, gvars, checked=checked)
     return bb.get()
 
 
