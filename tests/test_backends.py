@@ -388,3 +388,28 @@ def test_u8s8_saturation_is_measured_and_left_out_where_onnxruntime_saturates():
     assert ("uint8" in backend.known_gaps("matmul_integer")) == (differ > 0)
     assert ("int8" in backend.known_gaps("conv_integer")) == (differ > 0)
     assert "int8" not in backend.known_gaps("matmul_integer")  # signed x signed is exact everywhere
+
+
+def test_an_output_that_is_not_a_tensor_is_the_configurations_error_not_ours():
+    """Regression (30-minute auto campaign on onnxruntime 1.20.1): ORT_ENABLE_ALL returned None for the
+    output of an empty constant-folded Div; the worker's reply then failed to serialize (an object array)
+    and the test became an internal error. Now that configuration's observation is an error, judged as an
+    unexpected error of that configuration alone (planted: output 0 comes back as None), and the correct
+    compiler stays quiet on the same graph."""
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase, observations_to_bytes
+    from dlcfuzz.oracle.verdict import judge
+
+    t = TensorType("float32", (3,))
+    g = Graph(inputs=[Value("a", t), Value("b", t)], nodes=[Node("add", ["a", "b"], [Value("y", t)])], outputs=["y"])
+    inputs = {"a": np.arange(3, dtype=np.float32), "b": np.ones(3, np.float32)}
+    for name, want in (("planted:none@add", [("bug", "unexpected-error")]), ("onnxruntime", [("pass", "pass")])):
+        backend = get_backend(name)
+        tc = TestCase(g, inputs, list(backend.default_pair()), seed=0, compiler=name)
+        obs = run_configs(backend, tc)
+        observations_to_bytes(obs, backend.version())  # serializable whatever the compiler returned
+        verdicts = judge(name, backend.expected_error, reference_of(tc).outputs, obs, False)
+        assert [(v.kind, v.category) for v in verdicts] == want, [(v.kind, v.category, v.detail) for v in verdicts]
+        if name.startswith("planted"):
+            assert verdicts[0].configs == ["ort-all"] and "NonTensorOutput: output 0 is [None]" in verdicts[0].detail

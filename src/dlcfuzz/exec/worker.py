@@ -8,8 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from dlcfuzz.backends import get_backend
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes
+
+
+class NonTensorOutput(RuntimeError):
+    """The compiler returned something other than a tensor for an output."""
 
 
 def raised_inside(e: BaseException, packages: tuple[str, ...]) -> bool:
@@ -53,6 +59,10 @@ def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda
             # and the next configuration must not see the changed values
             outs = compiled.run({name: value.copy() for name, value in tc.inputs.items()})
             t2 = time.perf_counter()
+            for k, o in enumerate(outs):  # e.g. onnxruntime 1.20.1 returned None for an empty folded Div
+                if np.asarray(o).dtype == object:
+                    raise NonTensorOutput(f"output {k} is {np.asarray(o).ravel()[:1].tolist()} (dtype object), "
+                                          "not a tensor")
             info = compiled.info() if hasattr(compiled, "info") else {}  # e.g. the kernels that ran
             obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1, info=info))
         except MemoryError:

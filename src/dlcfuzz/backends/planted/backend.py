@@ -24,7 +24,7 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval", "fusion")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "miseval", "fusion", "none")
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
     "MatMulAddFusion": ("MatMul", "Add"),
@@ -35,13 +35,17 @@ PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
 
 
 class _Wrong:
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, none: bool = False) -> None:
         self.inner = inner
+        self.none = none
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         outs = self.inner.run(inputs)
         o = outs[0]
-        outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
+        if self.none:  # what the ORT backend makes of a None output: np.asarray(None)
+            outs[0] = np.asarray(None)
+        else:
+            outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
         return outs
 
 
@@ -126,7 +130,7 @@ class PlantedBackend(OnnxRuntimeBackend):
                 hog[-1][::4096] = b"x" * len(hog[-1][::4096])
         elif self.fault == "raise":
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
-        return _Wrong(compiled)
+        return _Wrong(compiled, none=self.fault == "none")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,
