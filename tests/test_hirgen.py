@@ -108,6 +108,35 @@ def test_onnx_witnesses_a_broken_node_after_a_contrib_operator():
     assert not onnx_rejects(g, ["broken"])
 
 
+def test_a_dtype_break_must_be_outside_the_onnx_schemas_type_constraint():
+    """From a 30-minute auto campaign on onnxruntime 1.32: MeanVarianceNormalization on float16 was
+    reported as accepted-invalid. ONNX's schema allows float16 (its strict inference fails only because
+    the function body adds a float epsilon), so ORT running it is right; a dtype break now also needs the
+    schema to exclude the dtype. int32 stays a break, and generation never breaks MVN with float16."""
+    from dlcfuzz.ops import get_op
+
+    def mvn(dtype: str) -> Graph:
+        t = TensorType(dtype, (5, 3, 5))
+        return Graph([Value("x", t)], {}, [Node("mean_variance_norm", ["x"], [Value("broken", t)], {"axes": [0, 2]},
+                                               name="n0")], ["broken"])
+
+    assert onnx_rejects(mvn("float16"), ["broken"])  # ONNX's inference alone would call it invalid
+    assert not onnx_rejects(mvn("float16"), ["broken"], "dtype")
+    assert onnx_rejects(mvn("int32"), ["broken"], "dtype")
+    spec = get_op("mean_variance_norm")
+    rng = np.random.default_rng(0)
+    cov = Coverage()
+    made = 0
+    for _ in range(40):
+        try:
+            _, _, broken = generate_disruptive(rng, cov, [(spec, list(spec.dtypes))], rules=("dtype",))
+        except TypeRuleError:
+            continue
+        made += 1
+        assert broken.dtype not in ("float16", "float64", "bfloat16"), broken
+    assert made >= 10
+
+
 def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
     out = tmp_path / "run"
     # keep_tests: these tests read every stored test (by default routine ones are compacted to one row)

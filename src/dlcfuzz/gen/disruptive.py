@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,10 +98,42 @@ def perturb(rng: np.random.Generator, spec: OpSpec, rule: str, ins: list[TensorT
     raise ValueError(f"unknown rule {rule!r}")
 
 
-def onnx_rejects(g: Graph, untyped: Sequence[str]) -> bool:
+def schema_allows_input_types(model: Any) -> bool:
+    """The witness `model` is one default-domain ONNX node whose every input type lies in its schema's
+    type constraint (False where there is no such schema, e.g. com.microsoft, or several nodes)."""
+    import onnx
+
+    nodes = list(model.graph.node)
+    if len(nodes) != 1 or nodes[0].domain not in ("", "ai.onnx"):
+        return False
+    node = nodes[0]
+    version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    try:
+        schema = onnx.defs.get_schema(node.op_type, version) if version else onnx.defs.get_schema(node.op_type)
+    except onnx.defs.SchemaError:
+        return False
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
+    declared = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
+    declared.update({t.name: t.data_type for t in model.graph.initializer})
+    formals = list(schema.inputs)
+    for k, name in enumerate(node.input):
+        formal = formals[min(k, len(formals) - 1)] if formals else None
+        if not name or formal is None or formal.type_str not in allowed or name not in declared:
+            continue
+        type_str = f"tensor({onnx.helper.tensor_dtype_to_np_dtype(declared[name]).name})"
+        type_str = {"tensor(float32)": "tensor(float)", "tensor(float64)": "tensor(double)"}.get(type_str, type_str)
+        if type_str not in allowed[formal.type_str]:
+            return False
+    return True
+
+
+def onnx_rejects(g: Graph, untyped: Sequence[str], rule: str = "") -> bool:
     """ONNX's strict type and shape inference rejects the broken node (the independent witness), fed
     its inputs' declared types. The node alone, because ONNX's inference checks nothing of a graph
-    holding a node of a domain it has no schema for (com.microsoft), whatever the broken node is."""
+    holding a node of a domain it has no schema for (com.microsoft), whatever the broken node is.
+    A dtype break also needs the schema's type constraint to exclude the dtype: ONNX's inference of a
+    function body can fail for a type the schema allows (MeanVarianceNormalization on float16: its
+    float epsilon constant), and a compiler that runs such a model is right."""
     import onnx
 
     from dlcfuzz.lower.onnx import to_onnx
@@ -113,6 +146,8 @@ def onnx_rejects(g: Graph, untyped: Sequence[str]) -> bool:
     try:
         model = to_onnx(witness, untyped_outputs=untyped)
     except Exception:  # noqa: BLE001 - a break our ONNX lowering cannot express is not tested
+        return False
+    if rule == "dtype" and schema_allows_input_types(model):
         return False
     try:
         onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True, data_prop=True)
@@ -178,7 +213,7 @@ def generate_disruptive(
         g.nodes.append(node)
         g.outputs = [out_name]
         broken = Broken(spec.name, rule, bad[0].dtype if rule == "dtype" else ins[0].dtype, node.name, out_name, why)
-        if not onnx_rejects(g, [v.name for v in node.outputs]):
+        if not onnx_rejects(g, [v.name for v in node.outputs], rule):
             continue
         if broken.item not in coverage or attempt >= TRIES // 2:
             return g, feed, broken
