@@ -66,7 +66,8 @@ def _onnx_reference(g: Graph, inputs: dict) -> list[np.ndarray]:
 @pytest.mark.parametrize("op", ATTENTION_OPS)
 def test_reference_matches_onnx_reference(op):
     """Our NumPy reference against onnx.reference on sampled instances of every attribute mix (float64
-    so that only the semantics, not the rounding, can differ)."""
+    so that only the semantics, not the rounding, can differ: 1e-10, since an explicit `scale`'s root is
+    taken in float32 by ONNX, 2e-7 off the exact one, which a 30-minute campaign reported as ORT's error)."""
     spec = get_op(op)
     seen = 0
     for g, inputs in instances(spec, seed=5, count=40):
@@ -77,8 +78,10 @@ def test_reference_matches_onnx_reference(op):
             continue  # onnx.reference softcaps mode 0's raw QK product, against its spec (ORT does not)
         ours = reference.outputs(g, inputs)
         theirs = _onnx_reference(g, inputs)
+        tight = g.inputs[0].type.dtype == "float64"
         for a, b in zip(ours, theirs):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=str(g.nodes[0].attrs))
+            np.testing.assert_allclose(a, b, rtol=1e-10 if tight else 1e-5, atol=1e-12 if tight else 1e-6,
+                                       err_msg=str(g.nodes[0].attrs))
         seen += 1
     assert seen >= 8, seen
 

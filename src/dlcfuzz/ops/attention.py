@@ -157,9 +157,16 @@ def attention_parts(xs: Sequence[np.ndarray], attrs: Attrs) -> dict[str, Any]:
     b, hq, sq, d = q.shape
     hkv, t = k.shape[1], k.shape[2]
     scale = attrs.get("scale")
-    scale = 1.0 / np.sqrt(d) if scale is None else float(scale)
-    # ONNX scales q and k each by sqrt(scale), rounded to the input type (the function body's Cast)
-    root = float(np.asarray(np.sqrt(scale), dtype=dtype)) if dtype != np.float64 else float(np.sqrt(scale))
+    if scale is None:
+        scale = 1.0 / np.sqrt(d)
+        # ONNX scales q and k each by sqrt(scale), rounded to the input type (the function body's Cast)
+        root = float(np.asarray(np.sqrt(scale), dtype=dtype)) if dtype != np.float64 else float(np.sqrt(scale))
+    else:
+        # the attribute is a float32 and its square root is taken in float32 before the Cast to the input
+        # type: for float64 inputs that is float32 precision (2e-7 off an exact root, which ORT and
+        # onnx.reference both show; a 30-minute auto campaign reported the exact root as ORT's error)
+        scale = float(scale)
+        root = float(np.asarray(np.sqrt(np.float32(scale)), dtype=dtype))
     rep = hq // hkv  # grouped-query attention: q head h reads kv head h // rep
     k_rep, v_rep = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
     logits = (q * root) @ np.swapaxes(k_rep * root, -1, -2)
