@@ -56,6 +56,23 @@ def test_topk_ties_keep_the_lower_index_and_near_ties_are_flagged():
     assert not spec.near_tie([f * [[1, 2, 3]]], {"k": 1, "axis": 1, "largest": 1, "sorted": 1}, 1e-5)
 
 
+def test_topk_k_is_positive_as_onnx_says():
+    """ONNX's K is "a single positive value": a 30-minute TVM campaign reported TVM's importer returning
+    every element for K=0 (Relax's documented topk semantics for k < 1) against onnxruntime's empty
+    result, on a model the standard does not define. K=0 is no longer generated nor accepted."""
+    from dlcfuzz.errors import ShapeError
+
+    spec = get_op("topk")
+    t = TensorType("float32", (2, 5))
+    with pytest.raises(ShapeError, match="k=0"):
+        spec.infer([t], {"k": 0, "axis": 1, "largest": 1, "sorted": 1})
+    rng = np.random.default_rng(0)
+    ks = [spec.sample(rng, t)[1]["k"] for _ in range(200)]
+    assert min(ks) == 1 and max(ks) == 5
+    with pytest.raises(ShapeError):
+        spec.sample(rng, TensorType("float32", (0,)))
+
+
 def test_hardmax_eye_like_range_references():
     x = np.array([[1.0, 3.0, 3.0], [0.0, -1.0, -2.0]], dtype=np.float32)
     np.testing.assert_array_equal(get_op("hardmax").reference([x], {"axis": 1})[0], [[0, 1, 0], [1, 0, 0]])
