@@ -48,7 +48,9 @@ def hardmax(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, 
     if n == 0 or t.size == 0:
         return [ins[0]]
     best = bb.emit(relax.op.argmax(ins[0], axis=axis))
-    one_hot = relax.op.one_hot(best, 1, 0, n, axis)
+    # PrimValues: apache-tvm 0.25 does not convert Python ints here (0.27 does, and names it prim_value)
+    prim = getattr(relax, "prim_value", None) or relax.PrimValue
+    one_hot = relax.op.one_hot(best, prim(1), prim(0), n, axis)
     return [relax.op.astype(bb.emit(one_hot), t.dtype)]
 
 
