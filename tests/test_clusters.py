@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from dlcfuzz.engine.clusters import FindingFacts, cluster, facts_of, message_class, pairwise_scores
@@ -171,3 +172,22 @@ def test_scrub_strips_dlcfuzz_frames_and_machine_paths():
     cleaned = scrub(script)
     assert cleaned.startswith("#!/usr/bin/env python3\n") and "worker.py" not in cleaned
     compile(cleaned, "repro.py", "exec")
+
+
+def test_scrub_leaves_embedded_data_intact():
+    """Regression (30-minute auto campaign on onnxruntime 1.20.1): the last, short line of a base64 block
+    ended in "x/d1", which was cut to ".../d1" as if it were a path: the reproducer's input no longer
+    decoded. Every line of an embedded block, short ones included, is data; a path after it is not."""
+    import base64
+    import zlib
+
+    blob = base64.b64encode(zlib.compress(np.random.default_rng(0).bytes(300))).decode()
+    lines = [blob[i:i + 100] for i in range(0, len(blob), 100)] + ["Kq+/Ab/d1w=="]  # a path-like tail
+    short = base64.b64encode(b"\xfc\x1f\xa2/q" * 3).decode()
+    assert "/" in short and len(short) < 60
+    script = ('X = unpack(  # 75 float32 values\n"""\n' + "\n".join(lines) + '\n""", "float32", (75,))\n'
+              f'Y = unpack(\n"""\n{short}\n""", "uint8", (15,))\n'
+              'open("/home/me/runs/x/model.onnx")\n')
+    out = scrub(script)
+    assert "\n".join(lines) in out and f"\n{short}\n" in out
+    assert "/home/me" not in out and ".../model.onnx" in out

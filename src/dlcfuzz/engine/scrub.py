@@ -11,6 +11,7 @@ _PACKAGE_DIR = re.compile(r"(?:[^\s\"'()]*/)?(site-packages|dist-packages)/")
 # an absolute path of two or more components (not part of a URL): its folders are the machine's
 _ABS_PATH = re.compile(r"(?<![\w:/.])(?:/[\w.\-+@~]+){2,}")
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{60,}$")
+_BASE64_TAIL = re.compile(r"^[A-Za-z0-9+/=]+$")  # the last (short) line of a block, or a short block
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.\-+ ]+\\)+")
 
 
@@ -47,10 +48,15 @@ def strip_paths(text: str) -> str:
     """Absolute paths of this machine shortened: installed packages from `site-packages/`, others to
     their file name."""
     lines = (text or "").split("\n")
+    data = False  # inside a block of embedded data (a model, inputs): its slashes are no paths
     for i, line in enumerate(lines):
         if i == 0 and line.startswith("#!"):  # a script's interpreter line is no machine path
             continue
-        if _BASE64_LINE.match(line):  # embedded data (a model, inputs): its slashes are no paths
+        # a block opens with a triple quote; its lines are base64 (the last one short: it once ended
+        # in "x/d1", which was cut to ".../d1" and broke a reproducer's input)
+        opened = i > 0 and lines[i - 1].endswith('"""')
+        data = bool(_BASE64_LINE.match(line)) or (bool(_BASE64_TAIL.match(line)) and (data or opened))
+        if data:
             continue
         line = _PACKAGE_DIR.sub(lambda m: f"{m.group(1)}/", line)
         line = _WIN_PATH.sub("", line)
