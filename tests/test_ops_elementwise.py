@@ -167,3 +167,15 @@ def test_swish_and_swiglu():
     sw = get_op("swish").reference([x], {"alpha": 0.5})[0]
     np.testing.assert_allclose(sw, x / (1 + np.exp(-0.5 * x)), rtol=1e-6)
     np.testing.assert_allclose(get_op("swiglu").reference([x, x], {"alpha": 0.5})[0], sw * x, rtol=1e-6)
+
+
+def test_integer_div_truncates_toward_zero_at_the_int64_extremes():
+    """Regression (30-minute auto campaign on onnxruntime 1.20.1): INT64_MIN / -3 was expected as
+    -3074457345618258603 because |INT64_MIN| overflows; ORT's 3074457345618258602 is right."""
+    lo, hi = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+    pairs = [(lo, -3), (lo, 3), (lo, 2), (hi, -3), (hi, 7), (-7, 2), (7, -2), (-7, -2), (0, -5), (lo + 1, -1)]
+    a = np.array([p[0] for p in pairs], np.int64)
+    b = np.array([p[1] for p in pairs], np.int64)
+    got = get_op("div").reference([a, b], {})[0].astype(np.int64).tolist()
+    exact = [-(-x // y) if (x < 0) != (y < 0) else x // y for x, y in pairs]  # Python ints: no overflow
+    assert got == exact

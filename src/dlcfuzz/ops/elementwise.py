@@ -271,8 +271,12 @@ def _int_div(a: np.ndarray, b: np.ndarray, attrs: Attrs) -> np.ndarray:
     if a.dtype.kind == "u":  # truncation is floor division here (and int64 cannot hold every uint64)
         return a // b
     if a.dtype.kind in "iu":
-        q = np.abs(a.astype(np.int64)) // np.abs(b.astype(np.int64))
-        return np.sign(a.astype(np.int64)) * np.sign(b.astype(np.int64)) * q
+        # floor division, moved toward zero where it rounded down a negative inexact quotient (no abs():
+        # |INT64_MIN| overflows, and INT64_MIN / -3 came out -3074457345618258603 instead of ...602)
+        a64, b64 = a.astype(np.int64), b.astype(np.int64)
+        with np.errstate(divide="ignore", over="ignore"):
+            q = a64 // b64
+            return q + ((a64 % b64 != 0) & ((a64 < 0) != (b64 < 0)))
     return a / b
 
 
