@@ -120,9 +120,7 @@ def schema_allows_input_types(model: Any) -> bool:
         formal = formals[min(k, len(formals) - 1)] if formals else None
         if not name or formal is None or formal.type_str not in allowed or name not in declared:
             continue
-        type_str = f"tensor({onnx.helper.tensor_dtype_to_np_dtype(declared[name]).name})"
-        type_str = {"tensor(float32)": "tensor(float)", "tensor(float64)": "tensor(double)"}.get(type_str, type_str)
-        if type_str not in allowed[formal.type_str]:
+        if f"tensor({onnx.TensorProto.DataType.Name(declared[name]).lower()})" not in allowed[formal.type_str]:
             return False
     return True
 
