@@ -102,6 +102,15 @@ def test_printer_is_readable():
     assert "%y: float32[2, 3] = @f(%x, %c)" in text
 
 
+def test_text_elides_long_attribute_lists_and_keeps_short_ones():
+    g = small_graph()
+    g.nodes[1].attrs = {"indices": list(range(100, 1100)), "pads": [0, 1, 0, 1]}
+    text = to_text(g)
+    assert "indices=[100, 101, 102, 103, 104, 105, 106, 107, ... <1000 values, min 100, max 1099>]" in text
+    assert "pads=[0, 1, 0, 1]" in text
+    assert "1099," not in text
+
+
 def test_reference_runs_functions_and_keeps_intermediates():
     g = with_function()
     x = np.array([[1, -2, 3], [0.5, 4, -1]], dtype="float32")

@@ -8,10 +8,18 @@ from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import TensorType
 
 
+# a longer attribute list (e.g. MaxUnpool's 1,944 indices) is elided like a constant: the text is
+# for reading; the finding's reduced.json keeps every value
+ATTR_LIST_SHOWN = 16
+
+
 def _fmt_attr(v: object) -> str:
     if isinstance(v, float):
         return repr(v)
     if isinstance(v, list):
+        if len(v) > ATTR_LIST_SHOWN and all(isinstance(x, (int, float)) for x in v):
+            head = ", ".join(_fmt_attr(x) for x in v[:ATTR_LIST_SHOWN // 2])
+            return f"[{head}, ... <{len(v)} values, min {min(v)}, max {max(v)}>]"
         return "[" + ", ".join(_fmt_attr(x) for x in v) + "]"
     return repr(v) if isinstance(v, str) else str(v)
 
