@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -390,7 +394,7 @@ def test_u8s8_saturation_is_measured_and_left_out_where_onnxruntime_saturates():
     assert "int8" not in backend.known_gaps("matmul_integer")  # signed x signed is exact everywhere
 
 
-def test_an_output_that_is_not_a_tensor_is_the_configurations_error_not_ours():
+def test_an_output_that_is_not_a_tensor_is_the_configurations_error_not_ours(tmp_path: Path) -> None:
     """Regression (30-minute auto campaign on onnxruntime 1.20.1): ORT_ENABLE_ALL returned None for the
     output of an empty constant-folded Div; the worker's reply then failed to serialize (an object array)
     and the test became an internal error. Now that configuration's observation is an error, judged as an
@@ -413,3 +417,11 @@ def test_an_output_that_is_not_a_tensor_is_the_configurations_error_not_ours():
         assert [(v.kind, v.category) for v in verdicts] == want, [(v.kind, v.category, v.detail) for v in verdicts]
         if name.startswith("planted"):
             assert verdicts[0].configs == ["ort-all"] and "NonTensorOutput: output 0 is [None]" in verdicts[0].detail
+            # its reproducer sees the None too (it compared values and printed "not reproduced")
+            v = verdicts[0]
+            script = backend.reproducer(g, inputs, None, [c for c in tc.configs if c.name in v.configs],
+                                        v.category, "planted none", v.detail)
+            path = tmp_path / "repro.py"
+            path.write_text(script)
+            r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 1 and "raised NonTensorOutput: output 0 is [None]" in r.stdout, r.stdout + r.stderr

@@ -58,11 +58,23 @@ def show(got, ref):
     print("  actual:  ", got.reshape(-1)[:8], "..." if got.size > 8 else "")
 
 
+class NonTensorOutput(RuntimeError):
+    """The compiler returned something other than a tensor for an output (e.g. None)."""
+
+
+def tensors(outs):
+    arrays = [np.asarray(x) for x in outs]
+    for k, a in enumerate(arrays):
+        if a.dtype == object:
+            raise NonTensorOutput(f"output {k} is {a.ravel()[:1].tolist()} (dtype object), not a tensor")
+    return arrays
+
+
 def main():
     results = {}
     for name in CONFIGS:
         try:
-            results[name] = [np.asarray(x) for x in run(name)]
+            results[name] = tensors(run(name))
         except Exception as e:  # the error itself may be the finding
             results[name] = e
             print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
