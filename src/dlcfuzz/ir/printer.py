@@ -7,7 +7,6 @@ import numpy as np
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import TensorType
 
-
 # a longer attribute list (e.g. MaxUnpool's 1,944 indices) is elided like a constant: the text is
 # for reading; the finding's reduced.json keeps every value
 ATTR_LIST_SHOWN = 16
