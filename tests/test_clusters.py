@@ -110,6 +110,12 @@ def test_register_marks_matching_findings_and_is_user_extendable(tmp_path, monke
                        "wrong|onnxruntime|ort-disable|value|ops=lrn", "value")
     assert reg.match(lrn).id == "ort-lrn-size1-cancellation" and reg.match(lrn).ref == NOT_FILED
     assert reg.match(_numeric(3, {"abs"}, {"float32"})) is None
+    # regression (an onnxruntime 1.20.1 campaign): a wrong ReverseSequence whose unminimized
+    # optimization set lists FuseReluClip is not that optimization's known error
+    rev = {"id": 4, "compiler": "onnxruntime", "category": "wrong-result", "configs": '["ort-disable", "ort-all"]',
+           "key": "wrong-result|onnxruntime|ort-all,ort-disable|opts=ConstantFolding,FuseReluClip,GeluFusionL1",
+           "detail": "ort-disable, ort-all differ from the reference at output 4: distance 74.7 > 0"}
+    assert reg.match(facts_of(rev, graph=(frozenset({"reverse_sequence"}), frozenset({"uint8"}))), rev["detail"]) is None
     # the user's file, by option and by environment variable
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps({"compiler": "onnxruntime", "bugs": [

@@ -11,7 +11,8 @@ separator). A file:
                   "dtypes_any": ["int64"], "config": "regex", "message": "regex"}}]}
 
 `tracker` is an upstream issue that was found; without one the bug is "reported by dlcfuzz, not yet
-filed upstream". A finding matches an entry when every condition of its `match` holds (an entry
+filed upstream". A finding matches an entry when every condition of its `match` holds (`message`:
+the finding's detail and key without its optimization set; `config`: its configurations and that set; an entry
 without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
 done when findings are listed or reported, so a register extended after a campaign applies to it.
 """
@@ -62,9 +63,16 @@ class KnownBug:
             return False
         if "config" in m and not re.search(m["config"], " ".join([*f.configs, f.opts])):
             return False
-        if "message" in m and not re.search(m["message"], f"{detail}\n{f.key}"):
+        if "message" in m and not re.search(m["message"], f"{detail}\n{_without_opts(f.key)}"):
             return False
         return True
+
+
+def _without_opts(key: str) -> str:
+    """A finding's key without its optimization set: `message` is matched against what the compiler
+    said, and an entry for one optimization's error ("FuseReluClip") must not claim every wrong result
+    whose unminimized set lists that optimization; `config` matches optimization sets."""
+    return re.sub(r"\|opts=[^|]*", "", key)
 
 
 @dataclass
