@@ -207,6 +207,35 @@ def test_ort_minimize_config_finds_the_planted_optimization():
         assert "ConvActivationFusion" not in config.options["disabled_optimizers"]
 
 
+def test_minimal_optimization_set_says_when_it_cannot_tell():
+    """Regression (onnxruntime 1.20.1 campaign): a finding that did not show again while its optimization
+    set was minimized (uninitialized ReverseSequence output) was keyed with all 61 transformers. Now:
+    a set that does not show the finding again is "cannot tell"; a wrong result of the unoptimized build
+    too needs no optimization; the planted fusion is still found."""
+    pytest.importorskip("onnxruntime")
+    from dlcfuzz import reference
+    from dlcfuzz.oracle.verdict import Verdict
+    from dlcfuzz.strategies.graph import minimal_optimization_set
+
+    g, x = conv_relu_graph(), _inputs()
+    ref = reference.outputs(g, x)
+    backend = get_backend("planted:fusion@ConvActivationFusion")
+    unoptimized, optimized = backend.default_pair()
+    inconsistency = Verdict("bug", "inconsistency", configs=[unoptimized.name, optimized.name])
+
+    def shows(config: Config) -> bool:
+        return bool(compare(backend.compile(g, config).run(x), ref))
+
+    config, names = minimal_optimization_set(backend, inconsistency, unoptimized, optimized, shows)
+    assert names == ["ConvActivationFusion"] and shows(config)
+    # never shows again (without the check: every transformer would be "needed")
+    assert minimal_optimization_set(backend, inconsistency, unoptimized, optimized, lambda c: False) is None
+    wrong_everywhere = Verdict("bug", "wrong-result", configs=[unoptimized.name, optimized.name])
+    calls: list[Config] = []
+    assert minimal_optimization_set(backend, wrong_everywhere, unoptimized, optimized,
+                                    lambda c: calls.append(c) or False) == (optimized, []) and not calls
+
+
 def test_tvm_minimize_config_keeps_the_passes_a_finding_needs_with_their_prerequisites():
     pytest.importorskip("tvm")
     from dlcfuzz.backends.tvm.passes import OPTIMIZE
