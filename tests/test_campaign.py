@@ -95,6 +95,8 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     repro = next((out / "findings").glob(f"{first['id']:04d}-*/repro.py"))
     p = run_repro(repro, timeout=20 if fault == "hang" else 120)
     assert reproduced(p), (p.returncode, p.stdout[-800:], p.stderr[-800:]) if p else "timed out"
+    if category == "inconsistency":  # compared with the reference, not only between configurations
+        assert "ort-all output 0 vs the reference" in p.stdout, p.stdout[-800:]
 
 
 def test_correct_pair_is_quiet_and_reports(tmp_path):
