@@ -148,3 +148,29 @@ def test_the_reproducer_runs_the_transformer_optimizer_and_reproduces_the_findin
     path.write_text(plain)
     r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "BUG REPRODUCED" not in r.stdout, r.stdout + r.stderr
+
+
+def test_the_reproducer_shows_ort_rejecting_the_optimizers_output(tmp_path):
+    """Real (onnxruntime 1.20.1 campaign, still in 1.32.0): the gpt2 optimizer removes a Reshape whose
+    output is a graph output, so ORT rejects the model it writes ("Graph output ... does not exist").
+    The finding is TransformerOptimizerError, which dlcfuzz's build raises; the script raises it too
+    (it expected that type and saw ORT's own InvalidArgument: "not reproduced"). The model as given runs."""
+    import json
+    import subprocess
+    import sys
+
+    from dlcfuzz.ir.serialize import graph_from_json
+
+    g = graph_from_json(json.loads('''{"format": "dlcfuzz-graph/1", "name": "main", "constants": {}, "functions": {},
+        "inputs": [{"dtype": "bool", "name": "r8", "shape": []}], "outputs": ["v8"],
+        "nodes": [{"op": "reshape", "name": "n8", "inputs": ["r8"], "attrs": {"shape": []},
+                   "outputs": [{"dtype": "bool", "name": "v8", "shape": []}]}]}'''), {})
+    inputs = {"r8": np.array(True)}
+    configs = [CONFIGS["ort-transformers-gpt2"]]
+    obs = run_configs(BACKEND, TestCase(g, inputs, configs, seed=0))
+    assert obs[0].status == "error" and obs[0].error.startswith("TransformerOptimizerError: ORT rejects"), obs[0]
+    script = BACKEND.reproducer(g, inputs, None, configs, "unexpected-error", "t", obs[0].error)
+    path = tmp_path / "repro.py"
+    path.write_text(script)
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "raised TransformerOptimizerError: ORT rejects" in r.stdout, r.stdout + r.stderr

@@ -39,6 +39,10 @@ def configs_source(configs: list[Config]) -> tuple[str, str]:
 # the Python transformer optimizer's configurations (transformers.py): its fusions, then ORT
 TRANSFORMERS = '''
 
+class TransformerOptimizerError(RuntimeError):
+    """The transformer optimizer raised, or ORT rejects the model it wrote while it accepts the model as given."""
+
+
 def transformed(model, opts):
     """optimize_model's Python fusions only (opt_level=0, Gelu approximation off), as the finding ran."""
     spec = opts.get("transformers")
@@ -58,11 +62,34 @@ def transformed(model, opts):
         path = os.path.join(tmp, "model.onnx")
         with open(path, "wb") as f:
             f.write(model)
-        optimized = optimize_model(path, model_type=spec["model_type"], num_heads=0, hidden_size=0,
-                                   optimization_options=options, opt_level=0, use_gpu=False)
+        try:
+            optimized = optimize_model(path, model_type=spec["model_type"], num_heads=0, hidden_size=0,
+                                       optimization_options=options, opt_level=0, use_gpu=False)
+        except Exception as e:
+            raise TransformerOptimizerError(f"optimize_model raised {type(e).__name__}: {e}") from e
     return optimized.model.SerializeToString()
 
+
+def session(model, so, opts):
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+
+
+def transformed_session(so, opts):
+    model = transformed(MODEL, opts)
+    try:
+        return session(model, so, opts)
+    except Exception as e:
+        if model is MODEL:
+            raise
+        session(MODEL, so, opts)  # ORT's own rejection when it rejects the model as given
+        raise TransformerOptimizerError(f"ORT rejects the transformer optimizer's output model: {e}") from e
+
 '''
+
+
+SESSION = """sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)"""
 
 
 def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -86,9 +113,7 @@ def run(name):
     opts = CONFIGS[name]
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
-    model = {"transformed(MODEL, opts)" if transformers else "MODEL"}
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=opts.get("disabled_optimizers") or None)
+    {"sess = transformed_session(so, opts)" if transformers else SESSION}
     # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode
     # updates its running mean in place of the mean input)
     return sess.run(None, {{i.name: INPUTS[i.name].copy() for i in sess.get_inputs()}})
