@@ -99,6 +99,21 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
         assert "ort-all output 0 vs the reference" in p.stdout, p.stdout[-800:]
 
 
+def test_a_fault_that_needs_reused_memory_is_reproduced_by_a_second_round(tmp_path):
+    """Regression (onnxruntime 1.20.1 campaign): kernels that left part of their output unwritten were
+    found by the long-lived workers, while their scripts, on a fresh process's zeroed memory, printed
+    "not reproduced" (14 findings). Planted: right on the process's first run only. The script runs
+    every configuration again and shows it in round 2. (The reducer's worker also starts fresh, so its
+    first check misses: reduction may stop early and split the fault, as with the real findings.)"""
+    out = campaign(tmp_path, "planted:stale@add", tests=40, only_ops=["add", "relu", "mul", "sub", "neg"])
+    distinct = [f for f in findings(out) if f["duplicate_of"] is None]
+    assert distinct and {f["category"] for f in distinct} == {"inconsistency"}
+    for f in distinct:
+        assert "add" in graph_ops(out, f["test_id"])
+        p = run_repro(next((out / "findings").glob(f"{f['id']:04d}-*/repro.py")), timeout=120)
+        assert p is not None and p.returncode == 1 and "shown in round 2" in p.stdout, p and p.stdout[-800:]
+
+
 def test_correct_pair_is_quiet_and_reports(tmp_path):
     """No wrong result or inconsistency but ORT's documented bugs (the known-bugs register: a real bug such
     as Col2Im's N-D dilation, microsoft/onnxruntime#18156, is a finding, not noise)."""
