@@ -8,8 +8,9 @@ import re
 # `  File "/any/where/dlcfuzz/exec/worker.py", line 47, in run_configs` and the source/caret lines under it
 _PY_FRAME = re.compile(r'^(\s*(?:#\s*)?)File "([^"]+)", line \d+, in .*$')  # also inside a comment
 _PACKAGE_DIR = re.compile(r"(?:[^\s\"'()]*/)?(site-packages|dist-packages)/")
-# an absolute path of two or more components (not part of a URL): its folders are the machine's
-_ABS_PATH = re.compile(r"(?<![\w:/.])(?:/[\w.\-+@~]+){2,}")
+# an absolute path of two or more components (not part of a URL): its folders are the machine's; also
+# glued to a compiler's one-letter option (`g++ -I/usr/... -L/...` in Inductor's C++ compile errors)
+_ABS_PATH = re.compile(r"(?:(?<![\w:/.])|(?<=\s-[A-Za-z]))(?:/[\w.\-+@~]+){2,}")
 _BASE64_LINE = re.compile(r"^[A-Za-z0-9+/=]{60,}$")
 _BASE64_TAIL = re.compile(r"^[A-Za-z0-9+/=]+$")  # the last (short) line of a block, or a short block
 _WIN_PATH = re.compile(r"\b[A-Za-z]:\\(?:[\w.\-+ ]+\\)+")
