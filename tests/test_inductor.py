@@ -127,6 +127,36 @@ def test_planted_error_faults_are_unexpected_errors_attributed_to_the_inductor_s
         assert "[stage inductor]" in obs[1].error  # aot_eager and decomposition compile it fine
         assert [(v.kind, v.category) for v in verdicts] == [("bug", "unexpected-error")]
         assert "dlcfuzz-inductor-" not in obs[1].error  # no cache path of this machine
+        if fault == "compile-error":  # g++'s own first error names it, on the first line (the key's)
+            headline = obs[1].error.split("\n")[0]
+            assert headline.startswith("StageError: [stage inductor] InductorError: CppCompileError: C++ compile "
+                                       "error: ") and len(headline) > 80, headline
+
+
+def test_cpp_compile_errors_keep_the_errors_and_leave_out_the_warnings():
+    """Regression (30-minute campaign): an int16 clip's `max_propagate_nan(int&, short int&)` compile error
+    came with 2,662 lines of -Woverflow warnings from ATen's headers (an 8,000-line finding) and a key of
+    "C++ compile error" alone, which every C++ compile error shares."""
+    from dlcfuzz.backends.inductor import summarize_cpp_compile_error
+
+    warning = ["In file included from /t/vec256.h:19,", "                 from /t/vec.h:8:",
+               "/t/vec256_int.h: In instantiation of 'Vectorized<short int> shift_256_16(...)':",
+               "/t/vec256_int.h:2244:28:   required from here",
+               "/t/vec256_int.h:1746:7: warning: overflow in conversion from 'int' to 'char' [-Woverflow]",
+               " 1746 |       0x80,", "      |       ^~~~"]
+    error = ["/c/k.cpp: In function 'void kernel(const short int*, short int*)':",
+             "/c/k.cpp:623:50: error: no matching function for call to 'max_propagate_nan(int&, short int&)'",
+             "  623 |   auto tmp3 = max_propagate_nan(tmp1, tmp2);", "      |               ^",
+             "/t/cpp_prefix.h:964:17: note: candidate: 'template<class scalar_t> scalar_t max_propagate_nan()'"]
+    message = ("CppCompileError: C++ compile error\n\nCommand:\ng++ /c/k.cpp -o /c/k.so\n\nOutput:\n"
+               + "\n".join(warning * 3 + error + warning) + "\n\nSet TORCHDYNAMO_VERBOSE=1 for the internal stack trace")
+    out = summarize_cpp_compile_error(message)
+    assert out.split("\n")[0] == ("CppCompileError: C++ compile error: no matching function for call to "
+                                   "'max_propagate_nan(int&, short int&)'")
+    assert "warning:" not in out and "required from here" not in out and "0x80" not in out
+    assert "\n".join(error) in out and "Output (28 lines of warnings left out):" in out
+    assert "g++ /c/k.cpp -o /c/k.so" in out and "TORCHDYNAMO_VERBOSE" in out
+    assert summarize_cpp_compile_error("RuntimeError: boom\nOutput:\nx") == "RuntimeError: boom\nOutput:\nx"
 
 
 def test_expected_errors(backend):

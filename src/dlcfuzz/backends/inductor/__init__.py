@@ -66,6 +66,48 @@ def scrub(message: str) -> str:
     return re.sub(r"\$TORCHINDUCTOR_CACHE_DIR/\S+", "$TORCHINDUCTOR_CACHE_DIR/<generated>", message)
 
 
+_GCC_DIAGNOSTIC = re.compile(r"[:>] (fatal error|error|warning|note): (.*)")
+_GCC_SOURCE = re.compile(r"^\s*\d*\s*\|")  # the quoted source line and its caret line
+
+
+def summarize_cpp_compile_error(message: str) -> str:
+    """A C++ compile error as a maintainer reads it: g++'s first error on the headline (it names the
+    bug: "no matching function for call to 'max_propagate_nan(int&, short int&)'"; without it every
+    CppCompileError would be one finding) and its output without the warnings (thousands of lines of
+    ATen's vectorization headers' -Woverflow warnings buried the error: an 8,000-line finding)."""
+    head, sep, output = message.partition("\nOutput:\n")
+    if "CppCompileError" not in head or not sep:
+        return message
+    kept: list[str] = []
+    context: list[str] = []  # "In file included from", "In function", "required from" lines: their diagnostic follows
+    dropping, dropped, first_error = False, 0, None
+    for line in output.split("\n"):
+        m = _GCC_DIAGNOSTIC.search(line)
+        if m:
+            severity = m.group(1)
+            if severity == "warning" or (severity == "note" and dropping):
+                dropping, dropped = True, dropped + len(context) + 1
+            else:
+                dropping = False
+                kept += [*context, line]
+                if first_error is None and severity in ("error", "fatal error"):
+                    first_error = m.group(2).strip()
+            context = []
+        elif _GCC_SOURCE.match(line) and not context:
+            if dropping:
+                dropped += 1
+            else:
+                kept.append(line)
+        else:
+            context.append(line)
+    kept += context  # trailing text (e.g. torch's advice on TORCHDYNAMO_VERBOSE)
+    first, _, rest = head.partition("\n")
+    if first_error:
+        first = f"{first}: {first_error}"
+    note = f" ({dropped} lines of warnings left out)" if dropped else ""
+    return f"{first}\n{rest}\nOutput{note}:\n" + "\n".join(kept)
+
+
 class StageError(RuntimeError):
     """A compile or run failure with the ladder stage that first shows it."""
 
@@ -209,7 +251,10 @@ class InductorBackend(BackendBase):
             fn = self._compile_with(lowered, g, backend, dict(o.get("knobs") or {}), o.get("fault"))
         except Exception as e:
             stage = self.stage_of(lowered, g, o) if backend != "eager" else "eager"
-            raise StageError(f"[stage {stage}] {type(e).__name__}: {scrub(str(e))}") from e
+            message = scrub(summarize_cpp_compile_error(str(e)))
+            if message != scrub(str(e)):  # its traceback is codecache's, and would repeat the whole output
+                raise StageError(f"[stage {stage}] {type(e).__name__}: {message}") from None
+            raise StageError(f"[stage {stage}] {type(e).__name__}: {message}") from e
         return InductorCompiled(fn, [v.name for v in g.inputs],
                                 {"backend": backend, "compile_s": round(time.perf_counter() - t0, 4)})
 
@@ -264,4 +309,4 @@ def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[
     return call
 
 
-__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError"]
+__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "summarize_cpp_compile_error"]
