@@ -193,7 +193,15 @@ def test_reproducer_shows_the_planted_fault_and_not_the_correct_compile(backend,
         assert "def model(" in src and "torch.compile(" in src
         scripts[name] = tmp_path / f"{name}.py"
         scripts[name].write_text(src)
-    # both in one interpreter (one cold torch start): exit codes printed as "name=code"
+    # an error finding: the script must see the exception torch raises (it expected dlcfuzz's own
+    # StageError wrapper and printed "not reproduced" for a real C++ compile error of a campaign)
+    _, err_verdicts, err_tc, _ = judged[(1, "inductor-planted-compile-error")]
+    src = backend.reproducer(err_tc.graph, err_tc.inputs, None, [c["inductor-planted-compile-error"]],
+                             "unexpected-error", "relu does not compile", err_verdicts[0].detail)
+    assert "ERROR_TYPE = 'InductorError'" in src
+    scripts["inductor-planted-compile-error"] = tmp_path / "compile-error.py"
+    scripts["inductor-planted-compile-error"].write_text(src)
+    # all in one interpreter (one cold torch start): exit codes printed as "name=code"
     driver = (
         "import runpy, sys\n"
         f"for name, path in {[(k, str(v)) for k, v in scripts.items()]!r}:\n"
@@ -203,6 +211,7 @@ def test_reproducer_shows_the_planted_fault_and_not_the_correct_compile(backend,
     r = subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-3000:]
     assert "inductor-planted-accuracy=1" in r.stdout and "BUG REPRODUCED" in r.stdout
+    assert "inductor-planted-compile-error=1" in r.stdout, r.stdout[-3000:]
     assert "expected:" in r.stdout and "actual:" in r.stdout
     assert "\ninductor=0" in r.stdout, r.stdout
 

@@ -148,13 +148,15 @@ def header(title: str, detail: str, version: str) -> str:
 
 # the exception type at the head of a finding's error text ("InternalError: Check failed ...",
 # "... rejects (Fail: [ONNXRuntimeError] ...) while ... compiles")
-_ERROR_TYPE = re.compile(r"(?:^|\()([A-Za-z_]\w*): ", re.M)
+# a backend's wrapper that names the failing stage (Inductor's `StageError: [stage inductor] InductorError:
+# ...`) exists only in dlcfuzz: the script sees the exception inside it
+_ERROR_TYPE = re.compile(r"(?:^|\()([A-Za-z_]\w*): (?:\[stage \w+\] ([A-Za-z_]\w*): )?", re.M)
 
 
 def error_type(detail: str) -> str | None:
     """The exception type an error finding's script must see again (None: any exception)."""
     m = _ERROR_TYPE.search(detail or "")
-    return m.group(1) if m else None
+    return (m.group(2) or m.group(1)) if m else None
 
 
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
