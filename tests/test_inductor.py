@@ -293,3 +293,30 @@ def test_compiler_coverage_feedback_keeps_graphs_and_grows_from_them(tmp_path):
     assert compared
     off = campaign(tmp_path / "off", 2, "off")
     assert not [i for i in off.coverage() if is_compiler_item(i)]
+
+
+def test_registered_sign_int16_compile_error_is_found_and_known(backend):
+    """The register's Inductor entry (a 30-minute campaign's finding, torch 2.13.0): int16 sign then clip
+    fails to compile at Inductor's defaults; eager runs it. The finding is an unexpected error and the
+    register names it; int32 compiles."""
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.ir.graph import Graph, Node, Value
+
+    c = backend.configs()
+    found = {}
+    for dtype in ("int16", "int32"):
+        t = TensorType(dtype, (3,))
+        g = Graph(inputs=[Value("x", t)], outputs=["z"], nodes=[
+            Node("sign", ["x"], [Value("y", t)]), Node("clip", ["y"], [Value("z", t)], attrs={"min": -2, "max": None})])
+        tc = TestCase(g, {"x": np.array([-2, -1, 4], dtype=dtype)}, [c["eager"], c["inductor"]], seed=0)
+        ref = reference_of(tc)
+        found[dtype] = judge("inductor", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert [v.category for v in found["int32"]] == ["pass"], found["int32"]
+    (v,) = found["int16"]
+    assert (v.kind, v.category, v.configs) == ("bug", "unexpected-error", ["inductor"]), v
+    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["inductor"]', "key": v.key,
+           "detail": v.detail}
+    known = Register(use_env=False).match(facts_of(row, graph=(frozenset({"sign", "clip"}), frozenset({"int16"}))),
+                                          v.detail)
+    assert known is not None and known.id == "inductor-sign-int16-max-compile-error"
