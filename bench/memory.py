@@ -1,6 +1,7 @@
 """Memory of a campaign over time: the resident memory of the campaign process and its workers,
-sampled every second, then, last, `memory growth: X MB/min` (after the first minute, when the
-compiler is loaded and caches are warm; NNSmith grew to 18.8 GB in 10 minutes here).
+sampled every second, then the peak and, last, `memory growth: X MB/min` (the least-squares slope
+after the first minute, when the compiler is loaded and caches are warm; NNSmith grew to 18.8 GB in
+10 minutes here).
 
   python bench/memory.py [--time 300] [--compiler onnxruntime] [--strategy random] [--jobs 2]
 """
@@ -66,7 +67,13 @@ def main() -> None:
     warm = [(t, mb) for t, mb in samples if min(60.0, a.time / 2) <= t <= a.time - 2]
     peak = max(mb for _, mb in samples)
     first, last = warm[0], warm[-1]
-    growth = (last[1] - first[1]) / max(1e-9, (last[0] - first[0]) / 60)
+    # least-squares slope over every warm sample (two end points alone move with whichever test or
+    # reduction happens to be running at that second)
+    ts = [t / 60 for t, _ in warm]
+    mbs = [mb for _, mb in warm]
+    mean_t, mean_mb = sum(ts) / len(ts), sum(mbs) / len(mbs)
+    growth = (sum((t - mean_t) * (mb - mean_mb) for t, mb in zip(ts, mbs))
+              / max(1e-12, sum((t - mean_t) ** 2 for t in ts)))
     print(f"peak: {peak:.0f} MB; after warm-up {first[1]:.0f} MB at {first[0]:.0f} s -> {last[1]:.0f} MB at {last[0]:.0f} s")
     print(f"memory growth: {growth:.1f} MB/min")
 
