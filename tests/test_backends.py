@@ -67,6 +67,36 @@ def test_tvm_configs_agree_across_methods_targets_and_exec_modes():
     assert {"llvm", "c", "direct", "onnx"} <= names
 
 
+def test_tvm_shape_output_is_an_int64_tensor_in_the_harness_and_the_reproducer(tmp_path: Path) -> None:
+    """Regression (apache-tvm 0.25 campaign): TVM's ONNX importer returns a graph output made by `Shape` as
+    a shape value (a tuple of ints), which our flattening iterated into a TypeError (an 'unexpected error'
+    of TVM that was ours), and an empty one vanished, shifting later outputs. Every configuration agrees
+    with the reference now, and the reproducer compares it too."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.oracle.verdict import judge
+
+    backend = get_backend("tvm")
+    x = TensorType("float32", (3, 4))
+    g = Graph(inputs=[Value("x", x)], outputs=["s", "y"], nodes=[
+        Node("shape", ["x"], [Value("s", TensorType("int64", (2,)))]), Node("relu", ["x"], [Value("y", x)])])
+    tc = TestCase(g, {"x": np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)}, list(backend.configs().values()),
+                  seed=0, compiler="tvm")
+    obs = run_configs(backend, tc)
+    assert [o.status for o in obs] == ["ok"] * len(obs), [(o.config, o.error) for o in obs if o.status != "ok"]
+    assert all(o.outputs[0].tolist() == [3, 4] and o.outputs[0].dtype == np.int64 for o in obs)
+    ref = reference_of(tc)
+    assert [v.kind for v in judge("tvm", backend.expected_error, ref.outputs, obs, ref.unstable)] == ["pass"]
+    onnx_config = backend.configs()["tvm-onnx-opt"]
+    script = backend.reproducer(g, tc.inputs, ref.outputs, [onnx_config], "wrong-result", "shape", "d")
+    path = tmp_path / "repro.py"
+    path.write_text(script)
+    r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "not reproduced" in r.stdout, r.stdout + r.stderr
+
+
 def test_tvm_explicit_pass_sequence():
     pytest.importorskip("tvm")
     from dlcfuzz.backends.tvm.passes import PASSES

@@ -98,6 +98,8 @@ class TvmCompiled:
 def _flatten(res: Any) -> list[np.ndarray]:
     if hasattr(res, "numpy"):
         return [res.numpy()]
+    if isinstance(res, tvm.runtime.ShapeTuple):  # the ONNX importer returns a Shape output as a shape value
+        return [np.asarray(list(res), dtype="int64")]
     out: list[np.ndarray] = []
     for r in res:
         out.extend(_flatten(r))

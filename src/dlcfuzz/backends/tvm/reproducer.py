@@ -90,6 +90,8 @@ def has_local_functions(mod):
 def flatten(res):
     if hasattr(res, "numpy"):
         return [res.numpy()]
+    if isinstance(res, tvm.runtime.ShapeTuple):  # a Shape output comes back as a shape value
+        return [np.asarray(list(res), dtype="int64")]
     return [x for r in res for x in flatten(r)]
 
 
