@@ -97,6 +97,25 @@ def test_tvm_shape_output_is_an_int64_tensor_in_the_harness_and_the_reproducer(t
     assert r.returncode == 0 and "not reproduced" in r.stdout, r.stdout + r.stderr
 
 
+def test_tvm_reproducer_says_when_its_tvmscript_does_not_parse_on_this_release(tmp_path: Path) -> None:
+    """TVMScript printed by apache-tvm 0.25 (`out_dtype="void"`) does not parse on 0.26/0.27: five
+    reproducers of a 0.25 campaign printed "not reproduced" (exit 0) there, which read as "fixed".
+    Now exit 3: cannot tell on this release."""
+    pytest.importorskip("tvm")
+    backend = get_backend("tvm")
+    x = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", x)], outputs=["y"], nodes=[Node("relu", ["x"], [Value("y", x)])])
+    inputs = {"x": np.ones((2, 3), np.float32)}
+    script = backend.reproducer(g, inputs, [inputs["x"]], [backend.configs()["tvm-opt"]], "wrong-result", "t", "d")
+    assert "R.nn.relu(" in script
+    path = tmp_path / "repro.py"
+    for text, status in ((script, 0), (script.replace("R.nn.relu(", "R.nn.relu_of_another_release("), 3)):
+        path.write_text(text)
+        r = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == status, r.stdout + r.stderr
+    assert "does not parse on apache-tvm" in r.stdout and "cannot check the finding here" in r.stdout
+
+
 def test_tvm_explicit_pass_sequence():
     pytest.importorskip("tvm")
     from dlcfuzz.backends.tvm.passes import PASSES

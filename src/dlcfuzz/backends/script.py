@@ -143,13 +143,13 @@ def npz_b64(arrays: dict[str, np.ndarray]) -> str:
 def header(title: str, detail: str, version: str) -> str:
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
     return (f'#!/usr/bin/env python3\n"""{title}\n\nFound by dlcfuzz against {version}.\n'
-            f'Exit 1 and "BUG REPRODUCED" when the bug shows.\n"""\n{det}\n')
+            f'Exit 1 and "BUG REPRODUCED" when the bug shows, 0 when it does not.\n"""\n{det}\n')
 
 
 # the exception type at the head of a finding's error text ("InternalError: Check failed ...",
-# "... rejects (Fail: [ONNXRuntimeError] ...) while ... compiles")
-# a backend's wrapper that names the failing stage (Inductor's `StageError: [stage inductor] InductorError:
-# ...`) exists only in dlcfuzz: the script sees the exception inside it
+# "... rejects (Fail: [ONNXRuntimeError] ...) while ... compiles"); inside a backend's wrapper that
+# names the failing stage (Inductor's `StageError: [stage inductor] InductorError: ...`), which exists
+# only in dlcfuzz, the script sees the inner one
 _ERROR_TYPE = re.compile(r"(?:^|\()([A-Za-z_]\w*): (?:\[stage \w+\] ([A-Za-z_]\w*): )?", re.M)
 
 
