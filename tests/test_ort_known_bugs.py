@@ -81,3 +81,23 @@ def test_instance_norm_of_an_empty_intermediate_crashes_and_is_known(tmp_path):
         "ort-instance-norm-empty-intermediate-segfault"
     done = reproduce(g, inputs, None, "crash", tmp_path)
     assert done.returncode != 0 and done.returncode != 1, done.stdout + done.stderr
+
+
+def test_a_script_counts_the_same_failure_under_another_releases_error_class(tmp_path):
+    """FuseReluClip's int64 error (microsoft/onnxruntime#11836) is RuntimeException in onnxruntime 1.20.1 and
+    Fail in 1.32.0: a 1.20.1 finding's script expected RuntimeException and called the bug fixed. Any of
+    onnxruntime's status exceptions counts for one of them; an exception of another kind still does not."""
+    from dlcfuzz.backends import get_backend
+
+    t = TensorType("int64", (2, 3))
+    g = Graph(inputs=[Value("x", t)], outputs=["z"], nodes=[
+        Node("relu", ["x"], [Value("r", t)]), Node("clip", ["r"], [Value("z", t)], attrs={"min": 1, "max": 5})])
+    backend = get_backend("onnxruntime")
+    old_detail = ("RuntimeException: [ONNXRuntimeError] : 6 : RUNTIME_EXCEPTION : Exception during initialization: "
+                  "relu_clip_fusion.cc:52 Unexpected data type for Clip 'min' input of 7")
+    script = tmp_path / "repro.py"
+    for detail, status in ((old_detail, 1), ("MemoryError: out of memory", 0)):
+        script.write_text(backend.reproducer(g, {"x": np.arange(-3, 3).reshape(2, 3)}, None,
+                                             [backend.configs()["ort-all"]], "unexpected-error", "t", detail))
+        r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == status and "Unexpected data type for Clip" in r.stdout, r.stdout + r.stderr

@@ -70,6 +70,12 @@ def tensors(outs):
     return arrays
 
 
+def is_the_error(e):
+    """The finding's exception: its type, or any error class of the compiler's where the compiler renames
+    them between releases (onnxruntime raised RuntimeException in 1.20 and Fail in 1.32 for one bug)."""
+    return ERROR_TYPE in (None, type(e).__name__) or (ERROR_FAMILY is not None and type(e).__module__ == ERROR_FAMILY)
+
+
 # a kernel that leaves output memory unwritten shows only once the process reuses memory (a fresh
 # process gets zeroed pages): every configuration runs up to this many rounds
 ROUNDS = 3
@@ -94,7 +100,7 @@ def attempt(verbose):
         return any(isinstance(r, MemoryError) for r in results.values())
     elif CATEGORY in ERROR_CATEGORIES:
         hit = next((f"{name}: raised {type(r).__name__}: {str(r)[:2000]}" for name, r in results.items()
-                    if isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__)), None)
+                    if isinstance(r, Exception) and is_the_error(r)), None)
         if hit and not verbose:
             print(hit)
         return hit is not None
@@ -160,9 +166,11 @@ def error_type(detail: str) -> str | None:
 
 
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
-           configs: list[Config], configs_source: str | None = None, detail: str = "") -> str:
-    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY, CONFIGS and ERROR_TYPE of a script
-    (which defines `unpack`: UNPACK); `configs_source`: the template's own way of writing CONFIGS."""
+           configs: list[Config], configs_source: str | None = None, detail: str = "",
+           error_families: dict[str, str] | None = None) -> str:
+    """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY, CONFIGS, ERROR_TYPE and ERROR_FAMILY
+    of a script (which defines `unpack`: UNPACK); `configs_source`: the template's own way of writing
+    CONFIGS; `error_families`: exception class name -> the module of its family (see error_type_line)."""
     exp = "None" if expected is None else "[" + ", ".join(array_source(a) for a in expected) + "]"
     if configs_source is None:
         # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
@@ -172,15 +180,19 @@ def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, cat
         f"EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: the configurations are compared)\n"
         f"CATEGORY = {category!r}\n"
         f"CONFIGS = {configs_source}\n"
-        f"{error_type_line(category, detail)}"
+        f"{error_type_line(category, detail, error_families)}"
     )
 
 
-def error_type_line(category: str, detail: str) -> str:
-    """The script's ERROR_TYPE assignment (main() reads it for error findings)."""
+def error_type_line(category: str, detail: str, error_families: dict[str, str] | None = None) -> str:
+    """The script's ERROR_TYPE and ERROR_FAMILY assignments (main() reads them for error findings):
+    ERROR_FAMILY, the module of the compiler's error classes where ERROR_TYPE is one of them, lets another
+    release's name for the same failure count."""
     kind = error_type(detail) if category in ERROR_CATEGORIES else None
+    family = (error_families or {}).get(kind or "")
     return (f"ERROR_TYPE = {kind!r}  # an error finding shows as this exception (the script's own failure, "
-            "e.g. a parse error, does not)\n")
+            "e.g. a parse error, does not)\n"
+            f"ERROR_FAMILY = {family!r}  # or as any exception of this module (None: ERROR_TYPE only)\n")
 
 
 def dlcfuzz_script(compiler: str, graph_blob: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,

@@ -88,6 +88,13 @@ def transformed_session(so, opts):
 '''
 
 
+# onnxruntime's status exceptions: releases rename the class of one failure (RuntimeException in 1.20.1,
+# Fail in 1.32.0 for FuseReluClip's dtype error), so a script accepts any of them for one of them
+ORT_STATUS_MODULE = "onnxruntime.capi.onnxruntime_pybind11_state"
+ORT_ERROR_FAMILIES = {name: ORT_STATUS_MODULE for name in (
+    "EPFail", "EngineError", "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded",
+    "NoModel", "NoSuchFile", "NotFound", "NotImplemented", "RuntimeException")}
+
 SESSION = """sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=opts.get("disabled_optimizers") or None)"""
 
@@ -105,7 +112,7 @@ import onnxruntime as ort
 {ONNX_IMPORTS}{UNPACK}
 
 {onnx_model_source(model_bytes)}
-{defs}{common(inputs, expected, category, configs, configs_code, detail)}
+{defs}{common(inputs, expected, category, configs, configs_code, detail, ORT_ERROR_FAMILIES)}
 LEVELS = {LEVELS!r}
 {TRANSFORMERS if transformers else ""}
 
