@@ -116,6 +116,36 @@ def test_tvm_reproducer_says_when_its_tvmscript_does_not_parse_on_this_release(t
     assert "does not parse on apache-tvm" in r.stdout and "cannot check the finding here" in r.stdout
 
 
+def test_tvm_importer_skipping_the_elementwise_step_of_a_noop_reduction_is_found_and_known() -> None:
+    """Registered TVM bug (0.25 campaign, still on 0.27): the ONNX importer returns x for ReduceSumSquare
+    with noop_with_empty_axes=1 and no axes; the reference (as onnxruntime and onnx.reference) gives x*x.
+    The direct Relax lowering is right, so the importer's configuration is the odd one out."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.oracle.verdict import judge
+
+    backend = get_backend("tvm")
+    t = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", t)], outputs=["y"], nodes=[
+        Node("reduce_sum_square", ["x"], [Value("y", t)], attrs={"axes": [], "keepdims": 0, "noop_with_empty_axes": 1})])
+    c = backend.configs()
+    tc = TestCase(g, {"x": np.array([[-1.5, 0.5, 2.0], [3.0, -0.25, 1.0]], np.float32)},
+                  [c["tvm-unopt"], c["tvm-onnx-opt"]], seed=0, compiler="tvm")
+    ref = reference_of(tc)
+    np.testing.assert_allclose(ref.outputs[0], tc.inputs["x"] ** 2)
+    (v,) = judge("tvm", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert (v.kind, v.category) == ("bug", "inconsistency") and "tvm-onnx-opt differs" in v.detail, v
+    row = {"id": 1, "compiler": "tvm", "category": v.category, "configs": '["tvm-unopt", "tvm-onnx-opt"]',
+           "key": f"{v.key}|ops=reduce_sum_square|opts=none", "detail": v.detail}
+    known = Register(use_env=False).match(facts_of(row, graph=(frozenset({"reduce_sum_square"}), frozenset({"float32"}))),
+                                          v.detail)
+    assert known is not None and known.id == "tvm-onnx-reduce-noop-empty-axes-skips-elementwise"
+
+
 def test_tvm_explicit_pass_sequence():
     pytest.importorskip("tvm")
     from dlcfuzz.backends.tvm.passes import PASSES
