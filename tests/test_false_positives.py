@@ -237,3 +237,22 @@ def test_a_configuration_that_writes_into_a_fed_buffer_does_not_change_the_next_
     script.write_text(backend.reproducer(g, inputs, None, configs, "inconsistency", "t", "d"))
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "BUG REPRODUCED" not in done.stdout, done.stdout + done.stderr
+
+
+def test_a_kernels_documented_refusal_of_a_mode_is_unsupported_not_a_bug(tmp_path):
+    """ORT's Resize refuses cubic mode on a 4-D input whose outer scales are not 1 ("'Cubic' mode only
+    support 2-D inputs ('Bicubic') or 4-D inputs with the corresponding outermost 2 scale values being 1"),
+    by an explicit check in every release (an onnxruntime 1.20.1 campaign reported it as an unexpected
+    error). A refusal in those words is an expected error; the same resize with outer scales 1 runs."""
+    t = TensorType("float32", (1, 2, 3, 2))
+    for scales, want in (([2.0, 1.0, 3.0, 1.0], "expected-error:unsupported"), ([1.0, 1.0, 2.0, 2.0], None)):
+        out = TensorType("float32", tuple(int(d * s) for d, s in zip(t.shape, scales)))
+        g = Graph(inputs=[Value("x", t)], outputs=["y"], nodes=[Node("resize", ["x"], [Value("y", out)], attrs={
+            "antialias": 0, "coordinate_transformation_mode": "half_pixel", "cubic_coeff_a": -0.75,
+            "exclude_outside": 0, "mode": "cubic", "nearest_mode": "round_prefer_floor", "scales": scales})])
+        g.check()
+        verdicts = judged(g, {"x": np.linspace(-1, 1, 12, dtype=np.float32).reshape(t.shape)}, tmp_path)
+        if want is None:
+            assert [v.kind for v in verdicts] == ["pass"], verdicts
+        else:
+            assert verdicts and {(v.kind, v.category) for v in verdicts} == {("unknown", want)}, verdicts

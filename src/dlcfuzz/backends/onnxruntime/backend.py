@@ -21,7 +21,10 @@ from dlcfuzz.lower.onnx import to_onnx
 
 # Documented rejections: a missing kernel or a model that fails validation is not a bug.
 EXPECTED = [
-    ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported")),
+    # ... and a kernel's explicit refusal of a mode it documents it lacks (Resize: "'Cubic' mode only support
+    # 2-D inputs ... or 4-D inputs with the corresponding outermost 2 scale values being 1")
+    ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported|"
+                               r"mode only supports?\b")),
     # kernels that refuse empty tensors on purpose, with these words (pooling, GridSample, DFT, DeformConv,
     # the normalizations): a clear refusal of a degenerate input, not a bug; optimizations that fold such a
     # node away legitimately never see it (so, like a missing kernel, it is no inconsistent rejection)
