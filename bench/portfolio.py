@@ -3,7 +3,7 @@ tests, distinct findings (signatures), root-cause clusters (engine/clusters.py: 
 counts as distinct bugs; one bug found with several operator sets is several signatures), of them
 new (not in the known-bugs register), and internal errors; then, last, `auto vs best single: X`
 (clusters of auto over those of the best single strategy; the target is >= 1.0).
-  python bench/portfolio.py [--time 300] [--compiler onnxruntime] [--jobs 2] [--seed 0]
+  python bench/portfolio.py [--time 300] [--compiler onnxruntime] [--jobs 2] [--seed 0] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -37,14 +37,17 @@ def main() -> None:
     ap.add_argument("--compiler", default="onnxruntime")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--keep", default=None, metavar="DIR",
+                    help="keep each campaign in DIR/<name> (`dlcfuzz list DIR/auto` shows its new clusters)")
     a = ap.parse_args()
     results: dict[str, tuple[int, int, int, int, int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
+        base = Path(a.keep) if a.keep else Path(tmp)
         for name, kw in [("auto", {"strategy": "auto"}), *SINGLES.items()]:
             if name == "tzer" and a.compiler != "tvm":
                 continue
             kw = {"strategy": name, **kw}
-            results[name] = run(Path(tmp) / name, a.compiler, a.time, a.jobs, a.seed, **kw)
+            results[name] = run(base / name, a.compiler, a.time, a.jobs, a.seed, **kw)
             tests, distinct, clusters, new, internal = results[name]
             print(f"{name:12s} tests {tests:7d}  distinct findings {distinct:3d}  clusters {clusters:3d} (new {new:3d})  "
                   f"internal errors {internal}", flush=True)
