@@ -175,8 +175,8 @@ def test_scrub_strips_dlcfuzz_frames_and_machine_paths():
     assert 'File "site-packages/onnxruntime/capi/session.py", line 9, in run' in out
     assert "https://github.com/microsoft/onnxruntime/issues/1" in out and ".../x.onnx" in out
     # a C++ compile command of Inductor: include and library folders glued to -I/-L
-    gxx = scrub("g++ x.cpp -I/root/.pyenv/versions/3.11.7/include/python3.11 -L/root/.pyenv/lib -ltorch -o /tmp/a/b.so")
-    assert "/root" not in gxx and "-I.../python3.11 -L.../lib -ltorch -o .../b.so" in gxx, gxx
+    gxx = scrub("g++ x.cpp -I/opt/py3/include/python3.11 -L/opt/py3/lib -ltorch -o /srv/a/b.so")
+    assert "/opt/py3" not in gxx and "-I.../python3.11 -L.../lib -ltorch -o .../b.so" in gxx, gxx
     script = "#!/usr/bin/env python3\n# " + tb.replace("\n", "\n# ") + "\nimport sys\n"
     cleaned = scrub(script)
     assert cleaned.startswith("#!/usr/bin/env python3\n") and "worker.py" not in cleaned
