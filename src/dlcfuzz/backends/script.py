@@ -167,10 +167,10 @@ def error_type(detail: str) -> str | None:
 
 def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, category: str,
            configs: list[Config], configs_source: str | None = None, detail: str = "",
-           error_families: dict[str, str] | None = None) -> str:
+           error_family: tuple[str, frozenset[str]] | None = None) -> str:
     """INPUTS, EXPECTED (dlcfuzz's reference or None), CATEGORY, CONFIGS, ERROR_TYPE and ERROR_FAMILY
     of a script (which defines `unpack`: UNPACK); `configs_source`: the template's own way of writing
-    CONFIGS; `error_families`: exception class name -> the module of its family (see error_type_line)."""
+    CONFIGS; `error_family`: (module, class names) of the compiler's own errors (see error_type_line)."""
     exp = "None" if expected is None else "[" + ", ".join(array_source(a) for a in expected) + "]"
     if configs_source is None:
         # a Python literal, not JSON: options may hold None (TVM's rewrite knob)
@@ -180,16 +180,16 @@ def common(inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None, cat
         f"EXPECTED = {exp}  # dlcfuzz's NumPy reference (None: the configurations are compared)\n"
         f"CATEGORY = {category!r}\n"
         f"CONFIGS = {configs_source}\n"
-        f"{error_type_line(category, detail, error_families)}"
+        f"{error_type_line(category, detail, error_family)}"
     )
 
 
-def error_type_line(category: str, detail: str, error_families: dict[str, str] | None = None) -> str:
+def error_type_line(category: str, detail: str, error_family: tuple[str, frozenset[str]] | None = None) -> str:
     """The script's ERROR_TYPE and ERROR_FAMILY assignments (main() reads them for error findings):
     ERROR_FAMILY, the module of the compiler's error classes where ERROR_TYPE is one of them, lets another
     release's name for the same failure count."""
     kind = error_type(detail) if category in ERROR_CATEGORIES else None
-    family = (error_families or {}).get(kind or "")
+    family = error_family[0] if error_family and kind in error_family[1] else None
     return (f"ERROR_TYPE = {kind!r}  # an error finding shows as this exception (the script's own failure, "
             "e.g. a parse error, does not)\n"
             f"ERROR_FAMILY = {family!r}  # or as any exception of this module (None: ERROR_TYPE only)\n")

@@ -46,7 +46,7 @@ def check_graph_params(params: dict[str, Any]) -> None:
 def minimal_optimization_set(backend: Any, v: Verdict, reference: Config, optimized: Config,
                              shows: Callable[[Config], bool]) -> tuple[Config, list[str]] | None:
     """The optimized configuration reduced to the smallest optimization set that still shows `v`, and
-    that set; ([], optimized) when none is needed; None when it cannot tell: the reduced set does not
+    that set; (optimized, []) when none is needed; None when it cannot tell: the reduced set does not
     show the finding again (a nondeterministic finding, or the reduction budget ran out), where ddmin
     would otherwise return every optimization (an onnxruntime 1.20.1 campaign keyed an uninitialized
     ReverseSequence output with all 61 transformers)."""

@@ -251,10 +251,11 @@ class InductorBackend(BackendBase):
             fn = self._compile_with(lowered, g, backend, dict(o.get("knobs") or {}), o.get("fault"))
         except Exception as e:
             stage = self.stage_of(lowered, g, o) if backend != "eager" else "eager"
-            message = scrub(summarize_cpp_compile_error(str(e)))
-            if message != scrub(str(e)):  # its traceback is codecache's, and would repeat the whole output
-                raise StageError(f"[stage {stage}] {type(e).__name__}: {message}") from None
-            raise StageError(f"[stage {stage}] {type(e).__name__}: {message}") from e
+            raw = str(e)
+            summary = summarize_cpp_compile_error(raw)
+            error = StageError(f"[stage {stage}] {type(e).__name__}: {scrub(summary)}")
+            # a C++ compile error's traceback is codecache's, and would repeat the whole output
+            raise error from (e if summary is raw else None)
         return InductorCompiled(fn, [v.name for v in g.inputs],
                                 {"backend": backend, "compile_s": round(time.perf_counter() - t0, 4)})
 

@@ -70,10 +70,6 @@ def transformed(model, opts):
     return optimized.model.SerializeToString()
 
 
-def session(model, so, opts):
-    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=opts.get("disabled_optimizers") or None)
-
 
 def transformed_session(so, opts):
     model = transformed(MODEL, opts)
@@ -90,13 +86,9 @@ def transformed_session(so, opts):
 
 # onnxruntime's status exceptions: releases rename the class of one failure (RuntimeException in 1.20.1,
 # Fail in 1.32.0 for FuseReluClip's dtype error), so a script accepts any of them for one of them
-ORT_STATUS_MODULE = "onnxruntime.capi.onnxruntime_pybind11_state"
-ORT_ERROR_FAMILIES = {name: ORT_STATUS_MODULE for name in (
+ORT_ERROR_FAMILY = ("onnxruntime.capi.onnxruntime_pybind11_state", frozenset({
     "EPFail", "EngineError", "Fail", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded",
-    "NoModel", "NoSuchFile", "NotFound", "NotImplemented", "RuntimeException")}
-
-SESSION = """sess = ort.InferenceSession(MODEL, so, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=opts.get("disabled_optimizers") or None)"""
+    "NoModel", "NoSuchFile", "NotFound", "NotImplemented", "RuntimeException"}))
 
 
 def ort_script(model_bytes: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -112,15 +104,20 @@ import onnxruntime as ort
 {ONNX_IMPORTS}{UNPACK}
 
 {onnx_model_source(model_bytes)}
-{defs}{common(inputs, expected, category, configs, configs_code, detail, ORT_ERROR_FAMILIES)}
+{defs}{common(inputs, expected, category, configs, configs_code, detail, ORT_ERROR_FAMILY)}
 LEVELS = {LEVELS!r}
+
+
+def session(model, so, opts):
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=opts.get("disabled_optimizers") or None)
 {TRANSFORMERS if transformers else ""}
 
 def run(name):
     opts = CONFIGS[name]
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
-    {"sess = transformed_session(so, opts)" if transformers else SESSION}
+    sess = {"transformed_session(so, opts)" if transformers else "session(MODEL, so, opts)"}
     # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode
     # updates its running mean in place of the mean input)
     return sess.run(None, {{i.name: INPUTS[i.name].copy() for i in sess.get_inputs()}})
