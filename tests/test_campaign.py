@@ -114,6 +114,18 @@ def test_a_fault_that_needs_reused_memory_is_reproduced_by_a_second_round(tmp_pa
         assert p is not None and p.returncode == 1 and "shown in round 2" in p.stdout, p and p.stdout[-800:]
 
 
+def test_auto_reduces_through_the_campaigns_one_reducer(tmp_path):
+    """`auto` reduces each arm's findings in the campaign's one reducer pool (tagged by arm), not in a
+    pool per arm: the 30-minute memory run peaked at 1.26 GB with a reducer worker per arm."""
+    out = campaign(tmp_path, "planted:wrong@add", tests=80, strategy="auto", model="tiny_vgg")
+    distinct = [f for f in findings(out) if f["duplicate_of"] is None]
+    assert distinct and {f["category"] for f in distinct} == {"inconsistency"}
+    assert all(f["reduced_nodes"] <= 2 for f in distinct), distinct
+    repro = next((out / "findings").glob(f"{distinct[0]['id']:04d}-*/repro.py"))
+    p = run_repro(repro)
+    assert p is not None and p.returncode == 1 and "BUG REPRODUCED" in p.stdout, p and p.stdout[-800:]
+
+
 def test_correct_pair_is_quiet_and_reports(tmp_path):
     """No wrong result or inconsistency but ORT's documented bugs (the known-bugs register: a real bug such
     as Col2Im's N-D dilation, microsoft/onnxruntime#18156, is a finding, not noise)."""

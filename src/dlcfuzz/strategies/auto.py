@@ -110,8 +110,8 @@ class AutoStrategy(Strategy):
         self.new_distinct: dict[int, int] = {}  # test id -> distinct findings it made
         self.judged: dict[int, int] = {}  # block -> tests judged
         self.block_rewards: dict[int, list[tuple[int, float]]] = {}  # block -> (arm, reward) of its tests
-        self.schedule: dict[int, int] = {}  # seq -> arm index
-        self._reducers: dict[int, Any] = {}
+        self.schedule: dict[int, int] = {}  # seq -> arm index, of the blocks not yet folded (the store has all)
+        self.pruned_below = 0  # the schedule's entries below this seq were dropped (the store keeps them)
         self._shares: list[float] = []
 
     # ---- plumbing ------------------------------------------------------
@@ -123,15 +123,9 @@ class AutoStrategy(Strategy):
         return min(sub.deadline_s() for sub in self.subs)
 
     def reducer_for(self, i: int) -> Callable[[], Any]:
-        def pool() -> Any:
-            from dlcfuzz.exec.pool import WorkerPool
-
-            if i not in self._reducers:
-                sub = self.subs[i]
-                self._reducers[i] = WorkerPool(sub.handler, sub.handler_init(), jobs=1, timeout_s=sub.deadline_s())
-            return self._reducers[i]
-
-        return pool
+        """Arm i's reducer: the campaign's one reducer pool (its workers run this strategy's handler,
+        which routes by tag), so reducing for several arms costs one more worker, not one per arm."""
+        return lambda: ArmPool(self.ctx.reducer_pool(), bytes([i]), self.subs[i].deadline_s())
 
     def mine_for(self, i: int) -> Callable[[int], bool]:
         return lambda seq: self.arm_of(seq) == i
@@ -154,8 +148,8 @@ class AutoStrategy(Strategy):
                     self.account(seq, arm, reward)
 
     def close(self) -> None:
-        for p in self._reducers.values():
-            p.close()
+        for sub in self.subs:
+            sub.close()
 
     # ---- the schedule --------------------------------------------------
     def ready(self, seq: int) -> bool:
@@ -175,6 +169,7 @@ class AutoStrategy(Strategy):
             while self.folded < b - 2:  # idempotent and in order: a resumed run folds as the whole run did
                 self.folded += 1
                 self.fold(self.folded)
+            self.prune((self.folded + 1) * BLOCK)
             self._shares = self.shares()
         # time shares -> test probabilities (a slow arm gets fewer tests for the same time)
         p = np.array([s / COST_S.get(a.name, 0.05) for a, s in zip(self.arms, self._shares)])
@@ -192,6 +187,15 @@ class AutoStrategy(Strategy):
             self.stats[arm].reward += reward
             self.stats[arm].tests += 1
 
+    def prune(self, below: int) -> None:
+        """Forget the arms and judged counts of folded blocks: a campaign of days must not keep one
+        entry per test in memory (arm_of and make_test read a dropped arm back from the store)."""
+        for seq in range(self.pruned_below, below):
+            self.schedule.pop(seq, None)
+        for b in range(self.pruned_below // BLOCK, below // BLOCK - 1):  # `ready` still reads the last one
+            self.judged.pop(b, None)
+        self.pruned_below = max(self.pruned_below, below)
+
     def account(self, seq: int, arm: int, reward: float) -> None:
         b = seq // BLOCK
         self.judged[b] = self.judged.get(b, 0) + 1
@@ -200,7 +204,8 @@ class AutoStrategy(Strategy):
 
     # ---- tests ---------------------------------------------------------
     def make_test(self, seq: int, seed: int) -> Test:
-        arm = self.schedule.get(seq)  # known when a compacted test is regenerated
+        # known when a compacted test is regenerated
+        arm = self.schedule.get(seq) if seq >= self.pruned_below else self.arm_of(seq)
         if arm is None:
             arm = self.choose(seq, seed)
             self.schedule[seq] = arm
@@ -303,6 +308,18 @@ class AutoStrategy(Strategy):
         return ("<h2>Strategies (auto)</h2><p>Tests per strategy, tests that added coverage or a distinct finding, "
                 "and their yield.</p><table><tr><th>strategy</th><th>tests</th><th>rewarded</th><th>yield</th></tr>"
                 f"{body}</table>")
+
+
+@dataclass
+class ArmPool:
+    """A pool as one arm sees it: its payloads go out tagged with the arm, under the arm's deadline."""
+
+    pool: Any
+    tag: bytes
+    deadline_s: float
+
+    def run(self, payload: bytes, timeout_s: float | None = None) -> Any:
+        return self.pool.run(MAGIC + self.tag + payload, timeout_s or self.deadline_s)
 
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
