@@ -186,9 +186,12 @@ def generate(
     dtypes: Sequence[str] | None = None,
     supported: Supported | None = None,
     reuse: float = 0.8,
+    choices: Sequence[tuple[OpSpec, Sequence[str]]] | None = None,
 ) -> Graph:
-    """A valid graph of `n_ops` operator nodes (fewer only if nothing fits after many tries)."""
-    choices = allowed_choices(ops, dtypes, supported)
+    """A valid graph of `n_ops` operator nodes (fewer only if nothing fits after many tries).
+    `choices`: the (operator, dtypes) pairs when the caller has them (see allowed_choices; computing
+    them costs as much as a third of generating a graph), instead of ops/dtypes/supported."""
+    choices = choices if choices is not None else allowed_choices(ops, dtypes, supported)
     b = GraphBuilder(rng)
     attempts = 0
     while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):

@@ -353,7 +353,7 @@ class RandomStrategy(GraphStrategy):
         from dlcfuzz.gen.random import generate
 
         rng = np.random.default_rng(seed)
-        supported, choices = self.pick(rng)
-        g = generate(rng, self.params["ops"], ops=[s for s, _ in choices], supported=supported)
+        _, choices = self.pick(rng)
+        g = generate(rng, self.params["ops"], choices=choices)
         g, inputs = self.with_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed))
