@@ -66,6 +66,30 @@ def test_attribute_value_classes_separate_what_takes_different_code_paths():
     assert value_class(True) != value_class(1)
 
 
+def test_domain_repair_clips_a_computed_value_into_an_operators_domain_and_leaves_other_graphs_alone():
+    """gen/repair.py: asin of a sum of two values in [-1, 1] goes non-finite; repair clips the sum."""
+    from dlcfuzz import reference
+    from dlcfuzz.gen.repair import repair_domains
+
+    t = TensorType("float32", (4,))
+    x = {"a": np.full(4, 0.9, np.float32), "b": np.full(4, 0.8, np.float32)}
+
+    def graph(top: str) -> Graph:
+        return Graph(inputs=[Value("a", t), Value("b", t)],
+                     nodes=[Node("add", ["a", "b"], [Value("s", t)], name="n0"),
+                            Node(top, ["s"], [Value("y", t)], name="n1")], outputs=["y"])
+
+    with np.errstate(invalid="ignore"):
+        assert not np.isfinite(reference.run(graph("asin"), x)["y"]).all()
+    g = repair_domains(graph("asin"), x)
+    assert [n.op for n in g.nodes] == ["add", "clip", "asin"]
+    assert np.isfinite(reference.run(g, x)["y"]).all()
+    # an operator with no bounded domain (and a bounded one fed by a graph input) is never touched
+    assert [n.op for n in repair_domains(graph("tanh"), x).nodes] == ["add", "tanh"]
+    direct = Graph(inputs=[Value("a", t)], nodes=[Node("asin", ["a"], [Value("y", t)], name="n0")], outputs=["y"])
+    assert [n.op for n in repair_domains(direct, {"a": x["a"]}).nodes] == ["asin"]
+
+
 def test_generation_prefers_deep_data_flow():
     g = generate_guided(np.random.default_rng(5), 10, Coverage(), CHOICES)
     produced = {v.name for n in g.nodes for v in n.outputs}

@@ -24,25 +24,39 @@ def _finite(a: np.ndarray) -> bool:
     return a.dtype.kind != "f" or bool(np.isfinite(a).all())
 
 
-def _offender(g: Graph, env: dict[str, np.ndarray]) -> tuple[Node, int, float, float] | None:
-    """The first node that makes a non-finite value out of finite inputs, with the computed input
-    of it that leaves the operator's domain and that domain's bounds."""
+def _bounded_computed_inputs(g: Graph) -> dict[str, list[tuple[int, float, float]]]:
+    """Per node name: its inputs that another node computes, of a float type, whose domain is
+    bounded on both sides, as (input index, low, high): the only inputs a clip can repair."""
     produced = {v.name for n in g.nodes for v in n.outputs}
     types = g.types()
+    found: dict[str, list[tuple[int, float, float]]] = {}
+    for n in g.nodes:
+        if n.op == CALL_OP:
+            continue
+        spec = get_op(n.op)
+        for k, name in enumerate(n.inputs):
+            if name not in produced or types[name].dtype not in FLOATS:
+                continue
+            d = spec.domain(k, [types[i] for i in n.inputs], n.attrs)
+            if d.lo is not None and d.hi is not None:
+                found.setdefault(n.name, []).append((k, float(d.lo), float(d.hi)))
+    return found
+
+
+def _offender(g: Graph, env: dict[str, np.ndarray],
+              bounded: dict[str, list[tuple[int, float, float]]]) -> tuple[Node, int, float, float] | None:
+    """The first node that makes a non-finite value out of finite inputs, with the computed input
+    of it that leaves the operator's domain and that domain's bounds."""
     for n in g.nodes:
         if n.op == CALL_OP or all(_finite(env[v.name]) for v in n.outputs):
             continue
         ins = [env[i] for i in n.inputs]
         if not all(_finite(x) for x in ins):
             return None  # an earlier offender that could not be repaired
-        spec = get_op(n.op)
-        for k, name in enumerate(n.inputs):
-            d = spec.domain(k, [types[i] for i in n.inputs], n.attrs)
-            if name not in produced or d.lo is None or d.hi is None or types[name].dtype not in FLOATS:
-                continue
+        for k, lo, hi in bounded.get(n.name, ()):
             x = ins[k]
-            if x.size and (x.min() < d.lo or x.max() > d.hi):
-                return n, k, float(d.lo), float(d.hi)
+            if x.size and (x.min() < lo or x.max() > hi):
+                return n, k, lo, hi
         return None
     return None
 
@@ -50,12 +64,15 @@ def _offender(g: Graph, env: dict[str, np.ndarray]) -> tuple[Node, int, float, f
 def repair_domains(g: Graph, inputs: dict[str, np.ndarray]) -> Graph:
     """`g` with clips inserted where a computed value leaves an operator's domain (in place)."""
     for _ in range(MAX_REPAIRS):
+        bounded = _bounded_computed_inputs(g)
+        if not bounded:  # nothing a clip could repair: no need to evaluate (most graphs)
+            return g
         try:
             with np.errstate(all="ignore"):
                 env = reference.run(g, inputs, keep_all=True)
         except Exception:  # noqa: BLE001 - the reference policy reports what it cannot evaluate
             return g
-        bad = _offender(g, env)
+        bad = _offender(g, env, bounded)
         if bad is None:
             return g
         node, k, lo, hi = bad

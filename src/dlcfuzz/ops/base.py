@@ -9,6 +9,7 @@ spec, registered with `register`, in one family file, plus one rule (or document
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -169,7 +170,7 @@ def sample_broadcast_partner(rng: np.random.Generator, shape: tuple[int, ...]) -
 
 def check_size(spec: OpSpec, shape: Sequence[int]) -> None:
     """Generated graphs stay small; sample() uses this to refuse huge outputs."""
-    if int(np.prod(shape, dtype=np.int64)) > MAX_ELEMENTS:
+    if math.prod(int(d) for d in shape) > MAX_ELEMENTS:
         raise ShapeError(f"{spec.name}: output {tuple(shape)} exceeds {MAX_ELEMENTS} elements")
 
 
