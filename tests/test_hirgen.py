@@ -4,15 +4,18 @@ rule and every one is rejected or reported by the real compilers."""
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options
 from dlcfuzz.engine.store import Store
 from dlcfuzz.errors import TypeRuleError
-from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage, graph_items
+from dlcfuzz.gen.coverage import DISRUPTIVE, KINDS, Coverage, graph_items, kind
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
 from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.random import allowed_choices
@@ -88,6 +91,24 @@ def test_domain_repair_clips_a_computed_value_into_an_operators_domain_and_leave
     assert [n.op for n in repair_domains(graph("tanh"), x).nodes] == ["add", "tanh"]
     direct = Graph(inputs=[Value("a", t)], nodes=[Node("asin", ["a"], [Value("y", t)], name="n0")], outputs=["y"])
     assert [n.op for n in repair_domains(direct, {"a": x["a"]}).nodes] == ["asin"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(batches=st.lists(st.lists(st.sampled_from([f"{k}|op{i}" for k in KINDS for i in range(12)]), max_size=20),
+                        max_size=30))
+def test_coverage_answers_as_a_set_of_its_items_would(batches):
+    """Coverage holds hashes (a sorted array plus recent ones, merged in bulk): new items, gain,
+    membership, size and per-criterion counts are those of a plain set, across merges."""
+    cov, plain = Coverage(), set()
+    cov.RECENT_MAX = 8  # merge often
+    for batch in batches:
+        assert cov.gain(batch) == len(set(batch) - plain)
+        assert cov.unseen(batch) == [i for i in batch if i not in plain]
+        assert cov.add(batch) == [i for i in dict.fromkeys(batch) if i not in plain]
+        plain.update(batch)
+        assert len(cov) == len(plain) and all(i in cov for i in plain)
+    assert "op-dtype|never" not in cov
+    assert cov.counts() == {**dict.fromkeys((*KINDS, DISRUPTIVE), 0), **Counter(kind(i) for i in plain)}
 
 
 def test_generation_prefers_deep_data_flow():

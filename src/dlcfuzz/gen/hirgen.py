@@ -85,7 +85,7 @@ def generate_guided(
             if candidates <= 1:
                 chosen = (p, items)
                 break
-            score = sum(weights.get(kind(i), 0) for i in items if i not in coverage.items and i not in mine)
+            score = sum(weights.get(kind(i), 0) for i in coverage.unseen(items) if i not in mine)
             if chosen is None or score > best:
                 chosen, best = (p, items), score
             if score >= enough:  # new in the scarcest criterion: insert now
