@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from dlcfuzz.engine.campaign import Campaign, campaign_options
 from dlcfuzz.engine.store import Store
 from dlcfuzz.errors import TypeRuleError
-from dlcfuzz.gen.coverage import DISRUPTIVE, KINDS, Coverage, graph_items, kind
+from dlcfuzz.gen.coverage import COMPILER, DISRUPTIVE, KINDS, Coverage, graph_items, kind
 from dlcfuzz.gen.disruptive import generate_disruptive, onnx_rejects
 from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.random import allowed_choices
@@ -94,7 +94,8 @@ def test_domain_repair_clips_a_computed_value_into_an_operators_domain_and_leave
 
 
 @settings(max_examples=60, deadline=None)
-@given(batches=st.lists(st.lists(st.sampled_from([f"{k}|op{i}" for k in KINDS for i in range(12)]), max_size=20),
+@given(batches=st.lists(st.lists(st.sampled_from([f"{k}|op{i}" for k in KINDS for i in range(12)]
+                                                 + [f"_inductor/lowering.py:{i}" for i in range(12)]), max_size=20),
                         max_size=30))
 def test_coverage_answers_as_a_set_of_its_items_would(batches):
     """Coverage holds hashes (a sorted array plus recent ones, merged in bulk): new items, gain,
@@ -109,6 +110,8 @@ def test_coverage_answers_as_a_set_of_its_items_would(batches):
         assert len(cov) == len(plain) and all(i in cov for i in plain)
     assert "op-dtype|never" not in cov
     assert cov.counts() == {**dict.fromkeys((*KINDS, DISRUPTIVE), 0), **Counter(kind(i) for i in plain)}
+    # lines measured inside the compiler are one criterion: the counts keep no string per line
+    assert set(cov.counts()) <= {*KINDS, DISRUPTIVE, COMPILER}
 
 
 def test_generation_prefers_deep_data_flow():

@@ -19,6 +19,7 @@ from dlcfuzz.ir.types import TensorType
 
 KINDS = ("op-dtype", "op-shape", "edge", "path3", "op-attr")
 DISRUPTIVE = "broken-rule"  # (operator, broken rule, dtype) of disruptive mode
+COMPILER = "compiler"  # lines/arcs measured inside the compiler while it compiled and ran a test
 
 
 def shape_text(shape: Sequence[int]) -> str:
@@ -82,7 +83,9 @@ def graph_items(g: Graph) -> set[str]:
 
 
 def kind(item: str) -> str:
-    return item.split("|", 1)[0]
+    """The criterion of an item; every item measured inside the compiler is of one kind, COMPILER
+    (counted per line, the counts would keep a string per line covered)."""
+    return item.split("|", 1)[0] if "|" in item else COMPILER
 
 
 def is_compiler_item(item: str) -> bool:

@@ -204,7 +204,8 @@ class AutoStrategy(Strategy):
 
     # ---- tests ---------------------------------------------------------
     def make_test(self, seq: int, seed: int) -> Test:
-        # known when a compacted test is regenerated
+        # known when a compacted test is regenerated; a new test (above the pruned blocks) is never in
+        # the store, so it costs no query
         arm = self.schedule.get(seq) if seq >= self.pruned_below else self.arm_of(seq)
         if arm is None:
             arm = self.choose(seq, seed)
