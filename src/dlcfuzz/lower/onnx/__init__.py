@@ -62,7 +62,9 @@ class OnnxBuilder:
         return name
 
 
-def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: dict[str, Graph], path: str) -> None:
+def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: dict[str, Graph],
+                 path: str) -> dict[str, TensorType]:
+    """Write `g`'s nodes into `b`; returns `g`'s value types (for its caller's signature)."""
     from dlcfuzz.ops import get_op
 
     env = g.types()
@@ -84,6 +86,7 @@ def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: di
             continue
         outs = [rename.get(v.name, v.name) for v in n.outputs]
         rules.rule(n.op)(get_op(n.op), b, ins, outs, n.attrs, [env[i] for i in n.inputs], [v.type for v in n.outputs])
+    return env
 
 
 def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ()) -> Any:
@@ -95,11 +98,10 @@ def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ())
     rename: dict[str, str] = {}
     for k, a in g.constants.items():
         b.initializers.append(onnx.numpy_helper.from_array(np.asarray(a), k))
-    _lower_nodes(b, g, rename, g.functions, "")
+    env = _lower_nodes(b, g, rename, g.functions, "")
     nodes = b.nodes
     # An output that is also an input/constant, or listed twice, needs its own name in ONNX.
     out_names: list[str] = []
-    env = g.types()
     graph_inputs = {v.name for v in g.inputs} | set(g.constants)
     for i, o in enumerate(g.outputs):
         if o in graph_inputs or o in out_names:
