@@ -67,12 +67,16 @@ def repair_domains(g: Graph, inputs: dict[str, np.ndarray]) -> Graph:
         bounded = _bounded_computed_inputs(g)
         if not bounded:  # nothing a clip could repair: no need to evaluate (most graphs)
             return g
+        # the nodes after the last one with a bounded input cannot lead to a repair (_offender stops
+        # at the first non-finite result): they are not evaluated
+        last = max(i for i, n in enumerate(g.nodes) if n.name in bounded)
+        prefix = Graph(inputs=g.inputs, constants=g.constants, nodes=g.nodes[:last + 1], functions=g.functions)
         try:
             with np.errstate(all="ignore"):
-                env = reference.run(g, inputs, keep_all=True)
+                env = reference.run(prefix, inputs, keep_all=True)
         except Exception:  # noqa: BLE001 - the reference policy reports what it cannot evaluate
             return g
-        bad = _offender(g, env, bounded)
+        bad = _offender(prefix, env, bounded)
         if bad is None:
             return g
         node, k, lo, hi = bad
