@@ -23,11 +23,27 @@ from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def campaign(tmp_path: Path, compiler: str, tests: int, **kw) -> Path:
+class ReducerWatchingCampaign(Campaign):
+    """A campaign that notes, after each finding it records, whether its reducer pool is still open."""
+
+    def __init__(self, *a, **kw) -> None:
+        super().__init__(*a, **kw)
+        self.reducer_open_after_finding: list[bool] = []
+
+    def record_finding(self, test, v) -> None:
+        super().record_finding(test, v)
+        self.reducer_open_after_finding.append(self._reducer is not None)
+
+
+def campaign(tmp_path: Path, compiler: str, tests: int, watch: list[bool] | None = None, **kw) -> Path:
+    """Run a campaign; `watch` receives, per recorded finding, whether the reducer pool stayed open."""
     out = tmp_path / "run"
     opts = campaign_options(compiler=compiler, strategy=kw.pop("strategy", "random"), seconds=600, jobs=2, seed=kw.pop("seed", 0), out=out, ops=kw.pop("ops", 6),
                            max_tests=tests, quiet=True, **kw)
-    Campaign(opts).run()
+    camp = ReducerWatchingCampaign(opts)
+    camp.run()
+    if watch is not None:
+        watch.extend(camp.reducer_open_after_finding)
     return out
 
 
@@ -79,10 +95,14 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     # a few operators only, so that the faulty one is in most graphs whatever the seed; fewer tests
     # where each faulty one costs seconds (a hang runs twice, the second time on 4x the deadline)
     tests = {"hang": 10, "alloc": 24}.get(fault, 40)
-    out = campaign(tmp_path, f"planted:{fault}@{op}", tests=tests, only_ops=[op, "relu", "mul", "sub", "neg"], **kw)
+    reducer_open: list[bool] = []
+    out = campaign(tmp_path, f"planted:{fault}@{op}", tests=tests, watch=reducer_open,
+                   only_ops=[op, "relu", "mul", "sub", "neg"], **kw)
     category, reproduced = EXPECT[fault]
     fs = findings(out)
     assert fs, "planted fault not found"
+    # the reduction's worker is gone once its finding is recorded (it held ~100 MB for the rest of a run)
+    assert len(reducer_open) == len(fs) and not any(reducer_open), reducer_open
     assert {f["category"] for f in fs} == {category}
     for f in fs:  # attributed to a test that really contains the faulty operator
         assert op in graph_ops(out, f["test_id"])

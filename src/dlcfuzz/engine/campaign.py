@@ -338,6 +338,14 @@ class Campaign:
                                       memory_mb=self.opts.memory_mb, cpus_per_actor=0)
         return self._reducer
 
+    def release_reducer(self) -> None:
+        """Close the reducer pool after a reduction: its worker (the compiler, a zoo model) would
+        otherwise stay for the rest of the campaign, a step of ~100 MB in a long run's memory, for
+        findings that come minutes apart; the next reduction starts one (on its own budget)."""
+        if self._reducer is not None:
+            self._reducer.close()
+            self._reducer = None
+
     def record_finding(self, test: Test, v: Verdict) -> None:
         from dlcfuzz.engine.findings import record_finding
 
