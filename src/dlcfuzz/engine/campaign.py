@@ -23,6 +23,7 @@ from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
 
 HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
+REDUCER_IDLE_S = 60.0  # the reducer's worker is closed when no reduction used it for this long
 CORPUS_MAX = 500  # tests that added coverage whose blobs are kept (the most coverage first), as AFL++ keeps a queue
 IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests")  # restored on --resume; the budget may change
 
@@ -120,6 +121,8 @@ class Campaign:
         self.internal = InternalErrorCount(self.store, self.log)
         self.corpus = self.store.corpus()
         self._reducer: Any = None
+        self._reducer_used = 0.0  # when the reducer pool was last asked for (monotonic)
+        self.reducer_idle_s = REDUCER_IDLE_S
 
     def _open_resumed(self, store_path: Path, record_run: bool) -> Store:
         if not store_path.exists():
@@ -228,6 +231,7 @@ class Campaign:
                     else:
                         self.finish(test, res)
                 now = time.monotonic()
+                self.release_idle_reducer(now)
                 if now - last_progress >= 1.0:
                     self.progress(now - start)
                     last_progress = now
@@ -332,17 +336,19 @@ class Campaign:
     def reducer_pool(self) -> Any:
         from dlcfuzz.exec.cluster import make_pool
 
+        self._reducer_used = time.monotonic()
         if self._reducer is None:  # on a cluster: one more actor, taking no CPU (the campaign waits for it)
             self._reducer = make_pool(self.opts.cluster, self.strategy.handler, self.strategy.handler_init(), jobs=1,
                                       timeout_s=self.opts.timeout_s or self.strategy.deadline_s(),
                                       memory_mb=self.opts.memory_mb, cpus_per_actor=0)
         return self._reducer
 
-    def release_reducer(self) -> None:
-        """Close the reducer pool after a reduction: its worker (the compiler, a zoo model) would
-        otherwise stay for the rest of the campaign, a step of ~100 MB in a long run's memory, for
-        findings that come minutes apart; the next reduction starts one (on its own budget)."""
-        if self._reducer is not None:
+    def release_idle_reducer(self, now: float) -> None:
+        """Close the reducer pool once no reduction has used it for `reducer_idle_s`: its worker (the
+        compiler, a zoo model) would otherwise stay for the rest of the campaign, a step of ~100 MB in
+        a long run's memory, for findings that come minutes apart. Findings in a burst share one
+        worker; the next reduction after a pause starts one (on its own budget)."""
+        if self._reducer is not None and now - self._reducer_used >= self.reducer_idle_s:
             self._reducer.close()
             self._reducer = None
 

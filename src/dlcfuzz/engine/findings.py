@@ -39,7 +39,6 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
         camp.internal.add(test.test_id, test.seq, test.seed, "reduce", f"{type(e).__name__}: {e}", traceback.format_exc())
         red = strategy.unreduced(test, v)
         red.not_minimal = f"the reducer failed with an internal error of dlcfuzz ({type(e).__name__}: {str(e)[:200]})"
-    camp.release_reducer()
     if red.not_minimal is None and not ctx.reduce:
         red.not_minimal = "reduction is off (--no-reduce)"
     ctx.reduce_s[0] += time.monotonic() - t0
