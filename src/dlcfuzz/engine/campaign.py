@@ -345,9 +345,9 @@ class Campaign:
 
     def release_idle_reducer(self, now: float) -> None:
         """Close the reducer pool once no reduction has used it for `reducer_idle_s`: its worker (the
-        compiler, a zoo model) would otherwise stay for the rest of the campaign, a step of ~100 MB in
-        a long run's memory, for findings that come minutes apart. Findings in a burst share one
-        worker; the next reduction after a pause starts one (on its own budget)."""
+        compiler, a zoo model) would otherwise stay for the rest of the campaign, unused between
+        findings minutes apart. Findings in a burst share one worker; the next reduction after a
+        pause starts one (on its own budget)."""
         if self._reducer is not None and now - self._reducer_used >= self.reducer_idle_s:
             self._reducer.close()
             self._reducer = None
