@@ -109,7 +109,7 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     category, reproduced = EXPECT[fault]
     fs = findings(out)
     assert fs, "planted fault not found"
-    # an idle reducer's worker is closed while the campaign runs (it held ~100 MB for the rest of a
+    # an idle reducer's worker is closed while the campaign runs (it used to stay for the rest of a
     # long run): here at the loop's next turn after a reduction, as its idle time is 0
     open_after_finding, released = reducer
     assert open_after_finding >= 1 and 1 <= released <= open_after_finding, reducer
