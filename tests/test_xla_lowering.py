@@ -1,6 +1,11 @@
 """The jax lowering target: every operator lowers (or is a documented gap), and the lowered program,
 run op by op under `jax.disable_jit()` (no whole-program compile), equals the NumPy reference on
-random graphs, sub-functions included, with float64 kept as float64 (x64 enabled)."""
+random graphs, sub-functions included, with float64 kept as float64 (x64 enabled).
+
+Eager JAX compiles every primitive once per shape (~0.15 s a case), so the many-case tests compile
+their graphs side by side, `BATCH` to one `jax.jit` module, and re-run eagerly only the graphs whose
+jit outputs disagree with the reference: the eager run decides whether the lowering is wrong, and a
+disagreement of jit alone fails too, as XLA's (none on the pinned jax)."""
 
 from __future__ import annotations
 
@@ -26,16 +31,52 @@ from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from tests.op_harness import lowered_ops  # noqa: E402
 
 MIN_JUDGED_PER_PAIR = 1  # judged single-operator cases per (operator, dtype)
+BATCH = 24  # graphs per jit-compiled module: one compile costs about what 2-3 eager cases do
+
+
+def policy_case(g, rng) -> tuple[TestCase, list | None, set]:
+    """The test case, its reference outputs (None when the policy cannot judge it) and its unstable outputs."""
+    tc = TestCase(g, sample_inputs(g, rng), [], seed=0)
+    ref = reference_of(tc)
+    return tc, ref.outputs, ref.unstable
 
 
 def judged_mismatches(g, rng) -> list | None:
     """None when the reference policy cannot judge the case (non-finite reference); else the mismatches."""
-    tc = TestCase(g, sample_inputs(g, rng), [], seed=0)
-    ref = reference_of(tc)
-    if ref.outputs is None:
+    tc, ref, unstable = policy_case(g, rng)
+    if ref is None:
         return None
-    got = run_eager(g, tc.inputs)
-    return [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
+    return [m for m in compare(run_eager(g, tc.inputs), ref) if m.index not in unstable]
+
+
+def judged_in_batches(graphs: list, rng) -> tuple[list, list[tuple], list[tuple]]:
+    """The graphs the reference judges; those whose eager run disagrees with it (the lowering's
+    fault) and those where only the jit run does (XLA's), each as (graph, first mismatch)."""
+    from dlcfuzz.strategies.probe import side_by_side
+
+    assert not [g for g in graphs if g.functions], "side_by_side copies no sub-functions"
+    cases = [(g, *policy_case(g, rng)) for g in graphs]
+    cases = [c for c in cases if c[2] is not None]
+    lowering, xla_only = [], []
+    for k in range(0, len(cases), BATCH):
+        part = cases[k:k + BATCH]
+        prog = to_jax_program(side_by_side([g for g, *_ in part]))
+        inputs = {f"p{i}_{name}": a for i, (_, tc, _, _) in enumerate(part) for name, a in tc.inputs.items()}
+        outs = [np.asarray(o) for o in jax.jit(prog.function())(*[np.array(inputs[n]) for n in prog.input_names])]
+        at = 0
+        for g, tc, ref, unstable in part:
+            jitted, at = outs[at:at + len(ref)], at + len(ref)
+            jit_bad = [m for m in compare(jitted, ref) if m.index not in unstable]
+            if not jit_bad:
+                continue
+            eager_bad = [m for m in compare(run_eager(g, tc.inputs), ref) if m.index not in unstable]
+            (lowering if eager_bad else xla_only).append((g, (eager_bad or jit_bad)[0]))
+    return [g for g, *_ in cases], lowering, xla_only
+
+
+def failure_text(found: list[tuple], whose: str) -> str:
+    g, m = found[0]
+    return f"{len(found)} disagreements ({whose}); first: {m}\n{to_text(g)}\n{to_jax_program(g).source}"
 
 
 def test_every_operator_has_a_jax_rule_or_a_documented_gap():
@@ -59,31 +100,23 @@ def test_float64_stays_float64():
 
 def test_every_operator_and_dtype_agrees_with_the_reference_eagerly():
     rng = np.random.default_rng(1234)
-    judged: collections.Counter = collections.Counter()
-    failures = []
-    for _ in range(1):  # eager JAX compiles each primitive once per shape (~0.1 s a case): keep CI cost low
-        for spec in lowered_ops("jax"):
-            for dt in spec.dtypes:
-                rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
-                g = None
-                for _ in range(6):  # operators that constrain input 0's shape (Det: square matrices)
-                    try:
-                        g = single_op_graph(spec, rng, TensorType(dt, random_shape(rng, rank)))
-                        break
-                    except (TypeRuleError, ValueError):
-                        continue
-                if g is None:
+    pair_of, graphs = {}, []
+    for spec in lowered_ops("jax"):
+        for dt in spec.dtypes:
+            rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
+            for _ in range(6):  # operators that constrain input 0's shape (Det: square matrices)
+                try:
+                    g = single_op_graph(spec, rng, TensorType(dt, random_shape(rng, rank)))
+                except (TypeRuleError, ValueError):
                     continue
-                bad = judged_mismatches(g, rng)
-                if bad is None:
-                    continue
-                judged[(spec.name, dt)] += 1
-                if bad:
-                    failures.append(f"{bad[0]}\n{to_text(g)}\n{to_jax_program(g).source}")
-    assert not failures, f"{len(failures)} failures; first: {failures[0]}"
-    per_op: collections.Counter = collections.Counter()
-    for (op, _), n in judged.items():
-        per_op[op] += n
+                graphs.append(g)
+                pair_of[id(g)] = (spec.name, dt)
+                break
+    judged_graphs, lowering, xla_only = judged_in_batches(graphs, rng)
+    assert not lowering, failure_text(lowering, "the lowering's: the eager run disagrees")
+    assert not xla_only, failure_text(xla_only, "XLA's: the eager run agrees, the jit run does not")
+    judged = collections.Counter(pair_of[id(g)] for g in judged_graphs)
+    per_op = collections.Counter(op for op, _ in judged.elements())
     assert {s.name for s in lowered_ops("jax")} <= set(per_op), "operators never judged"
     pairs = [(s.name, d) for s in lowered_ops("jax") for d in s.dtypes]
     thin = [p for p in pairs if judged[p] < MIN_JUDGED_PER_PAIR]
@@ -92,15 +125,11 @@ def test_every_operator_and_dtype_agrees_with_the_reference_eagerly():
 
 def test_random_graphs_agree_with_the_reference_eagerly():
     rng = np.random.default_rng(99)
-    judged = 0
-    for _ in range(90):
-        g = generate(rng, int(rng.integers(1, 12)))
-        bad = judged_mismatches(g, rng)
-        if bad is None:
-            continue
-        judged += 1
-        assert not bad, f"{bad[0]}\n{to_text(g)}\n{to_jax_program(g).source}"
-    assert judged >= 70
+    graphs = [generate(rng, int(rng.integers(1, 12))) for _ in range(90)]
+    judged, lowering, xla_only = judged_in_batches(graphs, rng)
+    assert not lowering, failure_text(lowering, "the lowering's: the eager run disagrees")
+    assert not xla_only, failure_text(xla_only, "XLA's: the eager run agrees, the jit run does not")
+    assert len(judged) >= 70
 
 
 def test_sub_functions_become_python_functions_called_from_the_main_one():
