@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dlcfuzz.engine.campaign import Campaign, campaign_options
+from dlcfuzz.engine.store import Store
 from dlcfuzz.ir import dumps
 from dlcfuzz.oracle.testcase import TestCase
 
@@ -92,3 +93,30 @@ def test_tvm_campaign_runs_and_stays_quiet(tmp_path):
     db = sqlite3.connect(out / "store.sqlite")
     assert db.execute("SELECT COUNT(*) FROM tests WHERE verdict = 'pass'").fetchone()[0] == 2
     assert findings(out) == []
+
+
+def test_a_long_campaign_holds_the_steps_of_few_chains_and_reads_older_ones_back(tmp_path, monkeypatch):
+    """Every chain's steps stayed in memory (a chain per 20 tests, for as long as the campaign ran):
+    now CHAINS_HELD chains are held and an older one is read back from the store, equal to what it was."""
+    import dlcfuzz.strategies.metamorphic as metamorphic
+    from dlcfuzz.mutate.metamorphic import steps_to_json
+
+    monkeypatch.setattr(metamorphic, "CHAIN_STEPS", metamorphic.STEPS_PER_TEST)  # a chain per test
+    camp = Campaign(campaign_options(compiler="onnxruntime", strategy="metamorphic", model="tiny_mobilenet",
+                                     seconds=600, jobs=2, out=tmp_path / "run", max_tests=metamorphic.CHAINS_HELD + 4,
+                                     quiet=True))
+    first_steps = []
+    make_test = camp.strategy.make_test
+
+    def recording(seq, seed):
+        test = make_test(seq, seed)
+        if seq == 0:
+            first_steps.extend(steps_to_json(camp.strategy.chain().steps))
+        return test
+
+    camp.strategy.make_test = recording
+    camp.run()
+    chain = camp.strategy.chain()
+    assert len(chain.by_start) == metamorphic.CHAINS_HELD and 0 not in chain.by_start
+    camp.strategy.ctx.store = Store(tmp_path / "run" / "store.sqlite", create=False)  # the campaign closed its own
+    assert first_steps and steps_to_json(camp.strategy.chain_steps(0)) == first_steps

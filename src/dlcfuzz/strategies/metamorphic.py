@@ -23,6 +23,7 @@ CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 10
 # and compile time with them), then starts again from the seed
 HANDLER = "dlcfuzz.strategies.metamorphic:make_handler"
 REDUCE_S = 180.0  # one finding's reduction budget (full-size mutants compile for seconds)
+CHAINS_HELD = 8  # chains whose steps stay in memory for reduction; older ones are read back from the store
 
 
 @dataclass
@@ -61,6 +62,14 @@ class Chain:
     start: int = 0
     profile: dict[str, np.ndarray] = field(default_factory=dict)
     by_start: dict[int, list[Any]] = field(default_factory=dict)  # chain start -> its steps (reduction)
+
+    def hold(self, start: int, steps: list[Any]) -> None:
+        """Keep the steps of the chain that began at test `start`, and of the CHAINS_HELD - 1 chains
+        held before it (a campaign of days starts thousands of chains)."""
+        self.by_start.pop(start, None)
+        self.by_start[start] = steps
+        while len(self.by_start) > CHAINS_HELD:
+            del self.by_start[next(iter(self.by_start))]
 
 
 class MetamorphicStrategy(Strategy):
@@ -109,7 +118,7 @@ class MetamorphicStrategy(Strategy):
                 ch.profile = dict(ch.seed_profile)
         if ch.graph is None or len(ch.steps) >= CHAIN_STEPS:
             ch.graph, ch.steps, ch.start, ch.profile = ch.seed, [], seq, dict(ch.seed_profile)
-            ch.by_start[seq] = ch.steps
+            ch.hold(seq, ch.steps)
         rng = np.random.default_rng(seed)
         g, new = iterate(ch.graph, rng, STEPS_PER_TEST, ch.inputs, profile=ch.profile)
         ch.graph = g
@@ -123,6 +132,8 @@ class MetamorphicStrategy(Strategy):
         from dlcfuzz.mutate.metamorphic import steps_from_json
 
         ch = self.chain()
+        if ch.graph is not None and start == ch.start:  # the chain being grown: its tests may be in flight
+            return ch.steps
         if start in ch.by_start:
             return ch.by_start[start]
         steps: list[Any] = []
@@ -134,7 +145,7 @@ class MetamorphicStrategy(Strategy):
             if mt.new_steps is None:
                 return None
             steps.extend(steps_from_json(mt.new_steps))
-        ch.by_start[start] = steps
+        ch.hold(start, steps)
         return steps
 
     def mutant_test(self, g: Graph, seed: int, start: int, n_steps: int, new_steps: list[Any] | None = None) -> TestCase:
