@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 
@@ -123,10 +125,28 @@ def check_instance(g: Graph, inputs: dict, *, ort: bool = True, relax: bool = Tr
         assert not bad, f"imported graph differs: {bad}\n{text}"
 
 
+def side_by_side_outputs(cases: list[tuple[Graph, dict]], run: Callable[[Graph, dict], list],
+                         batch: int = 24) -> list[list]:
+    """Each (graph, inputs) case's outputs, `batch` cases compiled side by side into one program by
+    `run(graph, inputs)` (a compile costs seconds or a good part of one; the cases are independent)."""
+    from dlcfuzz.strategies.probe import side_by_side
+
+    outs = []
+    for k in range(0, len(cases), batch):
+        part = cases[k:k + batch]
+        got = run(side_by_side([g for g, _ in part]),
+                  {f"p{i}_{name}": a for i, (_, x) in enumerate(part) for name, a in x.items()})
+        at = 0
+        for g, _ in part:
+            outs.append(got[at:at + len(g.outputs)])
+            at += len(g.outputs)
+    return outs
+
+
 def lowered_ops(name: str) -> list[OpSpec]:
     """The operators the target lowers (not its documented gaps, e.g. ORT's contrib operators)."""
     t = load_target(name)
     return [s for s in all_ops() if t.gap_of(s.name) is None]
 
 
-__all__ = ["DTYPES", "check_instance", "instances", "lowered_ops", "run_ort", "run_relax"]
+__all__ = ["DTYPES", "check_instance", "instances", "lowered_ops", "run_ort", "run_relax", "side_by_side_outputs"]

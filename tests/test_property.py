@@ -136,22 +136,14 @@ def test_every_operator_in_random_graphs_agrees_on_relax():
     """The same for TVM Relax (llvm); graphs are compiled side by side, 24 per module (a compile costs
     seconds, the graphs are independent)."""
     pytest.importorskip("tvm")
-    from dlcfuzz.strategies.probe import side_by_side
-    from tests.op_harness import run_relax
+    from tests.op_harness import run_relax, side_by_side_outputs
 
     cases = list(per_operator_graphs(supported("tvm")))
     judged: dict[str, int] = {}
-    for k in range(0, len(cases), 24):
-        part = cases[k:k + 24]
-        g = side_by_side([c[1] for c in part])
-        got = run_relax(g, {f"p{i}_{name}": a for i, c in enumerate(part) for name, a in c[2].items()})
-        at = 0
-        for op, one, _, ref in part:
-            mine = got[at:at + len(ref.outputs)]
-            at += len(ref.outputs)
-            assert not [m for m in compare(mine, ref.outputs) if m.index not in ref.unstable], to_text(one)
-            judged[op] = judged.get(op, 0) + 1
-    assert at and len(judged) >= 140
+    for (op, one, _, ref), mine in zip(cases, side_by_side_outputs([(c[1], c[2]) for c in cases], run_relax)):
+        assert not [m for m in compare(mine, ref.outputs) if m.index not in ref.unstable], to_text(one)
+        judged[op] = judged.get(op, 0) + 1
+    assert cases and len(judged) >= 140
     assert not [op for op, n in judged.items() if n < 2], judged
 
 

@@ -28,7 +28,7 @@ from dlcfuzz.ops import all_ops  # noqa: E402
 from dlcfuzz.oracle.numeric import compare  # noqa: E402
 from dlcfuzz.oracle.policy import reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
-from tests.op_harness import lowered_ops  # noqa: E402
+from tests.op_harness import lowered_ops, side_by_side_outputs  # noqa: E402
 
 MIN_JUDGED_PER_PAIR = 1  # judged single-operator cases per (operator, dtype)
 BATCH = 24  # graphs per jit-compiled module: one compile costs about what 2-3 eager cases do
@@ -52,25 +52,22 @@ def judged_mismatches(g, rng) -> list | None:
 def judged_in_batches(graphs: list, rng) -> tuple[list, list[tuple], list[tuple]]:
     """The graphs the reference judges; those whose eager run disagrees with it (the lowering's
     fault) and those where only the jit run does (XLA's), each as (graph, first mismatch)."""
-    from dlcfuzz.strategies.probe import side_by_side
-
     assert not [g for g in graphs if g.functions], "side_by_side copies no sub-functions"
     cases = [(g, *policy_case(g, rng)) for g in graphs]
     cases = [c for c in cases if c[2] is not None]
+
+    def run_jit(g, inputs) -> list[np.ndarray]:
+        prog = to_jax_program(g)
+        return [np.asarray(o) for o in jax.jit(prog.function())(*[np.array(inputs[n]) for n in prog.input_names])]
+
     lowering, xla_only = [], []
-    for k in range(0, len(cases), BATCH):
-        part = cases[k:k + BATCH]
-        prog = to_jax_program(side_by_side([g for g, *_ in part]))
-        inputs = {f"p{i}_{name}": a for i, (_, tc, _, _) in enumerate(part) for name, a in tc.inputs.items()}
-        outs = [np.asarray(o) for o in jax.jit(prog.function())(*[np.array(inputs[n]) for n in prog.input_names])]
-        at = 0
-        for g, tc, ref, unstable in part:
-            jitted, at = outs[at:at + len(ref)], at + len(ref)
-            jit_bad = [m for m in compare(jitted, ref) if m.index not in unstable]
-            if not jit_bad:
-                continue
-            eager_bad = [m for m in compare(run_eager(g, tc.inputs), ref) if m.index not in unstable]
-            (lowering if eager_bad else xla_only).append((g, (eager_bad or jit_bad)[0]))
+    jitted = side_by_side_outputs([(g, tc.inputs) for g, tc, _, _ in cases], run_jit, BATCH)
+    for (g, tc, ref, unstable), got in zip(cases, jitted):
+        jit_bad = [m for m in compare(got, ref) if m.index not in unstable]
+        if not jit_bad:
+            continue
+        eager_bad = [m for m in compare(run_eager(g, tc.inputs), ref) if m.index not in unstable]
+        (lowering if eager_bad else xla_only).append((g, (eager_bad or jit_bad)[0]))
     return [g for g, *_ in cases], lowering, xla_only
 
 
