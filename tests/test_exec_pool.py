@@ -149,6 +149,37 @@ def test_stats_count_everything(pool):
     assert 0 < s.handler_s <= s.task_s <= s.wall_s * pool.jobs
 
 
+def test_short_tasks_are_sent_ahead_and_long_ones_are_not():
+    with WorkerPool(H, jobs=1) as p:
+        first, second = p.submit(cmd("sleep", 0.05)), p.submit(cmd("sleep", 0.05))
+        time.sleep(0.5)  # the parent does not poll: only a task already in the worker's pipe can run
+        got = [p.next_result(timeout=0.0), p.next_result(timeout=0.0)]
+        assert [r.task_id for r in got] == [first, second] and all(r.status == "ok" for r in got)
+        assert p.run(cmd("sleep", 0.3)).status == "ok"  # a long task: the next one waits in the queue
+        first, second = p.submit(cmd("sleep", 0.3)), p.submit(cmd("echo", 1))
+        time.sleep(0.6)
+        assert p.next_result(timeout=0.0).task_id == first
+        assert p.next_result(timeout=0.0) is None  # sent only now
+        assert p.next_result(timeout=5).task_id == second
+
+
+def test_faults_behind_and_ahead_keep_their_own_task_and_stderr():
+    with WorkerPool(H, jobs=1, timeout_s=1.0) as p:
+        ids = [p.submit(cmd("note", "alpha")), p.submit(cmd("segfault")), p.submit(cmd("stderr", "gamma")),
+               p.submit(cmd("hang")), p.submit(cmd("stderr", "epsilon"))]
+        got = {r.task_id: r for r in p.results()}
+        alpha, crash, gamma, hang, epsilon = (got[i] for i in ids)
+        assert alpha.status == "ok" and alpha.progress == "alpha"
+        assert crash.status == "crash" and crash.signal == signal.SIGSEGV
+        assert crash.progress is None  # the task before it wrote a note, not the crashed one
+        assert "Fatal Python error" in crash.stderr_tail and "planted.py" in crash.stderr_tail
+        assert gamma.status == "ok" and json.loads(gamma.payload) == "gamma"
+        assert hang.status == "timeout" and "planted.py" in hang.stderr_tail
+        assert "gamma" not in hang.stderr_tail and "dlcfuzz-task" not in hang.stderr_tail
+        assert epsilon.status == "ok" and json.loads(epsilon.payload) == "epsilon"  # was ahead of the hang
+        assert (p.stats.tasks, p.stats.restarts) == (5, 2)
+
+
 def test_many_small_tasks_and_big_payloads():
     with WorkerPool(H, jobs=1) as p:
         res = p.map([cmd("echo", i) for i in range(2000)])

@@ -194,6 +194,7 @@ class Campaign:
     # ---- main loop -----------------------------------------------------
     def run(self) -> Path:
         from dlcfuzz.exec.cluster import make_pool
+        from dlcfuzz.exec.pool import AHEAD
 
         o = self.opts
         deadline = o.timeout_s or self.strategy.deadline_s()
@@ -212,7 +213,8 @@ class Campaign:
                 # --time is testing time: each finding's reduction runs on a budget of its own on top
                 testing_s = time.monotonic() - start - (self.ctx.reduce_s[0] - reducing_before)
                 budget = testing_s < o.seconds and (o.max_tests is None or seq < o.max_tests)
-                while (budget and len(inflight) < 2 * o.jobs and (o.max_tests is None or seq < o.max_tests)
+                # a test running in each worker and AHEAD more in its pipe (exec/pool.py)
+                while (budget and len(inflight) < (1 + AHEAD) * o.jobs and (o.max_tests is None or seq < o.max_tests)
                        and self.strategy.ready(seq)):
                     test = self.make(seq)
                     seq += 1

@@ -4,7 +4,8 @@ Payload: JSON {"do": COMMAND, "data": ...}. Commands: echo (returns data as JSON
 abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), alloc (grows without
 bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
 reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
-child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), badreturn (a str).
+child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), note (progress(data),
+then echo), badreturn (a str).
 init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
 {"startup_sleep": S} delays it.
 """
@@ -80,6 +81,9 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
             return json.dumps(data).encode()
         if do == "badreturn":
             return str(data)
+        if do == "note":
+            progress(str(data))
+            return json.dumps(data).encode()
         if do == "stderr":
             print(data, file=sys.stderr, flush=True)
             return json.dumps(data).encode()

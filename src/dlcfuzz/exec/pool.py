@@ -7,6 +7,13 @@ over length-prefixed frames on private pipes. A segfault, abort, hang or out-of-
 that worker: the parent attributes it to the task in flight and starts a new worker in the
 background. Payloads are bytes; frame headers are small JSON objects; nothing is pickled.
 
+A worker whose tasks are short gets its next tasks written into its pipe before the current one
+ends (up to AHEAD of them), so it does not wait for the parent's round trip or its pauses. It runs
+its tasks in order, so a crash, hang or out-of-memory belongs to the oldest task sent; the tasks
+ahead never started and go back to the queue. Each task's stderr begins with a marker line the
+worker writes: that is how a task's stderr tail is told from its neighbours'. Progress notes go to
+memory shared with the parent, not to frames.
+
 Frame: <u32 header length><u32 body length><JSON header><body>.
 """
 
@@ -16,6 +23,7 @@ import collections
 import contextlib
 import json
 import os
+import re
 import selectors
 import signal
 import struct
@@ -34,9 +42,21 @@ _RSS_EVERY_S = 0.03  # RSS poll of busy workers' known processes
 _SCAN_EVERY_S = 0.25  # full /proc scan for new members of a worker's process group
 _STDERR_KEEP = 16384
 _TAIL = 4096
+# a task is sent ahead only behind short tasks: for long ones the round trip saved is negligible, and
+# a task queued behind a long one would wait although another worker may fall idle first
+_AHEAD_BELOW_S = 0.25
+AHEAD = 2  # tasks a busy worker may hold in its pipe: enough to ride out the parent's usual pauses
+_TASK_MARK = b"\x1edlcfuzz-task %d\x1e\n"  # written by the worker to its stderr as each task starts
+_TASK_MARK_RE = re.compile(rb"\x1edlcfuzz-task \d+\x1e\n")
 _END = object()
 
-_worker_chan: _Channel | None = None  # set inside a worker: where progress() writes
+_worker_chan: _Channel | None = None  # set inside a worker: its end of the frame pipes
+_worker_notes: _NoteSlot | None = None  # set inside a worker: where progress() writes
+# A task's last progress note lives in memory the parent shares with the worker (a write there costs
+# no system call, where a frame per note cost more than the note was worth): the parent reads it
+# when the task crashes, hangs or runs out of memory, and a result's header carries it otherwise.
+_NOTE_HEAD = struct.Struct("<qI")  # task id (-1 while being written), note length; the note at 16
+_NOTE_BYTES = 4096
 
 
 class WorkerStartupError(RuntimeError):
@@ -83,6 +103,19 @@ def _frame(header: dict, body: bytes = b"") -> bytes:
     return _LEN.pack(len(h), len(body)) + h + body
 
 
+def _frame_size(payload: bytes) -> int:
+    return len(payload) + 64  # a task's header is well under 56 bytes
+
+
+def _pipe_capacity(fd: int) -> int:
+    try:
+        import fcntl
+
+        return fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ)
+    except (ImportError, AttributeError, OSError):
+        return 4096  # POSIX's PIPE_BUF: at least this much fits
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -116,10 +149,31 @@ class _Channel:
         return json.loads(rest[:hl]), rest[hl:]
 
 
+class _NoteSlot:
+    """The shared memory a worker's progress notes go to, and the note of its current task."""
+
+    def __init__(self, fd: int) -> None:
+        import mmap
+
+        self.mem = mmap.mmap(fd, _NOTE_BYTES)
+        self.task = -1
+        self.last: str | None = None
+
+    def start(self, task_id: int) -> None:
+        self.task, self.last = task_id, None
+
+    def write(self, note: str) -> None:
+        self.last = note
+        data = note.encode(errors="replace")[:_NOTE_BYTES - 16]
+        _NOTE_HEAD.pack_into(self.mem, 0, -1, 0)  # a note torn by a kill is never read as whole
+        self.mem[16:16 + len(data)] = data
+        _NOTE_HEAD.pack_into(self.mem, 0, self.task, len(data))
+
+
 def progress(note: str) -> None:
     """From inside a handler: tell the parent what the task is doing (reported if it crashes or hangs)."""
-    if _worker_chan is not None:
-        _worker_chan.send({"kind": "progress", "note": str(note)})
+    if _worker_notes is not None:
+        _worker_notes.write(str(note))
 
 
 def _describe(e: BaseException) -> str:
@@ -144,8 +198,8 @@ def _watch_parent(parent: int) -> None:
             os._exit(70)
 
 
-def _worker_main(parent: int, pdeathsig: bool) -> None:
-    global _worker_chan
+def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
+    global _worker_chan, _worker_notes
     import faulthandler
     import traceback
 
@@ -176,6 +230,7 @@ def _worker_main(parent: int, pdeathsig: bool) -> None:
         if p not in sys.path:
             sys.path.append(p)
     _worker_chan = chan
+    _worker_notes = notes = _NoteSlot(note_fd)
     try:
         import importlib
 
@@ -193,6 +248,11 @@ def _worker_main(parent: int, pdeathsig: bool) -> None:
             os._exit(0)
         t0 = time.perf_counter()
         reply = b""
+        notes.start(header.get("id", -1))
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()  # the previous task's buffered text stays before this task's marker
+        with contextlib.suppress(OSError):
+            _write_all(2, _TASK_MARK % header.get("id", -1))
         try:
             out = handle(body)
             if isinstance(out, bytearray | memoryview):
@@ -205,7 +265,7 @@ def _worker_main(parent: int, pdeathsig: bool) -> None:
             head = {"status": "oom", "error": f"MemoryError raised in the handler: {_describe(e)}"}
         except Exception as e:
             head = {"status": "error", "error": _describe(e)}
-        head.update(kind="result", id=header.get("id"), seconds=time.perf_counter() - t0)
+        head.update(kind="result", id=header.get("id"), seconds=time.perf_counter() - t0, note=notes.last)
         chan.send(head, reply)
 
 
@@ -216,7 +276,7 @@ try:
 except ImportError:
     sys.path.append(sys.argv[1])
     import dlcfuzz.exec.pool as p
-p._worker_main(int(sys.argv[2]), sys.argv[3] == "1")
+p._worker_main(int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]))
 """
 
 
@@ -229,21 +289,32 @@ class _Worker:
     def __init__(self, spec: bytes, startup_timeout_s: float) -> None:
         pdeathsig = threading.current_thread() is threading.main_thread()
         root = str(Path(__file__).resolve().parents[2])
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", _BOOT, root, str(os.getpid()), "1" if pdeathsig else "0"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, bufsize=0, close_fds=True,
-        )
+        import mmap
+
+        note_fd = os.memfd_create("dlcfuzz-progress")
+        try:
+            os.ftruncate(note_fd, _NOTE_BYTES)
+            self.notes = mmap.mmap(note_fd, _NOTE_BYTES)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _BOOT, root, str(os.getpid()), "1" if pdeathsig else "0", str(note_fd)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True, bufsize=0, close_fds=True, pass_fds=(note_fd,),
+            )
+        finally:
+            os.close(note_fd)  # the mapping and the worker's inherited descriptor keep it
         self.pid = self.proc.pid
         self.wfd = self.proc.stdin.fileno()
         self.rfd = self.proc.stdout.fileno()
+        self.pipe_bytes = _pipe_capacity(self.wfd)
         os.set_blocking(self.rfd, False)
         self.state = "starting"
         self.startup_deadline = time.monotonic() + startup_timeout_s
         self.buf = bytearray()
         self.eof = False
-        self.task: tuple[int, float, float, float] | None = None  # (task_id, sent, deadline, timeout_s)
-        self.note: str | None = None
+        self.task: tuple[int, float, float, float] | None = None  # (task_id, started, deadline, timeout_s)
+        self.ahead: collections.deque[tuple[int, bytes, float]] = collections.deque()  # sent, not started
+        self.ahead_bytes = 0
+        self.last_task_s: float = 0.0  # the parent's time for the last task that ended normally
         self.members: set[int] = set()  # other processes of its group, refreshed by full scans
         self.err = bytearray()
         self.err_total = 0
@@ -276,10 +347,21 @@ class _Worker:
             with contextlib.suppress(OSError):
                 f.close()
 
-    def stderr_tail(self, since_mark: bool = True, limit: int = _TAIL) -> str:
+    def stderr_tail(self, task_id: int | None = None, limit: int = _TAIL) -> str:
+        """The last `limit` bytes of stderr; with `task_id`, only what that task wrote: from its
+        marker to the next task's. Without its marker in the ring (not read from the pipe yet, or
+        pushed out by the task's own output), what came after it became the oldest task sent."""
         with self.err_lock:
-            n = min(len(self.err), limit, self.err_total - self.err_mark if since_mark else limit)
-            return bytes(self.err[len(self.err) - n:]).decode(errors="replace") if n > 0 else ""
+            buf = bytes(self.err)
+            since = self.err_total - self.err_mark
+        if task_id is not None:
+            mark = _TASK_MARK % task_id
+            at = buf.rfind(mark)
+            buf = buf[at + len(mark):] if at >= 0 else buf[len(buf) - min(len(buf), since):] if since > 0 else b""
+            following = _TASK_MARK_RE.search(buf)
+            if following:
+                buf = buf[:following.start()]
+        return _TASK_MARK_RE.sub(b"", buf)[-limit:].decode(errors="replace")
 
     # -- frames
     def read_frames(self) -> list[tuple[dict, bytes]]:
@@ -314,14 +396,47 @@ class _Worker:
         return frames
 
     def send(self, task_id: int, payload: bytes, timeout_s: float) -> None:
+        self._begin(task_id, timeout_s)
+        _write_all(self.wfd, _frame({"kind": "task", "id": task_id}, payload))
+
+    def _begin(self, task_id: int, timeout_s: float) -> None:
+        """`task_id` is the oldest task sent: its deadline, notes and stderr start now."""
         now = time.monotonic()
         self.task = (task_id, now, now + timeout_s, timeout_s)
-        self.note = None
         self.members = set()
         with self.err_lock:
             self.err_mark = self.err_total
         self.state = "busy"
+
+    def can_take_ahead(self, payload: bytes) -> bool:
+        """A busy worker behind short tasks, with fewer than AHEAD ahead, takes one more if all
+        their frames fit its pipe: the write must not block the parent while the worker is busy."""
+        return (self.state == "busy" and len(self.ahead) < AHEAD and self.last_task_s < _AHEAD_BELOW_S
+                and self.ahead_bytes + _frame_size(payload) <= self.pipe_bytes)
+
+    def send_ahead(self, item: tuple[int, bytes, float]) -> None:
+        task_id, payload, _ = item
         _write_all(self.wfd, _frame({"kind": "task", "id": task_id}, payload))
+        self.ahead.append(item)
+        self.ahead_bytes += _frame_size(payload)
+
+    def next_task(self) -> None:
+        """The oldest task ended normally: the one ahead (if any) is running now."""
+        self.last_task_s = time.monotonic() - self.task[1]
+        if self.ahead:
+            task_id, payload, timeout_s = self.ahead.popleft()
+            self.ahead_bytes -= _frame_size(payload)
+            self._begin(task_id, timeout_s)
+        else:
+            self.task = None
+            self.state = "idle"
+
+    def note(self) -> str | None:
+        """The last progress note of the oldest task sent (read once the worker stopped in it)."""
+        task_id, n = _NOTE_HEAD.unpack_from(self.notes, 0)
+        if self.task is None or task_id != self.task[0]:
+            return None  # it wrote none, or was killed while writing one
+        return bytes(self.notes[16:16 + n]).decode(errors="replace")
 
     def dump_traceback(self, wait_s: float = 0.25) -> None:
         """Ask faulthandler for the stacks of a hung worker, and give it a moment to write them."""
@@ -479,12 +594,15 @@ class WorkerPool(ClosingPool):
         """Kill `w` (if still alive) and start a fresh worker in its slot, without waiting for it."""
         i = self._workers.index(w)
         self._retire(w)
+        self._queue.extendleft(reversed(w.ahead))  # never started: first in line again
+        w.ahead.clear()
+        w.ahead_bytes = 0
         self.stats.restarts += 1
         self._workers[i] = self._start()
 
     def _startup_failed(self, w: _Worker, why: str, startup: bool) -> None:
         self._retire(w)  # also drains its stderr
-        tail = w.stderr_tail(since_mark=False, limit=2000)
+        tail = w.stderr_tail(limit=2000)
         msg = f"worker for {self.handler} failed to start: {why}" + (f"\n--- worker stderr ---\n{tail}" if tail else "")
         i = self._workers.index(w)
         self._failures[i] += 1
@@ -512,6 +630,8 @@ class WorkerPool(ClosingPool):
         return task_id
 
     def _dispatch(self) -> None:
+        """Queued tasks to idle workers first; then, when every worker is busy, ahead to those that
+        can take them, one at a time in turn."""
         if not self._queue:
             return
         for w in self._workers:
@@ -526,6 +646,20 @@ class WorkerPool(ClosingPool):
                 w.task = None
                 self._queue.appendleft(item)
                 self._replace(w)
+        if not self._queue or any(w.state == "starting" for w in self._workers):
+            return  # a starting worker is free soon: the task waits for whichever is free first
+        sent = True
+        while self._queue and sent:
+            sent = False
+            for w in self._workers:
+                if not self._queue or not w.can_take_ahead(self._queue[0][1]):
+                    continue
+                item = self._queue.popleft()
+                try:
+                    w.send_ahead(item)
+                    sent = True
+                except OSError:  # it died in its task: its end is seen as EOF; the task waits for another
+                    self._queue.appendleft(item)
 
     # ---- completion ------------------------------------------------------
     def _finish(self, w: _Worker, result: TaskResult, restart: bool) -> None:
@@ -537,20 +671,20 @@ class WorkerPool(ClosingPool):
         s.crashes += result.status == "crash"
         s.timeouts += result.status == "timeout"
         s.ooms += result.status == "oom"
-        w.task = None
         self._done.append(result)
         if restart:
+            w.task = None
             result.worker_restarted = True
             self._replace(w)
         else:
-            w.state = "idle"
+            w.next_task()
 
     def _kill_task(self, w: _Worker, status: str, error: str) -> None:
         task_id, sent, _, _ = w.task
         if status == "timeout":
             w.dump_traceback()
         self._retire(w)
-        self._finish(w, TaskResult(task_id, status, error=error, progress=w.note, stderr_tail=w.stderr_tail(),
+        self._finish(w, TaskResult(task_id, status, error=error, progress=w.note(), stderr_tail=w.stderr_tail(task_id),
                                    seconds=time.monotonic() - sent), restart=True)
 
     def _on_frames(self, w: _Worker, startup: bool) -> None:
@@ -570,11 +704,9 @@ class WorkerPool(ClosingPool):
                 status = h.get("status", "error")
                 self.stats.handler_s += h.get("seconds", 0.0)
                 r = TaskResult(w.task[0], status, payload=body if status == "ok" else None, error=h.get("error"),
-                               progress=w.note, stderr_tail=w.stderr_tail() if status != "ok" else "",
+                               progress=h.get("note"), stderr_tail=w.stderr_tail(w.task[0]) if status != "ok" else "",
                                seconds=h.get("seconds", 0.0))
                 self._finish(w, r, restart=status == "oom")  # after a MemoryError, a fresh heap
-            elif kind == "progress" and w.task is not None:
-                w.note = h.get("note")
             elif kind == "ready" and w.state == "starting":
                 w.state = "idle"
                 self._failures[self._workers.index(w)] = 0
@@ -597,8 +729,8 @@ class WorkerPool(ClosingPool):
             self._startup_failed(w, f"worker {how} during startup", startup)
         elif w.task is not None:
             task_id, sent, _, _ = w.task
-            self._finish(w, TaskResult(task_id, "crash", error=how, signal=sig, exit_code=code, progress=w.note,
-                                       stderr_tail=w.stderr_tail(), seconds=time.monotonic() - sent), restart=True)
+            self._finish(w, TaskResult(task_id, "crash", error=how, signal=sig, exit_code=code, progress=w.note(),
+                                       stderr_tail=w.stderr_tail(task_id), seconds=time.monotonic() - sent), restart=True)
         else:  # died while idle
             self._replace(w)
 
@@ -644,7 +776,7 @@ class WorkerPool(ClosingPool):
 
     def pending(self) -> int:
         """Tasks submitted whose results were not yet taken (queued, running or finished)."""
-        return len(self._queue) + sum(w.state == "busy" for w in self._workers) + len(self._done)
+        return len(self._queue) + sum((w.state == "busy") + len(w.ahead) for w in self._workers) + len(self._done)
 
     def next_result(self, timeout: float | None = None) -> TaskResult | None:
         """The next finished task (completion order); None if none is pending or `timeout` s passed."""
@@ -684,7 +816,7 @@ class WorkerPool(ClosingPool):
         exhausted = False
         try:
             while True:
-                while not exhausted and len(want) - len(got) < 2 * self.jobs:  # feed lazily
+                while not exhausted and len(want) - len(got) < (1 + AHEAD) * self.jobs:  # feed lazily
                     p = next(it, _END)
                     if p is _END:
                         exhausted = True
@@ -731,8 +863,3 @@ def make_echo_handler(init: dict) -> Callable[[bytes], bytes]:
     """The simplest handler (overhead measurements): returns its payload."""
     return lambda payload: payload
 
-
-if __name__ == "__main__":  # python -m dlcfuzz.exec.pool PARENT_PID: a worker (normally started via _BOOT)
-    from dlcfuzz.exec import pool as _pool
-
-    _pool._worker_main(int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid(), False)
