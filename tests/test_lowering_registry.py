@@ -7,6 +7,8 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dlcfuzz.lower.registry import TARGET_MODULES, load_target, target
 from dlcfuzz.ops import all_ops, registry
@@ -72,3 +74,40 @@ def test_the_core_floors_do_not_import_lowering_or_compilers():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+# ---- the ONNX target's proto builders: the same protos as onnx.helper's -----------------------------
+scalars = st.one_of(st.integers(-2**63, 2**63 - 1), st.booleans(), st.floats(allow_nan=False, width=32),
+                    st.text(max_size=8))
+attribute_values = st.one_of(
+    scalars, st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=5),
+    st.lists(st.floats(allow_nan=False, width=32), min_size=1, max_size=5).map(tuple),
+    st.lists(st.one_of(st.integers(-9, 9), st.floats(-9, 9, width=32)), min_size=1, max_size=5),
+    st.lists(st.text(max_size=4), min_size=1, max_size=3),
+)
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(attrs=st.dictionaries(st.sampled_from("abcdef"), st.one_of(attribute_values, st.none()), max_size=4),
+       name=st.sampled_from([None, "", "n1"]), domain=st.sampled_from([None, "", "com.microsoft"]))
+def test_onnx_node_builder_matches_onnx_helper(attrs, name, domain):
+    import onnx
+
+    from dlcfuzz.lower.onnx import make_node
+
+    ours = make_node("Op", ["x", "y"], ["z"], name=name, domain=domain, **attrs)
+    theirs = onnx.helper.make_node("Op", ["x", "y"], ["z"], name=name, domain=domain, **attrs)
+    assert ours.SerializeToString() == theirs.SerializeToString()
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(shape=st.lists(st.integers(0, 2**40), max_size=5).map(tuple),
+       dtype=st.sampled_from(["float32", "float16", "float64", "int8", "uint64", "bool", "int32"]))
+def test_onnx_value_info_builder_matches_onnx_helper(shape, dtype):
+    import numpy as np
+    import onnx
+
+    from dlcfuzz.lower.onnx import tensor_value_info
+
+    theirs = onnx.helper.make_tensor_value_info("v", onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
+    assert tensor_value_info("v", dtype, shape).SerializeToString() == theirs.SerializeToString()

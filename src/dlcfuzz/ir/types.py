@@ -23,6 +23,7 @@ DTYPES: tuple[str, ...] = (
 # capability probe admits an operator/dtype pair: most targets have few kernels for them.
 WIDE_UNSIGNED: tuple[str, ...] = ("uint16", "uint32", "uint64")
 ALL_DTYPES: tuple[str, ...] = DTYPES + WIDE_UNSIGNED
+_NP_DTYPES = {d: np.dtype(d) for d in ALL_DTYPES}  # TensorType.np_dtype is asked for per value per test
 UNSIGNED: tuple[str, ...] = ("uint8",) + WIDE_UNSIGNED
 FLOATS: tuple[str, ...] = ("float16", "float32", "float64")
 SIGNED_INTS: tuple[str, ...] = ("int8", "int16", "int32", "int64")
@@ -53,7 +54,7 @@ class TensorType:
 
     @property
     def np_dtype(self) -> np.dtype:
-        return np.dtype(self.dtype)
+        return _NP_DTYPES[self.dtype]
 
     def with_shape(self, shape: tuple[int, ...]) -> TensorType:
         return TensorType(self.dtype, tuple(shape))

@@ -82,4 +82,5 @@ def compare(got: list[np.ndarray], ref: list[np.ndarray], scale: float = 1.0) ->
 
 
 def all_finite(arrays: list[np.ndarray]) -> bool:
-    return all(not np.issubdtype(a.dtype, np.floating) or bool(np.isfinite(a).all()) for a in arrays)
+    # dtype.kind "f" is np.issubdtype(dtype, np.floating), at a fraction of its cost (every value of every test)
+    return all(a.dtype.kind != "f" or bool(np.isfinite(a).all()) for a in arrays)

@@ -19,10 +19,69 @@ OPSET = 18
 IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin; raised only when a newer opset needs it
 
 
+_ELEM_TYPES: dict[str, int] = {}
+
+
 def onnx_elem_type(dtype: str) -> int:
+    elem = _ELEM_TYPES.get(dtype)
+    if elem is None:
+        import onnx
+
+        elem = _ELEM_TYPES[dtype] = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return elem
+
+
+# Lowering runs once per test, and onnx.helper's generic builders (a type dispatch per attribute and
+# per dimension) made lowering ~15% slower than these, which build the same protos for the values
+# dlcfuzz writes (tests/test_lowering_registry.py checks them against onnx.helper's); anything else
+# goes to onnx.helper.
+def tensor_value_info(name: str, dtype: str, dims: tuple[int, ...]) -> Any:
+    """onnx.helper.make_tensor_value_info(name, onnx_elem_type(dtype), dims) for a static shape."""
     import onnx
 
-    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    info = onnx.ValueInfoProto(name=name)
+    tensor = info.type.tensor_type
+    tensor.elem_type = onnx_elem_type(dtype)
+    tensor.shape.SetInParent()  # an empty shape (a scalar) is present, not absent
+    dim_list = tensor.shape.dim
+    for d in dims:
+        dim_list.add(dim_value=d)
+    return info
+
+
+def attribute(key: str, value: Any) -> Any:
+    """onnx.helper.make_attribute(key, value)."""
+    import onnx
+
+    kind = type(value)
+    if kind is int or kind is bool:
+        return onnx.AttributeProto(name=key, i=int(value), type=onnx.AttributeProto.INT)
+    if kind is float:
+        return onnx.AttributeProto(name=key, f=value, type=onnx.AttributeProto.FLOAT)
+    if kind is str:
+        return onnx.AttributeProto(name=key, s=value.encode(), type=onnx.AttributeProto.STRING)
+    if (kind is list or kind is tuple) and value:
+        kinds = {type(v) for v in value}
+        if kinds <= {int, bool}:
+            return onnx.AttributeProto(name=key, ints=[int(v) for v in value], type=onnx.AttributeProto.INTS)
+        if kinds == {float}:
+            return onnx.AttributeProto(name=key, floats=value, type=onnx.AttributeProto.FLOATS)
+    return onnx.helper.make_attribute(key, value)
+
+
+def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | None = None,
+              domain: str | None = None, **attrs: Any) -> Any:
+    """onnx.helper.make_node(op_type, inputs, outputs, name=name, domain=domain, **attrs)."""
+    import onnx
+
+    node = onnx.NodeProto(op_type=op_type, input=inputs, output=outputs)
+    if name:
+        node.name = name
+    if domain is not None:
+        node.domain = domain
+    if attrs:
+        node.attribute.extend(attribute(k, v) for k, v in sorted(attrs.items()) if v is not None)
+    return node
 
 
 class OnnxBuilder:
@@ -46,12 +105,7 @@ class OnnxBuilder:
         return f"{self._prefix}_{hint}{self._count}"
 
     def node(self, op_type: str, inputs: list[str], outputs: list[str], domain: str = "", **attrs: Any) -> None:
-        import onnx
-
-        attrs = {k: v for k, v in attrs.items() if v is not None}
-        self.nodes.append(
-            onnx.helper.make_node(op_type, inputs, outputs, name=self.tmp(op_type), domain=domain or None, **attrs)
-        )
+        self.nodes.append(make_node(op_type, inputs, outputs, name=self.tmp(op_type), domain=domain or None, **attrs))
 
     def const(self, array: np.ndarray | list | int | float, dtype: str | None = None, hint: str = "c") -> str:
         import onnx
@@ -106,17 +160,17 @@ def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ())
     for i, o in enumerate(g.outputs):
         if o in graph_inputs or o in out_names:
             alias = f"{o}__out{i}"
-            nodes.append(onnx.helper.make_node("Identity", [o], [alias]))
+            nodes.append(make_node("Identity", [o], [alias]))
             out_names.append(alias)
         else:
             out_names.append(o)
     graph = onnx.helper.make_graph(
         nodes,
         g.name,
-        [onnx.helper.make_tensor_value_info(v.name, onnx_elem_type(v.type.dtype), v.type.shape) for v in g.inputs],
+        [tensor_value_info(v.name, v.type.dtype, v.type.shape) for v in g.inputs],
         [
             onnx.helper.make_empty_tensor_value_info(name) if o in untyped_outputs
-            else onnx.helper.make_tensor_value_info(name, onnx_elem_type(env[o].dtype), env[o].shape)
+            else tensor_value_info(name, env[o].dtype, env[o].shape)
             for name, o in zip(out_names, g.outputs)
         ],
         initializer=b.initializers,
