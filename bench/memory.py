@@ -68,7 +68,7 @@ def main() -> None:
         t0 = time.monotonic()
         samples: list[tuple[float, float]] = []
         driver: list[tuple[float, float]] = []  # the campaign process alone: the one process that lives
-        while proc.poll() is None:  # for the whole campaign (workers are replaced as they recycle)
+        while proc.poll() is None:  # for the whole campaign (a worker is replaced when it crashes, hangs or runs out of memory)
             t = time.monotonic() - t0
             tree, own = tree_rss_mb(proc.pid)
             samples.append((t, tree))
