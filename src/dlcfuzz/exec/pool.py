@@ -87,7 +87,7 @@ class PoolStats:
     ooms: int = 0
     restarts: int = 0
     handler_s: float = 0.0  # time inside handle(), measured in the workers
-    task_s: float = 0.0  # send-to-result time of every task, measured in the parent
+    task_s: float = 0.0  # per task, from its start (its send, or the result before it) to its result, in the parent
     started: float = field(default_factory=time.monotonic)
 
     @property
