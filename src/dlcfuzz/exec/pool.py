@@ -103,8 +103,12 @@ def _frame(header: dict, body: bytes = b"") -> bytes:
     return _LEN.pack(len(h), len(body)) + h + body
 
 
+def _task_frame(task_id: int, payload: bytes) -> bytes:
+    return _frame({"kind": "task", "id": task_id}, payload)
+
+
 def _frame_size(payload: bytes) -> int:
-    return len(payload) + 64  # a task's header is well under 56 bytes
+    return len(payload) + 64  # a task's frame: the payload, its lengths and a header well under 56 bytes
 
 
 def _pipe_capacity(fd: int) -> int:
@@ -397,7 +401,7 @@ class _Worker:
 
     def send(self, task_id: int, payload: bytes, timeout_s: float) -> None:
         self._begin(task_id, timeout_s)
-        _write_all(self.wfd, _frame({"kind": "task", "id": task_id}, payload))
+        _write_all(self.wfd, _task_frame(task_id, payload))
 
     def _begin(self, task_id: int, timeout_s: float) -> None:
         """`task_id` is the oldest task sent: its deadline, notes and stderr start now."""
@@ -416,7 +420,7 @@ class _Worker:
 
     def send_ahead(self, item: tuple[int, bytes, float]) -> None:
         task_id, payload, _ = item
-        _write_all(self.wfd, _frame({"kind": "task", "id": task_id}, payload))
+        _write_all(self.wfd, _task_frame(task_id, payload))
         self.ahead.append(item)
         self.ahead_bytes += _frame_size(payload)
 

@@ -20,10 +20,6 @@ from dlcfuzz.ops import get_op
 MAX_REPAIRS = 8
 
 
-def _finite(a: np.ndarray) -> bool:
-    return a.dtype.kind != "f" or bool(np.isfinite(a).all())
-
-
 def _bounded_computed_inputs(g: Graph) -> dict[str, list[tuple[int, float, float]]]:
     """Per node name: its inputs that another node computes, of a float type, whose domain is
     bounded on both sides, as (input index, low, high): the only inputs a clip can repair."""
@@ -48,10 +44,10 @@ def _offender(g: Graph, env: dict[str, np.ndarray],
     """The first node that makes a non-finite value out of finite inputs, with the computed input
     of it that leaves the operator's domain and that domain's bounds."""
     for n in g.nodes:
-        if n.op == CALL_OP or all(_finite(env[v.name]) for v in n.outputs):
+        if n.op == CALL_OP or all(reference.finite(env[v.name]) for v in n.outputs):
             continue
         ins = [env[i] for i in n.inputs]
-        if not all(_finite(x) for x in ins):
+        if not all(reference.finite(x) for x in ins):
             return None  # an earlier offender that could not be repaired
         for k, lo, hi in bounded.get(n.name, ()):
             x = ins[k]
