@@ -134,3 +134,17 @@ def test_function_graph_lowers_to_onnx_and_relax():
     mod = to_relax(g)
     assert "f" in [gv.name_hint for gv in mod.get_global_vars()]
     np.testing.assert_allclose(run_relax(g, x)[0], ref[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
+                                   "uint16", "uint32", "uint64"])
+def test_type_of_an_array_names_its_dtype(dtype: str) -> None:
+    # TensorType.of looks dtype names up in a table: the same names str(np.dtype) gives
+    a = np.zeros((2, 0, 3), dtype=dtype)
+    assert TensorType.of(a) == TensorType(str(a.dtype), (2, 0, 3)) == TensorType(dtype, (2, 0, 3))
+
+
+@pytest.mark.parametrize("dtype", [">f4", "<U3", "object", "complex64", "datetime64[s]"])
+def test_type_of_an_array_of_another_dtype_is_refused(dtype: str) -> None:
+    with pytest.raises(ValueError, match="unknown dtype"):
+        TensorType.of(np.zeros((2,), dtype=dtype))
