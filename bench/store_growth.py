@@ -1,6 +1,8 @@
-"""Store growth: a default ONNXRuntime campaign, then the size of its store (with its WAL) per hour of
-campaign, and what is in it. A passing or routine test keeps one compact row (it regenerates from the
-master seed); findings, internal errors, other unknowns and a bounded corpus keep their blobs.
+"""Store growth: an ONNXRuntime campaign (the random strategy unless --strategy says otherwise; the
+CLI's default is auto), then the size of its store (with its WAL) per hour of campaign, and what is
+in it. A passing or routine test keeps one compact row (it regenerates from the master seed), a
+passing metamorphic mutant the steps that rebuild it; findings, internal errors, other unknowns and
+a bounded corpus keep their blobs.
   python bench/store_growth.py [--time 600] [--strategy random] [--jobs 2]
 Prints, last, `store MB per hour: N` (the target is <= 50; every passing test kept whole gave ~3,000).
 """
@@ -38,6 +40,11 @@ def main() -> None:
         print(f"{compact + whole} tests in {hours * 3600:.0f} s: {compact} compact rows, {whole} kept whole "
               f"({blob_bytes / 1e6:.1f} MB of blobs; corpus {corpus}, findings {findings})")
         print(f"store {size / 1e6:.2f} MB, {size / max(compact + whole, 1):.0f} bytes per test")
+        try:  # where the bytes are (SQLite's dbstat table, where the build has it)
+            tables = db.execute("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name ORDER BY 2 DESC LIMIT 6").fetchall()
+            print("largest tables: " + ", ".join(f"{name} {n / 1e6:.1f} MB" for name, n in tables))
+        except sqlite3.OperationalError:
+            pass
         print(f"store MB per hour: {size / 1e6 / hours:.1f}")
 
 

@@ -18,7 +18,7 @@ pytest.importorskip("onnxruntime")
 
 import plugin_example  # noqa: E402,F401  (registers the plug-ins: one line each in that file)
 from dlcfuzz.cli import main  # noqa: E402
-from dlcfuzz.engine.campaign import Campaign, campaign_options  # noqa: E402
+from dlcfuzz.engine.campaign import Campaign, CampaignOptions, campaign_options  # noqa: E402
 from dlcfuzz.engine.store import Store  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,6 +176,22 @@ def test_auto_schedule_is_reproducible_across_resume(tmp_path):
     whole = schedule(tmp_path / "whole")
     assert len(whole) == 160 and schedule(tmp_path / "split") == whole
     assert len({arm for _, arm in whole}) >= 3  # the schedule mixes strategies
+
+
+def test_auto_stores_the_metamorphic_arms_passing_mutants_as_their_steps(tmp_path, monkeypatch):
+    """Under auto too, a passing mutant is stored as the steps new in it and rebuilds from the store
+    (its digest checked), also when it was made after a resume from a chain read back from steps."""
+    import dlcfuzz.strategies.auto as auto
+
+    monkeypatch.setattr(auto, "COST_S", {})  # every arm as cheap: the metamorphic arm gets its share of tests
+    kw = dict(compiler="onnxruntime", strategy="auto", ops=5, model="tiny_vgg", seconds=600, seed=4, quiet=True)
+    Campaign(campaign_options(jobs=1, out=tmp_path / "run", max_tests=40, **kw)).run()
+    Campaign(campaign_options(jobs=2, out=tmp_path / "run", max_tests=80, seconds=600, quiet=True), resume=True).run()
+    camp = Campaign(CampaignOptions(out=tmp_path / "run", quiet=True), resume=True, record_run=False)
+    light = [(seq, b) for seq, b in camp.store.blobs_from(0) if camp.strategy.is_light(b)]
+    assert any(seq < 40 for seq, _ in light) and any(seq >= 40 for seq, _ in light)
+    assert all(len(camp.strategy.inflate(b)) > 4 * len(b) for _, b in light)
+    camp.store.close()
 
 
 def test_every_finding_is_reduced_on_its_own_budget_or_says_why_not(tmp_path, capsys):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from dlcfuzz.engine.campaign import Campaign, campaign_options
+from dlcfuzz.engine.campaign import Campaign, CampaignOptions, campaign_options
 from dlcfuzz.engine.store import Store
 from dlcfuzz.ir import dumps
 from dlcfuzz.oracle.testcase import TestCase
@@ -25,6 +25,16 @@ def campaign(tmp_path: Path, compiler: str, tests: int, model: str = "tiny_resne
     Campaign(campaign_options(compiler=compiler, strategy="metamorphic", model=model, seconds=600, jobs=2,
                              out=out, max_tests=tests, quiet=True)).run()
     return out
+
+
+def whole_tests(out: Path) -> dict[int, TestCase]:
+    """Every stored test as it ran, by sequence number: light ones rebuilt by the strategy (which
+    checks each against the digest of the test that ran)."""
+    camp = Campaign(CampaignOptions(out=out, quiet=True), resume=True, record_run=False)
+    try:
+        return {seq: TestCase.from_bytes(camp.strategy.inflate(b)) for seq, b in camp.store.blobs_from(0)}
+    finally:
+        camp.store.close()
 
 
 def findings(out: Path) -> list[dict]:
@@ -74,8 +84,7 @@ def test_resumed_campaign_continues_its_chain(tmp_path):
     Campaign(campaign_options(out=part, seconds=600, jobs=2, max_tests=6, quiet=True), resume=True).run()
 
     def mutants(out: Path) -> dict[int, tuple]:
-        db = sqlite3.connect(out / "store.sqlite")
-        tests = {seq: TestCase.from_bytes(b) for seq, b in db.execute("SELECT seq, blob FROM tests")}
+        tests = whole_tests(out)
         return {seq: (tc.meta["metamorphic"]["chain"], tc.meta["metamorphic"]["steps"], dumps(tc.graph))
                 for seq, tc in tests.items()}
 
@@ -120,3 +129,53 @@ def test_a_long_campaign_holds_the_steps_of_few_chains_and_reads_older_ones_back
     assert len(chain.by_start) == metamorphic.CHAINS_HELD and 0 not in chain.by_start
     camp.strategy.ctx.store = Store(tmp_path / "run" / "store.sqlite", create=False)  # the campaign closed its own
     assert first_steps and steps_to_json(camp.strategy.chain_steps(0)) == first_steps
+
+
+def test_passing_mutants_keep_their_steps_and_replay_rebuilds_them(tmp_path):
+    """A passing mutant is stored as the steps new in it (a few KB), not as the grown graph (up to
+    ~1.4 MB of blob late in a resnet18 chain); `dlcfuzz replay` rebuilds it from the seed model and
+    the chain's steps, checks it against the digest of the mutant that ran, and runs it."""
+    import dlcfuzz.strategies.metamorphic as metamorphic
+    from dlcfuzz.oracle.testcase import Config
+
+    out = campaign(tmp_path, "onnxruntime", tests=4, model="tiny_mobilenet")
+    db = sqlite3.connect(out / "store.sqlite")
+    rows = db.execute("SELECT id, verdict, blob FROM tests ORDER BY seq").fetchall()
+    assert [v for _, v, _ in rows] == ["pass"] * 4
+    assert all(b.startswith(metamorphic.LIGHT) for _, _, b in rows)
+    whole = whole_tests(out)
+    assert [whole[seq].meta["metamorphic"]["steps"] for seq in range(4)] == [10, 20, 30, 40]
+    assert all(len(b) * 4 < len(whole[seq].to_bytes()) for seq, (_, _, b) in enumerate(rows))
+    assert all(isinstance(c, Config) for c in whole[3].configs) and len(whole[3].graph.nodes) > 40
+
+    def replay(test_id: int) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "dlcfuzz.cli", "replay", str(out), "--test", str(test_id)],
+                              capture_output=True, text=True, timeout=300)
+
+    p = replay(rows[3][0])
+    assert p.returncode == 0 and "internal error" not in p.stderr, p.stdout + p.stderr
+    # a light test whose steps no longer rebuild the mutant that ran is dlcfuzz's own error, never a pass
+    light = json.loads(rows[3][2][len(metamorphic.LIGHT):])
+    light["digest"] ^= 1
+    db.execute("UPDATE tests SET blob = ? WHERE id = ?", (metamorphic.LIGHT + json.dumps(light).encode(), rows[3][0]))
+    db.commit()
+    p = replay(rows[3][0])
+    assert p.returncode == 1 and "differs from the one that ran" in p.stderr, p.stdout + p.stderr
+
+
+def test_a_merged_campaigns_light_mutant_is_replayed_in_its_shard(tmp_path, capsys):
+    """A light mutant's chain is numbered as its shard numbered its tests: a merged store names the
+    shard to replay it in (exit 2), where it replays."""
+    import dlcfuzz.strategies.metamorphic as metamorphic
+    from dlcfuzz.cli import main
+
+    shards = [campaign(tmp_path / name, "onnxruntime", tests=2, model="tiny_mobilenet") for name in ("a", "b")]
+    out = tmp_path / "merged"
+    assert main(["merge", str(shards[0]), str(shards[1]), "--out", str(out)]) == 0
+    db = sqlite3.connect(out / "store.sqlite")
+    test_id, blob = db.execute("SELECT id, blob FROM tests ORDER BY id DESC LIMIT 1").fetchone()
+    assert test_id == 4 and blob.startswith(metamorphic.LIGHT)
+    capsys.readouterr()
+    assert main(["replay", str(out), "--test", str(test_id)]) == 2
+    assert "is test 2 of its shard" in capsys.readouterr().err
+    assert main(["replay", str(shards[1]), "--test", "2"]) == 0

@@ -212,7 +212,8 @@ def cmd_replay(a: argparse.Namespace) -> int:
     if target.suffix == ".json":
         verdicts = _replay_graph(a, target)
     else:
-        from dlcfuzz.engine.campaign import InternalError, replay
+        from dlcfuzz.engine.campaign import replay
+        from dlcfuzz.errors import InternalError
 
         store = _open_store(a.target)
         if a.finding is not None:

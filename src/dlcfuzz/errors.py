@@ -7,6 +7,11 @@ class DlcfuzzError(Exception):
     """Base class of dlcfuzz's own errors."""
 
 
+class InternalError(Exception):
+    """dlcfuzz's own code raised while making, rebuilding or judging a test (what `replay` re-raises).
+    Not a DlcfuzzError: the handlers that turn those into a refused graph must not swallow it."""
+
+
 class UsageError(DlcfuzzError):
     """Bad input from the user: reported as one line, exit status 2."""
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlcfuzz.engine.store import Store, blob_digest
-from dlcfuzz.errors import UsageError
+from dlcfuzz.engine.store import Store
+from dlcfuzz.errors import InternalError, UsageError
+from dlcfuzz.ir.blob import blob_digest
 from dlcfuzz.oracle.policy import routine_unknown, test_seed
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
@@ -310,6 +311,9 @@ class Campaign:
             self.store.compact(test.test_id, verdict, res.seconds, blob_digest(self.strategy.fingerprint(test)))
         else:
             self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
+            light = self.strategy.light_blob(test) if routine and not self.opts.keep_tests else None
+            if light is not None:  # what rebuilds it from the store, instead of the whole test
+                self.store.update_blob(test.test_id, light)
 
     def keep_in_corpus(self, test: Test) -> bool:
         """Whether a routine test joins the bounded corpus of tests that added coverage (its blob kept);
@@ -373,10 +377,6 @@ class Campaign:
 
 
 
-class InternalError(Exception):
-    """dlcfuzz's own code raised while making or judging a test (what `replay` re-raises)."""
-
-
 def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verdict]:
     """Re-run a stored test in the sandbox and judge it as the campaign did. A test that was an
     internal error raises it again: making it (the strategy rebuilt from the store), in the worker,
@@ -387,11 +387,12 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
     row = camp.store.test_row(test_id)
     errors = camp.store.internal_errors(test_id)
     shard = next((sh for sh in camp.store.shards() if sh["first_test"] <= test_id <= sh["last_test"]), None)
-    if shard is not None and (camp.store.test_blob(test_id) is None or (errors and errors[0]["phase"] == "make")):
+    stored = camp.store.test_blob(test_id)
+    strategy = camp.strategy
+    if shard is not None and (stored is None or strategy.is_light(stored) or (errors and errors[0]["phase"] == "make")):
         # regenerated from its own shard's master seed and strategy state: replayed there
         raise UsageError(f"test {test_id} of this merged campaign is test {test_id - shard['first_test'] + 1} of its "
                          f"shard {shard['name']}: replay it there")
-    strategy = camp.strategy
     with WorkerPool(strategy.handler, strategy.handler_init(), jobs=1,
                     timeout_s=timeout_s or strategy.deadline_s(), memory_mb=camp.opts.memory_mb) as pool:
         camp.ctx.reducer_pool = lambda: pool
@@ -404,7 +405,7 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
                 raise InternalError(f"test {test_id} ({row['seq']}): making it raised again:\n"
                                     f"{traceback.format_exc()}") from e
             raise InternalError(f"test {test_id}: making it raised before, not now:\n{errors[0]['traceback']}")
-        blob = camp.store.test_blob(test_id)
+        blob = stored
         if blob is None:  # compacted: regenerated from the master seed and checked against its digest
             strategy.start(pool, True)
             strategy.restore(row["seq"])
@@ -413,6 +414,7 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
                 raise InternalError(f"test {test_id}: the regenerated test differs from the one that ran")
             blob = test.blob
         else:
+            blob = strategy.inflate(blob)  # a light blob rebuilt from the store
             test = Test(row["seq"], row["seed"], blob, strategy.decode(blob), test_id=test_id)
         res = pool.run(blob)
         if res.status == "error":

@@ -4,13 +4,15 @@ It stays small: a test is stored whole before it runs (nothing is lost at a kill
 judged a routine one (passed, or an unknown such as a non-finite reference) of a strategy that
 regenerates its tests from the master seed is compacted to one row of `compact_tests` (its
 number, verdict, time and the digest of its blob); `dlcfuzz replay` regenerates it and checks the
-digest. Findings, internal errors, other unknowns and a bounded corpus of tests that added
-coverage keep their blobs. Coverage items are stored zlib-compressed, one row per test.
+digest. A routine test of a strategy that cannot regenerate it from the master seed alone keeps
+a light blob when its strategy has one (a metamorphic mutant: the steps its chain took), rebuilt
+on replay and checked against the digest of the test that ran. Findings, internal errors, other
+unknowns and a bounded corpus of tests that added coverage keep their blobs. Coverage items are
+stored zlib-compressed, one row per test.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 import time
@@ -369,8 +371,3 @@ class Store:
         self.db.executemany("INSERT OR REPLACE INTO capabilities VALUES (?,?,?,?,?)",
                             [(backend_version, op, dt, int(ok), why) for (op, dt), (ok, why) in caps.items()])
         self.db.execute("COMMIT")
-
-
-def blob_digest(blob: bytes) -> int:
-    """32-bit digest of a test (a compacted test's regeneration is checked against it)."""
-    return int.from_bytes(hashlib.blake2b(blob, digest_size=4).digest(), "little")

@@ -4,6 +4,7 @@ cost more than a small test takes to compile, so the hot path uses this."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from typing import Any
@@ -50,3 +51,8 @@ def unpack(data: bytes) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         return header["meta"], arrays
     except (ValueError, KeyError, TypeError, struct.error, json.JSONDecodeError, UnicodeDecodeError) as e:
         raise IRError(f"corrupt blob: {type(e).__name__}: {e}") from None
+
+
+def blob_digest(blob: bytes) -> int:
+    """32-bit digest of a test (a compacted or light test's regeneration is checked against it)."""
+    return int.from_bytes(hashlib.blake2b(blob, digest_size=4).digest(), "little")

@@ -266,6 +266,17 @@ class AutoStrategy(Strategy):
         _, sub, sub_test = self.inner(test)
         return sub.keeps_blob(sub_test)
 
+    def light_blob(self, test: Test) -> bytes | None:
+        arm, sub, sub_test = self.inner(test)
+        light = sub.light_blob(sub_test)
+        return None if light is None else MAGIC + bytes([arm]) + light
+
+    def is_light(self, blob: bytes) -> bool:
+        return self.subs[blob[len(MAGIC)]].is_light(blob[len(MAGIC) + 1:])
+
+    def inflate(self, blob: bytes) -> bytes:
+        return blob[:len(MAGIC) + 1] + self.subs[blob[len(MAGIC)]].inflate(blob[len(MAGIC) + 1:])
+
     def fingerprint(self, test: Test) -> bytes:
         arm, sub, sub_test = self.inner(test)
         return bytes([arm]) + sub.fingerprint(sub_test)

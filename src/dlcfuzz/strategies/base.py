@@ -195,6 +195,20 @@ class Strategy:
         """Whether the store must keep this routine test whole (it cannot be regenerated)."""
         return not self.regenerable
 
+    def light_blob(self, test: Test) -> bytes | None:
+        """What the store keeps of a routine test that keeps_blob() when less than the whole test
+        rebuilds it from the store (inflate); None keeps the whole test."""
+        return None
+
+    def is_light(self, blob: bytes) -> bool:
+        """Whether a stored blob is a light one (light_blob)."""
+        return False
+
+    def inflate(self, blob: bytes) -> bytes:
+        """The whole test of a stored blob: a light one rebuilt from the store and checked against
+        the digest of the test that ran (InternalError if it differs); any other as it is."""
+        return blob
+
     def fingerprint(self, test: Test) -> bytes:
         """What a regenerated test must reproduce exactly (e.g. the graph and configurations; not inputs
         that the worker may re-sample deterministically)."""

@@ -3,6 +3,7 @@ tenth mutant compiled next to its seed; label + score oracle; three-stage reduct
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz import reference
-from dlcfuzz.errors import UsageError
+from dlcfuzz.errors import InternalError, UsageError
 from dlcfuzz.ir import save, to_text
+from dlcfuzz.ir.blob import blob_digest
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
@@ -24,6 +26,10 @@ CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 10
 HANDLER = "dlcfuzz.strategies.metamorphic:make_handler"
 REDUCE_S = 180.0  # one finding's reduction budget (full-size mutants compile for seconds)
 CHAINS_HELD = 8  # chains whose steps stay in memory for reduction; older ones are read back from the store
+# A routine mutant's stored form: its test seed, its Mutant (with the steps new in it) and the digest
+# of the whole test. A whole mutant is the seed model's graph grown by ~18 nodes a step (up to ~1.4 MB
+# of blob late in a chain), while the steps that rebuild it from the seed take a few KB.
+LIGHT = b"DLCFUZZ-MT-STEPS\n"
 
 
 @dataclass
@@ -47,9 +53,21 @@ class Mutant:
 
     @staticmethod
     def of(tc: TestCase) -> Mutant:
-        d = tc.meta["metamorphic"]
+        return Mutant.from_json(tc.meta["metamorphic"])
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> Mutant:
         return Mutant(d["model"], int(d["model_seed"]), list(d["shared"]), int(d["chain"]), int(d["steps"]),
                       float(d["delta"]), d.get("new_steps"))
+
+
+def stored_mutant(blob: bytes) -> Mutant | None:
+    """The Mutant a stored test carries, from its whole blob or its light one; None for a test that
+    is no mutant."""
+    if blob.startswith(LIGHT):
+        return Mutant.from_json(json.loads(blob[len(LIGHT):])["metamorphic"])
+    tc = TestCase.from_bytes(blob)
+    return Mutant.of(tc) if "metamorphic" in tc.meta else None
 
 
 @dataclass
@@ -111,7 +129,7 @@ class MetamorphicStrategy(Strategy):
         ch = self.chain()
         if ch.graph is None:
             last = next(self.ctx.own_blobs(self.ctx.store.blobs_before(seq)), None)
-            mt = Mutant.of(TestCase.from_bytes(last[1])) if last else None
+            mt = stored_mutant(last[1]) if last else None
             steps = self.chain_steps(mt.chain) if mt else None
             if steps is not None and 0 < len(steps) < CHAIN_STEPS:
                 ch.graph, ch.steps, ch.start = replay(ch.seed, steps, check=False), steps, mt.chain  # type: ignore[union-attr]
@@ -138,10 +156,9 @@ class MetamorphicStrategy(Strategy):
             return ch.by_start[start]
         steps: list[Any] = []
         for _seq, blob in self.ctx.own_blobs(self.ctx.store.blobs_from(start)):
-            tc = TestCase.from_bytes(blob)
-            if "metamorphic" not in tc.meta or Mutant.of(tc).chain != start:
+            mt = stored_mutant(blob)
+            if mt is None or mt.chain != start:
                 break
-            mt = Mutant.of(tc)
             if mt.new_steps is None:
                 return None
             steps.extend(steps_from_json(mt.new_steps))
@@ -164,6 +181,37 @@ class MetamorphicStrategy(Strategy):
 
     def decode(self, blob: bytes) -> TestCase:
         return TestCase.from_bytes(blob)
+
+    def light_blob(self, test: Test) -> bytes | None:
+        tc: TestCase = test.payload
+        mt = Mutant.of(tc)
+        if mt.new_steps is None:  # a mutant of an older dlcfuzz's store: its steps are not recorded
+            return None
+        return LIGHT + json.dumps({"seed": tc.seed, "metamorphic": mt.to_json(),
+                                   "digest": blob_digest(test.blob)}).encode()
+
+    def is_light(self, blob: bytes) -> bool:
+        return blob.startswith(LIGHT)
+
+    def inflate(self, blob: bytes) -> bytes:
+        """A light mutant rebuilt: the seed model, then the steps of its chain up to it (read from
+        the tests of the chain before it), as `make_test` made it."""
+        from dlcfuzz.mutate.metamorphic import replay
+
+        if not blob.startswith(LIGHT):
+            return blob
+        d = json.loads(blob[len(LIGHT):])
+        mt = Mutant.from_json(d["metamorphic"])
+        steps = self.chain_steps(mt.chain)
+        if steps is None or len(steps) < mt.steps:
+            raise InternalError(f"the chain that began at test {mt.chain} holds {len(steps or [])} recorded steps, "
+                                f"not the {mt.steps} of this mutant")
+        g = replay(self.chain().seed, steps[:mt.steps], check=False)
+        new = steps[mt.steps - len(mt.new_steps or []):mt.steps]
+        whole = self.mutant_test(g, int(d["seed"]), mt.chain, mt.steps, new).to_bytes()
+        if blob_digest(whole) != d["digest"]:
+            raise InternalError(f"the mutant rebuilt from the steps of chain {mt.chain} differs from the one that ran")
+        return whole
 
     def size(self, test: Test) -> int:
         return len(test.payload.graph.nodes)
