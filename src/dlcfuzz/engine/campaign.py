@@ -311,8 +311,10 @@ class Campaign:
             self.store.compact(test.test_id, verdict, res.seconds, blob_digest(self.strategy.fingerprint(test)))
         else:
             self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
-            light = self.strategy.light_blob(test) if routine and not self.opts.keep_tests else None
-            if light is not None:  # what rebuilds it from the store, instead of the whole test
+            # what rebuilds it from the store, instead of the whole test (not when the worker changed
+            # what ran: the strategy rebuilds what it made)
+            light = self.strategy.light_blob(test) if routine and not self.opts.keep_tests and j.blob is None else None
+            if light is not None:
                 self.store.update_blob(test.test_id, light)
 
     def keep_in_corpus(self, test: Test) -> bool:
