@@ -307,13 +307,14 @@ class Campaign:
             self.internal.add(test.test_id, test.seq, test.seed, "learn", f"{type(e).__name__}: {e}", traceback.format_exc())
         verdict = "bug" if bugs else "internal-error" if res.status == "error" else "unknown" if unknowns else "pass"
         routine = verdict == "pass" or (verdict == "unknown" and all(routine_unknown(v.category) for v in unknowns))
-        if routine and not self.strategy.keeps_blob(test) and not self.opts.keep_tests and not self.keep_in_corpus(test):
+        shrinks = routine and not self.opts.keep_tests  # the store may keep less than the whole test
+        if shrinks and not self.strategy.keeps_blob(test) and not self.keep_in_corpus(test):
             self.store.compact(test.test_id, verdict, res.seconds, blob_digest(self.strategy.fingerprint(test)))
         else:
             self.store.finish_test(test.test_id, verdict, res.seconds, j.observations)
             # what rebuilds it from the store, instead of the whole test (not when the worker changed
             # what ran: the strategy rebuilds what it made)
-            light = self.strategy.light_blob(test) if routine and not self.opts.keep_tests and j.blob is None else None
+            light = self.strategy.light_blob(test) if shrinks and j.blob is None else None
             if light is not None:
                 self.store.update_blob(test.test_id, light)
 
