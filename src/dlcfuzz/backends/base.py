@@ -100,8 +100,45 @@ class Backend(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class IssueChecklist:
+    """A section an upstream bug template asks fuzzer-found issues to fill in (its heading, why, the
+    items to confirm, and where the template wants versions from)."""
+
+    heading: str
+    intro: str
+    checks: tuple[str, ...]
+    versions: str
+
+
 class BackendBase:
     """Defaults of the optional parts of `Backend`; a compiler's class overrides what it has."""
+
+    # ---- facts about the compiler that the engine, oracle and issue text read (they name no compiler)
+    # regular expressions with one group (a frame's name) for the native stack frames of its tracebacks
+    # and crash stderr: crash and error signatures keep the innermost ones
+    frame_patterns: tuple[str, ...] = ()
+    # the distributions of its reproducers, listed in an issue's environment table (`issue_packages`)
+    distributions: tuple[str, ...] = ()
+    own_strategies: tuple[str, ...] = ()  # strategies made for this compiler alone: the auto portfolio adds them
+
+    def front_door(self, config: str) -> str:
+        """How a model reaches configuration `config`: "onnx" (an ONNX model, valid for onnx's checker)
+        or "code" (a program the framework runs eagerly); an issue says why its model is valid from it."""
+        return "onnx" if self.lowers_through_onnx else "code"
+
+    def issue_packages(self, config: str) -> tuple[str, ...]:
+        """The distributions an issue about configuration `config` lists with their versions."""
+        return self.distributions
+
+    def issue_checklist(self, config: str) -> IssueChecklist | None:
+        """The fuzzer checklist of the bug template upstream asks of an issue about `config`, if any."""
+        return None
+
+    def pattern_targets(self) -> str:
+        """The compiler name under which optimization patterns list what they target on this backend
+        (and of its shipped pattern file `synth/data/<name>.json.gz`): a wrapper names what it wraps."""
+        return self.name
 
     name = ""
     packages: tuple[str, ...] = ()

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.oracle.categories import CATEGORIES, REPRO_ACCEPTED, REPRO_ERROR, REPRO_OOM
 from dlcfuzz.oracle.numeric import TOLERANCE
 from dlcfuzz.oracle.testcase import Config
 
@@ -41,9 +42,17 @@ def mismatch(got, ref):
     return f"max relative difference {{d:.4g}}" if d > TOL.get(str(ref.dtype), 0.0) else None
 '''
 
-ERROR_CATEGORIES = ("unexpected-error", "inconsistent-rejection")
 
-MAIN = f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\n" + '''
+
+def repro_categories(mode: str) -> tuple[str, ...]:
+    """The categories whose scripts decide by `mode` (the `repro` column of oracle/categories.py's table)."""
+    return tuple(c.name for c in CATEGORIES.values() if c.repro == mode)
+
+
+ERROR_CATEGORIES = repro_categories(REPRO_ERROR)  # decided by the finding's exception
+
+MAIN = (f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\nACCEPTED_CATEGORIES = {repro_categories(REPRO_ACCEPTED)!r}\n"
+        f"OOM_CATEGORIES = {repro_categories(REPRO_OOM)!r}\n") + '''
 
 def show(got, ref):
     """Expected vs actual where they differ most (a NaN or Inf against a number counts as most)."""
@@ -91,12 +100,12 @@ def attempt(verbose):
             results[name] = e
             if verbose:
                 print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
-    if CATEGORY == "accepted-invalid":
+    if CATEGORY in ACCEPTED_CATEGORIES:
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own inference rejects")
             return True
-    elif CATEGORY == "oom":
+    elif CATEGORY in OOM_CATEGORIES:
         return any(isinstance(r, MemoryError) for r in results.values())
     elif CATEGORY in ERROR_CATEGORIES:
         hit = next((f"{name}: raised {type(r).__name__}: {str(r)[:2000]}" for name, r in results.items()

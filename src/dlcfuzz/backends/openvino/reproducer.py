@@ -13,6 +13,7 @@ import numpy as np
 from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.script import (
     COMPARE,
+    ERROR_CATEGORIES,
     ONNX_IMPORTS,
     UNPACK,
     array_source,
@@ -20,11 +21,14 @@ from dlcfuzz.backends.script import (
     error_type_line,
     header,
     onnx_model_source,
+    repro_categories,
 )
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
+from dlcfuzz.oracle.categories import REPRO_ACCEPTED
 
-_RUN = '''
+_RUN = (f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\nACCEPTED_CATEGORIES = {repro_categories(REPRO_ACCEPTED)!r}\n"
+        + '''
 
 def layers(compiled):
     """The executed graph: layer type (Subgraph = a snippets kernel), primitive, precision, fused layers."""
@@ -79,13 +83,13 @@ def main():
         except Exception as e:  # the error itself may be the finding
             results[name] = e
             print(f"{name}: raised {type(e).__name__}: {e}")
-    if CATEGORY == "accepted-invalid":
+    if CATEGORY in ACCEPTED_CATEGORIES:
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own checker rejects")
             print("BUG REPRODUCED:", CATEGORY)
             return 1
-    elif CATEGORY in ("unexpected-error", "inconsistent-rejection"):
+    elif CATEGORY in ERROR_CATEGORIES:
         if any(isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
@@ -106,7 +110,7 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+''')
 
 
 def openvino_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
