@@ -18,6 +18,7 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "xla": ("dlcfuzz.backends.xla", "XlaBackend", "jax"),
 }
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
+DEFAULT_COMPILER = "onnxruntime"  # a campaign's compiler when none is named
 
 
 _PLUGIN_MODULES: list[str] = []  # modules that registered a backend or strategy: workers import them too
@@ -84,5 +85,5 @@ def get_backend(name: str) -> Backend:
     return getattr(mod, cls)()
 
 
-__all__ = ["Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "known_bug_files", "register_backend",
+__all__ = ["DEFAULT_COMPILER", "Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "known_bug_files", "register_backend",
            "registry_name"]

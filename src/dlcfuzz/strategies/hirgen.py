@@ -27,7 +27,7 @@ FEEDBACKS = ("on", "measure", "off")
 # off by default: at equal time (bench/inductor_coverage.py, 300 s) feedback reached 0.98x the Inductor lines of
 # the ablation, and collecting coverage turns Inductor's compile caches off
 FEEDBACK = Option("feedback", "off", "compiler-coverage feedback, where the compiler measures its own code coverage "
-                  "(Inductor): on; measure (collected and reported, not used: the ablation); off (not collected)")
+                  "(a backend that `collects_coverage`): on; measure (collected and reported, not used: the ablation); off (not collected)")
 # Compiler-coverage feedback: a test whose compile reached compiler code no earlier test reached is kept; later
 # tests grow, with probability P_GROW, from a random prefix of a kept graph (the AFL idea on graphs). A test uses
 # only what tests at least LAG numbers before it taught, folded in test order, so the corpus is the same whatever
