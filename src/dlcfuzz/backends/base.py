@@ -28,12 +28,54 @@ class Knob:
     doc: str
 
 
+@dataclass(frozen=True)
+class IssueChecklist:
+    """A section an upstream bug template asks fuzzer-found issues to fill in (its heading, why, the
+    items to confirm, and where the template wants versions from)."""
+
+    heading: str
+    intro: str
+    checks: tuple[str, ...]
+    versions: str
+
+
 class Backend(Protocol):
     """What one compiler is, to the rest of dlcfuzz. `BackendBase` gives the defaults."""
 
     name: str
     packages: tuple[str, ...]  # Python packages of the compiler: an exception raised there is its rejection
     deadline_s: float  # compile + run of one test case in a worker; a timeout is re-run longer, then a hang
+    reduction_checks: int  # compile+run checks of one stage of a finding's reduction
+    reduction_s: float  # wall-clock seconds one finding's reduction may spend
+    sub_functions: bool  # whether graphs with sub-functions mean something to it
+    lowers_through_onnx: bool  # whether every test reaches it as an ONNX model
+    collects_coverage: bool  # start_coverage/stop_coverage measure the compiler's own code
+    frame_patterns: tuple[str, ...]  # its native stack frames (one group: the name), for signatures
+    distributions: tuple[str, ...]  # its reproducers' distributions
+    own_strategies: tuple[str, ...]  # strategies made for it alone
+
+    def front_door(self, config: str) -> str:
+        """"onnx" or "code": how a model reaches configuration `config`."""
+        ...
+
+    def issue_packages(self, config: str) -> tuple[str, ...]: ...
+
+    def issue_checklist(self, config: str) -> IssueChecklist | None: ...
+
+    def pattern_targets(self) -> str: ...
+
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]: ...
+
+    def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],
+                        delta: float, title: str, detail: str) -> dict[str, bytes | str] | None: ...
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]: ...
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None: ...
+
+    def start_coverage(self) -> None: ...
+
+    def stop_coverage(self) -> list[str]: ...
 
     def version(self) -> str: ...
 
@@ -98,17 +140,6 @@ class Backend(Protocol):
         """A standalone script (the compiler's public API, NumPy, onnx) that exits 1 printing
         "BUG REPRODUCED" when the finding shows, 0 when it does not."""
         ...
-
-
-@dataclass(frozen=True)
-class IssueChecklist:
-    """A section an upstream bug template asks fuzzer-found issues to fill in (its heading, why, the
-    items to confirm, and where the template wants versions from)."""
-
-    heading: str
-    intro: str
-    checks: tuple[str, ...]
-    versions: str
 
 
 class BackendBase:

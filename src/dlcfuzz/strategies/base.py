@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dlcfuzz.backends.base import BackendBase
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.verdict import Verdict
@@ -136,8 +137,8 @@ class Context:
             if self.reduce_budget_s is not None:
                 seconds = self.reduce_budget_s
             elif seconds is None:
-                seconds = float(getattr(self.backend, "reduction_s", 120.0))
-            self.budget_box[0] = ReductionBudget(seconds, 3 * int(getattr(self.backend, "reduction_checks", 150)))
+                seconds = (self.backend or BackendBase).reduction_s
+            self.budget_box[0] = ReductionBudget(seconds, 3 * (self.backend or BackendBase).reduction_checks)
         return self.budget
 
 

@@ -13,7 +13,6 @@ import numpy as np
 from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.script import (
     COMPARE,
-    ERROR_CATEGORIES,
     ONNX_IMPORTS,
     UNPACK,
     array_source,
@@ -21,13 +20,12 @@ from dlcfuzz.backends.script import (
     error_type_line,
     header,
     onnx_model_source,
-    repro_categories,
 )
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
-from dlcfuzz.oracle.categories import REPRO_ACCEPTED
+from dlcfuzz.oracle.categories import REPRO_ACCEPTED, REPRO_ERROR
 
-_RUN = (f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\nACCEPTED_CATEGORIES = {repro_categories(REPRO_ACCEPTED)!r}\n"
+_RUN = (f"\nREPRO_ERROR, REPRO_ACCEPTED = {REPRO_ERROR!r}, {REPRO_ACCEPTED!r}\n"  # REPRO: see backends/script.py
         + '''
 
 def layers(compiled):
@@ -83,13 +81,13 @@ def main():
         except Exception as e:  # the error itself may be the finding
             results[name] = e
             print(f"{name}: raised {type(e).__name__}: {e}")
-    if CATEGORY in ACCEPTED_CATEGORIES:
+    if REPRO == REPRO_ACCEPTED:
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own checker rejects")
             print("BUG REPRODUCED:", CATEGORY)
             return 1
-    elif CATEGORY in ERROR_CATEGORIES:
+    elif REPRO == REPRO_ERROR:
         if any(isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
