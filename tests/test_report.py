@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from dlcfuzz.backends.torch_compile import PYTORCH_FUZZER_CHECKS
 from dlcfuzz.cli import main
-from dlcfuzz.engine.issue import PYTORCH_FUZZER_CHECKS, issue_for
+from dlcfuzz.engine.issue import issue_for
 
 pytest.importorskip("onnxruntime")
 

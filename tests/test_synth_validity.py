@@ -216,7 +216,10 @@ def test_the_shipped_patterns_record_their_source_and_stay_small(compiler: str, 
 
 
 def test_shipped_pattern_files_by_compiler() -> None:
-    assert shipped_pattern_file("planted:fusion@MatMulAddFusion") == shipped_pattern_file("onnxruntime")
+    from dlcfuzz.backends import get_backend
+
+    planted = get_backend("planted:fusion@MatMulAddFusion").pattern_targets()  # a wrapper names what it wraps
+    assert shipped_pattern_file(planted) == shipped_pattern_file("onnxruntime")
     assert shipped_pattern_file("no-such-compiler") is None
 
 

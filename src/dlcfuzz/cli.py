@@ -284,7 +284,9 @@ def cmd_patterns_list(a: argparse.Namespace) -> int:
 
     patterns = campaign_patterns(a.file, a.compiler or "onnxruntime")
     if a.compiler:
-        patterns = [p for p in patterns if p.targets_for(a.compiler)]
+        from dlcfuzz.backends import get_backend
+
+        patterns = [p for p in patterns if p.targets_for(get_backend(a.compiler).pattern_targets())]
     print(f"{'pattern':28} {'granularity':11} {'nodes':>5} {'holes':>5}  targets")
     for p in patterns:
         targets = "; ".join(f"{c}: {','.join(ts)}" for c, ts in sorted(p.targets.items()) if ts)

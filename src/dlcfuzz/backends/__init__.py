@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 
 from dlcfuzz.backends.base import Backend, Compiled, Config, Knob
 from dlcfuzz.errors import UsageError
@@ -17,6 +18,7 @@ BACKENDS: dict[str, tuple[str, str, str]] = {
     "xla": ("dlcfuzz.backends.xla", "XlaBackend", "jax"),
 }
 _FACTORIES: dict[str, Callable[[], Backend]] = {}
+DEFAULT_COMPILER = "onnxruntime"  # a campaign's compiler when none is named
 
 
 _PLUGIN_MODULES: list[str] = []  # modules that registered a backend or strategy: workers import them too
@@ -48,6 +50,20 @@ def backend_names() -> list[str]:
     return sorted(set(BACKENDS) | set(_FACTORIES))
 
 
+def registry_name(compiler: str) -> str:
+    """The registered compiler a backend's name belongs to: a variant's name is `NAME:details`
+    (`planted:segfault@add` wraps ONNXRuntime, and the register file of `planted` lists it)."""
+    return compiler.split(":", 1)[0]
+
+
+def known_bug_files() -> list[Path]:
+    """The known-bugs registers the compiler packages ship (`backends/<compiler>/known_bugs.json`),
+    in path order; found without importing any compiler."""
+    here = Path(__file__).resolve().parent
+    folders = {here / m.split(".")[2] for m, _, _ in BACKENDS.values()}
+    return sorted(f / "known_bugs.json" for f in folders if (f / "known_bugs.json").is_file())
+
+
 def get_backend(name: str) -> Backend:
     if name.startswith("planted:"):
         from dlcfuzz.backends.planted import PlantedBackend
@@ -69,4 +85,5 @@ def get_backend(name: str) -> Backend:
     return getattr(mod, cls)()
 
 
-__all__ = ["Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "register_backend"]
+__all__ = ["DEFAULT_COMPILER", "Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "known_bug_files", "register_backend",
+           "registry_name"]

@@ -28,12 +28,54 @@ class Knob:
     doc: str
 
 
+@dataclass(frozen=True)
+class IssueChecklist:
+    """A section an upstream bug template asks fuzzer-found issues to fill in (its heading, why, the
+    items to confirm, and where the template wants versions from)."""
+
+    heading: str
+    intro: str
+    checks: tuple[str, ...]
+    versions: str
+
+
 class Backend(Protocol):
     """What one compiler is, to the rest of dlcfuzz. `BackendBase` gives the defaults."""
 
     name: str
     packages: tuple[str, ...]  # Python packages of the compiler: an exception raised there is its rejection
     deadline_s: float  # compile + run of one test case in a worker; a timeout is re-run longer, then a hang
+    reduction_checks: int  # compile+run checks of one stage of a finding's reduction
+    reduction_s: float  # wall-clock seconds one finding's reduction may spend
+    sub_functions: bool  # whether graphs with sub-functions mean something to it
+    lowers_through_onnx: bool  # whether every test reaches it as an ONNX model
+    collects_coverage: bool  # start_coverage/stop_coverage measure the compiler's own code
+    frame_patterns: tuple[str, ...]  # its native stack frames (one group: the name), for signatures
+    distributions: tuple[str, ...]  # its reproducers' distributions
+    own_strategies: tuple[str, ...]  # strategies made for it alone
+
+    def front_door(self, config: str) -> str:
+        """"onnx" or "code": how a model reaches configuration `config`."""
+        ...
+
+    def issue_packages(self, config: str) -> tuple[str, ...]: ...
+
+    def issue_checklist(self, config: str) -> IssueChecklist | None: ...
+
+    def pattern_targets(self) -> str: ...
+
+    def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]: ...
+
+    def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],
+                        delta: float, title: str, detail: str) -> dict[str, bytes | str] | None: ...
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]: ...
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None: ...
+
+    def start_coverage(self) -> None: ...
+
+    def stop_coverage(self) -> list[str]: ...
 
     def version(self) -> str: ...
 
@@ -102,6 +144,32 @@ class Backend(Protocol):
 
 class BackendBase:
     """Defaults of the optional parts of `Backend`; a compiler's class overrides what it has."""
+
+    # ---- facts about the compiler that the engine, oracle and issue text read (they name no compiler)
+    # regular expressions with one group (a frame's name) for the native stack frames of its tracebacks
+    # and crash stderr: crash and error signatures keep the innermost ones
+    frame_patterns: tuple[str, ...] = ()
+    # the distributions of its reproducers, listed in an issue's environment table (`issue_packages`)
+    distributions: tuple[str, ...] = ()
+    own_strategies: tuple[str, ...] = ()  # strategies made for this compiler alone: the auto portfolio adds them
+
+    def front_door(self, config: str) -> str:
+        """How a model reaches configuration `config`: "onnx" (an ONNX model, valid for onnx's checker)
+        or "code" (a program the framework runs eagerly); an issue says why its model is valid from it."""
+        return "onnx" if self.lowers_through_onnx else "code"
+
+    def issue_packages(self, config: str) -> tuple[str, ...]:
+        """The distributions an issue about configuration `config` lists with their versions."""
+        return self.distributions
+
+    def issue_checklist(self, config: str) -> IssueChecklist | None:
+        """The fuzzer checklist of the bug template upstream asks of an issue about `config`, if any."""
+        return None
+
+    def pattern_targets(self) -> str:
+        """The compiler name under which optimization patterns list what they target on this backend
+        (and of its shipped pattern file `synth/data/<name>.json.gz`): a wrapper names what it wraps."""
+        return self.name
 
     name = ""
     packages: tuple[str, ...] = ()

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.oracle.categories import REPRO_ACCEPTED, REPRO_ERROR, REPRO_OOM, repro_mode
 from dlcfuzz.oracle.numeric import TOLERANCE
 from dlcfuzz.oracle.testcase import Config
 
@@ -41,9 +42,12 @@ def mismatch(got, ref):
     return f"max relative difference {{d:.4g}}" if d > TOL.get(str(ref.dtype), 0.0) else None
 '''
 
-ERROR_CATEGORIES = ("unexpected-error", "inconsistent-rejection")
 
-MAIN = f"\nERROR_CATEGORIES = {ERROR_CATEGORIES!r}\n" + '''
+# REPRO (written by error_type_line): how the script decides that its finding shows, the `repro` column of
+# oracle/categories.py's table for its category
+MAIN = f"""
+REPRO_ERROR, REPRO_ACCEPTED, REPRO_OOM = {REPRO_ERROR!r}, {REPRO_ACCEPTED!r}, {REPRO_OOM!r}
+""" + '''
 
 def show(got, ref):
     """Expected vs actual where they differ most (a NaN or Inf against a number counts as most)."""
@@ -91,14 +95,14 @@ def attempt(verbose):
             results[name] = e
             if verbose:
                 print(f"{name}: raised {type(e).__name__}: {str(e)[:2000]}")
-    if CATEGORY == "accepted-invalid":
+    if REPRO == REPRO_ACCEPTED:
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own inference rejects")
             return True
-    elif CATEGORY == "oom":
+    elif REPRO == REPRO_OOM:
         return any(isinstance(r, MemoryError) for r in results.values())
-    elif CATEGORY in ERROR_CATEGORIES:
+    elif REPRO == REPRO_ERROR:
         hit = next((f"{name}: raised {type(r).__name__}: {str(r)[:2000]}" for name, r in results.items()
                     if isinstance(r, Exception) and is_the_error(r)), None)
         if hit and not verbose:
@@ -188,9 +192,12 @@ def error_type_line(category: str, detail: str, error_family: tuple[str, frozens
     """The script's ERROR_TYPE and ERROR_FAMILY assignments (main() reads them for error findings):
     ERROR_FAMILY, the module of the compiler's error classes where ERROR_TYPE is one of them, lets another
     release's name for the same failure count."""
-    kind = error_type(detail) if category in ERROR_CATEGORIES else None
+    mode = repro_mode(category)
+    kind = error_type(detail) if mode == REPRO_ERROR else None
     family = error_family[0] if error_family and kind in error_family[1] else None
-    return (f"ERROR_TYPE = {kind!r}  # an error finding shows as this exception (the script's own failure, "
+    return (f"REPRO = {mode!r}  # the finding shows as: error (its exception), accepted (an invalid model runs), "
+            "oom (MemoryError) or compare (outputs differ; a crash or hang kills or stalls the script)\n"
+            f"ERROR_TYPE = {kind!r}  # an error finding shows as this exception (the script's own failure, "
             "e.g. a parse error, does not)\n"
             f"ERROR_FAMILY = {family!r}  # or as any exception of this module (None: ERROR_TYPE only)\n")
 

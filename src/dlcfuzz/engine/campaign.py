@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlcfuzz.backends import DEFAULT_COMPILER
 from dlcfuzz.engine.store import Store
 from dlcfuzz.errors import InternalError, UsageError
 from dlcfuzz.ir.blob import blob_digest
@@ -31,7 +32,7 @@ IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests")  
 
 @dataclass
 class CampaignOptions:
-    compiler: str = "onnxruntime"
+    compiler: str = DEFAULT_COMPILER
     strategy: str = "auto"
     seconds: float = 60.0
     jobs: int = 2

@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import clustered_by_ops, message_key_tags
 from dlcfuzz.oracle.signature import normalize
-
-# categories judged by comparing numbers: the reduced graph's operators are the root cause's best proxy
-NUMERIC_CATEGORIES = ("wrong-result", "inconsistency", "metamorphic", "slow")
 
 DTYPE_CLASSES = {
     "float16": "half", "bfloat16": "half", "float32": "float", "float64": "float",
@@ -71,11 +70,12 @@ class FindingFacts:
 
     @property
     def numeric(self) -> bool:
-        return self.category in NUMERIC_CATEGORIES
+        # judged by comparing numbers (or times): the reduced graph's operators are the root cause's best proxy
+        return clustered_by_ops(self.category)
 
     def cluster_key(self) -> tuple[str, ...]:
         where = self.opts or ",".join(sorted(self.configs))
-        if self.category == "wrong-result":
+        if self.category == C.WRONG_RESULT:
             # every configuration the test ran disagreed with the reference: which ones it ran is the
             # campaign's sampling, not the bug (a kernel bug shows under any sampled configuration set)
             where = self.known_opts or "every-config"
@@ -140,7 +140,7 @@ def message_class(text: str) -> str:
 def _key_message(key: str) -> str:
     """The normalized message part of an error key (`error|compiler|Type|message|frames`)."""
     parts = key.split("|")
-    return message_class(parts[3]) if len(parts) > 3 and parts[0] in ("error", "rejection", "mutant-rejected") else ""
+    return message_class(parts[3]) if len(parts) > 3 and parts[0] in message_key_tags() else ""
 
 
 def _graph_facts(folder: Path | None) -> tuple[frozenset[str], frozenset[str]] | None:
@@ -195,7 +195,7 @@ def facts_of(row: dict[str, Any], folder: Path | None = None,
         ops, dtypes = frozenset(x for x in (mo.group(1).split(",") if mo else []) if x), frozenset()
     configs = tuple(json.loads(row.get("configs") or "[]"))
     detail = row.get("detail") or ""
-    numeric = row.get("category") in NUMERIC_CATEGORIES
+    numeric = clustered_by_ops(row.get("category") or "")
     mr = _REASON.search(key) if numeric else None
     reason = mr.group(1) if mr else ""
     if numeric:

@@ -1,6 +1,6 @@
 """An upstream issue in Markdown for one finding: title, versions and environment, the standalone
-reproducer, expected vs actual, the minimal configuration difference (and, for PyTorch, the fields
-its torch.compile bug template asks of fuzzer reports)."""
+reproducer, expected vs actual, the minimal configuration difference (and the fields the compiler's own bug
+template asks of fuzzer reports, where its backend names one: `Backend.issue_checklist`)."""
 
 from __future__ import annotations
 
@@ -12,57 +12,42 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from dlcfuzz.backends import Backend, get_backend
+from dlcfuzz.backends.base import BackendBase
 from dlcfuzz.engine.clusters import FindingFacts, facts_of, finding_folder
 from dlcfuzz.engine.known import KnownBug
 from dlcfuzz.engine.scrub import scrub
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import expected_text
 
-# what the compiler should have done, by finding category
-EXPECTED = {
-    "wrong-result": "The outputs equal those of the operators' specification (dlcfuzz's NumPy reference), within "
-                    "the tolerance of the dtype.",
-    "inconsistency": "Every configuration computes the same outputs (within the tolerance of the dtype): an "
-                     "optimization must not change the result.",
-    "crash": "The model compiles and runs (it is valid: {valid}), or is rejected with an error; the process "
-             "does not die.",
-    "hang": "Compiling and running the model finishes within seconds.",
-    "unexpected-error": "The model compiles and runs: it is valid ({valid}) and the compiler documents support for "
-                        "its operators and dtypes.",
-    "inconsistent-rejection": "Every configuration accepts the model, or every configuration rejects it: an "
-                              "optimization must not make a valid model fail.",
-    "accepted-invalid": "The compiler rejects the model with an error: it breaks a type or shape rule of an operator.",
-    "slow": "The optimized build is not slower than the unoptimized one.",
-    "metamorphic": "The mutant (equivalent to the seed model by construction) computes the seed's outputs.",
-    "mutant-rejected": "The mutant compiles like its seed: it only adds operators the seed already uses.",
-}
 # why the model is valid, by the compiler's front door (ONNX models are checked by onnx's checker)
 VALID_BECAUSE = {"onnx": "ONNX's checker and the operators' specification accept it",
                  "code": "the framework runs it eagerly, and the operators' specification accepts its types and shapes"}
-ONNX_FRONT = ("onnxruntime", "planted", "tvm", "openvino")
 
 
-def expected_behaviour(category: str, compiler: str) -> str:
-    front = "onnx" if compiler.split(":")[0] in ONNX_FRONT else "code"
-    return EXPECTED.get(category, "The compiler behaves like the reference.").format(valid=VALID_BECAUSE[front])
+def backend_facts(compiler: str) -> Backend:
+    """The compiler's backend, whose facts (front doors, packages, bug template) the issue states; where
+    it cannot be loaded here (not installed), the defaults of `BackendBase`."""
+    try:
+        return get_backend(compiler)
+    except Exception:  # a compiler that is not installed here: no facts beyond the defaults
+        return cast(Backend, BackendBase())
+
+
+def expected_behaviour(category: str, backend: Backend, configs: tuple[str, ...] | list[str] = ()) -> str:
+    """What the compiler should have done: the category's text, with why the model is valid from the
+    front door of the finding's configurations (ONNX-checked only when every one of them takes ONNX)."""
+    fronts = {backend.front_door(c) for c in configs or ("",)}
+    front = "onnx" if fronts == {"onnx"} else "code"
+    return expected_text(category).format(valid=VALID_BECAUSE[front])
 
 
 def article(word: str) -> str:
     return "an" if word[:1].lower() in "aeiou" else "a"
 
 
-# the distributions each compiler's reproducer uses, for the environment table
-PACKAGES = {"onnxruntime": ("onnxruntime",), "planted": ("onnxruntime",), "tvm": ("apache-tvm", "apache-tvm-ffi"),
-            "inductor": ("torch",), "xla": ("jax", "jaxlib"), "openvino": ("openvino",)}
-# torch.compile's bug template (pytorch/pytorch .github/ISSUE_TEMPLATE/pt2-bug-report.yml) asks fuzzer reports
-# to confirm these before adding the label "topic: fuzzer"
-PYTORCH_FUZZER_CHECKS = (
-    "rtol/atol are at default tolerances",
-    "no indices of max/min etc. are compared",
-    "eager and torch.compile are compared against a higher-precision baseline (`torch._dynamo.utils.same` "
-    "with `fp64_ref`)",
-    "the RNG state is equivalent (`torch._inductor.config.fallback_random=True`, the seed reset between runs)",
-)
 _HEADER = re.compile(r"^(dlcfuzz finding \d+:|signature [0-9a-f]+$|key |test \d+, seed )")
 
 
@@ -72,12 +57,14 @@ class Issue:
     markdown: str
 
 
-def environment(compiler: str, version: str) -> list[tuple[str, str]]:
+def environment(backend: Backend, configs: tuple[str, ...] | list[str], version: str) -> list[tuple[str, str]]:
     """(what, version) rows: no paths, no host names. The versions of the packages are this machine's
-    (where the campaign usually ran); the compiler's is the one the finding recorded."""
+    (where the campaign usually ran); the compiler's is the one the finding recorded. The packages are
+    those the backend lists for the finding's configurations."""
+    packages = dict.fromkeys(p for c in (configs or [""]) for p in backend.issue_packages(c))
     rows = [("compiler", version), ("python", platform.python_version()),
             ("OS", f"{platform.system()} {platform.release()} ({platform.machine()})")]
-    for dist in (*PACKAGES.get(compiler.split(":")[0], ()), "numpy", "onnx"):
+    for dist in (*packages, "numpy", "onnx"):
         try:
             rows.append((dist, metadata.version(dist)))
         except metadata.PackageNotFoundError:
@@ -91,13 +78,11 @@ def observation(detail: str) -> str:
     return scrub("\n".join(lines).strip())
 
 
-def configuration_difference(facts: FindingFacts, compiler: str, tested: list[str] | None = None,
+def configuration_difference(facts: FindingFacts, backend: Backend, tested: list[str] | None = None,
                              detail: str = "") -> list[str]:
     """Which configurations show the finding and which do not, with the options of each."""
     try:
-        from dlcfuzz.backends import get_backend
-
-        all_configs = get_backend(compiler).configs()
+        all_configs = backend.configs()
     except Exception:  # a compiler that is not installed here: the names are all there is
         all_configs = {}
 
@@ -106,7 +91,7 @@ def configuration_difference(facts: FindingFacts, compiler: str, tested: list[st
         return f"`{name}`" + (f" (options `{json.dumps(opts, sort_keys=True)}`)" if opts else "")
 
     shown, others = list(facts.configs), [n for n in tested or [] if n not in facts.configs]
-    if facts.category in ("inconsistency", "inconsistent-rejection") and len(shown) >= 2:
+    if facts.category in (C.INCONSISTENCY, C.INCONSISTENT_REJECTION) and len(shown) >= 2:
         # the observation names the configuration that departs first: "ort-all differs from ort-disable ..."
         first = observation(detail).split(" ", 1)[0].rstrip(",:")
         if first in shown:
@@ -136,6 +121,7 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
     folder = finding_folder(run, row)
     facts = facts_of(row, folder)
     compiler, version = row.get("compiler") or "", row.get("version") or ""
+    backend = backend_facts(compiler)
     what = (f"{', '.join(sorted(facts.ops))} ({'/'.join(sorted(facts.dtypes))})" if facts.ops
             else (facts.message[:60] or facts.category))
     where = facts.opts or ", ".join(facts.configs)
@@ -154,7 +140,7 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
            + (f" It may not be minimal: {row['not_minimal']}." if row.get("not_minimal") else "")
            + (f" The campaign hit it {1 + duplicates} times." if duplicates else ""), ""]
     md += ["## Versions and environment", "", "| | |", "|---|---|"]
-    md += [f"| {k} | {v} |" for k, v in environment(compiler, version)]
+    md += [f"| {k} | {v} |" for k, v in environment(backend, facts.configs, version)]
     md += ["", "## To reproduce", ""]
     if repro:
         md += ["Standalone: the compiler's public API, NumPy and onnx only. `python repro.py` prints "
@@ -162,19 +148,18 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
                "```python", repro.rstrip(), "```", ""]
     else:
         md += ["(dlcfuzz wrote no standalone reproducer for this finding: see the observation below.)", ""]
-    md += ["## Expected behavior", "", expected_behaviour(facts.category, compiler), "",
+    md += ["## Expected behavior", "", expected_behaviour(facts.category, backend, facts.configs), "",
            "## Actual behavior", "", "```", observation(row.get("detail") or "")[:4000] or "(no message)", "```", ""]
     if run_repro and repro:
         code, out = run_reproducer(folder)
         md += [f"Output of `python repro.py` (exit status {code}):", "", "```", out.strip(), "```", ""]
     md += ["## Minimal configuration difference", ""]
-    md += [f"- {line}" for line in configuration_difference(facts, compiler, tested, row.get("detail") or "")] + [""]
-    if compiler.split(":")[0] in ("inductor", "torch"):
-        md += ["## torch.compile fuzzer checklist", "",
-               "The torch.compile bug template asks issues generated by a fuzzer to confirm these before adding "
-               "the label \"topic: fuzzer\" (check each against the reproducer above):", ""]
-        md += [f"- [ ] {c}" for c in PYTORCH_FUZZER_CHECKS]
+    md += [f"- {line}" for line in configuration_difference(facts, backend, tested, row.get("detail") or "")] + [""]
+    checklist = next((c for c in map(backend.issue_checklist, facts.configs or ("",)) if c is not None), None)
+    if checklist is not None:
+        md += [f"## {checklist.heading}", "", checklist.intro, ""]
+        md += [f"- [ ] {c}" for c in checklist.checks]
         md += ["", "### Error logs", "", "```", observation(row.get("detail") or "")[:2000], "```", "",
-               "### Versions", "", "Paste the output of `python -m torch.utils.collect_env` here.", ""]
+               "### Versions", "", checklist.versions, ""]
     md += ["---", f"Found by dlcfuzz (finding {row['id']}, signature `{row.get('signature')}`)."]
     return Issue(title, "\n".join(md) + "\n")

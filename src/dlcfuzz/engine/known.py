@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dlcfuzz.backends import known_bug_files, registry_name
 from dlcfuzz.engine.clusters import FindingFacts
 from dlcfuzz.errors import UsageError
 
 ENV_VAR = "DLCFUZZ_KNOWN_BUGS"
 NOT_FILED = "reported by dlcfuzz, not yet filed upstream"
-BACKENDS_DIR = Path(__file__).resolve().parent.parent / "backends"
 MATCH_FIELDS = ("category", "ops_all", "ops_any", "ops_subset", "dtypes_any", "config", "message")
 
 
@@ -48,7 +48,7 @@ class KnownBug:
         return self.tracker or NOT_FILED
 
     def matches(self, f: FindingFacts, detail: str = "") -> bool:
-        if not self.match or f.compiler.split(":")[0] not in self.compilers:
+        if not self.match or registry_name(f.compiler) not in self.compilers:
             return False
         m = self.match
         if "category" in m and f.category not in m["category"]:
@@ -111,7 +111,7 @@ def _read(path: Path) -> RegisterFile:
 
 def packaged_files() -> list[Path]:
     """The register files shipped in the compiler packages, in name order."""
-    return sorted(BACKENDS_DIR.glob("*/known_bugs.json"))
+    return known_bug_files()
 
 
 class Register:

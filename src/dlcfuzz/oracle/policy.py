@@ -11,27 +11,28 @@ from dlcfuzz import reference
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ops import get_op
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import CATEGORIES, is_routine
 from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
 from dlcfuzz.oracle.testcase import TestCase
 
-NUMERIC = ("inconsistency", "wrong-result", "metamorphic")  # categories judged by comparing numbers
-# Unknowns that say nothing about the compiler (the test's own numerics, a documented rejection):
-# a store keeps no blob for them when the strategy can regenerate the test.
-ROUTINE_UNKNOWNS = ("nonfinite-reference", "ill-conditioned-output", "integer-overflow", "integer-division-by-zero",
-                    "integer-division-overflow", "expected-error:", "not-lowerable")
+# categories judged by comparing numbers (the `numeric` column of oracle/categories.py's table)
+NUMERIC = tuple(c.name for c in CATEGORIES.values() if c.numeric)
 
 
 # Values whose computation leaves finite arithmetic (a NaN/Inf intermediate, integer overflow): how
 # a compiler handles them is implementation-defined, so outputs are not compared across compilers.
-IMPLEMENTATION_DEFINED = ("nonfinite-reference", "integer-overflow")
+IMPLEMENTATION_DEFINED = (C.NONFINITE_REFERENCE, C.INTEGER_OVERFLOW)
 # The program itself has undefined behaviour on these inputs (ONNX leaves integer division by zero,
 # and the signed minimum divided by -1, undefined): any output, error or crash of a compiler is
 # legal, so no verdict but unknown.
-UNDEFINED_BEHAVIOUR = ("integer-division-by-zero", "integer-division-overflow")
+UNDEFINED_BEHAVIOUR = (C.INTEGER_DIVISION_BY_ZERO, C.INTEGER_DIVISION_OVERFLOW)
 
 
 def routine_unknown(category: str) -> bool:
-    return any(category == r or (r.endswith(":") and category.startswith(r)) for r in ROUTINE_UNKNOWNS)
+    """An unknown that says nothing about the compiler (the test's own numerics, a documented rejection):
+    a store keeps no blob for it when the strategy can regenerate the test (the table's `routine` column)."""
+    return is_routine(category)
 
 
 def test_seed(master: int, seq: int) -> int:
@@ -97,21 +98,21 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
     it only when a comparison fails (see unstable_outputs).
     """
     rng = np.random.default_rng(tc.seed ^ 0x5EED)
-    reason = "nonfinite-reference"
+    reason = C.NONFINITE_REFERENCE
     for _ in range(tries):
         try:
             env = reference.run(tc.graph, tc.inputs, keep_all=True, check_overflow=True)
         except reference.IntegerDivisionByZero:
-            env, reason = None, "integer-division-by-zero"
+            env, reason = None, C.INTEGER_DIVISION_BY_ZERO
         except reference.IntegerDivisionOverflow:
-            env, reason = None, "integer-division-overflow"
+            env, reason = None, C.INTEGER_DIVISION_OVERFLOW
         except reference.IntegerOverflow:
-            env, reason = None, "integer-overflow"
+            env, reason = None, C.INTEGER_OVERFLOW
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
         # is implementation-defined, and would make a "bug" of legal behaviour.
         if env is not None and all_finite(list(env.values())):
             ref = [env[o] for o in tc.graph.outputs]
             return Reference(ref, None, unstable_outputs(tc, ref) if stability else set())
-        reason = reason if env is None else "nonfinite-reference"
+        reason = reason if env is None else C.NONFINITE_REFERENCE
         tc.inputs = sample_inputs(tc.graph, rng)
     return Reference(None, reason)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -16,7 +17,15 @@ _MASKS = [
     (re.compile(r"\b(?!(?:u?int|b?float|complex)\d+\b)([A-Za-z_]+)\d+\b"), r"\1N"),
     (re.compile(r"\s+"), " "),
 ]
-_FRAME = re.compile(r"(?:File \"[^\"]+\", line \d+, in ([\w<>.]+))|(?:in (tvm::[\w:<>]+|onnxruntime::[\w:<>]+))|(?:^\s*\d+: (\S+))", re.M)
+# Python traceback frames, then the compiler's native frames (its backend's `frame_patterns`), then
+# numbered backtrace lines ("  0: name")
+_PY_FRAME = r"(?:File \"[^\"]+\", line \d+, in ([\w<>.]+))"
+_NUMBERED_FRAME = r"(?:^\s*\d+: (\S+))"
+
+
+@functools.lru_cache(maxsize=64)
+def _frame_regex(native: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join([_PY_FRAME, *(f"(?:{p})" for p in native), _NUMBERED_FRAME]), re.M)
 
 
 def normalize(text: str) -> str:
@@ -25,9 +34,10 @@ def normalize(text: str) -> str:
     return text.strip()
 
 
-def top_frames(trace: str, n: int = 3) -> list[str]:
-    """Innermost function names from a Python or C++ (TVM/ORT) backtrace."""
-    frames = [next(g for g in m.groups() if g) for m in _FRAME.finditer(trace or "")]
+def top_frames(trace: str, n: int = 3, native: tuple[str, ...] = ()) -> list[str]:
+    """Innermost function names from a Python or native backtrace; `native`: the compiler's frame
+    patterns (regular expressions with one group, the frame's name: `Backend.frame_patterns`)."""
+    frames = [next(g for g in m.groups() if g) for m in _frame_regex(tuple(native)).finditer(trace or "")]
     frames = [f for f in frames if not f.startswith(("_Py", "Py", "<module>"))]
     return frames[-n:]
 
@@ -37,13 +47,13 @@ def top_frames(trace: str, n: int = 3) -> list[str]:
 _ORT_NODE = re.compile(r"Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: ")
 
 
-def error_key(error: str, trace: str | None = None) -> str:
+def error_key(error: str, trace: str | None = None, native: tuple[str, ...] = ()) -> str:
     """Exception type + the message's most specific line (TVM's "Check failed" lines), normalized."""
     lines = [_ORT_NODE.sub("", ln.strip()) for ln in (error or "").splitlines() if ln.strip()]
     head = lines[0] if lines else ""
     specific = next((ln for ln in lines if "Check failed" in ln or "Error" in ln.split(":")[0]), head)
     etype = head.split(":", 1)[0]
-    return f"{etype}|{normalize(specific)[:160]}|{'/'.join(top_frames(trace or ''))}"
+    return f"{etype}|{normalize(specific)[:160]}|{'/'.join(top_frames(trace or '', native=native))}"
 
 
 def digest(*parts: str) -> str:

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import dedup_key
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize, top_frames
 from dlcfuzz.oracle.testcase import Observation
@@ -16,7 +18,7 @@ from dlcfuzz.oracle.testcase import Observation
 @dataclass
 class Verdict:
     kind: str  # "bug" | "unknown" | "pass"
-    category: str  # crash | oom | hang | unexpected-error | inconsistency | wrong-result | expected-error | slow | invalid | ...
+    category: str  # a name of oracle/categories.py's table (CRASH, WRONG_RESULT, ...)
     detail: str = ""
     configs: list[str] = field(default_factory=list)
     output_index: int = -1
@@ -26,26 +28,28 @@ class Verdict:
         return self.__dict__.copy()
 
 
-def crash_verdict(compiler: str, status: str, error: str, progress: str | None, stderr: str) -> Verdict:
-    """A worker death (signal, abort, OOM) or hang, attributed to the config named by the progress note."""
+def crash_verdict(compiler: str, status: str, error: str, progress: str | None, stderr: str,
+                  native_frames: tuple[str, ...] = ()) -> Verdict:
+    """A worker death (signal, abort, OOM) or hang, attributed to the config named by the progress note;
+    `native_frames`: the backend's stack-frame patterns (`Backend.frame_patterns`)."""
     config = (progress or "?:?").split(":")[0]
     stage = (progress or "?:?").split(":")[-1]
-    category = {"crash": "crash", "oom": "oom", "timeout": "hang"}[status]
+    category = {"crash": C.CRASH, "oom": C.OOM, "timeout": C.HANG}[status]
     sig = error.split("(")[-1].rstrip(")") if status == "crash" else category
-    frames = "/".join(top_frames(stderr))
+    frames = "/".join(top_frames(stderr, native=native_frames))
     return Verdict("bug", category, f"{error} during {stage} of {config}\n{stderr[-2000:]}", [config],
-                   key=f"{category}|{compiler}|{stage}|{sig}|{normalize(frames)}")
+                   key=dedup_key(category, compiler, stage, sig, normalize(frames)))
 
 
 def judge(
     compiler: str, expected_error: Any, reference: list[np.ndarray] | None, observations: list[Observation],
-    unstable: set[int] | frozenset[int] = frozenset(),
+    unstable: set[int] | frozenset[int] = frozenset(), native_frames: tuple[str, ...] = (),
 ) -> list[Verdict]:
     """Compare observations of one test: with each other and, when available, with the reference.
 
     `expected_error(message) -> str | None` is the backend's documented-rejection classifier;
     outputs in `unstable` are ill-conditioned (rounding alone can move them past the
-    tolerance) and are not compared.
+    tolerance) and are not compared. `native_frames`: the backend's stack-frame patterns.
     """
 
     def mismatches(got: list[np.ndarray], ref: list[np.ndarray]) -> list[Any]:
@@ -59,14 +63,14 @@ def judge(
             continue
         expected = expected_error(o.error or "")
         if expected:
-            verdicts.append(Verdict("unknown", f"expected-error:{expected}", o.error or "", [o.config]))
+            verdicts.append(Verdict("unknown", C.expected_error(expected), o.error or "", [o.config]))
             continue
         same = unexpected.get(normalize(o.error or ""))
         if same is not None:
             same.configs.append(o.config)
             continue
-        v = Verdict("bug", "unexpected-error", f"{o.error}\n{o.traceback or ''}", [o.config],
-                    key=f"error|{compiler}|{error_key(o.error or '', o.traceback)}")
+        v = Verdict("bug", C.UNEXPECTED_ERROR, f"{o.error}\n{o.traceback or ''}", [o.config],
+                    key=dedup_key(C.UNEXPECTED_ERROR, compiler, error_key(o.error or '', o.traceback, native_frames)))
         unexpected[normalize(o.error or "")] = v
         verdicts.append(v)
     # "one compiles, the other fails" with an unexpected error is already a bug above; a validity
@@ -75,10 +79,11 @@ def judge(
     errs = [o for o in observations if o.status == "error"
             and expected_error(o.error or "") not in (None, "unsupported")]
     if ok and errs:
-        verdicts.append(Verdict("bug", "inconsistent-rejection",
+        verdicts.append(Verdict("bug", C.INCONSISTENT_REJECTION,
                                 f"{errs[0].config} rejects ({errs[0].error}) while {ok[0].config} compiles",
                                 [errs[0].config, ok[0].config],
-                                key=f"rejection|{compiler}|{errs[0].config}|{error_key(errs[0].error or '')}"))
+                                key=dedup_key(C.INCONSISTENT_REJECTION, compiler, errs[0].config,
+                                              error_key(errs[0].error or '', native=native_frames))))
     if reference is not None:
         wrong = []
         for o in ok:
@@ -90,24 +95,24 @@ def judge(
             # every configuration disagrees with the reference: one finding, not one per config
             o, m = wrong[0]
             names = [w[0].config for w in wrong]
-            verdicts.append(Verdict("bug", "wrong-result",
+            verdicts.append(Verdict("bug", C.WRONG_RESULT,
                                     f"{', '.join(names)} differ from the reference at output {m.index}: {m.detail}",
-                                    names, m.index, key=f"wrong|{compiler}|{','.join(names)}|{m.reason}"))
+                                    names, m.index, key=dedup_key(C.WRONG_RESULT, compiler, ','.join(names), m.reason)))
         for o, m in (wrong if right else []):
-            verdicts.append(Verdict("bug", "inconsistency",
+            verdicts.append(Verdict("bug", C.INCONSISTENCY,
                                     f"{o.config} differs from {right[0].config} and the reference at output {m.index}: {m.detail}",
                                     [right[0].config, o.config], m.index,
-                                    key=f"inconsistency|{compiler}|{right[0].config}|{o.config}|{m.reason}"))
+                                    key=dedup_key(C.INCONSISTENCY, compiler, right[0].config, o.config, m.reason)))
     else:
         for a, b in zip(ok, ok[1:]):
             bad = mismatches(b.outputs or [], a.outputs or [])
             if bad:
                 m = bad[0]
-                verdicts.append(Verdict("bug", "inconsistency", f"{b.config} vs {a.config} at output {m.index}: {m.detail}",
+                verdicts.append(Verdict("bug", C.INCONSISTENCY, f"{b.config} vs {a.config} at output {m.index}: {m.detail}",
                                         [a.config, b.config], m.index,
-                                        key=f"inconsistency|{compiler}|{a.config}|{b.config}|{m.reason}"))
+                                        key=dedup_key(C.INCONSISTENCY, compiler, a.config, b.config, m.reason)))
     if not verdicts:
-        verdicts.append(Verdict("pass", "pass"))
+        verdicts.append(Verdict("pass", C.PASS))
     return verdicts
 
 
@@ -127,20 +132,21 @@ def judge_rejection(compiler: str, broken: dict[str, str], observations: list[Ob
             continue
         why = lenient(o.config)
         if why is not None:
-            lenient_ones.append(Verdict("unknown", "documented-leniency",
+            lenient_ones.append(Verdict("unknown", C.DOCUMENTED_LENIENCY,
                                         f"{o.config} compiled and ran {what} without an error: {why}", [o.config]))
             continue
         scope = broken["op"] if per_op(o.config) else "any-operator"
-        verdicts.append(Verdict("bug", "accepted-invalid", f"{o.config} compiled and ran {what} without an error",
-                                [o.config], key=f"accepted|{compiler}|{o.config}|{scope}|{broken['rule']}"))
+        verdicts.append(Verdict("bug", C.ACCEPTED_INVALID, f"{o.config} compiled and ran {what} without an error",
+                                [o.config], key=dedup_key(C.ACCEPTED_INVALID, compiler, o.config, scope, broken['rule'])))
     if verdicts or lenient_ones:
         return verdicts or lenient_ones
     if not any(o.status == "error" for o in observations):  # no configuration could be tried
-        return [Verdict("unknown", "not-lowerable", "; ".join(o.error or "" for o in observations))]
-    return [Verdict("pass", "rejected")]
+        return [Verdict("unknown", C.NOT_LOWERABLE, "; ".join(o.error or "" for o in observations))]
+    return [Verdict("pass", C.REJECTED)]
 
 
-def judge_metamorphic(compiler: str, observations: list[Observation], delta: float) -> list[Verdict]:
+def judge_metamorphic(compiler: str, observations: list[Observation], delta: float,
+                      native_frames: tuple[str, ...] = ()) -> list[Verdict]:
     """MT-DLComp: a mutant and its seed model, compiled by the same configuration, must agree on
     the top-1 label and on every score within `delta` (relative: |a - b| / max(1, |b|)); a mutant
     that fails where its seed compiles is a bug. Observations of the seed are named "seed:CONFIG"."""
@@ -151,11 +157,12 @@ def judge_metamorphic(compiler: str, observations: list[Observation], delta: flo
         if o.config.startswith("seed:") or s is None:
             continue
         if s.status != "ok":
-            verdicts.append(Verdict("unknown", "seed-rejected", s.error or "", [o.config]))
+            verdicts.append(Verdict("unknown", C.SEED_REJECTED, s.error or "", [o.config]))
         elif o.status != "ok":
-            verdicts.append(Verdict("bug", "mutant-rejected", f"{o.config} fails on the mutant while its seed "
+            verdicts.append(Verdict("bug", C.MUTANT_REJECTED, f"{o.config} fails on the mutant while its seed "
                                     f"compiles: {o.error}\n{o.traceback or ''}", [o.config],
-                                    key=f"mutant-rejected|{compiler}|{error_key(o.error or '', o.traceback)}"))
+                                    key=dedup_key(C.MUTANT_REJECTED, compiler,
+                                                  error_key(o.error or '', o.traceback, native_frames))))
         else:
             for i, (a, b) in enumerate(zip(o.outputs or [], s.outputs or [])):
                 a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -168,7 +175,7 @@ def judge_metamorphic(compiler: str, observations: list[Observation], delta: flo
                     if not d > delta and np.isnan(a).sum() == np.isnan(b).sum():
                         continue
                     why = f"score distance {d:.3g} > {delta}"
-                verdicts.append(Verdict("bug", "metamorphic", f"{o.config}: mutant vs seed at output {i}: {why}",
-                                        [o.config], i, key=f"metamorphic|{compiler}|{o.config}|{why.split(' ')[0]}"))
+                verdicts.append(Verdict("bug", C.METAMORPHIC, f"{o.config}: mutant vs seed at output {i}: {why}",
+                                        [o.config], i, key=dedup_key(C.METAMORPHIC, compiler, o.config, why.split(' ')[0])))
                 break
-    return verdicts or [Verdict("pass", "pass")]
+    return verdicts or [Verdict("pass", C.PASS)]

@@ -47,7 +47,8 @@ class Arm:
     name: str
     strategy: str
     params: dict[str, Any] = field(default_factory=dict)
-    compilers: tuple[str, ...] | None = None  # None: any compiler
+    # a strategy made for one compiler: an arm only where the backend names it (`Backend.own_strategies`)
+    own: bool = False
 
 
 ARMS = (
@@ -56,14 +57,14 @@ ARMS = (
     Arm("disruptive", "hirgen", {"mode": "disruptive"}),
     Arm("oatest", "oatest"),
     Arm("metamorphic", "metamorphic"),
-    Arm("tzer", "tzer", {"coverage": ["ir"]}, ("tvm",)),
+    Arm("tzer", "tzer", {"coverage": ["ir"]}, own=True),
 )
 
 
 def arms_for(compiler: str, backend: Any) -> list[Arm]:
     """The arms that apply to `compiler`; no disruptive arm where the backend declares that no type/shape
     rule binds its front door (`disruptive_rules() == ()`)."""
-    return [a for a in ARMS if (a.compilers is None or compiler in a.compilers)
+    return [a for a in ARMS if (not a.own or (backend is not None and a.strategy in backend.own_strategies))
             and not (a.name == "disruptive" and backend is not None and backend.disruptive_rules() == ())]
 
 

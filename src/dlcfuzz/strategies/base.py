@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dlcfuzz.backends.base import BackendBase
+from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.reduce.budget import ReductionBudget
@@ -135,8 +137,8 @@ class Context:
             if self.reduce_budget_s is not None:
                 seconds = self.reduce_budget_s
             elif seconds is None:
-                seconds = float(getattr(self.backend, "reduction_s", 120.0))
-            self.budget_box[0] = ReductionBudget(seconds, 3 * int(getattr(self.backend, "reduction_checks", 150)))
+                seconds = (self.backend or BackendBase).reduction_s
+            self.budget_box[0] = ReductionBudget(seconds, 3 * (self.backend or BackendBase).reduction_checks)
         return self.budget
 
 
@@ -170,6 +172,11 @@ class Strategy:
 
     def deadline_s(self) -> float:
         return self.ctx.backend.deadline_s if self.ctx.backend is not None else 60.0
+
+    @property
+    def native_frames(self) -> tuple[str, ...]:
+        """The backend's stack-frame patterns: crash and error signatures keep its innermost frames."""
+        return self.ctx.backend.frame_patterns if self.ctx.backend is not None else ()
 
     def start(self, pool: Any, resumed: bool) -> None:
         """Called once the worker pool is up (probe capabilities, build a seed pool, restore state)."""
@@ -258,11 +265,13 @@ class Strategy:
         return ""
 
 
-def judgement_of_failure(compiler: str, res: Any) -> Judgement:
+def judgement_of_failure(compiler: str, res: Any, native_frames: tuple[str, ...] = ()) -> Judgement:
     """A worker result other than ok: a death (signal, OOM, hang) is the crash oracle's finding; a
-    handler error is dlcfuzz's own (the engine counts it as an internal error), never a finding."""
+    handler error is dlcfuzz's own (the engine counts it as an internal error), never a finding.
+    `native_frames`: the backend's stack-frame patterns, for the crash's signature."""
     from dlcfuzz.oracle.verdict import crash_verdict
 
     if res.status == "error":
-        return Judgement([Verdict("unknown", "dlcfuzz-internal-error", (res.error or "")[-2000:])])
-    return Judgement([crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")])
+        return Judgement([Verdict("unknown", C.INTERNAL_ERROR, (res.error or "")[-2000:])])
+    return Judgement([crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "",
+                                    native_frames)])

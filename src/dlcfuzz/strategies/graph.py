@@ -15,6 +15,8 @@ import numpy as np
 
 from dlcfuzz.ir import save, to_text
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import DedupKey, with_option
 from dlcfuzz.oracle.policy import (
     IMPLEMENTATION_DEFINED,
     NUMERIC,
@@ -50,7 +52,7 @@ def minimal_optimization_set(backend: Any, v: Verdict, reference: Config, optimi
     show the finding again (a nondeterministic finding, or the reduction budget ran out), where ddmin
     would otherwise return every optimization (an onnxruntime 1.20.1 campaign keyed an uninitialized
     ReverseSequence output with all 61 transformers)."""
-    if v.category == "wrong-result" and reference.name in v.configs:
+    if v.category == C.WRONG_RESULT and reference.name in v.configs:
         return optimized, []  # the unoptimized build is wrong too: a kernel's bug, no optimization needed
     minimized, opts = backend.minimize_config(optimized, shows)
     if opts and not shows(minimized):
@@ -170,7 +172,7 @@ class GraphStrategy(Strategy):
     def judge(self, test: Test, res: Any) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
-            j = judgement_of_failure(tc.compiler, res)
+            j = judgement_of_failure(tc.compiler, res, self.native_frames)
             ref = reference_of(tc)  # deterministic: the inputs the dead worker used
             if ref.reason in UNDEFINED_BEHAVIOUR:  # e.g. a SIGFPE on a generated zero divisor
                 j.verdicts = [Verdict("unknown", ref.reason)]
@@ -192,17 +194,17 @@ class GraphStrategy(Strategy):
         if ref.reason in UNDEFINED_BEHAVIOUR:  # every output or error is legal
             return [Verdict("unknown", ref.reason)]
         expected = self.ctx.backend.expected_error
-        verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable)
+        verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
         if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
             ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
-            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable)
+            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
         if ref.reason in IMPLEMENTATION_DEFINED:
             # NaN/Inf handling, float->int of NaN, saturation on overflow: compilers may differ there
             verdicts = [v for v in verdicts if v.category not in NUMERIC]
         if ref.reason:
             verdicts.append(Verdict("unknown", ref.reason))
         elif ref.unstable:
-            verdicts.append(Verdict("unknown", "ill-conditioned-output"))
+            verdicts.append(Verdict("unknown", C.ILL_CONDITIONED_OUTPUT))
         return verdicts
 
     # ---- findings ------------------------------------------------------
@@ -212,7 +214,7 @@ class GraphStrategy(Strategy):
     def still_fails(self, tc: TestCase, v: Verdict) -> Any:
         """Predicate over candidate (graph, inputs): compiled by the finding's configurations in the
         reducer pool, does it still show finding `v`?"""
-        compiler, backend = tc.compiler, self.ctx.backend
+        compiler, backend, frames = tc.compiler, self.ctx.backend, self.native_frames
 
         def predicate(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
             cand = TestCase(g, inputs, [c for c in tc.configs if c.name in v.configs] or tc.configs,
@@ -222,14 +224,16 @@ class GraphStrategy(Strategy):
                 obs, _, r, new_inputs = reply_from_bytes(res.payload)
                 if r["reason"] in UNDEFINED_BEHAVIOUR or (r["reason"] in IMPLEMENTATION_DEFINED and v.category in NUMERIC):
                     return False
-                got = judge(compiler, backend.expected_error, r["outputs"], obs)
+                got = judge(compiler, backend.expected_error, r["outputs"], obs, native_frames=frames)
                 if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
                     cand.inputs = new_inputs or cand.inputs
-                    got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]))
+                    got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]),
+                                frames)
             elif res.status == "error":
                 return False
             else:
-                got = [crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "")]
+                got = [crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "",
+                                     frames)]
             if v.category in NUMERIC:  # cutting may make the reference usable (an inconsistency becomes a
                 # wrong result of one of the configurations) or unusable (the reverse): same finding
                 return any(x.kind == "bug" and x.category in NUMERIC for x in got)
@@ -256,7 +260,7 @@ class GraphStrategy(Strategy):
     def numeric_key(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray]) -> str:
         """A numeric finding is identified by its configurations and the operators left after reduction,
         and, where the compiler can say, by the minimal optimization set that still shows it."""
-        key = f"{v.key}|ops={','.join(sorted(g.ops_used()))}"
+        key = with_option(v.key, "ops", ','.join(sorted(g.ops_used())))
         if self.ctx.budget.stopped is not None:
             return key
         return self.minimal_set_key(test.payload, g, inputs, v, key)
@@ -280,8 +284,9 @@ class GraphStrategy(Strategy):
             return key
         minimized, opts = found
         if not opts:
-            return f"{key}|opts=none"
-        key = f"{v.category}|{tc.compiler}|{','.join(sorted(v.configs))}|opts={','.join(opts)}"
+            return with_option(key, "opts", "none")
+        # tagged with the category itself (not its row's key tag): stored keys of this form stay as they are
+        key = str(DedupKey(v.category, tc.compiler, (','.join(sorted(v.configs)),)).with_option("opts", ','.join(opts)))
         self.minimal_configs = {**dict(list(self.minimal_configs.items())[-7:]), key: ([reference, minimized], opts)}
         return key
 
@@ -298,7 +303,8 @@ class GraphStrategy(Strategy):
             if res.status != "ok":
                 return False
             obs, _, r, _ = reply_from_bytes(res.payload)
-            got = judge(tc.compiler, backend.expected_error, r["outputs"] if r else None, obs, r["unstable"] if r else ())
+            got = judge(tc.compiler, backend.expected_error, r["outputs"] if r else None, obs, r["unstable"] if r else (),
+                        self.native_frames)
             same = NUMERIC if v.category in NUMERIC else (v.category,)
             return any(x.kind == "bug" and x.category in same and pair[1].name in x.configs for x in got)
 
@@ -318,15 +324,15 @@ class GraphStrategy(Strategy):
             expected = None
             if v.category in NUMERIC:
                 ref = reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed), tries=1,
-                                   stability=v.category != "wrong-result")
-                if v.category == "wrong-result" or not ref.unstable:
+                                   stability=v.category != C.WRONG_RESULT)
+                if v.category == C.WRONG_RESULT or not ref.unstable:
                     expected = ref.outputs
             script_configs, detail = configs, v.detail
             if f.key in self.minimal_configs:  # compile with the minimal optimization set, and say so
                 script_configs, opts = self.minimal_configs[f.key]
                 detail = (f"The smallest set of optimizations that shows it: {', '.join(opts)} "
                           f"(CONFIGS[{script_configs[1].name!r}] enables only these).\n{detail}")
-            elif f.key.endswith("|opts=none"):
+            elif DedupKey.parse(f.key).option("opts") == "none":
                 detail = ("None of the optimizations dlcfuzz can switch off is needed to show it: the difference "
                           f"lies in a kernel or in an optimization outside that list.\n{detail}")
             script = self.ctx.backend.reproducer(g, inputs, expected, script_configs, v.category, f.title, detail,

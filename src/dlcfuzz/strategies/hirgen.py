@@ -11,6 +11,7 @@ import numpy as np
 
 from dlcfuzz.errors import UsageError
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, judge_rejection
 from dlcfuzz.strategies.base import Judgement, Option, Reduction, Test, judgement_of_failure
@@ -26,7 +27,7 @@ FEEDBACKS = ("on", "measure", "off")
 # off by default: at equal time (bench/inductor_coverage.py, 300 s) feedback reached 0.98x the Inductor lines of
 # the ablation, and collecting coverage turns Inductor's compile caches off
 FEEDBACK = Option("feedback", "off", "compiler-coverage feedback, where the compiler measures its own code coverage "
-                  "(Inductor): on; measure (collected and reported, not used: the ablation); off (not collected)")
+                  "(a backend that `collects_coverage`): on; measure (collected and reported, not used: the ablation); off (not collected)")
 # Compiler-coverage feedback: a test whose compile reached compiler code no earlier test reached is kept; later
 # tests grow, with probability P_GROW, from a random prefix of a kept graph (the AFL idea on graphs). A test uses
 # only what tests at least LAG numbers before it taught, folded in test order, so the corpus is the same whatever
@@ -234,11 +235,11 @@ class DisruptiveHirgen(HirgenStrategy):
     def judge(self, test: Test, res: Any) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
-            return judgement_of_failure(tc.compiler, res)  # no reference: the graph has no semantics
+            return judgement_of_failure(tc.compiler, res, self.native_frames)  # no reference: the graph has no semantics
         observations, _, _, _ = reply_from_bytes(res.payload)
         broken = tc.meta["broken"]
         verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules, self.lenient(broken))
-        self.counts["rejected"] += verdicts[0].category == "rejected"
+        self.counts["rejected"] += verdicts[0].category == C.REJECTED
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
 
@@ -261,7 +262,7 @@ class DisruptiveHirgen(HirgenStrategy):
         return v.key
 
     def still_fails(self, tc: TestCase, v: Verdict) -> Any:
-        if v.category != "accepted-invalid":
+        if v.category != C.ACCEPTED_INVALID:
             return super().still_fails(tc, v)
         broken = tc.meta["broken"]
 
@@ -270,7 +271,7 @@ class DisruptiveHirgen(HirgenStrategy):
                             compiler=tc.compiler, meta=tc.meta)
             res = self.ctx.reducer_pool().run(cand.to_bytes())
             return res.status == "ok" and any(
-                x.category == "accepted-invalid" and x.key == v.key
+                x.category == C.ACCEPTED_INVALID and x.key == v.key
                 for x in judge_rejection(tc.compiler, broken, reply_from_bytes(res.payload)[0], self.per_op_rules,
                                          self.lenient(broken)))
 

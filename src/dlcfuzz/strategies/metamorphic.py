@@ -15,6 +15,8 @@ from dlcfuzz.errors import InternalError, UsageError
 from dlcfuzz.ir import save, to_text
 from dlcfuzz.ir.blob import blob_digest
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import DedupKey, dedup_key, with_option
 from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
@@ -219,15 +221,15 @@ class MetamorphicStrategy(Strategy):
     def judge(self, test: Test, res: Any) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
-            return judgement_of_failure(tc.compiler, res)
+            return judgement_of_failure(tc.compiler, res, self.native_frames)
         observations, _, _, _ = reply_from_bytes(res.payload)
-        verdicts = judge_metamorphic(tc.compiler, observations, Mutant.of(tc).delta)
+        verdicts = judge_metamorphic(tc.compiler, observations, Mutant.of(tc).delta, self.native_frames)
         mutant = [ob for ob in observations if not ob.config.startswith("seed:")]
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in mutant))
 
     def early_key(self, test: Test, v: Verdict) -> str | None:
-        return None if v.category == "metamorphic" else v.key
+        return None if v.category == C.METAMORPHIC else v.key
 
     # ---- reduction -----------------------------------------------------
     def mutant_fails(self, tc: TestCase, v: Verdict) -> Callable[[Graph], bool]:
@@ -244,9 +246,10 @@ class MetamorphicStrategy(Strategy):
             res = self.ctx.reducer_pool().run(cand.to_bytes())
             if res.status != "ok":  # a crash of the worker: the same crash?
                 return res.status != "error" and v.key == crash_verdict(
-                    tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "").key
-            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], mt.delta)
-            return any(x.kind == "bug" and x.category == v.category and (v.category == "metamorphic" or x.key == v.key)
+                    tc.compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "",
+                    self.native_frames).key
+            got = judge_metamorphic(tc.compiler, reply_from_bytes(res.payload)[0], mt.delta, self.native_frames)
+            return any(x.kind == "bug" and x.category == v.category and (v.category == C.METAMORPHIC or x.key == v.key)
                        for x in got)
 
         return fails
@@ -284,10 +287,12 @@ class MetamorphicStrategy(Strategy):
         from dlcfuzz.reduce.graph import reduce_graph
         from dlcfuzz.strategies.graph import RandomStrategy
 
-        if v.category == "metamorphic":
-            as_plain = Verdict("bug", "wrong-result", v.detail, list(v.configs))
-        elif v.category == "mutant-rejected":
-            as_plain = Verdict("bug", "unexpected-error", v.detail, list(v.configs), key="error|" + v.key.split("|", 1)[1])
+        if v.category == C.METAMORPHIC:
+            as_plain = Verdict("bug", C.WRONG_RESULT, v.detail, list(v.configs))
+        elif v.category == C.MUTANT_REJECTED:
+            mutant_key = DedupKey.parse(v.key)  # the same error, judged as the differential oracle judges it
+            as_plain = Verdict("bug", C.UNEXPECTED_ERROR, v.detail, list(v.configs),
+                               key=dedup_key(C.UNEXPECTED_ERROR, mutant_key.compiler, *mutant_key.fields))
         else:
             as_plain = v
         plain = TestCase(mutant, dict(tc.inputs), tc.configs, seed=tc.seed, compiler=tc.compiler)
@@ -323,7 +328,7 @@ class MetamorphicStrategy(Strategy):
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
         steps = sorted({owner(n.name) for n in mutant.nodes if n.name and owner(n.name) is not None})
         final = node_level[0] if node_level else mutant
-        key = v.key if v.category != "metamorphic" else f"{v.key}|ops={','.join(sorted(final.ops_used()))}"
+        key = v.key if v.category != C.METAMORPHIC else with_option(v.key, "ops", ','.join(sorted(final.ops_used())))
         backend = self.ctx.backend
 
         def write(f: Finding) -> str | None:
@@ -343,11 +348,11 @@ class MetamorphicStrategy(Strategy):
                 script = content if name.endswith(".py") and isinstance(content, str) else script
             if node_level is not None:
                 g, inputs = node_level
-                rejected = v.category == "mutant-rejected"
+                rejected = v.category == C.MUTANT_REJECTED
                 expected = None if rejected else reference_of(TestCase(g, dict(inputs), configs, seed=tc.seed),
                                                               tries=1).outputs
                 script = backend.reproducer(g, inputs, expected, configs,
-                                            "unexpected-error" if rejected else "wrong-result", f.title, detail)
+                                            C.UNEXPECTED_ERROR if rejected else C.WRONG_RESULT, f.title, detail)
                 save(g, f.folder / "reduced.json")
                 np.savez(f.folder / "reduced_inputs.npz", **inputs)
                 (f.folder / "reduced.txt").write_text(to_text(g) + "\n")

@@ -12,6 +12,7 @@ import numpy as np
 
 from dlcfuzz.errors import UsageError
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.policy import NUMERIC, reference_of
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.oracle.verdict import Verdict
@@ -62,7 +63,8 @@ class OatestStrategy(GraphStrategy):
 
         p = self.params
         try:
-            self.synthesizer = Synthesizer(campaign_patterns(p.get("patterns"), self.ctx.compiler), self.ctx.compiler,
+            targets_name = self.ctx.backend.pattern_targets()  # what patterns call this compiler
+            self.synthesizer = Synthesizer(campaign_patterns(p.get("patterns"), targets_name), targets_name,
                                            self.supported, seed_ops=max(2, min(p["ops"], 10)),
                                            only_ops=p.get("only_ops") or None)
         except ValueError as e:  # every pattern uses an operator/dtype this compiler lacks
@@ -83,7 +85,7 @@ class OatestStrategy(GraphStrategy):
         syn = self.synthesizer
         s = syn.next(rng)
         by_name = {p.name: p for p in syn.patterns}
-        targets = sorted({t for name in s.patterns if name in by_name for t in by_name[name].targets_for(self.ctx.compiler)})
+        targets = sorted({t for name in s.patterns if name in by_name for t in by_name[name].targets_for(self.ctx.backend.pattern_targets())})
         configs = list(self.ctx.configs)
         if not self.ctx.configs_picked:
             configs = self.ctx.backend.oatest_configs(rng, targets, configs)
@@ -126,12 +128,12 @@ class OatestStrategy(GraphStrategy):
     # ---- dedup by minimal optimization set ------------------------------
     def early_key(self, test: Test, v: Verdict) -> str | None:
         # an optimized build's rejection is identified, like an inconsistency, by its minimal set
-        return None if v.category in NUMERIC or v.category == "inconsistent-rejection" else v.key
+        return None if v.category in NUMERIC or v.category == C.INCONSISTENT_REJECTION else v.key
 
     def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
                   untyped_outputs: tuple[str, ...] = ()) -> Any:
         red = super().reduction(test, v, g, inputs, untyped_outputs)
-        if v.category == "inconsistent-rejection":
+        if v.category == C.INCONSISTENT_REJECTION:
             red.key = self.minimal_set_key(test.payload, g, inputs, v, v.key) if self.ctx.budget.stopped is None else v.key
             red.not_minimal = self.ctx.budget.stopped
         return red

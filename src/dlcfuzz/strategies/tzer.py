@@ -24,6 +24,8 @@ import numpy as np
 from dlcfuzz.backends.tvm import tir_passes as tpasses
 from dlcfuzz.errors import UsageError
 from dlcfuzz.lowlevel.runner import PLANTED, decode_reply, decode_test, encode_test
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
 from dlcfuzz.oracle.verdict import Verdict
@@ -190,11 +192,11 @@ class TzerStrategy(Strategy):
     def judge(self, test: Test, res: Any) -> Judgement:
         t = test.payload.test
         if res.status != "ok":
-            return judgement_of_failure("tvm", res)
+            return judgement_of_failure(self.ctx.compiler, res, self.native_frames)
         meta, arrays = decode_reply(res.payload)
         items = meta.get("coverage", [])
         if meta.get("invalid"):
-            return Judgement([Verdict("unknown", "invalid-test", meta["invalid"])], coverage=items)
+            return Judgement([Verdict("unknown", C.INVALID_TEST, meta["invalid"])], coverage=items)
         obs = meta["observations"]
         compiler_s = sum(ob.get("compile_s", 0.0) + (ob.get("run_s") or 0.0) for ob in obs
                          if ob.get("run_s") != float("inf"))
@@ -206,8 +208,9 @@ class TzerStrategy(Strategy):
         by = {o["config"]: o for o in obs}
         low = by.get("lowest")
         if low is None or low["status"] != "ok":
-            return [Verdict("unknown", "invalid-test", (low or {}).get("error", "lowest configuration missing"))], False
+            return [Verdict("unknown", C.INVALID_TEST, (low or {}).get("error", "lowest configuration missing"))], False
         verdicts: list[Verdict] = []
+        compiler = self.ctx.compiler
         ref = [arrays[f"lowest/{k}"] for k in range(low["n"])]
         for name in ("mutated", "default"):
             o = by.get(name)
@@ -216,25 +219,26 @@ class TzerStrategy(Strategy):
             if o["status"] != "ok":
                 err = o.get("error", "")
                 if any(p in err for p in EXPECTED_ERRORS):
-                    verdicts.append(Verdict("unknown", "expected-error", err, [name]))
+                    verdicts.append(Verdict("unknown", C.EXPECTED_ERROR, err, [name]))
                     continue
-                verdicts.append(Verdict("bug", "unexpected-error", f"{err}\n{o.get('traceback', '')}", [name],
-                                        key=f"error|tvm|{name}|{error_key(err, o.get('traceback'))}"))
+                verdicts.append(Verdict("bug", C.UNEXPECTED_ERROR, f"{err}\n{o.get('traceback', '')}", [name],
+                                        key=dedup_key(C.UNEXPECTED_ERROR, compiler, name,
+                                                      error_key(err, o.get('traceback'), self.native_frames))))
                 continue
             got = [arrays[f"{name}/{k}"] for k in range(o["n"])]
             bad = compare(got, ref)
             if bad:
                 m = bad[0]
-                verdicts.append(Verdict("bug", "inconsistency", f"{name} differs from lowest at buffer {m.index}: {m.detail}",
-                                        ["lowest", name], m.index, key=f"inconsistency|tvm|{name}|{m.reason}"))
+                verdicts.append(Verdict("bug", C.INCONSISTENCY, f"{name} differs from lowest at buffer {m.index}: {m.detail}",
+                                        ["lowest", name], m.index, key=dedup_key(C.INCONSISTENCY, compiler, name, m.reason)))
             elif name == "mutated" and not PERF_EXEMPT & set(t["passes"]) and slow(o, low) and self.remeasured_slow(t):
-                verdicts.append(Verdict("bug", "slow", f"mutated {o['run_s'] * 1e6:.0f} us per call vs lowest "
+                verdicts.append(Verdict("bug", C.SLOW, f"mutated {o['run_s'] * 1e6:.0f} us per call vs lowest "
                                         f"{low['run_s'] * 1e6:.0f} us (re-measured over {REMEASURE_REPEAT} calls)",
-                                        ["lowest", name], key="slow|tvm|mutated"))
-        if any(v.category == "inconsistency" for v in verdicts) and not self.deterministic(t, ref):
+                                        ["lowest", name], key=dedup_key(C.SLOW, compiler, "mutated")))
+        if any(v.category == C.INCONSISTENCY for v in verdicts) and not self.deterministic(t, ref):
             # reading memory nothing wrote, or a race: the test is not deterministic, not the compiler
-            verdicts = [v for v in verdicts if v.category != "inconsistency"] + [Verdict("unknown", "nondeterministic-test")]
-        return verdicts or [Verdict("pass", "pass")], True
+            verdicts = [v for v in verdicts if v.category != C.INCONSISTENCY] + [Verdict("unknown", C.NONDETERMINISTIC_TEST)]
+        return verdicts or [Verdict("pass", C.PASS)], True
 
     def deterministic(self, t: dict[str, Any], ref: list[np.ndarray]) -> bool:
         """The lowest configuration gives the same results when built and run again."""
@@ -259,15 +263,15 @@ class TzerStrategy(Strategy):
     def still_fails(self, t: dict[str, Any], v: Verdict, passes: list[str]) -> bool:
         res = self.ctx.reducer_pool().run(encode_test(t["script"], passes, t["seed"], configs=["lowest", "mutated"], repeat=0))
         if res.status != "ok":
-            return v.category in ("crash", "hang", "oom") and res.status in ("crash", "timeout", "oom")
+            return v.category in (C.CRASH, C.HANG, C.OOM) and res.status in ("crash", "timeout", "oom")
         meta, arrays = decode_reply(res.payload)
         by = {o["config"]: o for o in meta.get("observations", [])}
         low, mut = by.get("lowest"), by.get("mutated")
         if not low or not mut or low["status"] != "ok":
             return False
-        if v.category == "unexpected-error":
+        if v.category == C.UNEXPECTED_ERROR:
             return mut["status"] != "ok" and normalize(mut.get("error", ""))[:120] == normalize(v.detail.splitlines()[0])[:120]
-        if v.category == "inconsistency":
+        if v.category == C.INCONSISTENCY:
             return mut["status"] == "ok" and bool(compare([arrays[f"mutated/{k}"] for k in range(mut["n"])],
                                                           [arrays[f"lowest/{k}"] for k in range(low["n"])]))
         return False
@@ -282,7 +286,7 @@ class TzerStrategy(Strategy):
                       and self.still_fails(t, v, m)), None)
         if known is not None:
             return known
-        if v.category in ("inconsistency", "unexpected-error", "crash") and self.ctx.reduce and passes:
+        if v.category in (C.INCONSISTENCY, C.UNEXPECTED_ERROR, C.CRASH) and self.ctx.reduce and passes:
             keep = ddmin(list(range(len(passes))), self.ctx.budget.guard(
                 lambda sub: self.still_fails(t, v, [passes[i] for i in sorted(sub)])), max_checks=24)
             passes = [passes[i] for i in sorted(keep)]
@@ -296,8 +300,8 @@ class TzerStrategy(Strategy):
         t = test.payload.test
         minimal = self.minimal_passes(t, v) if "mutated" in v.configs else []
         red = self.reduction(test, v, minimal)
-        if v.category == "inconsistency" and "mutated" in v.configs and not minimal and t["passes"]:
-            red.dismissed = "nondeterministic-test"  # it differs with no pass at all: from the very same build
+        if v.category == C.INCONSISTENCY and "mutated" in v.configs and not minimal and t["passes"]:
+            red.dismissed = C.NONDETERMINISTIC_TEST  # it differs with no pass at all: from the very same build
         return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
@@ -306,7 +310,7 @@ class TzerStrategy(Strategy):
 
     def reduction(self, test: Test, v: Verdict, minimal: list[str]) -> Reduction:
         t = test.payload.test
-        key = f"{v.key}|passes={','.join(sorted(set(minimal)))}" if "mutated" in v.configs else v.key
+        key = with_option(v.key, "passes", ','.join(sorted(set(minimal)))) if "mutated" in v.configs else v.key
         version = self.ctx.version
 
         def write(f: Finding) -> str:

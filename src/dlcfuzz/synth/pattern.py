@@ -48,7 +48,7 @@ class Hole:
 class Pattern:
     name: str
     graph: Graph
-    targets: dict[str, list[str]]  # compiler ("onnxruntime", "tvm") -> the optimizations it targets
+    targets: dict[str, list[str]]  # compiler (`Backend.pattern_targets()`) -> the optimizations it targets
     granularity: str = "subgraph"
     source: str = "library"  # library | onnx:FILE | pytest:TEST
     meta: dict[str, Any] = field(default_factory=dict)
@@ -57,10 +57,10 @@ class Pattern:
     def holes(self) -> list[Hole]:
         return [Hole(v.name, v.type.rank, dtype_class(v.type.dtype), v.type) for v in self.graph.inputs]
 
-    def targets_for(self, compiler: str) -> list[str]:
-        """The optimizations this pattern targets on `compiler` (planted backends wrap ONNXRuntime)."""
-        key = "onnxruntime" if compiler.startswith("planted:") else compiler
-        return list(self.targets.get(key, []))
+    def targets_for(self, targets_name: str) -> list[str]:
+        """The optimizations this pattern targets on the compiler patterns name `targets_name`
+        (`Backend.pattern_targets()`: a wrapper, such as a planted fault, names what it wraps)."""
+        return list(self.targets.get(targets_name, []))
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "targets": self.targets, "granularity": self.granularity, "source": self.source,
@@ -108,13 +108,12 @@ def load_patterns(path: str | Path) -> list[Pattern]:
     return read_pattern_file(path)[0]
 
 
-def shipped_pattern_file(compiler: str) -> Path | None:
-    """The pattern file mined from `compiler`'s own tests that ships with dlcfuzz (package data
-    `synth/data/<compiler>.json.gz`; planted backends wrap ONNXRuntime), or None when none ships."""
+def shipped_pattern_file(targets_name: str) -> Path | None:
+    """The pattern file mined from the compiler's own tests that ships with dlcfuzz (package data
+    `synth/data/<targets_name>.json.gz`, named by `Backend.pattern_targets()`), or None when none ships."""
     from importlib import resources
 
-    key = "onnxruntime" if compiler.startswith("planted:") else compiler
-    f = resources.files("dlcfuzz.synth").joinpath("data", f"{key}.json.gz")
+    f = resources.files("dlcfuzz.synth").joinpath("data", f"{targets_name}.json.gz")
     return Path(str(f)) if f.is_file() else None
 
 

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 import torch  # a missing torch makes `--compiler inductor` a clear usage error
 
-from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.base import BackendBase, Config, IssueChecklist, Knob
 from dlcfuzz.backends.inductor.knobs import FAULTS, INDUCTOR_KNOBS, MODES, sample_knobs, split_knobs
+from dlcfuzz.backends.torch_compile import TORCH_COMPILE_CHECKLIST, TORCH_FRAMES
 from dlcfuzz.ir.graph import Graph
 
 LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
@@ -141,6 +142,11 @@ class InductorCompiled:
 class InductorBackend(BackendBase):
     name = "inductor"
     packages = ("torch",)
+    distributions = ("torch",)
+    frame_patterns = TORCH_FRAMES
+
+    def issue_checklist(self, config: str) -> IssueChecklist | None:
+        return TORCH_COMPILE_CHECKLIST  # Inductor's bugs are filed with PyTorch
     # measured: a fresh worker's first compile takes 14 s on an idle 2-core machine, 37 s at load 8 and
     # over 60 s at load 13 (then every later one 0.5-3 s; a cpp_wrapper compile 10-40 s)
     deadline_s = 120.0

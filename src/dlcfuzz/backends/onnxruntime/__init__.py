@@ -5,3 +5,7 @@
 Importing this package does not import onnxruntime: only `backend.py`, `trigger.py` and the
 scripts themselves do.
 """
+
+# ONNXRuntime's C++ frames in its error traces ("in onnxruntime::InferenceSession::Initialize()"); OpenVINO's
+# `ort` configuration shows them too
+ORT_FRAMES = (r"in (onnxruntime::[\w:<>]+)",)

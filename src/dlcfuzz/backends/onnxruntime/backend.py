@@ -13,6 +13,7 @@ import numpy as np
 import onnxruntime as ort
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
 from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers
 from dlcfuzz.ir.graph import Graph, Node, Value
@@ -57,6 +58,11 @@ class OnnxRuntimeBackend(BackendBase):
     name = "onnxruntime"
     lowers_through_onnx = True
     packages = ("onnxruntime",)  # where the compiler's own exceptions come from
+    distributions = ("onnxruntime",)
+    frame_patterns = ORT_FRAMES
+
+    def pattern_targets(self) -> str:
+        return "onnxruntime"  # wrappers (planted faults) target what ONNXRuntime's optimizations target
     deadline_s = 15.0
 
     def version(self) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 import openvino as ov
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, KNOWN_GAPS
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
@@ -205,6 +206,21 @@ class OpenVinoBackend(BackendBase):
     name = "openvino"
     lowers_through_onnx = True
     packages = ("openvino", "onnxruntime")  # where the compilers' own exceptions come from
+    distributions = ("openvino",)
+    # OpenVINO names the C++ source of each exception it rethrows ("Exception from
+    # src/inference/src/model_reader.cpp:188:"; the innermost is last); its `ort` configuration is ONNXRuntime's
+    frame_patterns = (r"^Exception from (?:\S*/)?([\w\-+]+\.[ch]pp):\d+:", r"in (ov::[\w:<>]+)", *ORT_FRAMES)
+
+    def front_door(self, config: str) -> str:
+        # the PyTorch front door takes the test as a torch program, the others as an ONNX model
+        return "code" if self._torch_front(config) else "onnx"
+
+    def issue_packages(self, config: str) -> tuple[str, ...]:
+        return (*self.distributions, "torch") if self._torch_front(config) else self.distributions
+
+    def _torch_front(self, config: str) -> bool:
+        c = self.configs().get(config)
+        return c is not None and c.options.get("front") == "torch"
     deadline_s = 20.0  # compile + run of one test (measured: tens of ms; convert_model of a large graph ~1 s)
 
     def __init__(self) -> None:

@@ -23,8 +23,10 @@ from dlcfuzz.backends.script import (
 )
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
+from dlcfuzz.oracle.categories import REPRO_ACCEPTED, REPRO_ERROR
 
-_RUN = '''
+_RUN = (f"\nREPRO_ERROR, REPRO_ACCEPTED = {REPRO_ERROR!r}, {REPRO_ACCEPTED!r}\n"  # REPRO: see backends/script.py
+        + '''
 
 def layers(compiled):
     """The executed graph: layer type (Subgraph = a snippets kernel), primitive, precision, fused layers."""
@@ -79,13 +81,13 @@ def main():
         except Exception as e:  # the error itself may be the finding
             results[name] = e
             print(f"{name}: raised {type(e).__name__}: {e}")
-    if CATEGORY == "accepted-invalid":
+    if REPRO == REPRO_ACCEPTED:
         accepted = [name for name, r in results.items() if not isinstance(r, Exception)]
         if accepted:
             print(f"{', '.join(accepted)} compiled and ran a model that ONNX's own checker rejects")
             print("BUG REPRODUCED:", CATEGORY)
             return 1
-    elif CATEGORY in ("unexpected-error", "inconsistent-rejection"):
+    elif REPRO == REPRO_ERROR:
         if any(isinstance(r, Exception) and ERROR_TYPE in (None, type(r).__name__) for r in results.values()):
             print("BUG REPRODUCED:", CATEGORY)
             return 1
@@ -106,7 +108,7 @@ def main():
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+''')
 
 
 def openvino_script(g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,

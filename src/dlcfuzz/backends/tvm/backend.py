@@ -126,6 +126,13 @@ ONNX_IMPORTER_LENIENCY = ("tvm.relax.frontend.onnx.from_onnx only warns on onnx.
 class TvmBackend(BackendBase):
     name = "tvm"
     packages = ("tvm", "tvm_ffi")  # where the compiler's own exceptions come from
+    distributions = ("apache-tvm", "apache-tvm-ffi")
+    own_strategies = ("tzer",)  # Tzer mutates TIR and TVM's pass sequences
+    # TVM's C++ backtrace frames ("  File ..., in tvm::relax::Normalizer::..." / "  0: tvm::...")
+    frame_patterns = (r"in (tvm::[\w:<>]+)",)
+
+    def front_door(self, config: str) -> str:
+        return "onnx"  # both methods take the test as an ONNX model checked by onnx's checker
     deadline_s = 60.0  # LLVM builds of a whole Relax module: seconds each, several configurations per test
     reduction_checks = 60  # each check builds several modules
     sub_functions = True  # Relax has functions, calls and closures

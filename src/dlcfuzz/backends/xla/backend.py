@@ -93,6 +93,11 @@ class XlaCompiled:
 class XlaBackend(BackendBase):
     name = "xla"
     packages = ("jax", "jaxlib")
+    distributions = ("jax", "jaxlib")
+    # XLA's fatal log line names the failed CHECK's source file ("F1128 18:48:05.848428 8577
+    # parse_flags_from_env.cc:234] ..."); a symbolized abseil stack trace names functions ("@ 0x7f.. xla::...")
+    frame_patterns = (r"^[FE]\d{4} [\d:.]+\s+\d+ ([\w\-+]+\.(?:cc|h)):\d+\]",
+                      r"^\s*@\s+0x[0-9a-f]+\s+(?:\d+\s+)?((?:xla|tsl|mlir|llvm)::[\w:<>]+)")
     deadline_s = 30.0  # measured: compiles take 0.05-0.5 s; the first in a worker ~1 s more (import, init)
     reduction_checks = 120
     sub_functions = True
