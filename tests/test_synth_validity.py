@@ -21,10 +21,9 @@ from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import get_op
 from dlcfuzz.synth import synthesize
-from dlcfuzz.synth.library import library
+from dlcfuzz.synth.library import default_patterns, library
 from dlcfuzz.synth.pattern import (
     Pattern,
-    default_patterns,
     load_patterns,
     read_pattern_file,
     save_patterns,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.synth.pattern import Pattern
+from dlcfuzz.synth.pattern import Pattern, shipped_patterns
 from dlcfuzz.zoo.builder import Builder
 
 F32 = "float32"
@@ -311,3 +311,9 @@ def library(seed: int = 0) -> list[Pattern]:
         g.check()
         out.append(Pattern(name, g, {k: list(v) for k, v in targets.items()}, granularity, "library"))
     return out
+
+
+def default_patterns(compiler: str) -> list[Pattern]:
+    """What `--strategy oatest` synthesizes from without `--patterns`: the built-in library plus the
+    patterns mined from the compiler's own tests that ship with dlcfuzz."""
+    return library() + shipped_patterns(compiler)
