@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dlcfuzz.ir import loads
 from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ops import check_graph
 from dlcfuzz.synth.pattern import Pattern
 
 # Optimizations that work on a whole block (or the whole graph); the rest are subgraph-level.
@@ -151,7 +152,7 @@ def cut(g: Graph, node_ids: list[int]) -> Graph | None:
     if not sub.outputs or not sub.inputs:  # a pattern needs a context to read from
         return None
     try:
-        sub.check()
+        check_graph(sub)
     except Exception:  # a cut our checker refuses is no pattern
         return None
     return sub

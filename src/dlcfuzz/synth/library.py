@@ -18,6 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ops import check_graph
 from dlcfuzz.synth.pattern import Pattern, shipped_patterns
 from dlcfuzz.zoo.builder import Builder
 
@@ -308,7 +309,7 @@ def library(seed: int = 0) -> list[Pattern]:
     out = []
     for name, (build, targets, granularity) in LIBRARY.items():
         g = build(seed)
-        g.check()
+        check_graph(g)
         out.append(Pattern(name, g, {k: list(v) for k, v in targets.items()}, granularity, "library"))
     return out
 
