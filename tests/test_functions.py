@@ -137,8 +137,8 @@ def _run(backend, mod, g: Graph, x, passes=()):
 def test_forms_and_rewrites_preserve_semantics(tvm_backend, seed):
     from tvm import relax
 
+    from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
     from dlcfuzz.lower.relax import FORMS, to_relax
-    from dlcfuzz.mutate.functions import KINDS, apply_rewrite
     from dlcfuzz.oracle.numeric import compare
 
     g, x = _safe_graph(seed)
@@ -206,8 +206,8 @@ def test_forms_have_the_shape_they_promise(tvm_backend):
 def test_rewrites_have_the_shape_they_promise(tvm_backend):
     from tvm import relax
 
+    from dlcfuzz.backends.tvm.function_rewrites import apply_rewrite, rewritable, rewrite_a, rewrite_b, rewrite_c
     from dlcfuzz.lower.relax import to_relax
-    from dlcfuzz.mutate.functions import apply_rewrite, rewritable, rewrite_a, rewrite_b, rewrite_c
 
     g, _ = _safe_graph(2)
     mod = to_relax(g)
@@ -256,8 +256,8 @@ def test_backend_knobs_lower_forms_and_rewrites(tvm_backend):
 def test_scripts_round_trip_with_closures_and_constants(tvm_backend):
     import tvm_ffi
 
+    from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
     from dlcfuzz.lower.relax import FORMS, from_script, to_relax, to_script
-    from dlcfuzz.mutate.functions import KINDS, apply_rewrite
 
     for seed in range(4):
         rng = np.random.default_rng(seed)

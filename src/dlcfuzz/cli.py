@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("shards", nargs="+", metavar="RUN", help="campaign folders: one compiler release, one strategy")
     s.add_argument("--out", required=True, help="the merged campaign folder (new)")
     s.set_defaults(fn=cmd_merge)
-    from dlcfuzz.verify.cli import add_parser as add_verify_parser
+    from dlcfuzz.tvm_tir.verify.cli import add_parser as add_verify_parser
 
     add_verify_parser(sub)
     return p

@@ -12,6 +12,7 @@ import tvm
 from tvm import relax
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
 from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS
 from dlcfuzz.backends.tvm.passes import (
     KNOWN_BUGS,
@@ -25,7 +26,6 @@ from dlcfuzz.backends.tvm.passes import (
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.relax import FORMS, constant_data, map_constants, to_relax
-from dlcfuzz.mutate.functions import KINDS, apply_rewrite
 from dlcfuzz.reduce.ddmin import ddmin
 
 EXPECTED = [
