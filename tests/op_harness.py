@@ -14,7 +14,7 @@ from dlcfuzz.gen.single import single_op_graph
 from dlcfuzz.ir import DTYPES, Graph, TensorType, dumps, graphs_equal, loads
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
 from dlcfuzz.lower.registry import load_target
-from dlcfuzz.ops import OpSpec, all_ops
+from dlcfuzz.ops import OpSpec, all_ops, check_graph
 from dlcfuzz.oracle.numeric import compare
 
 
@@ -32,7 +32,7 @@ def instances(spec: OpSpec, seed: int, count: int) -> list[tuple[Graph, dict[str
             g = single_op_graph(spec, rng, TensorType(dtype, shape))
         except ShapeError:
             continue
-        g.check()
+        check_graph(g)
         out.append((g, sample_inputs(g, rng)))
     return out
 

@@ -13,6 +13,7 @@ from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
 from dlcfuzz.errors import UsageError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
+from dlcfuzz.ops import check_graph
 from dlcfuzz.oracle.numeric import compare
 
 F = TensorType("float32", (1, 2, 4, 4))
@@ -30,7 +31,7 @@ def conv_relu_graph() -> Graph:
         ],
         outputs=["y"],
     )
-    g.check()
+    check_graph(g)
     return g
 
 

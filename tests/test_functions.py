@@ -15,7 +15,7 @@ from dlcfuzz.gen.functions import outline, outline_range
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import CALL_OP, Graph, Node, TensorType, Value, dumps, graphs_equal, loads
-from dlcfuzz.ops import all_ops, get_op
+from dlcfuzz.ops import all_ops, check_graph, get_op
 
 F = TensorType("float32", (2, 3))
 # operators and a dtype every TVM release we support compiles exactly (no documented gap)
@@ -40,7 +40,7 @@ def test_outline_keeps_graphs_valid_and_outputs_bit_identical():
         before = dumps(g)
         h = outline(g, rng, max_functions=3)
         assert dumps(g) == before, "outline must not modify its argument"
-        h.check()
+        check_graph(h)
         assert set(h.functions) <= {f"f{i}" for i in range(3)} and h.functions
         assert graphs_equal(loads(dumps(h)), h)
         x = sample_inputs(g, rng)
@@ -69,7 +69,7 @@ def test_outline_range_parameters_outputs_and_constants():
         ],
         outputs=["a", "e", "r"],
     )
-    g.check()
+    check_graph(g)
     x = {"x": np.ones(F.shape, "float32")}
     h = g.copy()
     assert outline_range(h, "main", 0, 2, move_constants=True) == "f0"
@@ -78,11 +78,11 @@ def test_outline_range_parameters_outputs_and_constants():
     assert [v.name for v in f.inputs] == ["x", "d"] and list(f.constants) == ["c"]
     assert f.outputs == ["a", "b"] and "c" not in h.constants
     assert [n.op for n in h.nodes] == [CALL_OP, "sub", "relu"] and h.nodes[0].inputs == ["x", "d"]
-    h.check()
+    check_graph(h)
     assert all(np.array_equal(reference.run(g, x)[k], reference.run(h, x)[k]) for k in g.outputs)
     # nested: outline the call inside a new function, keeping constants as parameters
     assert outline_range(h, "main", 0, 2, move_constants=False) == "f1"
-    h.check()
+    check_graph(h)
     assert [n.op for n in h.functions["f1"].nodes] == [CALL_OP, "sub"]
     assert all(np.array_equal(reference.run(g, x)[k], reference.run(h, x)[k]) for k in g.outputs)
     # a range whose values nobody reads defines nothing to return
@@ -137,8 +137,8 @@ def _run(backend, mod, g: Graph, x, passes=()):
 def test_forms_and_rewrites_preserve_semantics(tvm_backend, seed):
     from tvm import relax
 
+    from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
     from dlcfuzz.lower.relax import FORMS, to_relax
-    from dlcfuzz.mutate.functions import KINDS, apply_rewrite
     from dlcfuzz.oracle.numeric import compare
 
     g, x = _safe_graph(seed)
@@ -172,7 +172,7 @@ def test_forms_keep_the_prim_funcs_a_sub_function_emits(tvm_backend):
         Node("relu", ["x"], [Value("r", t)], name="n0"),
         Node("dft", ["r"], [Value("y", spec_out)], attrs, name="n1"),
         Node("neg", ["y"], [Value("z", spec_out)], name="n2")], outputs=["z"])
-    g.check()
+    check_graph(g)
     assert outline_range(g, g.name, 0, 2, move_constants=False) is not None
     x = {"x": np.random.default_rng(0).standard_normal((2, 4, 1)).astype(np.float32)}
     ref = reference.outputs(g, x)
@@ -206,8 +206,8 @@ def test_forms_have_the_shape_they_promise(tvm_backend):
 def test_rewrites_have_the_shape_they_promise(tvm_backend):
     from tvm import relax
 
+    from dlcfuzz.backends.tvm.function_rewrites import apply_rewrite, rewritable, rewrite_a, rewrite_b, rewrite_c
     from dlcfuzz.lower.relax import to_relax
-    from dlcfuzz.mutate.functions import apply_rewrite, rewritable, rewrite_a, rewrite_b, rewrite_c
 
     g, _ = _safe_graph(2)
     mod = to_relax(g)
@@ -256,8 +256,8 @@ def test_backend_knobs_lower_forms_and_rewrites(tvm_backend):
 def test_scripts_round_trip_with_closures_and_constants(tvm_backend):
     import tvm_ffi
 
+    from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
     from dlcfuzz.lower.relax import FORMS, from_script, to_relax, to_script
-    from dlcfuzz.mutate.functions import KINDS, apply_rewrite
 
     for seed in range(4):
         rng = np.random.default_rng(seed)

@@ -21,6 +21,7 @@ from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.random import allowed_choices
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ops import check_graph
 from dlcfuzz.oracle.testcase import TestCase
 
 CHOICES = allowed_choices(None, None, None)
@@ -35,7 +36,7 @@ def covered(criterion: str | None, graphs: int = 150, seed: int = 0) -> dict[str
             g = generate_guided(rng, 10, cov, CHOICES, candidates=1)
         else:
             g = generate_guided(rng, 10, cov, CHOICES, weights={criterion: 1})
-        g.check()
+        check_graph(g)
         cov.add(graph_items(g))
     return cov.counts()
 
@@ -128,7 +129,7 @@ def test_disruptive_graphs_break_exactly_one_checked_rule():
         g, inputs, broken = generate_disruptive(np.random.default_rng(s), cov, CHOICES)
         assert set(inputs) == {v.name for v in g.inputs}
         with pytest.raises(TypeRuleError) as e:
-            g.check()
+            check_graph(g)
         assert e.value.node == broken.node
         assert onnx_rejects(g, [broken.output])  # the ONNX standard calls it invalid too
         # everything before the broken node is valid
@@ -136,7 +137,7 @@ def test_disruptive_graphs_break_exactly_one_checked_rule():
         valid.nodes = [n for n in g.nodes if n.name != broken.node]
         valid.outputs = [v.name for n in valid.nodes for v in n.outputs][-1:]
         if valid.nodes:
-            valid.check()
+            check_graph(valid)
         cov.add([broken.item])
         rules.add(broken.rule)
     assert rules == {"dtype", "dtype-mismatch", "rank", "shape"}
@@ -353,7 +354,7 @@ def test_graphs_grown_from_a_kept_prefix_are_valid_and_keep_it(seed):
         parent = outline(parent, rng)
     k = 1 + seed % max(len(parent.nodes) - 1, 1)
     child = generate_guided(rng, 10, Coverage(), choices, start=GraphBuilder.from_prefix(rng, parent, k))
-    child.check()
+    check_graph(child)
     assert [(n.op, n.inputs, n.attrs) for n in child.nodes[:k]] == [(n.op, n.inputs, n.attrs) for n in parent.nodes[:k]]
     assert len(child.nodes) == 10 or len(child.nodes) > k
     names = [v.name for v in child.inputs] + list(child.constants) + [v.name for n in child.nodes for v in n.outputs]

@@ -22,8 +22,6 @@ COMPILER_NAME = re.compile(r"(?<![a-z])(onnxruntime|tvm|relax|inductor|torch|xla
 ALLOWED = {
     "strategies/tzer.py": "Tzer is TVM's fuzzer: it mutates TIR and TVM pass sequences and embeds a TVM script",
     "synth/extract.py": "mines patterns from ONNXRuntime's and TVM's own test corpora (their file layouts)",
-    "synth/relax_import.py": "converts TVM Relax modules (from TVM's pass tests) into dlcfuzz's IR",
-    "synth/pytest_plugin.py": "the hook that records Relax modules while TVM's own pytest suite runs",
     "synth/library.py": "the built-in patterns' data: the optimizations each targets, by compiler",
 }
 

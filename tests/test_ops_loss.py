@@ -11,7 +11,7 @@ from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.onnx_import import import_model
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import check_graph, get_op
 from op_harness import check_instance, instances
 
 LOSS_OPS = ["negative_log_likelihood_loss", "softmax_cross_entropy_loss"]
@@ -24,7 +24,7 @@ def loss_graph(op: str, x: TensorType, target: np.ndarray, attrs: dict, weight: 
               nodes=[Node(op, ["x", "t"] + (["w"] if weight else []), [Value(f"y{i}", t) for i, t in enumerate(outs)],
                           attrs, name="n0")],
               outputs=[f"y{i}" for i in range(len(outs))])
-    g.check()
+    check_graph(g)
     return g
 
 

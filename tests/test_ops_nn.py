@@ -7,7 +7,7 @@ import pytest
 
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir import TensorType
-from dlcfuzz.ops import get_op, registry
+from dlcfuzz.ops import check_graph, get_op, registry
 from tests.op_harness import check_instance, instances
 
 OPS = sorted(n for n, s in registry().items() if s.family == "nn")
@@ -129,7 +129,7 @@ def one_node(op: str, types: list[TensorType], attrs: dict):
     g = Graph(inputs=[Value(f"x{i}", t) for i, t in enumerate(types)],
               nodes=[Node(op, [f"x{i}" for i in range(len(types))], [Value(f"y{i}", t) for i, t in enumerate(outs)],
                           attrs, name="n0")], outputs=[f"y{i}" for i in range(len(outs))])
-    g.check()
+    check_graph(g)
     return g
 
 

@@ -9,7 +9,7 @@ import pytest
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx import to_onnx
-from dlcfuzz.ops import get_op, registry
+from dlcfuzz.ops import check_graph, get_op, registry
 from op_harness import check_instance, instances
 
 NORM_OPS = sorted(name for name, spec in registry().items() if spec.family == "normalization")
@@ -20,7 +20,7 @@ def one_node(op: str, in_types: list[TensorType], attrs: dict) -> Graph:
     g = Graph(inputs=[Value(f"x{i}", t) for i, t in enumerate(in_types)],
               nodes=[Node(op, [f"x{i}" for i in range(len(in_types))], [Value("y0", out)], attrs, name="n0")],
               outputs=["y0"])
-    g.check()
+    check_graph(g)
     return g
 
 

@@ -12,7 +12,7 @@ from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.onnx_import import import_model
-from dlcfuzz.ops import get_op, registry
+from dlcfuzz.ops import check_graph, get_op, registry
 from dlcfuzz.ops.quant_integer import requantize
 from op_harness import check_instance, instances
 
@@ -25,7 +25,7 @@ def one_node(op: str, in_types: list[TensorType], attrs: dict) -> Graph:
               nodes=[Node(op, [f"x{i}" for i in range(len(in_types))],
                           [Value(f"y{i}", t) for i, t in enumerate(outs)], attrs, name="n0")],
               outputs=[f"y{i}" for i in range(len(outs))])
-    g.check()
+    check_graph(g)
     return g
 
 

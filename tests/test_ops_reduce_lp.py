@@ -8,7 +8,7 @@ import pytest
 
 from dlcfuzz.errors import DTypeError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import check_graph, get_op
 from op_harness import check_instance, instances
 
 LP_OPS = ["reduce_l1", "reduce_l2", "reduce_log_sum", "reduce_log_sum_exp", "reduce_sum_square"]
@@ -18,7 +18,7 @@ F = TensorType("float32", (2, 3, 4))
 def one_node(op: str, t: TensorType, attrs: dict) -> Graph:
     (out,) = get_op(op).infer([t], attrs)
     g = Graph(inputs=[Value("x0", t)], nodes=[Node(op, ["x0"], [Value("y0", out)], attrs, name="n0")], outputs=["y0"])
-    g.check()
+    check_graph(g)
     return g
 
 

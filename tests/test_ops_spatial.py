@@ -14,7 +14,7 @@ from dlcfuzz import reference
 from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx import to_onnx
-from dlcfuzz.ops import get_op, registry
+from dlcfuzz.ops import check_graph, get_op, registry
 from dlcfuzz.oracle.numeric import compare
 from op_harness import check_instance, instances, run_ort, run_relax
 
@@ -32,7 +32,7 @@ def graph_of(nodes: list[tuple[str, list[str], dict]], inputs: dict[str, TensorT
         built.append(Node(op, args, [Value(f"y{i}_{k}", t) for k, t in enumerate(outs)], attrs, name=f"n{i}"))
     g = Graph(inputs=[Value(k, t) for k, t in inputs.items()], constants=dict(constants or {}), nodes=built,
               outputs=[v.name for n in built for v in n.outputs])
-    g.check()
+    check_graph(g)
     return g
 
 

@@ -11,7 +11,7 @@ from dlcfuzz.errors import ShapeError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx_import import import_model
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import check_graph, get_op
 from op_harness import check_instance, instances
 
 SPECTRAL_OPS = ["dft", "stft", "hann_window", "hamming_window", "blackman_window", "mel_weight_matrix"]
@@ -22,7 +22,7 @@ def one_node(op: str, ins: list[TensorType], attrs: dict) -> Graph:
     g = Graph(inputs=[Value(f"x{i}", t) for i, t in enumerate(ins)],
               nodes=[Node(op, [f"x{i}" for i in range(len(ins))], [Value("y0", outs[0])], attrs, name="n0")],
               outputs=["y0"])
-    g.check()
+    check_graph(g)
     return g
 
 

@@ -20,7 +20,10 @@ from dlcfuzz.exec.worker import run_configs  # noqa: E402
 from dlcfuzz.gen.inputs import sample_inputs  # noqa: E402
 from dlcfuzz.gen.random import generate  # noqa: E402
 from dlcfuzz.ir.graph import Graph  # noqa: E402
-from dlcfuzz.ops import get_op  # noqa: E402
+from dlcfuzz.ops import (
+    check_graph,
+    get_op,  # noqa: E402
+)
 from dlcfuzz.oracle.policy import reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import Verdict, judge  # noqa: E402
@@ -37,7 +40,7 @@ def layer_norm_scalar_eps(seed: int) -> Graph:
     """The same decomposed LayerNorm with 0-d constants (as torch exports it): the fusion applies."""
     g = layer_norm_decomposed(seed)
     g.constants = {**g.constants, "eps": g.constants["eps"].reshape(()), "two": g.constants["two"].reshape(())}
-    g.check()
+    check_graph(g)
     return g
 
 

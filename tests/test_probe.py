@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from dlcfuzz.ops import check_graph
 from dlcfuzz.strategies.probe import probe, probe_cases, side_by_side
 
 
 def test_side_by_side_keeps_each_part_apart():
     cases = probe_cases()[:5]
     g = side_by_side([c[2] for c in cases])
-    g.check()
+    check_graph(g)
     assert len(g.nodes) == sum(len(c[2].nodes) for c in cases)
     assert len(g.outputs) == sum(len(c[2].outputs) for c in cases)
 

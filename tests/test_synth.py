@@ -10,6 +10,7 @@ import pytest
 from dlcfuzz.cli import main
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ops import check_graph
 from dlcfuzz.synth.library import library
 from dlcfuzz.synth.pattern import Pattern, load_patterns, save_patterns
 from dlcfuzz.synth.synthesize import Synthesizer, _Emitter, bridge, retype, splice
@@ -28,7 +29,7 @@ def wrapped(p: Pattern) -> Graph:
     post = [Node("sigmoid", [o], [Value(f"post_{o}", types[o])], {}, name=f"post_{o}") for o in g.outputs]
     g.nodes = pre + g.nodes + post
     g.outputs = [f"post_{o}" for o in g.outputs]
-    g.check()
+    check_graph(g)
     return g
 
 
@@ -36,7 +37,7 @@ def test_library_patterns_are_valid_tagged_and_round_trip(tmp_path: Path) -> Non
     pats = library()
     assert len(pats) >= 25
     for p in pats:
-        p.graph.check()
+        check_graph(p.graph)
         assert p.holes and p.targets.get("tvm"), p.name
     path = save_patterns(pats, tmp_path / "lib.json")
     back = load_patterns(path)
@@ -51,7 +52,7 @@ def test_bridge_adapts_dtype_element_count_and_shape() -> None:
         em = _Emitter("t_")
         out = bridge(em, "x", src, dst)
         g = Graph([Value("x", src)], {}, em.nodes, [out])
-        g.check()
+        check_graph(g)
         assert g.output_types() == [dst]
 
 
@@ -69,7 +70,7 @@ def test_synthesis_types_every_graph_reuses_and_bridges_and_replays() -> None:
         out = []
         for _ in range(150):
             s = syn.next(rng)
-            s.graph.check()
+            check_graph(s.graph)
             syn.accept(s)
             out.append(s)
         assert syn.failures <= 0.05 * syn.attempts
@@ -210,7 +211,7 @@ def test_extract_from_the_ort_optimizer_test_corpus() -> None:
     syn = Synthesizer(patterns, "onnxruntime")
     rng = np.random.default_rng(0)
     for _ in range(40):
-        syn.next(rng).graph.check()
+        check_graph(syn.next(rng).graph)
 
 
 def test_extract_from_a_pytest_run_of_relax_transform_tests(tmp_path: Path) -> None:

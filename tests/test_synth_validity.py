@@ -19,12 +19,11 @@ from dlcfuzz.errors import ShapeError
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import check_graph, get_op
 from dlcfuzz.synth import synthesize
-from dlcfuzz.synth.library import library
+from dlcfuzz.synth.library import default_patterns, library
 from dlcfuzz.synth.pattern import (
     Pattern,
-    default_patterns,
     load_patterns,
     read_pattern_file,
     save_patterns,
@@ -56,7 +55,7 @@ def synthesize_and_check(syn: Synthesizer, seeds: range | list[int]) -> Counter:
     for seed in seeds:
         rng = np.random.default_rng(seed)
         s = syn.next(rng)
-        s.graph.check()
+        check_graph(s.graph)
         assert strict_faults(s.graph) == [], (seed, s.pattern)
         out = reference.run(s.graph, sample_inputs(s.graph, rng))
         assert set(out) == set(s.graph.outputs)
@@ -137,7 +136,7 @@ def _gather_pattern() -> Pattern:
     x = Value("x", TensorType("float32", (6,)))
     g = Graph([x], {"i": np.array([5, -6, 2], np.int64)},
               [Node("gather", ["x", "i"], [Value("y", TensorType("float32", (3,)))], {"axis": 0}, name="g")], ["y"])
-    g.check()
+    check_graph(g)
     return Pattern("gather_consts", g, {"onnxruntime": ["ConstantFolding"]})
 
 
@@ -175,7 +174,7 @@ def test_a_pattern_computing_an_index_is_dropped_and_counted_not_raised() -> Non
                              name="m"),
                         Node("gather", ["x", "a"], [Value("y", TensorType("float32", ()))], {"axis": 0}, name="g")],
               ["y"])
-    g.check()
+    check_graph(g)
     bad = Pattern("computed_index", g, {"onnxruntime": ["ConstantFolding"]})
     assert strict_faults(g) and usable_pattern(bad)[0] is None
     syn = Synthesizer([bad, *library()], "onnxruntime")
@@ -192,7 +191,7 @@ def test_next_gives_a_valid_seed_graph_when_every_splice_fails(monkeypatch: pyte
     syn = Synthesizer(library(), "onnxruntime")
     s = syn.next(np.random.default_rng(0), tries=3)
     assert s.pattern == "" and syn.unspliced == 1 and syn.rejected["type: ShapeError"] == 3
-    s.graph.check()
+    check_graph(s.graph)
 
 
 # ---- the patterns that ship ------------------------------------------------------------------

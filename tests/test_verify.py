@@ -1,4 +1,4 @@
-"""Transformation verification (dlcfuzz.verify): planted wrong rewrites are caught and confirmed by
+"""Transformation verification (dlcfuzz.tvm_tir.verify): planted wrong rewrites are caught and confirmed by
 running TVM-compiled code, correct rewrites are proven, the semantics agree with concrete values."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ tvm = pytest.importorskip("tvm", reason="verify checks TVM's transformations")
 from tvm import tirx  # noqa: E402
 
 from dlcfuzz.cli import main  # noqa: E402
-from dlcfuzz.verify import (  # noqa: E402
+from dlcfuzz.tvm_tir.verify import (  # noqa: E402
     COUNTEREXAMPLE,
     MISMATCH,
     OVERFLOW,
@@ -22,10 +22,10 @@ from dlcfuzz.verify import (  # noqa: E402
     check_equivalent,
     check_rewrite,
 )
-from dlcfuzz.verify.enumerate import ExprSpace, StmtBuilder, StmtSpace, count_exprs, enumerate_exprs  # noqa: E402
-from dlcfuzz.verify.run import run_passes, simplifier  # noqa: E402
-from dlcfuzz.verify.semantics import NumpyEvaluator, Z3Translator  # noqa: E402
-from dlcfuzz.verify.validate import ExprChecker, StmtChecker, verify_exprs  # noqa: E402
+from dlcfuzz.tvm_tir.verify.enumerate import ExprSpace, StmtBuilder, StmtSpace, count_exprs, enumerate_exprs  # noqa: E402
+from dlcfuzz.tvm_tir.verify.run import run_passes, simplifier  # noqa: E402
+from dlcfuzz.tvm_tir.verify.semantics import NumpyEvaluator, Z3Translator  # noqa: E402
+from dlcfuzz.tvm_tir.verify.validate import ExprChecker, StmtChecker, verify_exprs  # noqa: E402
 
 
 def c(v: int, dtype: str = "int32"):

@@ -8,6 +8,7 @@ import pytest
 from dlcfuzz import reference, zoo
 from dlcfuzz.ir import graphs_equal
 from dlcfuzz.ir.types import FLOATS
+from dlcfuzz.ops import check_graph
 
 TINY = zoo.names(tiny=True)
 FULL = zoo.names(tiny=False)
@@ -48,7 +49,7 @@ def test_registry():
 @pytest.mark.parametrize("name", TINY)
 def test_tiny_model(name):
     g = zoo.build(name, seed=0)
-    g.check()
+    check_graph(g)
     assert [v.type.shape for v in g.inputs] == [zoo.INPUT_SHAPE]
     assert graphs_equal(g, zoo.build(name, seed=0))
     assert not graphs_equal(g, zoo.build(name, seed=1))
@@ -76,7 +77,7 @@ def test_tiny_models_use_the_architectures_building_blocks():
 def test_full_model(name):
     """Full size: valid, sized like the published CIFAR variants, tame activations, equal in ORT."""
     g = zoo.build(name)
-    g.check()
+    check_graph(g)
     nodes, params = zoo.summary(g)
     # parameters include batch-norm running statistics (2 per channel more than trainable counts)
     expected = {"resnet18": (68, 11.0e6, 11.4e6), "vgg11": (31, 9.1e6, 9.4e6), "mobilenet_v2": (152, 2.2e6, 2.4e6)}

@@ -50,6 +50,7 @@ def cmd_gen(a: argparse.Namespace) -> int:
     from dlcfuzz.gen.random import generate
     from dlcfuzz.ir import save
     from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.ops import check_graph
     from dlcfuzz.oracle.policy import test_seed
 
     out = Path(a.out)
@@ -62,7 +63,7 @@ def cmd_gen(a: argparse.Namespace) -> int:
     for i in range(a.count):
         seed = test_seed(a.seed, i)
         g = generate(np.random.default_rng(seed), a.ops)
-        g.check()
+        check_graph(g)
         save(g, out / f"graph{i:05d}.json")
         model = to_onnx(g)
         onnx.checker.check_model(model)
@@ -239,12 +240,13 @@ def _replay_graph(a: argparse.Namespace, path: Path) -> list:
     from dlcfuzz.exec.pool import WorkerPool
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir import load
+    from dlcfuzz.ops import check_graph
     from dlcfuzz.oracle.policy import reference_of
     from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
     from dlcfuzz.oracle.verdict import crash_verdict, judge
 
     g = load(path)
-    g.check()
+    check_graph(g)
     compiler = a.compiler or "onnxruntime"
     backend = get_backend(compiler)
     tc = TestCase(g, sample_inputs(g, np.random.default_rng(a.seed)), list(backend.default_pair()), compiler=compiler)
@@ -383,7 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("shards", nargs="+", metavar="RUN", help="campaign folders: one compiler release, one strategy")
     s.add_argument("--out", required=True, help="the merged campaign folder (new)")
     s.set_defaults(fn=cmd_merge)
-    from dlcfuzz.verify.cli import add_parser as add_verify_parser
+    from dlcfuzz.tvm_tir.verify.cli import add_parser as add_verify_parser
 
     add_verify_parser(sub)
     return p

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import IRError, TypeRuleError
 from dlcfuzz.ir.types import TensorType
 
 CALL_OP = "call"
@@ -117,97 +116,3 @@ class Graph:
             outputs=list(self.outputs), functions={k: f.light_copy() for k, f in self.functions.items()},
             name=self.name,
         )
-
-    # ---- validation ----------------------------------------------------
-    def check(self, _functions: dict[str, Graph] | None = None) -> None:
-        """Raise IRError (or a ShapeError/DTypeError) naming the offending node."""
-        from dlcfuzz.ops import get_op  # ops depend on ir, not the reverse at import time
-
-        functions = self.functions if _functions is None else _functions
-        if _functions is None:
-            for fname, f in self.functions.items():
-                if f.functions:
-                    raise IRError("sub-functions must be declared at the top level", fname)
-                f.check(functions)
-            _check_no_recursion(self)
-        env: dict[str, TensorType] = {}
-        for v in self.inputs:
-            _define(env, v.name, v.type, "input")
-        for k, a in self.constants.items():
-            if not isinstance(a, np.ndarray):
-                raise IRError("constant data must be a numpy array", k)
-            _define(env, k, TensorType.of(a), "constant")
-        names: set[str] = set()
-        for idx, n in enumerate(self.nodes):
-            label = n.name or f"node#{idx}({n.op})"
-            if n.name:
-                if n.name in names:
-                    raise IRError("duplicate node name", label)
-                names.add(n.name)
-            for i in n.inputs:
-                if i not in env:
-                    raise IRError(f"input {i!r} is not defined before use", label)
-            in_types = [env[i] for i in n.inputs]
-            if n.op == CALL_OP:
-                callee = n.attrs.get("callee")
-                if callee not in functions:
-                    raise IRError(f"call to unknown function {callee!r}", label)
-                f = functions[callee]
-                expected_in = [v.type for v in f.inputs]
-                if in_types != expected_in:
-                    raise IRError(
-                        f"call arguments {list(map(str, in_types))} do not match "
-                        f"{callee}'s parameters {list(map(str, expected_in))}",
-                        label,
-                    )
-                inferred = f.output_types()
-            else:
-                try:
-                    spec = get_op(n.op)
-                except KeyError:
-                    raise IRError(f"unknown operator {n.op!r}", label) from None
-                try:
-                    inferred = spec.infer(in_types, n.attrs)
-                except TypeRuleError as e:
-                    raise type(e)(str(e), label) from None
-            declared = [v.type for v in n.outputs]
-            if declared != list(inferred):
-                raise IRError(
-                    f"declared output types {list(map(str, declared))} differ from "
-                    f"inferred {list(map(str, inferred))}",
-                    label,
-                )
-            for v in n.outputs:
-                _define(env, v.name, v.type, label)
-        if not self.outputs:
-            raise IRError("graph has no outputs", self.name)
-        for o in self.outputs:
-            if o not in env:
-                raise IRError(f"output {o!r} is not defined", self.name)
-
-
-def _define(env: dict[str, TensorType], name: str, t: TensorType, where: str) -> None:
-    if name in env:
-        raise IRError(f"value {name!r} is defined twice", where)
-    env[name] = t
-
-
-def _check_no_recursion(g: Graph) -> None:
-    calls = {
-        fname: {n.attrs["callee"] for n in f.nodes if n.op == CALL_OP}
-        for fname, f in g.functions.items()
-    }
-    state: dict[str, int] = {}
-
-    def visit(f: str) -> None:
-        if state.get(f) == 1:
-            raise IRError("recursive function calls are not supported", f)
-        if state.get(f) == 2:
-            return
-        state[f] = 1
-        for c in calls.get(f, ()):
-            visit(c)
-        state[f] = 2
-
-    for f in calls:
-        visit(f)

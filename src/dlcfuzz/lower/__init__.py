@@ -1,1 +1,1 @@
-"""Lowerings of a Graph to compiler IRs, and the ONNX importer."""
+"""Lowerings of a Graph to compiler IRs, and the importers back: ONNX (onnx_import) and TVM's Relax (relax_import)."""

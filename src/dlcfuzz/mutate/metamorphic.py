@@ -65,7 +65,7 @@ from dlcfuzz import reference
 from dlcfuzz.errors import IRError
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import check_graph, get_op
 from dlcfuzz.reduce.graph import prune
 
 KINDS = ("uoc", "pioc")
@@ -325,7 +325,7 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     out.nodes = out.nodes[:anchor] + em.nodes + rest
     out.outputs = [new if o == target else o for o in out.outputs]
     if check:
-        out.check()
+        check_graph(out)
     return out
 
 
@@ -526,7 +526,7 @@ def constant_conditions(g: Graph, still_fails: Callable[[Graph], bool]) -> Graph
         cand.outputs = [zero if o == c else o for o in cand.outputs]
         cand = prune(cand)  # drops what only the condition used
         cand.inputs = list(g.inputs)
-        cand.check()
+        check_graph(cand)
         if still_fails(cand):
             g = cand
     return g

@@ -1,4 +1,5 @@
-"""The operator registry. Importing this package registers every family."""
+"""The operator registry. Importing this package registers every family; `check_graph` types a
+whole graph with the families' rules."""
 
 from dlcfuzz.ops import (  # noqa: F401  (registration side effects)
     attention,
@@ -33,6 +34,7 @@ from dlcfuzz.ops.base import (
     register,
     registry,
 )
+from dlcfuzz.ops.check import check_graph
 
 
 def get_op(name: str) -> OpSpec:
@@ -45,5 +47,5 @@ def all_ops() -> list[OpSpec]:
 
 __all__ = [
     "ANY", "NONNEG", "NONZERO", "POSITIVE", "SMALL", "UNIT_OPEN",
-    "Attrs", "Domain", "OpSpec", "all_ops", "get_op", "register", "registry",
+    "Attrs", "Domain", "OpSpec", "all_ops", "check_graph", "get_op", "register", "registry",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from dlcfuzz import reference
 from dlcfuzz.ir.graph import Graph, Value
+from dlcfuzz.ops import check_graph
 from dlcfuzz.reduce.budget import ReductionBudget
 
 Predicate = Callable[[Graph, dict[str, np.ndarray]], bool]
@@ -56,7 +57,7 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
 
     def attempt(cand: Graph, cand_inputs: dict[str, np.ndarray]) -> bool:
         try:
-            cand.check()
+            check_graph(cand)
         except Exception:
             return False
         return budget.take() and still_fails(cand, cand_inputs)

@@ -25,9 +25,10 @@ HANDLER = "dlcfuzz.strategies.oatest:make_handler"
 def campaign_patterns(path: str | None, compiler: str) -> list[Any]:
     """A user's pattern file, or what ships: the built-in library and the patterns mined from the
     compiler's own tests."""
-    from dlcfuzz.synth import pattern
+    from dlcfuzz.synth.library import default_patterns
+    from dlcfuzz.synth.pattern import load_patterns
 
-    return pattern.load_patterns(path) if path else pattern.default_patterns(compiler)
+    return load_patterns(path) if path else default_patterns(compiler)
 
 
 class OatestStrategy(GraphStrategy):

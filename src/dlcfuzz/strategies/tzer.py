@@ -23,15 +23,15 @@ import numpy as np
 
 from dlcfuzz.backends.tvm import tir_passes as tpasses
 from dlcfuzz.errors import UsageError
-from dlcfuzz.lowlevel.runner import PLANTED, decode_reply, decode_test, encode_test
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.tvm_tir.runner import PLANTED, decode_reply, decode_test, encode_test
 
-HANDLER = "dlcfuzz.lowlevel.runner:make_handler"
+HANDLER = "dlcfuzz.tvm_tir.runner:make_handler"
 VARIANTS = ("general", "feedback", "domain", "random-passes", "joint")
 # The fixed sequence of the variants without pass mutation: s_tir's default pipeline order.
 DEFAULT_SEQUENCE = tpasses.repair(["CanonicalizeLoop", "StmtSimplify", "FlattenBuffer", "NarrowDataType", "LoopPartition",
@@ -86,7 +86,7 @@ class TzerStrategy(Strategy):
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
-        from dlcfuzz.lowlevel.coverage import parse_sources
+        from dlcfuzz.tvm_tir.coverage import parse_sources
 
         if params["variant"] not in VARIANTS:
             raise UsageError(f"unknown tzer variant {params['variant']!r} (choose from {', '.join(VARIANTS)})")
@@ -104,7 +104,7 @@ class TzerStrategy(Strategy):
     def start(self, pool: Any, resumed: bool) -> None:
         """The seed pool: PrimFuncs of legalized random graphs and tiny zoo models; resumed, also
         every stored mutant that added coverage."""
-        from dlcfuzz.lowlevel.seeds import parse, seed_funcs
+        from dlcfuzz.tvm_tir.seeds import parse, seed_funcs
 
         rng = np.random.default_rng([self.ctx.seed, 1])
         p = self.params
@@ -136,7 +136,7 @@ class TzerStrategy(Strategy):
 
     # ---- one step of Algorithm 1 ------------------------------------------------
     def make_test(self, seq: int, seed: int) -> Test:
-        from dlcfuzz.lowlevel.tir import DOMAIN, GENERAL, MutationFailed, mutate, well_formed
+        from dlcfuzz.tvm_tir.tir import DOMAIN, GENERAL, MutationFailed, mutate, well_formed
 
         rng = np.random.default_rng(seed)
         v = self.params["variant"]
@@ -379,7 +379,7 @@ def identity(mod, _ctx):
 
 
 tirx.register_tir_pipeline("repro-identity", lambda: (identity, cp.finalize_host_passes, cp.finalize_device_passes))
-{"from dlcfuzz.lowlevel.runner import planted_pass  # the planted (deliberately wrong) pass" if planted else ""}
+{"from dlcfuzz.tvm_tir.runner import planted_pass  # the planted (deliberately wrong) pass" if planted else ""}
 
 
 def build(func, passes):

@@ -3,7 +3,7 @@
 Sources: a folder of ONNX models, one subfolder per optimization (e.g. ONNXRuntime's optimizer test
 models), imported with the ONNX importer's partial mode (contrib-domain and unsupported nodes are
 reported and cut out, never a crash); or a pytest run of Python tests whose TVM pass calls are
-recorded by `dlcfuzz.synth.pytest_plugin` (every (input module, pass) pair, Relax binding blocks
+recorded by `dlcfuzz.backends.tvm.pytest_plugin` (every (input module, pass) pair, Relax binding blocks
 converted to our IR).
 
 Cutting follows the optimization's granularity: block-level optimizations (constant folding,
@@ -27,6 +27,7 @@ from pathlib import Path
 
 from dlcfuzz.ir import loads
 from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ops import check_graph
 from dlcfuzz.synth.pattern import Pattern
 
 # Optimizations that work on a whole block (or the whole graph); the rest are subgraph-level.
@@ -151,7 +152,7 @@ def cut(g: Graph, node_ids: list[int]) -> Graph | None:
     if not sub.outputs or not sub.inputs:  # a pattern needs a context to read from
         return None
     try:
-        sub.check()
+        check_graph(sub)
     except Exception:  # a cut our checker refuses is no pattern
         return None
     return sub
@@ -326,7 +327,7 @@ def extract_pytest(path: Path, compiler: str = "tvm", max_nodes: int = 12,
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "passes.jsonl"
         folder = path if path.is_dir() else path.parent
-        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "dlcfuzz.synth.pytest_plugin", "-p", "no:cacheprovider",
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "dlcfuzz.backends.tvm.pytest_plugin", "-p", "no:cacheprovider",
                "-o", "python_files=test_*.py case_*.py", f"--rootdir={folder}", f"--confcutdir={folder}", str(path)]
         env = {**os.environ, "DLCFUZZ_PASS_LOG": str(log)}
         try:

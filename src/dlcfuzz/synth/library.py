@@ -18,7 +18,8 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.synth.pattern import Pattern
+from dlcfuzz.ops import check_graph
+from dlcfuzz.synth.pattern import Pattern, shipped_patterns
 from dlcfuzz.zoo.builder import Builder
 
 F32 = "float32"
@@ -308,6 +309,12 @@ def library(seed: int = 0) -> list[Pattern]:
     out = []
     for name, (build, targets, granularity) in LIBRARY.items():
         g = build(seed)
-        g.check()
+        check_graph(g)
         out.append(Pattern(name, g, {k: list(v) for k, v in targets.items()}, granularity, "library"))
     return out
+
+
+def default_patterns(compiler: str) -> list[Pattern]:
+    """What `--strategy oatest` synthesizes from without `--patterns`: the built-in library plus the
+    patterns mined from the compiler's own tests that ship with dlcfuzz."""
+    return library() + shipped_patterns(compiler)

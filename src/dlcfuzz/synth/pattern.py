@@ -120,11 +120,3 @@ def shipped_pattern_file(targets_name: str) -> Path | None:
 def shipped_patterns(compiler: str) -> list[Pattern]:
     path = shipped_pattern_file(compiler)
     return load_patterns(path) if path is not None else []
-
-
-def default_patterns(compiler: str) -> list[Pattern]:
-    """What `--strategy oatest` synthesizes from without `--patterns`: the built-in library plus the
-    patterns mined from the compiler's own tests that ship with dlcfuzz."""
-    from dlcfuzz.synth.library import library
-
-    return library() + shipped_patterns(compiler)

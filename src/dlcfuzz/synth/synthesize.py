@@ -12,7 +12,7 @@
    it has (or, bridged, one of its dtype class) and whose operator accepts any value there (never
    a log's or a divisor's input, never an index); outputs left over become graph outputs.
 4. Check the result (`validity_fault`) before anything runs it: the IR's own type checker
-   (`Graph.check`, every node re-inferred) and the strict value domains (indices, shift amounts,
+   (`ops.check_graph`, every node re-inferred) and the strict value domains (indices, shift amounts,
    float -> int8 casts: only a graph input sampled inside the domain or a constant inside it may
    feed them; re-concretization wraps index constants into their new range). An attempt that
    fails is counted and another is made; a pattern that is not valid by itself is dropped.
@@ -32,7 +32,7 @@ from dlcfuzz.gen.inputs import value_domains
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.ops import ANY, Domain, get_op
+from dlcfuzz.ops import ANY, Domain, check_graph, get_op
 from dlcfuzz.synth.pattern import Pattern, dtype_class
 
 Supported = Callable[[str, str], bool]
@@ -98,7 +98,7 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
             env.update({v.name: v.type for v in n.outputs})
         if not repair_strict_constants(g):
             return None
-        g.check()
+        check_graph(g)
     except (DlcfuzzError, *PATTERN_FAULTS):  # DlcfuzzError covers TypeRuleError, IRError
         return None
     return g
@@ -183,10 +183,10 @@ def strict_faults(g: Graph) -> list[str]:
 
 
 def validity_fault(g: Graph) -> str | None:
-    """Why `g` is not a valid test, or None: our type rules (`Graph.check`, every node re-inferred)
+    """Why `g` is not a valid test, or None: our type rules (`ops.check_graph`, every node re-inferred)
     and the strict value domains. Runs before the NumPy reference ever sees the graph."""
     try:
-        g.check()
+        check_graph(g)
     except DlcfuzzError as e:
         return f"type: {type(e).__name__}"
     except PATTERN_FAULTS as e:  # a malformed attribute of a mined pattern (a missing key, a wrong type)

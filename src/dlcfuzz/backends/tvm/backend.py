@@ -12,12 +12,20 @@ import tvm
 from tvm import relax
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
 from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS
-from dlcfuzz.backends.tvm.passes import KNOWN_BUGS, OPTIMIZE, PASSES, REQUIRES, sample_pass_sequence, violations
+from dlcfuzz.backends.tvm.passes import (
+    KNOWN_BUGS,
+    OPTIMIZE,
+    PASSES,
+    REQUIRES,
+    make_pass,
+    sample_pass_sequence,
+    violations,
+)
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.relax import FORMS, constant_data, map_constants, to_relax
-from dlcfuzz.mutate.functions import KINDS, apply_rewrite
 from dlcfuzz.reduce.ddmin import ddmin
 
 EXPECTED = [
@@ -27,12 +35,6 @@ EXPECTED = [
 # HirGen's cross-method oracle: one of these joins each generated test (VM exec mode, target, front door)
 CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
 MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
-
-
-def make_pass(name: str) -> Any:
-    if name not in PASSES:
-        raise ValueError(f"unknown Relax pass {name!r}")
-    return getattr(relax.transform, name)()
 
 
 def has_local_functions(mod: Any) -> bool:

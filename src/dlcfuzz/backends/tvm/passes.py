@@ -1,5 +1,6 @@
 """The Relax pass table, its ordering rules, and random pass sequences (no TVM import: strategies
-and reducers can sample and check sequences without loading the compiler).
+and reducers can sample and check sequences without loading the compiler; only `make_pass`, which
+makes a named pass, imports TVM when called).
 
 Every pass here takes no argument, applies to the modules dlcfuzz builds (before relax.build's
 own pipeline runs), and keeps main's results unchanged: a mismatch, crash or internal error after
@@ -11,6 +12,7 @@ with the reason it exists.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -86,6 +88,15 @@ KNOWN_BUGS: dict[str, str] = {
     "RemoveUnusedParameters": "same: drops parameters of a private function used as a value",
     "InlinePrivateFunctions": "same: removes a private function used as a value",
 }
+
+
+def make_pass(name: str) -> Any:
+    """The Relax pass object of a name in PASSES (imports TVM)."""
+    from tvm import relax
+
+    if name not in PASSES:
+        raise ValueError(f"unknown Relax pass {name!r}")
+    return getattr(relax.transform, name)()
 
 
 def violations(seq: Sequence[str]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlcfuzz.backends.tvm.passes import make_pass
 from dlcfuzz.oracle.testcase import Config
 
 
@@ -12,8 +13,6 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
     """The passes of `passes` (applied in order to `mod`) that changed the module."""
     import tvm
     import tvm_ffi
-
-    from dlcfuzz.backends.tvm.backend import make_pass
 
     changed: list[str] = []
 

@@ -13,22 +13,11 @@ import numpy as np
 
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.onnx.common import onnx_elem_type
 from dlcfuzz.lower.registry import target
 
 OPSET = 18
 IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin; raised only when a newer opset needs it
-
-
-_ELEM_TYPES: dict[str, int] = {}
-
-
-def onnx_elem_type(dtype: str) -> int:
-    elem = _ELEM_TYPES.get(dtype)
-    if elem is None:
-        import onnx
-
-        elem = _ELEM_TYPES[dtype] = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-    return elem
 
 
 # Lowering runs once per test, and onnx.helper's generic builders (a type dispatch per attribute and

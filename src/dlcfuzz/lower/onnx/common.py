@@ -1,5 +1,5 @@
-"""Helpers the ONNX lowering and import rules share: reading a node's attributes, and the import
-guard against attributes dlcfuzz does not model."""
+"""Helpers the ONNX lowering and import rules share: reading a node's attributes, the import
+guard against attributes dlcfuzz does not model, and ONNX's element type of a dtype."""
 
 from __future__ import annotations
 
@@ -9,6 +9,17 @@ import numpy as np
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.ir.types import ALL_DTYPES
+
+_ELEM_TYPES: dict[str, int] = {}
+
+
+def onnx_elem_type(dtype: str) -> int:
+    elem = _ELEM_TYPES.get(dtype)
+    if elem is None:
+        import onnx
+
+        elem = _ELEM_TYPES[dtype] = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return elem
 
 
 def onnx_attr(node: Any, name: str, default: Any = None) -> Any:

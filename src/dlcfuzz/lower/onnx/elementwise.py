@@ -10,7 +10,7 @@ import numpy as np
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.ir.types import ALL_DTYPES, FLOATS, SIGNED_INTS
-from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr, onnx_elem_type
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.elementwise import AttrKind, BinaryOp, CastOp, ClipOp, UnaryOp, VariadicOp, WhereOp
@@ -141,8 +141,6 @@ def import_where(spec: WhereOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
 
 @ONNX.register("cast")
 def cast(spec: CastOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-    from dlcfuzz.lower.onnx import onnx_elem_type
-
     b.node("Cast", ins, outs, to=onnx_elem_type(attrs["to"]))
 
 

@@ -8,7 +8,7 @@ import numpy as np
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.ir.types import ALL_DTYPES
-from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr, onnx_elem_type
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 
@@ -78,8 +78,6 @@ def import_cast_like(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
 
 @ONNX.register("bitcast")
 def bitcast(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
-    from dlcfuzz.lower.onnx import onnx_elem_type
-
     b.need_opset(26)
     b.node("BitCast", ins, outs, to=onnx_elem_type(attrs["to"]))
 

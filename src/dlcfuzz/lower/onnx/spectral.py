@@ -11,8 +11,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import Unsupported
-from dlcfuzz.lower.onnx import onnx_elem_type
-from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr
+from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr, onnx_elem_type
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.spectral import DFT, STFT, MelWeightMatrix, Window

@@ -49,7 +49,7 @@ def prim_funcs_of(relax_mod: Any) -> list[Any]:
 
 def usable(func: Any) -> bool:
     """Static-shaped buffer parameters only (the runner allocates them with NumPy)."""
-    from dlcfuzz.lowlevel.tir import static_shape, well_formed
+    from dlcfuzz.tvm_tir.tir import static_shape, well_formed
 
     return all(hasattr(p, "shape") and static_shape(p) is not None for p in func.params) and well_formed(func)
 

@@ -1,7 +1,7 @@
-"""pytest plugin (`-p dlcfuzz.synth.pytest_plugin`) that records every TVM pass call of a test run.
+"""pytest plugin (`-p dlcfuzz.backends.tvm.pytest_plugin`) that records every TVM pass call of a test run.
 
 `tvm.ir.transform.Pass.__call__` is wrapped: before a pass runs, the input module's Relax binding
-blocks are converted to our IR (relax_import.py) and one JSON line {test, pass, graphs, cut} is
+blocks are converted to our IR (lower/relax_import.py) and one JSON line {test, pass, graphs, cut} is
 appended to the file named by $DLCFUZZ_PASS_LOG. Identical (module, pass) pairs are recorded once.
 `dlcfuzz patterns extract --pytest PATH` runs pytest with this plugin in a subprocess.
 """
@@ -21,7 +21,7 @@ def _record(p: Any, mod: Any) -> None:
     import tvm_ffi
 
     from dlcfuzz.ir import dumps
-    from dlcfuzz.synth.relax_import import module_to_graphs
+    from dlcfuzz.lower.relax_import import module_to_graphs
 
     name = p.info.name
     if name.startswith("sequential") or not isinstance(mod, tvm.IRModule):

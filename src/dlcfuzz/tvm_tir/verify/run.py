@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from dlcfuzz.errors import UsageError
-from dlcfuzz.verify.enumerate import ExprSpace, StmtSpace, enumerate_exprs, enumerate_stmts
-from dlcfuzz.verify.validate import (
+from dlcfuzz.tvm_tir.verify.enumerate import ExprSpace, StmtSpace, enumerate_exprs, enumerate_stmts
+from dlcfuzz.tvm_tir.verify.validate import (
     COUNTEREXAMPLE,
     COUNTERS,
     ERROR,
@@ -209,7 +209,7 @@ def confirm_errors(stats: RunStats, after_code: str, label: str, seed: int, limi
     transformation on a valid program, not a rejected undefined one)."""
     import subprocess
 
-    from dlcfuzz.verify.concrete import Confirmation, error_reproducer, free_vars
+    from dlcfuzz.tvm_tir.verify.concrete import Confirmation, error_reproducer, free_vars
 
     checker = ExprChecker(seed=seed)
     out = []
@@ -241,7 +241,7 @@ def run_passes(names: Sequence[str], space: StmtSpace, *, rlimit: int = 2_000_00
                out: TextIO | None = None) -> RunStats:
     import tvm
 
-    from dlcfuzz.verify.enumerate import BUF_SIZE
+    from dlcfuzz.tvm_tir.verify.enumerate import BUF_SIZE
 
     out = out or sys.stdout
     infos = [resolve_pass(n) for n in names]

@@ -22,10 +22,10 @@ def _require_z3() -> None:
 
 def cmd_verify_simplify(a: argparse.Namespace) -> int:
     _require_z3()
-    from dlcfuzz.verify.enumerate import INDEX_KINDS, ExprSpace, parse_kinds
-    from dlcfuzz.verify.run import SIMPLIFY_METHODS, report, run_simplify
-    from dlcfuzz.verify.semantics import int_type
-    from dlcfuzz.verify.validate import DEFAULT_CONFIRM, MISMATCH, OVERFLOW, WRAP
+    from dlcfuzz.tvm_tir.verify.enumerate import INDEX_KINDS, ExprSpace, parse_kinds
+    from dlcfuzz.tvm_tir.verify.run import SIMPLIFY_METHODS, report, run_simplify
+    from dlcfuzz.tvm_tir.verify.semantics import int_type
+    from dlcfuzz.tvm_tir.verify.validate import DEFAULT_CONFIRM, MISMATCH, OVERFLOW, WRAP
 
     started = time.perf_counter()
     try:
@@ -55,7 +55,7 @@ def cmd_verify_simplify(a: argparse.Namespace) -> int:
 
 def cmd_verify_pass(a: argparse.Namespace) -> int:
     _require_z3()
-    from dlcfuzz.verify.run import PASSES, report, resolve_pass, run_passes
+    from dlcfuzz.tvm_tir.verify.run import PASSES, report, resolve_pass, run_passes
 
     if a.list or not a.names:
         for p in PASSES.values():
@@ -64,7 +64,7 @@ def cmd_verify_pass(a: argparse.Namespace) -> int:
             raise UsageError("name at least one pass (see the list above)")
         return 0
     _require_z3()
-    from dlcfuzz.verify.enumerate import STMT_KINDS, StmtSpace
+    from dlcfuzz.tvm_tir.verify.enumerate import STMT_KINDS, StmtSpace
 
     started = time.perf_counter()
     for n in a.names:

@@ -56,7 +56,7 @@ def planted_pass() -> Any:
     import tvm
     from tvm import tirx
 
-    from dlcfuzz.lowlevel.tir import get, node_kind, slots, with_slot
+    from dlcfuzz.tvm_tir.tir import get, node_kind, slots, with_slot
 
     def rewrite(n: Any) -> Any:
         out = n
@@ -149,8 +149,8 @@ def run_built(rt: Any, func: Any, inputs: dict[str, np.ndarray], repeat: int = 0
 def execute(test: dict[str, Any], sources: list[str], note: Callable[[str], None] = lambda s: None,
             python_cov: Any = None, sancov: Any = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Run one test: (meta with observations and coverage items, output arrays "config/i")."""
-    from dlcfuzz.lowlevel.coverage import pass_features, shape_features
-    from dlcfuzz.lowlevel.seeds import parse
+    from dlcfuzz.tvm_tir.coverage import pass_features, shape_features
+    from dlcfuzz.tvm_tir.seeds import parse
 
     items: set[str] = set()
     obs: list[dict[str, Any]] = []
@@ -205,7 +205,7 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     import os
 
     from dlcfuzz.exec.pool import progress
-    from dlcfuzz.lowlevel.coverage import PythonLines, SanCov
+    from dlcfuzz.tvm_tir.coverage import PythonLines, SanCov
 
     sources = [s.split(":", 1)[0] for s in init.get("coverage", ["ir"])]
     sancov = next((SanCov(s.split(":", 1)[1]) for s in init.get("coverage", []) if s.startswith("sancov:")), None)

@@ -36,7 +36,7 @@ def parse_sources(text: str) -> list[str]:
 # ---- (a) IR state -------------------------------------------------------------
 
 def shape_features(func: Any) -> set[str]:
-    from dlcfuzz.lowlevel.tir import get, node_kind, slots
+    from dlcfuzz.tvm_tir.tir import get, node_kind, slots
 
     items: set[str] = set()
     stack = [(func.body, "root", 0)]
@@ -58,7 +58,7 @@ def pass_features(name: str, before: Any, after: Any) -> set[str]:
     """What one pass did: changed or not, and the node kinds whose counts went up or down."""
     import tvm_ffi
 
-    from dlcfuzz.lowlevel.tir import kinds_histogram
+    from dlcfuzz.tvm_tir.tir import kinds_histogram
 
     if tvm_ffi.structural_equal(before, after):
         return {f"ir:pass:{name}:same"}

@@ -3,7 +3,7 @@
 Public checker API, usable for any semantics-preserving rewrite expressible as TIR expressions
 (TVM's simplifier, a TIR pass, or our own metamorphic rewrites):
 
-    from dlcfuzz.verify import check_rewrite, check_equivalent
+    from dlcfuzz.tvm_tir.verify import check_rewrite, check_equivalent
     out = check_rewrite(before, after)      # does `after` refine `before`? Outcome.status in
                                             # unchanged / proven / wrap-only / counterexample / unknown
     both = check_equivalent(a, b)           # refinement in both directions
@@ -24,7 +24,7 @@ _VALIDATE_NAMES = frozenset({"COUNTEREXAMPLE", "MISMATCH", "OVERFLOW", "PROVEN",
 def __getattr__(name: str) -> Any:
     # z3 is an optional extra (`verify`): importing this package (the CLI does) must not need it
     if name in _VALIDATE_NAMES:
-        from dlcfuzz.verify import validate
+        from dlcfuzz.tvm_tir.verify import validate
 
         return getattr(validate, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -38,7 +38,7 @@ def check_rewrite(before: Any, after: Any, rlimit: int = 20_000_000, wrap: bool 
     """Refinement check of one rewrite of TIR expressions (a generous solver budget: one query).
     wrap=False skips the search for wrap-around-only differences (a bit-vector query, slow on
     products of variables)."""
-    from dlcfuzz.verify.validate import ExprChecker
+    from dlcfuzz.tvm_tir.verify.validate import ExprChecker
 
     return ExprChecker(rlimit=rlimit, timeout_ms=60_000, wrap=wrap).check(before, after)
 
@@ -46,7 +46,7 @@ def check_rewrite(before: Any, after: Any, rlimit: int = 20_000_000, wrap: bool 
 def check_equivalent(a: Any, b: Any, rlimit: int = 20_000_000, wrap: bool = True) -> tuple[Any, Any]:
     """(a refined by b, b refined by a): both PROVEN (or UNCHANGED) means the rewrite can be applied
     and undone without changing any defined result."""
-    from dlcfuzz.verify.validate import ExprChecker
+    from dlcfuzz.tvm_tir.verify.validate import ExprChecker
 
     checker = ExprChecker(rlimit=rlimit, timeout_ms=60_000, wrap=wrap)
     return checker.check(a, b), checker.check(b, a)

@@ -21,7 +21,7 @@ import numpy as np
 import z3
 
 from dlcfuzz.errors import Unsupported
-from dlcfuzz.verify.concrete import (
+from dlcfuzz.tvm_tir.verify.concrete import (
     SEMANTICS_NOTE,
     Confirmation,
     expr_reproducer,
@@ -29,7 +29,7 @@ from dlcfuzz.verify.concrete import (
     run_reproducer,
     stmt_reproducer,
 )
-from dlcfuzz.verify.semantics import (
+from dlcfuzz.tvm_tir.verify.semantics import (
     IntTranslator,
     NumpyEvaluator,
     Term,

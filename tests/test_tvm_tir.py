@@ -17,8 +17,8 @@ tvm = pytest.importorskip("tvm", reason="Tzer fuzzes TVM's TIR: apache-tvm is no
 import tvm_ffi  # noqa: E402
 
 from dlcfuzz.backends.tvm import tir_passes as tpasses  # noqa: E402
-from dlcfuzz.lowlevel import runner, seeds, tir  # noqa: E402
 from dlcfuzz.oracle.numeric import compare  # noqa: E402
+from dlcfuzz.tvm_tir import runner, seeds, tir  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_every_pass_in_the_table_runs_and_a_correct_sequence_stays_quiet(funcs):
 def test_ir_state_and_python_coverage(funcs):
     import os
 
-    from dlcfuzz.lowlevel.coverage import PythonLines, parse_sources
+    from dlcfuzz.tvm_tir.coverage import PythonLines, parse_sources
 
     f = funcs[1]
     py = PythonLines(os.path.dirname(tvm.__file__))
@@ -139,7 +139,7 @@ int classify(int x) {
 
 
 def test_sancov_adapter_reads_distinct_edges_for_distinct_inputs(tmp_path):
-    from dlcfuzz.lowlevel.coverage import SANCOV_RUNTIME, SanCov
+    from dlcfuzz.tvm_tir.coverage import SANCOV_RUNTIME, SanCov
 
     cc = shutil.which("gcc") or shutil.which("clang")
     if cc is None:

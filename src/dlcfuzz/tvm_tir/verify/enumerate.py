@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dlcfuzz.errors import UsageError
-from dlcfuzz.verify.semantics import boundary_constants, int_type
+from dlcfuzz.tvm_tir.verify.semantics import boundary_constants, int_type
 
 # Abstract trees: ("V",) a variable slot, ("C", value), (kind, left, right).
 Tree = tuple
