@@ -24,10 +24,13 @@ from dlcfuzz.lower.onnx import to_onnx
 EXPECTED = [
     # ... and a kernel's explicit refusal of a mode it documents it lacks (Resize: "'Cubic' mode only support
     # 2-D inputs ... or 4-D inputs with the corresponding outermost 2 scale values being 1", "exclude_outside
-    # can be set to 1 when (1) mode is CUBIC, or (2) mode is LINEAR when anti-aliasing is enabled"; both are
-    # known form gaps, gaps.KNOWN_FORM_GAPS, reached only by imported or mutated models)
+    # can be set to 1 when (1) mode is CUBIC, or (2) mode is LINEAR when anti-aliasing is enabled"; LRN's rank
+    # and size, pooling's pads, RotaryEmbedding's short caches: all known form gaps, gaps.KNOWN_FORM_GAPS,
+    # reached only by imported or mutated models)
     ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported|"
-                               r"mode only supports?\b|exclude_outside can be set to 1 when")),
+                               r"mode only supports?\b|exclude_outside can be set to 1 when|not currently supported|"
+                               r"Pad should be smaller than kernel|size_ % 2 == 1 was false|"
+                               r"X_shape.NumDimensions\(\) == 4 was false")),
     # kernels that refuse empty tensors on purpose, with these words (pooling, GridSample, DFT, DeformConv,
     # the normalizations): a clear refusal of a degenerate input, not a bug; optimizations that fold such a
     # node away legitimately never see it (so, like a missing kernel, it is no inconsistent rejection)

@@ -50,6 +50,10 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
     "max_roi_pool": {"float64": "onnxruntime 1.32.0 CPU MaxRoiPool has no double kernel (NOT_IMPLEMENTED)"},
     "max_unpool": {"float64": "onnxruntime 1.32.0 CPU MaxUnpool has no double kernel (NOT_IMPLEMENTED)"},
     "affine_grid": {"float16": "onnxruntime 1.32.0 CPU AffineGrid on float16 runs its function body, which fails"},
+    # onnxruntime 1.32.0 OneHot(11): "NOT_IMPLEMENTED : Could not find an implementation for OneHot(11)" for
+    # these indices with any values and depth types (ONE_HOT_KERNELS below: the triples it has)
+    "one_hot": {dt: "onnxruntime 1.32.0 CPU OneHot has no kernel for these indices (NOT_IMPLEMENTED)"
+                for dt in ("int8", "int16", "uint8", "float64")},
 }
 
 
@@ -134,3 +138,75 @@ KNOWN_FORM_GAPS["resize"] = (
             "onnxruntime 1.32.0 CPU Resize ignores tf_crop_and_resize's roi on axes of scale 1 (it computes them "
             "as a copy; the spec crops them): a known divergence, not re-reported"),
 )
+
+# OneHot(11) registers these (indices, values, depth) type triples only (onehot.cc; measured: every other
+# combination of ONNX's types is NOT_IMPLEMENTED); indices of another type have none (KNOWN_GAPS above)
+ONE_HOT_KERNELS = frozenset(
+    [("int32", v, d) for v in ("float16", "float32") for d in ("int32", "float32", "float16")]
+    + [("int64", "int32", d) for d in ("float32", "float16")] + [("int64", "int64", "int64")]
+    + [("int64", v, d) for v in ("float16", "float32") for d in ("int32", "int64", "float32", "float16")]
+    + [(i, "int64", "int64") for i in ("float16", "float32")]
+    + [(i, v, d) for i in ("float16", "float32") for v in ("float16", "float32") for d in ("float32", "float16")])
+POW_EXPONENTS = ("int32", "int64", "float16", "float32", "float64")  # Pow(15)'s T1 types
+
+
+def _one_hot_types_without_kernel(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    return (ins[0].dtype, attrs.get("dtype"), attrs.get("depth_dtype")) not in ONE_HOT_KERNELS
+
+
+def _pow_exponent_without_kernel(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    return ins[1].dtype not in POW_EXPONENTS
+
+
+def _batch_first(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    return attrs.get("layout", 0) == 1
+
+
+def _lrn_without_kernel(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    return ins[0].rank != 4 or attrs.get("size", 1) % 2 == 0
+
+
+def _rotary_cache_shorter_than_sequence(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    seq = ins[0].shape[2] if ins[0].rank == 4 else ins[0].shape[1]
+    return len(ins) == 4 and ins[1].shape[0] < seq
+
+
+def _lp_pool_same_dilated(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    return str(attrs.get("auto_pad", "NOTSET")).startswith("SAME") and any(d != 1 for d in attrs.get("dilations", []))
+
+
+def _pad_not_smaller_than_kernel(ins: Sequence[TensorType], attrs: dict[str, Any]) -> bool:
+    k, pads = attrs.get("kernel", []), attrs.get("pads", [])
+    return any(p >= k[i % len(k)] for i, p in enumerate(pads)) if k else False
+
+
+KNOWN_FORM_GAPS["one_hot"] = (FormGap(
+    "one_hot", _one_hot_types_without_kernel,
+    "onnxruntime 1.32.0 CPU OneHot has kernels for a few (indices, values, depth) type triples only "
+    "(NOT_IMPLEMENTED for the others ONNX allows)"),)
+KNOWN_FORM_GAPS["pow"] = (FormGap(
+    "pow", _pow_exponent_without_kernel,
+    "onnxruntime 1.32.0 CPU Pow takes int32, int64, float16, float32 and float64 exponents only (NOT_IMPLEMENTED "
+    "for ONNX's other numeric exponent types)"),)
+for _op, _name in (("rnn", "RNN"), ("gru", "GRU"), ("lstm", "LSTM")):
+    KNOWN_FORM_GAPS[_op] = (FormGap(
+        _op, _batch_first,
+        f"onnxruntime 1.32.0 CPU {_name}: \"Batchwise recurrent operations (layout == 1) are not supported\" "
+        "(rnn/*_base.h, at session creation)"),)
+KNOWN_FORM_GAPS["lrn"] = (FormGap(
+    "lrn", _lrn_without_kernel,
+    "onnxruntime 1.32.0 CPU LRN enforces `X_shape.NumDimensions() == 4` and `size_ % 2 == 1` (nn/lrn.cc, lrn.h); "
+    "ONNX allows any rank >= 3 and any size >= 1"),)
+KNOWN_FORM_GAPS["rotary_embedding"] = (FormGap(
+    "rotary_embedding", _rotary_cache_shorter_than_sequence,
+    "onnxruntime 1.32.0 CPU RotaryEmbedding refuses position_ids caches shorter than the sequence (\"Updating "
+    "cos_cache and sin_cache in RotaryEmbedding is not currently supported\"); ONNX only needs the positions in it"),)
+KNOWN_FORM_GAPS["lp_pool"] = (FormGap(
+    "lp_pool", _lp_pool_same_dilated,
+    "onnxruntime 1.32.0 CPU LpPool pads SAME_UPPER/SAME_LOWER for the undilated kernel: with dilations its output "
+    "shape and values differ from ONNX's (a known divergence, not re-reported)"),)
+for _op in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
+    KNOWN_FORM_GAPS[_op] = (FormGap(
+        _op, _pad_not_smaller_than_kernel,
+        "onnxruntime 1.32.0 CPU pooling enforces \"Pad should be smaller than kernel\" (pool_attributes.h); ONNX "
+        "needs a pad smaller than the dilated window only"),)
