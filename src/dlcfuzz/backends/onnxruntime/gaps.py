@@ -4,7 +4,7 @@ bugs stand out (the capability probe still records what a given release lacks)."
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dlcfuzz.gen.random import FormGap
@@ -180,33 +180,30 @@ def _pad_not_smaller_than_kernel(ins: Sequence[TensorType], attrs: dict[str, Any
     return any(p >= k[i % len(k)] for i, p in enumerate(pads)) if k else False
 
 
-KNOWN_FORM_GAPS["one_hot"] = (FormGap(
-    "one_hot", _one_hot_types_without_kernel,
-    "onnxruntime 1.32.0 CPU OneHot has kernels for a few (indices, values, depth) type triples only "
-    "(NOT_IMPLEMENTED for the others ONNX allows)"),)
-KNOWN_FORM_GAPS["pow"] = (FormGap(
-    "pow", _pow_exponent_without_kernel,
-    "onnxruntime 1.32.0 CPU Pow takes int32, int64, float16, float32 and float64 exponents only (NOT_IMPLEMENTED "
-    "for ONNX's other numeric exponent types)"),)
-for _op, _name in (("rnn", "RNN"), ("gru", "GRU"), ("lstm", "LSTM")):
-    KNOWN_FORM_GAPS[_op] = (FormGap(
-        _op, _batch_first,
-        f"onnxruntime 1.32.0 CPU {_name}: \"Batchwise recurrent operations (layout == 1) are not supported\" "
-        "(rnn/*_base.h, at session creation)"),)
-KNOWN_FORM_GAPS["lrn"] = (FormGap(
-    "lrn", _lrn_without_kernel,
-    "onnxruntime 1.32.0 CPU LRN enforces `X_shape.NumDimensions() == 4` and `size_ % 2 == 1` (nn/lrn.cc, lrn.h); "
-    "ONNX allows any rank >= 3 and any size >= 1"),)
-KNOWN_FORM_GAPS["rotary_embedding"] = (FormGap(
-    "rotary_embedding", _rotary_cache_shorter_than_sequence,
-    "onnxruntime 1.32.0 CPU RotaryEmbedding refuses position_ids caches shorter than the sequence (\"Updating "
-    "cos_cache and sin_cache in RotaryEmbedding is not currently supported\"); ONNX only needs the positions in it"),)
-KNOWN_FORM_GAPS["lp_pool"] = (FormGap(
-    "lp_pool", _lp_pool_same_dilated,
-    "onnxruntime 1.32.0 CPU LpPool pads SAME_UPPER/SAME_LOWER for the undilated kernel: with dilations its output "
-    "shape and values differ from ONNX's (a known divergence, not re-reported)"),)
-for _op in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d"):
-    KNOWN_FORM_GAPS[_op] = (FormGap(
-        _op, _pad_not_smaller_than_kernel,
-        "onnxruntime 1.32.0 CPU pooling enforces \"Pad should be smaller than kernel\" (pool_attributes.h); ONNX "
-        "needs a pad smaller than the dilated window only"),)
+# operator -> (the form it lacks, the reason): one form gap each
+_ONE_FORM: dict[str, tuple[Callable[[Sequence[TensorType], dict[str, Any]], bool], str]] = {
+    "one_hot": (_one_hot_types_without_kernel,
+                "onnxruntime 1.32.0 CPU OneHot has kernels for a few (indices, values, depth) type triples only "
+                "(NOT_IMPLEMENTED for the others ONNX allows)"),
+    "pow": (_pow_exponent_without_kernel,
+            "onnxruntime 1.32.0 CPU Pow takes int32, int64, float16, float32 and float64 exponents only "
+            "(NOT_IMPLEMENTED for ONNX's other numeric exponent types)"),
+    **{op: (_batch_first, f"onnxruntime 1.32.0 CPU {name}: \"Batchwise recurrent operations (layout == 1) are not "
+                          "supported\" (rnn/*_base.h, at session creation)")
+       for op, name in (("rnn", "RNN"), ("gru", "GRU"), ("lstm", "LSTM"))},
+    "lrn": (_lrn_without_kernel,
+            "onnxruntime 1.32.0 CPU LRN enforces `X_shape.NumDimensions() == 4` and `size_ % 2 == 1` (nn/lrn.cc, "
+            "lrn.h); ONNX allows any rank >= 3 and any size >= 1"),
+    "rotary_embedding": (_rotary_cache_shorter_than_sequence,
+                         "onnxruntime 1.32.0 CPU RotaryEmbedding refuses position_ids caches shorter than the sequence "
+                         "(\"Updating cos_cache and sin_cache in RotaryEmbedding is not currently supported\"); ONNX "
+                         "only needs the positions in it"),
+    "lp_pool": (_lp_pool_same_dilated,
+                "onnxruntime 1.32.0 CPU LpPool pads SAME_UPPER/SAME_LOWER for the undilated kernel: with dilations "
+                "its output shape and values differ from ONNX's (a known divergence, not re-reported)"),
+    **{op: (_pad_not_smaller_than_kernel,
+            "onnxruntime 1.32.0 CPU pooling enforces \"Pad should be smaller than kernel\" (pool_attributes.h); ONNX "
+            "needs a pad smaller than the dilated window only")
+       for op in ("max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d")},
+}
+KNOWN_FORM_GAPS.update({op: (FormGap(op, matches, reason),) for op, (matches, reason) in _ONE_FORM.items()})
