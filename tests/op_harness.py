@@ -72,15 +72,25 @@ def ort_gaps(op: str) -> dict[str, str]:
         return KNOWN_GAPS.get(op, {})
 
 
+def ort_form_gaps(op: str):
+    """The ORT backend's known form gaps of `op` (operator forms its kernels lack)."""
+    from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS
+
+    return KNOWN_FORM_GAPS.get(op, ())
+
+
 def check_instance(g: Graph, inputs: dict, *, ort: bool = True, relax: bool = True, importer: bool = True) -> None:
     """Assert every layer agrees on this graph. Raises AssertionError with the graph text.
 
     Operator/dtype pairs that are a compiler's known gap (backends/<compiler>/gaps.py, with their upstream
-    reason) are not run there.
+    reason), and operator forms that are one of its known form gaps, are not run there.
     """
     from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS as TVM_GAPS
+    from dlcfuzz.gen.random import form_gaps_in
     from dlcfuzz.ir import to_text
     from dlcfuzz.ops import get_op
+
+    ort = ort and not form_gaps_in(g, ort_form_gaps)
 
     env = g.types()
     for n in g.all_nodes():

@@ -12,8 +12,8 @@ from pathlib import Path
 import dlcfuzz
 
 PACKAGE = Path(dlcfuzz.__file__).resolve().parent
-# the folders whose code must name no compiler (add "ops" once its kernel limits are backend facts)
-COMPILER_FREE = ("engine", "oracle", "strategies", "synth", "gen")
+# the folders whose code must name no compiler (a compiler's kernel limits are its backend's facts)
+COMPILER_FREE = ("engine", "oracle", "strategies", "synth", "gen", "ops")
 # a compiler's name as a word part: `tvm`, `relax.add`, `xla_flags`, "ONNXRuntime", `ort-all`, `ov-cpu`;
 # not ONNX vocabulary such as `pytorch_half_pixel` (a letter before "torch")
 COMPILER_NAME = re.compile(r"(?<![a-z])(onnxruntime|tvm|relax|inductor|torch|xla|jax|openvino)(?![a-z])"

@@ -49,6 +49,9 @@ def test_reference_matches_onnx_reference_implementation(op):
 
     compared = 0
     for g, inputs in instances(get_op(op), seed=11, count=12):
+        first = g.constants.get(g.nodes[0].inputs[0], inputs.get(g.nodes[0].inputs[0]))
+        if op == "one_hot" and first.dtype.kind == "f":  # onnx.reference wraps negative float indices before
+            continue  # the cast to int64 that the spec does first (ORT casts first, as our reference does)
         model = to_onnx(g)
         try:
             want = ReferenceEvaluator(model).run(None, inputs)

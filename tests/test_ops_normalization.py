@@ -252,7 +252,7 @@ def test_sampling_never_normalizes_over_an_empty_extent(op):
 
 
 def test_lp_pool_never_samples_a_negative_same_pad():
-    """SAME padding with a kernel smaller than the stride has a negative pad by the spec's formula:
+    """SAME padding with a (dilated) window smaller than the stride has a negative pad by the spec's formula:
     ORT's LpPool crops, its MaxPool refuses, a clamping reference differs from both (three false
     wrong-results of the issue-18 campaign on onnxruntime 1.32)."""
     import math
@@ -264,8 +264,8 @@ def test_lp_pool_never_samples_a_negative_same_pad():
         _, attrs = spec.sample(rng, TensorType("float32", (1, 2, 6, 5)))
         if attrs["auto_pad"].startswith("SAME"):
             same += 1
-            for n, s, k in zip((6, 5), attrs["strides"], attrs["kernel"]):
-                assert (math.ceil(n / s) - 1) * s + k >= n, attrs
+            for n, s, k, d in zip((6, 5), attrs["strides"], attrs["kernel"], attrs["dilations"]):
+                assert (math.ceil(n / s) - 1) * s + d * (k - 1) + 1 >= n, attrs  # the dilated window
     assert same >= 20
 
 

@@ -108,7 +108,8 @@ def test_qlinear_conv_per_channel_scale_with_bias_runs_everywhere():
 
 
 def test_conv_integer_per_channel_zero_point_imports():
-    """ONNX's per-output-channel w_zero_point: imported and computed (onnxruntime lacks it: not generated)."""
+    """ONNX's per-output-channel w_zero_point: imported and computed (generated too, except for onnxruntime,
+    whose known form gap it is)."""
     x, w = TensorType("uint8", (1, 1, 3, 3)), TensorType("uint8", (2, 1, 2, 2))
     attrs = {"strides": [1, 1], "dilations": [1, 1], "pads": [1, 1, 1, 1], "group": 1, "x_zero_point": 1,
              "w_zero_point": [0, 1]}

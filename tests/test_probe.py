@@ -79,7 +79,7 @@ def test_a_disruptive_campaigns_pool_probes_what_a_valid_one_does(monkeypatch):
 
     every = probe_module.probe_cases
     picked = {"bitcast", "ms_fast_gelu", "relu", "add"}
-    monkeypatch.setattr(probe_module, "probe_cases", lambda seed=0: [c for c in every(seed) if c[0] in picked])
+    monkeypatch.setattr(probe_module, "probe_cases", lambda seed=0, form_gaps=None: [c for c in every(seed, form_gaps) if c[0] in picked])
     backend = get_backend("tvm")
     configs = [backend.default_pair()[0]]
     here = probe(backend, configs)

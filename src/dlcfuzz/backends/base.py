@@ -5,12 +5,13 @@ A backend never decides what a bug is: it returns outputs or raises.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
+from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.testcase import Config  # the test case record carries its configurations
 
@@ -110,6 +111,12 @@ class Backend(Protocol):
         (an allow-list with references, never a silent skip): campaigns leave these out."""
         ...
 
+    def known_form_gaps(self, op: str) -> Sequence[FormGap]:
+        """Forms of `op` (a dtype combination, an attribute form) this compiler lacks where it runs the
+        operator with that input-0 dtype otherwise, each with its documented upstream reason: generation
+        and the capability probe sample around them for this compiler only (`gen.random.avoiding`)."""
+        ...
+
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """The configurations one generated test compares, varied per test from the campaign's
         (HirGen's cross-method oracle, sampled pass sequences or knobs)."""
@@ -186,6 +193,9 @@ class BackendBase:
 
     def known_gaps(self, op: str) -> dict[str, str]:
         return {}
+
+    def known_form_gaps(self, op: str) -> Sequence[FormGap]:
+        return ()
 
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         return list(configs)

@@ -8,13 +8,14 @@ inputs (indices) are always constants sampled inside their domain.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.errors import ShapeError, TypeRuleError
 from dlcfuzz.gen.inputs import sample_tensor
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import DTYPES, TensorType
@@ -22,6 +23,60 @@ from dlcfuzz.ops import ANY, Domain, OpSpec, all_ops
 
 Supported = Callable[[str, str], bool]
 MAX_DIM = 6
+
+
+@dataclass(frozen=True)
+class FormGap:
+    """A form of one operator's instances that a compiler lacks (a dtype combination, an attribute form)
+    where it runs the (operator, input-0 dtype) pair otherwise, with the documented upstream reason: a
+    backend's `known_form_gaps`. `matches(in_types, attrs)` says whether a sampled instance has the form."""
+
+    op: str
+    matches: Callable[[Sequence[TensorType], dict[str, Any]], bool]
+    reason: str
+
+
+FormGaps = Callable[[str], Sequence[FormGap]]  # operator -> its known form gaps (a backend's known_form_gaps)
+FORM_TRIES = 30  # samples of an operator that avoids its form gaps before it counts as not fitting input 0
+
+
+def form_gap_of(op: str, in_types: Sequence[TensorType], attrs: dict[str, Any], form_gaps: FormGaps) -> FormGap | None:
+    """The form gap an instance of `op` falls in, or None."""
+    return next((gap for gap in form_gaps(op) if gap.matches(in_types, attrs)), None)
+
+
+def form_gaps_in(g: Graph, form_gaps: FormGaps) -> list[FormGap]:
+    """The form gaps the nodes of `g` (sub-functions included) fall in."""
+    env = g.types()
+    found = [gap for n in g.nodes if n.op != CALL_OP and form_gaps(n.op)
+             for gap in [form_gap_of(n.op, [env[i] for i in n.inputs], n.attrs, form_gaps)] if gap is not None]
+    return found + [gap for f in g.functions.values() for gap in form_gaps_in(f, form_gaps)]
+
+
+def avoiding(spec: OpSpec, form_gaps: FormGaps) -> OpSpec:
+    """`spec` sampling only instances outside its form gaps (re-sampled with the same generator; a ShapeError,
+    like any input 0 the operator does not fit, after FORM_TRIES); `spec` itself when it has none. Every other
+    part is the spec's own: names, typing and the reference do not change, only which instances are made."""
+    if not form_gaps(spec.name):
+        return spec
+    sample = spec.sample
+
+    def sample_outside(rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], dict[str, Any]]:
+        for _ in range(FORM_TRIES):
+            in_types, attrs = sample(rng, first)
+            if form_gap_of(spec.name, in_types, attrs, form_gaps) is None:
+                return in_types, attrs
+        raise ShapeError(f"{spec.name}: every instance sampled for {first} is a known form gap")
+
+    narrowed = copy.copy(spec)
+    narrowed.sample = sample_outside  # type: ignore[method-assign]
+    return narrowed
+
+
+def avoiding_choices(choices: Sequence[tuple[OpSpec, list[str]]],
+                     form_gaps: FormGaps) -> list[tuple[OpSpec, list[str]]]:
+    """`choices` (see allowed_choices) whose operators sample outside their form gaps."""
+    return [(avoiding(spec, form_gaps), ds) for spec, ds in choices]
 
 
 def random_shape(rng: np.random.Generator, rank: int) -> tuple[int, ...]:

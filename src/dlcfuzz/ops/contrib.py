@@ -5,6 +5,11 @@ Given to ORT directly, a fused operator is its own front door: its kernel runs o
 that the fusion producing it would not have emitted. Only ONNX consumers can read the domain:
 `lower/registry.py` gives every other target a documented gap for operators of another domain.
 Semantics follow ORT's contrib-operator documentation (docs/ContribOperators.md).
+
+This is the one place that names the compiler: the domain is ONNXRuntime's own, so its documentation and
+CPU kernels are these operators' spec. Their limits here (float32 only, the activations FusedGemm and
+FusedConv take) are the domain's definition, not a compiler gap, and stay in this file; "the domain"
+below means ONNXRuntime's com.microsoft definition.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from dlcfuzz.ops.elementwise import _erf
 from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref, _normalized
 
 MS = "com.microsoft"
-F32 = ("float32",)  # the dtype every one of these has a CPU kernel for
+F32 = ("float32",)  # the dtype the domain defines every one of these for
 SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 
@@ -198,8 +203,8 @@ class FusedMatMulOp(_Contrib):
         return [(attrs["alpha"] * _matmul_ref(_acc(a), _acc(b))).astype(xs[0].dtype)]
 
 
-ACTIVATIONS = ("Relu", "Tanh", "Sigmoid", "LeakyRelu")  # FusedGemm's activations on ORT's CPU kernel
-# FusedConv's (ORT's fused_activation.cc): name -> its activation_params
+ACTIVATIONS = ("Relu", "Tanh", "Sigmoid", "LeakyRelu")  # FusedGemm's activations in the domain
+# FusedConv's (the domain's fused_activation.cc): name -> its activation_params
 CONV_ACTIVATIONS = {"Relu": 0, "Tanh": 0, "Sigmoid": 0, "LeakyRelu": 1, "Clip": 2, "HardSigmoid": 2}
 
 
@@ -219,7 +224,7 @@ def _activation(name: str, alpha: float, y: np.ndarray, beta: float = 0.0) -> np
 
 class FusedGemmOp(_Contrib):
     """activation(alpha * A' @ B' + beta * C): Gemm (2-D, C broadcast to (M, N)) with the activation
-    ORT's GemmActivationFusion folds into it."""
+    the domain's GemmActivationFusion folds into it."""
 
     name = "ms_fused_gemm"
     n_inputs = 3
@@ -278,7 +283,7 @@ _CONV2D = ConvOp("conv2d", 2)
 
 
 class FusedConvOp(ConvOp):
-    """activation(Conv(X, W, B)) with the activation ORT's ConvActivationFusion folds into it."""
+    """activation(Conv(X, W, B)) with the activation the domain's ConvActivationFusion folds into it."""
 
     family = "contrib"
     onnx_domain = MS

@@ -11,6 +11,7 @@ CenterCropPad's shape, TensorScatter's write_indices) are attributes too, so out
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -356,16 +357,6 @@ class ScatterND(IndexingOp):
 
 # ---- one_hot -------------------------------------------------------------
 
-# (indices, values) dtype pairs generated, each with the depth dtypes ONNXRuntime has a kernel for
-# (onehot.cc registers a few type triples only; other pairs are NOT_IMPLEMENTED there)
-ONE_HOT_KERNELS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("int32", "float16"): ("int32", "float32"),
-    ("int32", "float32"): ("int32", "float32"),
-    ("int64", "int32"): ("float32",),
-    ("int64", "int64"): ("int64",),
-    ("int64", "float16"): ("int32", "int64", "float32"),
-    ("int64", "float32"): ("int32", "int64", "float32"),
-}
 DEPTH_DTYPES = INTS + FLOATS
 
 
@@ -375,7 +366,7 @@ class OneHot(IndexingOp):
 
     name = "one_hot"
     onnx_ops = ("OneHot",)
-    dtypes = ("int32", "int64")  # generated: the indices ONNXRuntime has kernels for (ONE_HOT_KERNELS)
+    dtypes = INTS + FLOATS  # ONNX's T1 is any numeric type (the wide unsigned ones: imported only)
     accepted = INTS + WIDE_UNSIGNED + FLOATS  # imported (float indices truncate)
     ranks = (1, 2, 3)
 
@@ -404,18 +395,19 @@ class OneHot(IndexingOp):
         return [TensorType(dtype, t.shape[:axis] + (depth,) + t.shape[axis:])]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
-        pairs = [p for p in ONE_HOT_KERNELS if p[0] == first.dtype]
-        if not pairs:
-            raise DTypeError(f"{self.name}: indices of {first.dtype} are not generated")
-        _, dtype = pairs[int(rng.integers(len(pairs)))]
-        kernels = ONE_HOT_KERNELS[(first.dtype, dtype)]
+        require_dtype(self, first)
+        # ONNX's values (T3) may have any type and depth (T2) any numeric one
+        dtype = DTYPES[int(rng.integers(len(DTYPES)))]
         depth = int(rng.integers(1, 7))
-        if dtype in FLOATS:
+        if dtype == "bool":
+            values: list[Any] = [bool(v) for v in rng.permutation([False, True])]
+        elif dtype in FLOATS:
             values = [float(v) for v in rng.choice([0.0, 1.0, -1.5, 2.25, 0.5], size=2, replace=False)]
         else:
-            values = [int(v) for v in rng.choice([0, 1, -3, 5, 7], size=2, replace=False)]
+            values = [int(v) for v in rng.choice([0, 1, 5, 7] if dtype == "uint8" else [0, 1, -3, 5, 7], size=2,
+                                                   replace=False)]
         attrs = {"depth": depth, "values": values, "dtype": dtype,
-                 "depth_dtype": str(rng.choice(kernels)),
+                 "depth_dtype": DEPTH_DTYPES[int(rng.integers(len(DEPTH_DTYPES)))],
                  "axis": int(rng.integers(-first.rank - 1, first.rank + 1))}
         check_size(self, self.infer([first], attrs)[0].shape)
         return [first], attrs

@@ -327,8 +327,8 @@ class Pool2dOp(OpSpec):
                 before[i], after[i] = (small, large) if auto == "SAME_UPPER" else (large, small)
                 out.append(o)
                 continue
-            if before[i] >= k[i] or after[i] >= k[i]:  # ORT: "Pad should be smaller than kernel"
-                raise ShapeError(f"{self.name}: pad {max(before[i], after[i])} must be smaller than kernel {k[i]}")
+            if max(before[i], after[i]) >= eff:  # the spec defines no value for a window wholly in padding
+                raise ShapeError(f"{self.name}: pad {max(before[i], after[i])} must be smaller than the window {eff}")
             span = size + before[i] + after[i] - eff
             if span < 0:
                 raise ShapeError(f"{self.name}: window {eff} larger than padded input {size + before[i] + after[i]}")
@@ -367,9 +367,12 @@ class Pool2dOp(OpSpec):
         require_rank(self, first, [self.spatial + 2])
         nd = self.spatial
         win = _sample_window(rng, first.shape[2:])
-        pads = [min(p, win["kernel"][i % nd] - 1) for i, p in enumerate(win["pads"])]
-        attrs: Attrs = {"kernel": win["kernel"], "strides": win["strides"], "pads": pads}
-        attrs["dilations"] = win["dilations"] if self.kind == "max" else [1] * nd
+        k, d = win["kernel"], win["dilations"] if self.kind == "max" else [1] * nd
+        eff = [d[i] * (k[i] - 1) + 1 for i in range(nd)]
+        pads = [min(p, eff[i % nd] - 1) for i, p in enumerate(win["pads"])]
+        if rng.random() < 0.2:  # pads up to the (dilated) window, past the kernel's size
+            pads = [int(rng.integers(0, eff[i % nd])) for i in range(2 * nd)]
+        attrs: Attrs = {"kernel": k, "strides": win["strides"], "pads": pads, "dilations": d}
         if self.kind == "avg":
             attrs["count_include_pad"] = int(rng.integers(2))
         self.infer([first], attrs)
@@ -847,9 +850,7 @@ class LrnOp(OpSpec):
     n_inputs = 1
     dtypes = FLOATS
     onnx_ops = ("LRN",)
-    # ONNX allows any rank >= 3 and any size >= 1 (infer accepts them); generation stays at rank 4
-    # and odd sizes, where ORT's CPU kernel enforces `X_shape.NumDimensions() == 4` and `size_ % 2 == 1`.
-    ranks = (4,)
+    ranks = (3, 4, 5)  # ONNX: any rank >= 3, any size >= 1
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         if len(ins) != 1:
@@ -865,7 +866,7 @@ class LrnOp(OpSpec):
         require_dtype(self, first)
         if first.rank < 3:
             raise ShapeError(f"lrn: input must be (N, C, D1, ...), got rank {first.rank}")
-        return [first], {"size": int(rng.choice([1, 3, 5])), "alpha": _f32(rng.uniform(1e-4, 0.5)),
+        return [first], {"size": int(rng.integers(1, 6)), "alpha": _f32(rng.uniform(1e-4, 0.5)),
                          "beta": _f32(rng.uniform(0.25, 1.0)), "bias": _f32(rng.uniform(0.5, 2.0))}
 
     @staticmethod

@@ -441,12 +441,10 @@ class LpPoolOp(OpSpec):
                             "ceil_mode": int(rng.random() < 0.3) if auto == "NOTSET" else 0,
                             "auto_pad": auto, "p": int(rng.choice([1, 2, 2, 3]))}
             if auto.startswith("SAME"):
-                # onnxruntime 1.32 pads SAME for the undilated kernel: with dilations its output shape
-                # or values differ from ONNX's (reported); not generated
-                attrs["dilations"] = [1] * nd
-                # a kernel smaller than the stride makes the spec's SAME pad negative: implementation-defined
-                # (ORT's LpPool crops the input, its MaxPool refuses, other compilers clamp to 0)
-                if any((math.ceil(n / si) - 1) * si + ki < n for n, si, ki in zip(first.shape[2:], s, k)):
+                # a (dilated) window smaller than the stride makes the spec's SAME pad negative, which the
+                # spec leaves implementation-defined (compilers crop the input, refuse, or clamp it to 0)
+                eff = [di * (ki - 1) + 1 for ki, di in zip(k, d)]
+                if any((math.ceil(n / si) - 1) * si + e < n for n, si, e in zip(first.shape[2:], s, eff)):
                     continue
             try:
                 (out,) = self.infer([first], attrs)

@@ -293,8 +293,7 @@ class Range(OpSpec):
     name = "range"
     family = "ordering"
     n_inputs = 0
-    # float16 is a Range type only from opset 27, which ONNXRuntime does not run yet
-    dtypes = ("float32", "float64", "int16", "int32", "int64")
+    dtypes = ("float16", "float32", "float64", "int16", "int32", "int64")  # float16: from opset 27
     onnx_ops = ("Range",)
     ranks = (0, 1)
 

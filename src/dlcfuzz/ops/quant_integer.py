@@ -240,9 +240,10 @@ class ConvIntegerOp(OpSpec):
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
         ins, attrs = _sample_conv(self, rng, first, QTYPES[int(rng.integers(2))])
-        # per-channel w_zero_point is imported, never generated: onnxruntime's ConvInteger takes a
-        # scalar one only (conv_integer.cc: IsScalarOr1ElementVector(W_Zero_Point))
-        attrs.update({"x_zero_point": _sample_zp(rng, first.dtype), "w_zero_point": _sample_zp(rng, ins[1].dtype)})
+        wzp: Any = _sample_zp(rng, ins[1].dtype)
+        if rng.random() < 0.3:  # per output channel
+            wzp = [_sample_zp(rng, ins[1].dtype) for _ in range(ins[1].shape[0])]
+        attrs.update({"x_zero_point": _sample_zp(rng, first.dtype), "w_zero_point": wzp})
         check_size(self, self.infer(ins, attrs)[0].shape)
         return ins, attrs
 
@@ -296,13 +297,13 @@ class QLinearMatMulOp(OpSpec):
         require_dtype(self, first)
         if first.rank < 1:
             raise ShapeError(f"{self.name}: rank 0")
-        # onnxruntime's kernels: uint8 a with b of either type, int8 a with int8 b; the output of a's type
-        b = _sample_matmul_b(rng, first, QTYPES[int(rng.integers(2))] if first.dtype == "uint8" else "int8")
+        b = _sample_matmul_b(rng, first, QTYPES[int(rng.integers(2))])
+        to = QTYPES[int(rng.integers(2))]
         a_scale, b_scale = _sample_scale(rng), _sample_scale(rng)
         attrs = {"a_scale": a_scale, "a_zero_point": _sample_zp(rng, first.dtype),
                  "b_scale": b_scale, "b_zero_point": _sample_zp(rng, b.dtype),
                  "y_scale": _sample_out_scale(rng, a_scale * b_scale, first.shape[-1]),
-                 "y_zero_point": _sample_zp(rng, first.dtype), "to": first.dtype}
+                 "y_zero_point": _sample_zp(rng, to), "to": to}
         ins = [first, b]
         check_size(self, self.infer(ins, attrs)[0].shape)
         return ins, attrs
@@ -353,8 +354,7 @@ class QLinearConvOp(OpSpec):
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
-        # onnxruntime's kernels: the output has x's type; uint8 x takes w of either type, int8 x int8 w
-        w_dtype = QTYPES[int(rng.integers(2))] if first.dtype == "uint8" else "int8"
+        w_dtype, to = QTYPES[int(rng.integers(2))], QTYPES[int(rng.integers(2))]
         ins, attrs = _sample_conv(self, rng, first, w_dtype)
         m, terms = ins[1].shape[0], int(np.prod(ins[1].shape[1:]))
         w_scale: Any = _sample_scale(rng)
@@ -364,7 +364,7 @@ class QLinearConvOp(OpSpec):
         attrs.update({"x_scale": x_scale, "x_zero_point": _sample_zp(rng, first.dtype),
                       "w_scale": w_scale, "w_zero_point": _sample_zp(rng, w_dtype),
                       "y_scale": _sample_out_scale(rng, x_scale * float(np.mean(w_scale)), terms),
-                      "y_zero_point": _sample_zp(rng, first.dtype), "to": first.dtype})
+                      "y_zero_point": _sample_zp(rng, to), "to": to})
         if rng.random() < 0.5:
             ins.append(TensorType("int32", (m,)))
         check_size(self, self.infer(ins, attrs)[0].shape)

@@ -178,9 +178,7 @@ class RecurrentOp(OpSpec):
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
         require_dtype(self, first)
         require_rank(self, first, [3])
-        # layout 1 (batch first) is imported and lowered, never generated: onnxruntime's kernels refuse
-        # it ("Batchwise recurrent operations (layout == 1) are not supported", rnn/*_base.h)
-        layout = 0
+        layout = int(rng.random() < 0.3)  # 1: batch first
         seq, batch = (first.shape[0], first.shape[1]) if layout == 0 else (first.shape[1], first.shape[0])
         if seq < 1 or batch < 1 or first.shape[2] < 1:
             raise ShapeError(f"{self.name}: empty sequence, batch or input")

@@ -872,38 +872,34 @@ class Resize(ShapeOp):
             if 0 in out:
                 continue
             check_size(self, out)
-            outer_kept = r == 4 and out[:2] == first.shape[:2]
-            if first.dtype in FLOATS and (r in (2, 3) or outer_kept) and rng.random() < 0.5:
+            if first.dtype in FLOATS and rng.random() < 0.5:
                 attrs = self._sample_interp(rng, first, attrs, out)
             return [first], attrs
         raise ShapeError(f"{self.name}: no unambiguous resize found for {first.shape}")
 
     def _sample_interp(self, rng: np.random.Generator, first: TensorType, attrs: Attrs,
                        out: tuple[int, ...]) -> Attrs:
-        """Linear or cubic on the nearest instance's shapes. Coordinates that depend on the real-valued
-        output length (align_corners, half_pixel_symmetric, tf_crop_and_resize) only where it is whole.
-        Generated where ONNXRuntime has kernels: linear on 2-D, 3-D and NCHW (N and C kept), cubic on
-        2-D and NCHW; a roi other than [0, 1] on the resized axes only (ORT ignores it on axes of
-        scale 1, N and C included)."""
+        """Linear or cubic on the nearest instance's shapes, over any axes. Coordinates that depend on the
+        real-valued output length (align_corners, half_pixel_symmetric, tf_crop_and_resize) only where
+        it is whole."""
         whole = "sizes" in attrs or all(float(np.float32(d) * np.float32(s)).is_integer()
                                         for d, s in zip(first.shape, attrs["scales"]))
         modes = INTERP_COORD_MODES if whole else ("half_pixel", "asymmetric", "pytorch_half_pixel")
         ctm = str(rng.choice(modes))
         if ctm == "align_corners" and any(o == 1 and d > 1 for o, d in zip(out, first.shape)):
             ctm = "half_pixel"
-        mode = str(rng.choice(INTERP_MODES if first.rank != 3 else ("linear",)))
+        mode = str(rng.choice(INTERP_MODES))
         antialias = int(rng.random() < 0.3)
-        # ORT refuses exclude_outside on linear without antialias ("exclude_outside can be set to 1 when
-        # (1) mode is CUBIC, or (2) mode is LINEAR when anti-aliasing is enabled")
-        exclude = int(rng.random() < 0.3) if mode == "cubic" or antialias else 0
+        exclude = int(rng.random() < 0.3)
         new: Attrs = {**attrs, "mode": mode, "coordinate_transformation_mode": ctm,
                       "antialias": antialias, "exclude_outside": exclude}
         if mode == "cubic":
             new["cubic_coeff_a"] = float(rng.choice([-0.75, -0.5, -0.25]))
         if ctm == "tf_crop_and_resize":
-            inner = [k for k in (range(2, 4) if first.rank == 4 else range(first.rank)) if out[k] != first.shape[k]]
-            starts = [float(rng.choice([0.0, 0.0, 0.25, -0.25])) if k in inner else 0.0 for k in range(first.rank)]
-            new["roi"] = starts + [float(s + rng.choice([1.0, 0.5, 1.25])) if k in inner else 1.0
+            # mostly on the resized axes; the roi crops an axis of scale 1 too
+            cropped = [k for k in range(first.rank) if out[k] != first.shape[k] or rng.random() < 0.2]
+            starts = [float(rng.choice([0.0, 0.0, 0.25, -0.25])) if k in cropped else 0.0 for k in range(first.rank)]
+            new["roi"] = starts + [float(s + rng.choice([1.0, 0.5, 1.25])) if k in cropped else 1.0
                                    for k, s in enumerate(starts)]
             new["extrapolation_value"] = float(rng.choice([0.0, 10.0, -1.5]))
         return new

@@ -125,11 +125,13 @@ class GraphStrategy(Strategy):
         return self.pick(rng)[1]
 
     def allowed(self, supported: Any) -> Any:
-        from dlcfuzz.gen.random import allowed_choices
+        """The (operator, dtypes) choices `supported` admits, each operator sampling around the compiler's
+        known form gaps (an operator form it lacks: a dtype combination, an attribute form)."""
+        from dlcfuzz.gen.random import allowed_choices, avoiding_choices
         from dlcfuzz.ops import get_op
 
         only = [get_op(n) for n in self.params.get("only_ops", [])] or None
-        return allowed_choices(only, None, supported)
+        return avoiding_choices(allowed_choices(only, None, supported), self.ctx.backend.known_form_gaps)
 
     def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
                   meta: dict[str, Any] | None = None) -> TestCase:

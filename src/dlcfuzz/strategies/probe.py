@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.gen.random import FormGaps
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import all_ops
@@ -34,23 +35,35 @@ def ops_fingerprint() -> str:
     return h.hexdigest()[:10]
 
 
-def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = False) -> Path:
+def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = False, forms: str = "") -> Path:
     """Per compiler release and probed configurations: what one front door supports (TVM's ONNX importer
-    takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's."""
+    takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's.
+    `forms` (forms_fingerprint): the compiler's known form gaps, which the probe's instances avoid."""
     root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
     probed = "+".join(sorted(configs))
     probed += "-top" if at_top else ""
+    probed += f"-{forms}" if forms else ""
     safe = "".join(c if c.isalnum() or c in "._-+" else "_" for c in f"{compiler}-{version}-{probed}-{ops_fingerprint()}")
     return root / "capabilities" / f"{safe}.json"
 
 
-def probe_cases(seed: int = 0) -> list[tuple[str, str, Any]]:
-    """(op, dtype, TestCase-less graph) pairs: one small instance per operator and dtype."""
+def forms_fingerprint(backend: Any) -> str:
+    """The backend's known form gaps (operator and reason of each), "" when it has none."""
+    gaps = sorted((g.op, g.reason) for spec in all_ops() for g in backend.known_form_gaps(spec.name))
+    return hashlib.sha1(json.dumps(gaps).encode()).hexdigest()[:8] if gaps else ""
+
+
+def probe_cases(seed: int = 0, form_gaps: FormGaps | None = None) -> list[tuple[str, str, Any]]:
+    """(op, dtype, TestCase-less graph) pairs: one small instance per operator and dtype; with `form_gaps`
+    (a backend's known_form_gaps) instances outside them, so that a form the compiler lacks does not mark
+    the whole (op, dtype) pair unsupported."""
+    from dlcfuzz.gen.random import avoiding
     from dlcfuzz.gen.single import single_op_graph
 
     rng = np.random.default_rng(seed)
     out = []
     for spec in all_ops():
+        spec = avoiding(spec, form_gaps) if form_gaps is not None else spec
         for dtype in spec.dtypes:
             g = None
             # rank 2-ish first, then others; shapes for operators that need square matrices (Det), a dim of
@@ -121,7 +134,7 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
     from dlcfuzz.oracle.testcase import TestCase, observations_from_bytes
 
     rng = np.random.default_rng(seed)
-    cases = probe_cases(seed)
+    cases = probe_cases(seed, backend.known_form_gaps)
     inputs = [sample_inputs(g, rng) for _, _, g in cases]
     caps: Capabilities = {}
     if beside_newest is not None:
@@ -190,7 +203,8 @@ def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None,
                   beside_newest: Capabilities | None = None) -> Capabilities:
     """The probe's answer, from the cache when this release was probed with these operators before;
     with `beside_newest` (the one-operator answer) what a graph at the newest opset supports."""
-    path = cache_path(backend.name, backend.version(), [c.name for c in configs], beside_newest is not None)
+    path = cache_path(backend.name, backend.version(), [c.name for c in configs], beside_newest is not None,
+                      forms_fingerprint(backend))
     if path.exists():
         try:
             data = json.loads(path.read_text())

@@ -6,7 +6,7 @@ import functools
 import os
 import re
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,8 +14,9 @@ import onnxruntime as ort
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
-from dlcfuzz.backends.onnxruntime.gaps import KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
+from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
 from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers
+from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.onnx import to_onnx
@@ -23,9 +24,14 @@ from dlcfuzz.lower.onnx import to_onnx
 # Documented rejections: a missing kernel or a model that fails validation is not a bug.
 EXPECTED = [
     # ... and a kernel's explicit refusal of a mode it documents it lacks (Resize: "'Cubic' mode only support
-    # 2-D inputs ... or 4-D inputs with the corresponding outermost 2 scale values being 1")
+    # 2-D inputs ... or 4-D inputs with the corresponding outermost 2 scale values being 1", "exclude_outside
+    # can be set to 1 when (1) mode is CUBIC, or (2) mode is LINEAR when anti-aliasing is enabled"; LRN's rank
+    # and size, pooling's pads, RotaryEmbedding's short caches: all known form gaps, gaps.KNOWN_FORM_GAPS,
+    # reached only by imported or mutated models)
     ("unsupported", re.compile(r"NOT_IMPLEMENTED|Could not find an implementation|is not supported|not supported|"
-                               r"mode only supports?\b")),
+                               r"mode only supports?\b|exclude_outside can be set to 1 when|not currently supported|"
+                               r"Pad should be smaller than kernel|size_ % 2 == 1 was false|"
+                               r"X_shape.NumDimensions\(\) == 4 was false")),
     # kernels that refuse empty tensors on purpose, with these words (pooling, GridSample, DFT, DeformConv,
     # the normalizations): a clear refusal of a degenerate input, not a bug; optimizations that fold such a
     # node away legitimately never see it (so, like a missing kernel, it is no inconsistent rejection)
@@ -101,6 +107,9 @@ class OnnxRuntimeBackend(BackendBase):
         if op in U8S8_SATURATING and self.u8s8_saturates:
             gaps.setdefault(U8S8_SATURATING[op], U8S8_REASON)
         return gaps
+
+    def known_form_gaps(self, op: str) -> Sequence[FormGap]:
+        return KNOWN_FORM_GAPS.get(op, ())
 
     @functools.cached_property
     def u8s8_saturates(self) -> bool:

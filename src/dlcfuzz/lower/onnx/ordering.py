@@ -108,6 +108,8 @@ def import_eye_like(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs
 @ONNX.register("range")
 def range_(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> None:
     dt = attrs["dtype"]
+    if dt == "float16":  # a Range type from opset 27
+        b.need_opset(27)
     names = [b.const(np.asarray(attrs[k]).astype(dt), dt, k) for k in ("start", "limit", "delta")]
     b.node("Range", names, outs)
 
