@@ -150,6 +150,21 @@ def test_reproducer_shows_the_real_lrn_bias_bug_and_stays_quiet_on_an_integer_bi
             assert "Lrn[" in res.stdout  # the executed layers are named
 
 
+def test_reproducer_feeds_only_the_inputs_openvino_kept(tmp_path):
+    """OpenVINO prunes a graph input no output depends on; feeding it by name fails ("Port for tensor
+    name u was not found"), which printed "not reproduced" for a real bug. The script feeds exactly the
+    compiled model's inputs."""
+    g = lrn_graph(1.1992)
+    g.inputs.append(Value("u", TensorType("float32", (2,))))  # unused: pruned by read_model
+    check_graph(g)
+    rng = np.random.default_rng(0)
+    x = {"x": rng.normal(size=(1, 5, 3, 5)).astype("float32") * 2, "u": np.ones(2, np.float32)}
+    backend = get_backend("openvino")
+    assert len(backend.compile(g, backend.configs()["ov-cpu"]).compiled.inputs) == 1
+    res = write_and_run(tmp_path, g, x, reference.outputs(g, x), [backend.configs()["ov-cpu"]], "wrong-result")
+    assert res.returncode == 1 and "BUG REPRODUCED" in res.stdout and "raised" not in res.stdout, res.stdout + res.stderr
+
+
 def test_reproducer_builds_the_model_in_code_readably(tmp_path):
     g = matmul_relu_graph()
     backend = get_backend("openvino")
