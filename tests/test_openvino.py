@@ -27,7 +27,7 @@ from dlcfuzz.ops import (
     get_op,  # noqa: E402
 )
 from dlcfuzz.oracle.numeric import compare  # noqa: E402
-from dlcfuzz.oracle.policy import reference_of  # noqa: E402
+from dlcfuzz.oracle.policy import documented_limits, reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import judge, judge_rejection  # noqa: E402
 
@@ -125,6 +125,34 @@ def test_planted_fault_is_found_and_the_real_plugin_stays_quiet_on_the_same_grap
                      for v in bad)
     assert judged >= 8
     assert quiet == judged and found == judged
+
+
+def test_int64_beyond_int32_on_the_cpu_plugin_is_a_documented_limitation_not_a_bug():
+    """The CPU plugin documents i32 as its integer precision: int64 3e9 + 1 wraps there. The difference is
+    a documented-limitation unknown; the same graph on int32-range values is judged as always, and the
+    limitation is the CPU plugin's alone (not ONNXRuntime's or Model.evaluate's)."""
+    backend = get_backend("openvino")
+    t = TensorType("int64", (3,))
+    g = Graph(inputs=[Value("x", t)], constants={"c": np.array([1, 2, 3], np.int64)},
+              nodes=[Node("add", ["x", "c"], [Value("y", t)], name="n0")], outputs=["y"])
+    check_graph(g)
+    configs = [backend.configs()[n] for n in ("ort", "ov-cpu")]
+    for x, wrapped in ((np.array([3_000_000_000, 5, -7], np.int64), True), (np.array([2**31 - 4, 5, -7], np.int64), False)):
+        tc = TestCase(g, {"x": x}, configs, seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        verdicts = judge("openvino", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+        assert any(v.kind == "bug" and v.category == "inconsistency" for v in verdicts) == wrapped
+        limited = documented_limits(tc, verdicts, backend.documented_limitation)
+        assert not any(v.kind == "bug" for v in limited)
+        assert [v.category for v in limited if v.kind == "unknown"] == (["documented-limitation"] if wrapped else [])
+        if wrapped:
+            assert "int32" in limited[0].detail and "x" in limited[0].detail and limited[0].configs == ["ort", "ov-cpu"]
+    values = {"x": np.array([3_000_000_000], np.int64)}
+    assert backend.documented_limitation(backend.configs()["ov-torch" if "ov-torch" in backend.configs() else "ov-cpu"],
+                                         values)
+    assert backend.documented_limitation(backend.configs()["ort"], values) is None
+    assert backend.documented_limitation(backend.configs()["ov-reference"], values) is None
+    assert backend.documented_limitation(backend.configs()["ov-cpu"], {"x": np.array([2**31 - 1], np.int64)}) is None
 
 
 def write_and_run(tmp_path, g: Graph, inputs, expected, configs, category: str) -> subprocess.CompletedProcess:

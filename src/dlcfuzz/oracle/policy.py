@@ -3,6 +3,7 @@ outputs and near ties. Runs in the workers (in parallel) and in the reducers; ne
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,7 +15,8 @@ from dlcfuzz.ops import get_op
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import CATEGORIES, is_routine
 from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
-from dlcfuzz.oracle.testcase import TestCase
+from dlcfuzz.oracle.testcase import Config, TestCase
+from dlcfuzz.oracle.verdict import Verdict
 
 # categories judged by comparing numbers (the `numeric` column of oracle/categories.py's table)
 NUMERIC = tuple(c.name for c in CATEGORIES.values() if c.numeric)
@@ -116,3 +118,23 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
         reason = reason if env is None else C.NONFINITE_REFERENCE
         tc.inputs = sample_inputs(tc.graph, rng)
     return Reference(None, reason)
+
+
+def documented_limits(tc: TestCase, verdicts: list[Verdict],
+                      limitation: Callable[[Config, Mapping[str, np.ndarray]], str | None]) -> list[Verdict]:
+    """A numeric bug of which a configuration computes outside what its compiler documents for this test's
+    values (`limitation`: the backend's `documented_limitation`) becomes a DOCUMENTED_LIMITATION unknown
+    with the reason: counted apart, never a new bug. The reference's values are evaluated only when there
+    is a numeric bug to explain."""
+    if not any(v.kind == "bug" and v.category in NUMERIC for v in verdicts):
+        return verdicts
+    values = reference.run(tc.graph, tc.inputs, keep_all=True)
+    by_name = {c.name: c for c in tc.configs}
+    out = []
+    for v in verdicts:
+        why = None
+        if v.kind == "bug" and v.category in NUMERIC:
+            why = next((w for name in v.configs if name in by_name and (w := limitation(by_name[name], values))), None)
+        out.append(v if why is None else
+                   Verdict("unknown", C.DOCUMENTED_LIMITATION, f"{v.detail} ({why})", v.configs, v.output_index))
+    return out

@@ -22,6 +22,7 @@ from dlcfuzz.oracle.policy import (
     NUMERIC,
     UNDEFINED_BEHAVIOUR,
     Reference,
+    documented_limits,
     reference_of,
     unstable_outputs,
 )
@@ -198,6 +199,7 @@ class GraphStrategy(Strategy):
         if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
             ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
             verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
+        verdicts = documented_limits(tc, verdicts, self.ctx.backend.documented_limitation)
         if ref.reason in IMPLEMENTATION_DEFINED:
             # NaN/Inf handling, float->int of NaN, saturation on overflow: compilers may differ there
             verdicts = [v for v in verdicts if v.category not in NUMERIC]
@@ -229,6 +231,7 @@ class GraphStrategy(Strategy):
                     cand.inputs = new_inputs or cand.inputs
                     got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]),
                                 frames)
+                    got = documented_limits(cand, got, backend.documented_limitation)
             elif res.status == "error":
                 return False
             else:
