@@ -296,3 +296,61 @@ def test_only_shape_rules_bind_because_openvino_documents_wider_types_and_tile_b
             out = backend.compile(g, config).run(inputs)
             np.testing.assert_array_equal(out[0], expected)  # what OpenVINO's specification says
     assert backend.disruptive_rules() == ("shape",) and set(backend.disruptive_rules()) < set(RULES)
+
+
+def test_register_entries_load_and_each_matches_its_finding_class_only():
+    """The OpenVINO register: every entry names its categories and registered operators, and a finding of
+    each class is labelled with its entry while a near miss (another operator, dtype or message) is not."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.ops import all_ops
+
+    reg = Register(use_env=False)
+    ov_bugs = [b for f in reg.files if f.compiler == "openvino" for b in f.bugs]
+    assert len({b.id for b in ov_bugs}) == len(ov_bugs) >= 25
+    names = {o.name for o in all_ops()}
+    for b in ov_bugs:
+        assert b.match.get("category"), b.id
+        assert {o for k in ("ops_all", "ops_any", "ops_subset") for o in b.match.get(k, ())} <= names, b.id
+
+    def known(category: str, ops: set[str], dtype: str, detail: str = "") -> str | None:
+        f = FindingFacts(1, "openvino", category, ("ov-cpu-nosnippets", "ov-cpu"), "", frozenset(ops),
+                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value")
+        k = reg.match(f, detail)
+        return k.id if k else None
+
+    W, E = "wrong-result", "unexpected-error"
+    cases = [
+        (E, {"lstm"}, "float32", "RuntimeError: ... CALLBACK HAS THROWN: Unknown activation function: softplus",
+         "ov-onnx-rnn-activation-unknown"),
+        (E, {"lstm"}, "float32", "RuntimeError: something else", None),
+        (W, {"lstm"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
+        (W, {"gru"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
+        (W, {"bit_shift"}, "uint32", "", "ov-onnx-bitshift-as-multiply-divide"),
+        (W, {"reduce_l2"}, "float32", "", "ov-onnx-reduce-noop-empty-axes-returns-input"),
+        (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1", "relu"}, "float32", "", None),
+        (E, {"gather_nd"}, "float32", "RuntimeError: ... Indices rank must be at least 1",
+         "ov-onnx-empty-initializer-as-scalar"),
+        (W, {"gather_nd"}, "float32", "", None),  # the GatherND cluster an unrelated entry once claimed
+        ("crash", {"gather"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu",
+         "ov-cpu-gather-empty-indices-sigfpe"),
+        ("crash", {"gather"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu", None),
+        (W, {"max_pool2d"}, "float32", "", "ov-onnx-maxpool-storage-order-indices"),
+        (W, {"qlinear_conv"}, "uint8", "", "ov-onnx-qlinearconv-per-channel-scale-axis"),
+        (W, {"quantize_linear"}, "float32", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
+        ("inconsistency", {"quantize_linear", "neg"}, "float32", "ov-cpu-nosnippets differs from ov-cpu",
+         "ov-cpu-fakequantize-reference-nosnippets"),
+        (W, {"bitwise_not", "cast"}, "uint16", "", "ov-cpu-uint16-bitwise-not-not-wrapped"),
+        (W, {"bitwise_not", "cast"}, "uint8", "", None),
+        (W, {"roi_align"}, "float32", "", "ov-cpu-roialign-max-negative-gives-zero"),
+        (E, {"stft"}, "float32", "RuntimeError: ... Check 'input_shape[input_rank - 1].compatible(2)' failed",
+         "ov-onnx-stft-real-input-two-sided"),
+        (W, {"resize"}, "float32", "", "ov-cpu-resize-antialias-ignored"),
+        (W, {"space_to_depth"}, "float32", "", "ov-onnx-spacetodepth-crd-ignored"),
+        (W, {"attention"}, "float32", "", "ov-onnx-attention-window-ignored"),
+        (W, {"relu"}, "float32", "", None),  # the brgconv entry's operator set needs a convolution in it
+        (W, {"conv2d", "relu"}, "float32", "", "ov-cpu-brgconv-stride-w2"),
+    ]
+    for category, ops, dtype, detail, want in cases:
+        assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
