@@ -354,3 +354,35 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
+
+
+def roi_align_max_graph() -> Graph:
+    t = TensorType("float32", (1, 1, 4, 4))
+    attrs = {"rois": [0.0, 0.0, 3.0, 3.0], "batch_indices": [0], "mode": "max", "output_height": 2,
+             "output_width": 2, "sampling_ratio": 2, "spatial_scale": 1.0, "coordinate_transformation_mode": "half_pixel"}
+    g = Graph(inputs=[Value("x", t)], constants={}, outputs=["y"],
+              nodes=[Node("roi_align", ["x"], [Value("y", TensorType("float32", (1, 1, 2, 2)))], attrs, name="n0")])
+    check_graph(g)
+    return g
+
+
+def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples():
+    """ONNX gives RoiAlign max no formula: our reference takes the largest weighted corner (onnxruntime's),
+    OpenVINO the largest bilinear sample. The judge accepts either reading (the op's other_reading), and
+    still flags OpenVINO's 0 for a bin whose samples are all negative (a registered OpenVINO bug)."""
+    from dlcfuzz.oracle.policy import other_reading_outputs
+
+    backend = get_backend("openvino")
+    g = roi_align_max_graph()
+    configs = [backend.configs()["ov-cpu"]]
+    rng = np.random.default_rng(3)
+    for x, bug in ((rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)).astype("float32"), False),
+                   (-rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)).astype("float32"), True)):
+        tc = TestCase(g, {"x": x}, configs, seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        obs = run_configs(backend, tc)
+        alone = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable)
+        assert any(v.category == "wrong-result" for v in alone)  # the readings differ on these inputs
+        both = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable, other_reading=other_reading_outputs(tc))
+        assert any(v.kind == "bug" and v.category == "wrong-result" for v in both) == bug, both
+    assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact

@@ -76,6 +76,14 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     return unstable
 
 
+def other_reading_outputs(tc: TestCase) -> list[np.ndarray]:
+    """The outputs with every operator whose specification is ambiguous evaluated by its other reading
+    (OpSpec.other_reading): a compiler that follows that reading is right too. Evaluated only when a
+    comparison with the reference fails."""
+    env = reference.run(tc.graph, tc.inputs, other_readings=True)
+    return [env[o] for o in tc.graph.outputs]
+
+
 def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Graph]) -> set[str]:
     """Values downstream of a discontinuity decided within tolerance (argmax of near-equal values);
     a call is tainted as a whole when its callee has one."""

@@ -23,6 +23,7 @@ from dlcfuzz.oracle.policy import (
     UNDEFINED_BEHAVIOUR,
     Reference,
     documented_limits,
+    other_reading_outputs,
     reference_of,
     unstable_outputs,
 )
@@ -198,7 +199,8 @@ class GraphStrategy(Strategy):
         verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
         if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
             ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
-            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
+            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames,
+                             other_reading_outputs(tc))
         verdicts = documented_limits(tc, verdicts, self.ctx.backend.documented_limitation)
         if ref.reason in IMPLEMENTATION_DEFINED:
             # NaN/Inf handling, float->int of NaN, saturation on overflow: compilers may differ there
@@ -230,7 +232,7 @@ class GraphStrategy(Strategy):
                 if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
                     cand.inputs = new_inputs or cand.inputs
                     got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]),
-                                frames)
+                                frames, other_reading_outputs(cand))
                     got = documented_limits(cand, got, backend.documented_limitation)
             elif res.status == "error":
                 return False
