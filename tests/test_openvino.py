@@ -386,3 +386,28 @@ def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples(
         both = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable, other_reading=other_reading_outputs(tc))
         assert any(v.kind == "bug" and v.category == "wrong-result" for v in both) == bug, both
     assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact
+
+
+def test_a_rejection_of_a_model_onnx_itself_rejects_is_an_invalid_test_not_a_bug():
+    """onnxruntime (the cross-compiler configuration) rejects a model whose declared output type ONNX's own full
+    check rejects too, while OpenVINO's importer (which re-infers types) compiles it: not OpenVINO's bug but an
+    invalid test, with the checker's reason. The same rejection of a model the checker accepts stays a finding."""
+    from dlcfuzz.oracle.policy import invalid_rejections
+    from dlcfuzz.oracle.testcase import Observation
+
+    backend = get_backend("openvino")
+    configs = [backend.configs()["ort"], backend.configs()["ov-cpu"]]
+    g = Graph(inputs=[Value("x", F)], constants={}, outputs=["y"],  # Relu of float32 declared int32: invalid
+              nodes=[Node("relu", ["x"], [Value("y", TensorType("int32", F.shape))], name="n0")])
+    tc = TestCase(g, {"x": np.ones(F.shape, "float32")}, configs, seed=0, compiler="openvino")
+    verdicts = judge("openvino", backend.expected_error, None, run_configs(backend, tc))
+    assert "inconsistent-rejection" in [v.category for v in verdicts]
+    judged = invalid_rejections(tc, verdicts, backend.front_door)
+    assert not any(v.kind == "bug" for v in judged)
+    invalid = [v for v in judged if v.category == "invalid-test"]
+    assert len(invalid) == 1 and "Inferred elem type differs" in invalid[0].detail and invalid[0].configs[0] == "ort"
+    valid = TestCase(matmul_relu_graph(), {"x": np.ones(F.shape, "float32")}, configs, seed=0, compiler="openvino")
+    obs = [Observation("ort", "error", error="Fail: [ONNXRuntimeError] : 1 : FAIL : Type Error: x"),
+           Observation("ov-cpu", "ok", outputs=[np.zeros((2, 3), "float32")])]
+    still = invalid_rejections(valid, judge("openvino", backend.expected_error, None, obs), backend.front_door)
+    assert "inconsistent-rejection" in [v.category for v in still if v.kind == "bug"]

@@ -146,3 +146,30 @@ def documented_limits(tc: TestCase, verdicts: list[Verdict],
         out.append(v if why is None else
                    Verdict("unknown", C.DOCUMENTED_LIMITATION, f"{v.detail} ({why})", v.configs, v.output_index))
     return out
+
+
+def onnx_check_failure(g: Graph) -> str | None:
+    """Why ONNX's own full check (`onnx.checker.check_model(full_check=True)`: strict shape and type inference)
+    rejects the graph's ONNX model, or None when it accepts it."""
+    import onnx
+
+    from dlcfuzz.lower.onnx import to_onnx
+
+    try:
+        onnx.checker.check_model(to_onnx(g), full_check=True)
+    except Exception as e:  # ValidationError, InferenceError, ...: onnx's own verdict on the model
+        return f"{type(e).__name__}: {e}".strip()
+    return None
+
+
+def invalid_rejections(tc: TestCase, verdicts: list[Verdict], front_door: Callable[[str], str]) -> list[Verdict]:
+    """A rejection by a configuration whose front door takes an ONNX model (`Backend.front_door`) of a model
+    that ONNX's own full check rejects as well says nothing about the compiler: the inconsistent rejection
+    becomes an INVALID_TEST unknown with the checker's reason (the configurations that compile it are lenient)."""
+    if not any(v.category == C.INCONSISTENT_REJECTION and front_door(v.configs[0]) == "onnx" for v in verdicts):
+        return verdicts
+    why = onnx_check_failure(tc.graph)
+    if why is None:
+        return verdicts
+    return [Verdict("unknown", C.INVALID_TEST, f"{v.detail}; ONNX's full check rejects the model too: {why}", v.configs)
+            if v.category == C.INCONSISTENT_REJECTION and front_door(v.configs[0]) == "onnx" else v for v in verdicts]

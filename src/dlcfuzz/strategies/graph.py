@@ -23,6 +23,7 @@ from dlcfuzz.oracle.policy import (
     UNDEFINED_BEHAVIOUR,
     Reference,
     documented_limits,
+    invalid_rejections,
     other_reading_outputs,
     reference_of,
     unstable_outputs,
@@ -202,6 +203,7 @@ class GraphStrategy(Strategy):
             verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames,
                              other_reading_outputs(tc))
         verdicts = documented_limits(tc, verdicts, self.ctx.backend.documented_limitation)
+        verdicts = invalid_rejections(tc, verdicts, self.ctx.backend.front_door)
         if ref.reason in IMPLEMENTATION_DEFINED:
             # NaN/Inf handling, float->int of NaN, saturation on overflow: compilers may differ there
             verdicts = [v for v in verdicts if v.category not in NUMERIC]
@@ -234,6 +236,7 @@ class GraphStrategy(Strategy):
                     got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]),
                                 frames, other_reading_outputs(cand))
                     got = documented_limits(cand, got, backend.documented_limitation)
+                got = invalid_rejections(cand, got, backend.front_door)
             elif res.status == "error":
                 return False
             else:
