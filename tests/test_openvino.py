@@ -324,6 +324,8 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (E, {"lstm"}, "float32", "RuntimeError: ... CALLBACK HAS THROWN: Unknown activation function: softplus",
          "ov-onnx-rnn-activation-unknown"),
         (E, {"lstm"}, "float32", "RuntimeError: something else", None),
+        (E, {"rnn"}, "float32", "RuntimeError: ... CALLBACK HAS THROWN: Unknown activation function: scaledtanh",
+         "ov-onnx-rnn-activation-unknown"),
         (W, {"lstm"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
         (W, {"gru"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
         (W, {"bit_shift"}, "uint32", "", "ov-onnx-bitshift-as-multiply-divide"),
