@@ -27,7 +27,7 @@ from dlcfuzz.ops import (
     get_op,  # noqa: E402
 )
 from dlcfuzz.oracle.numeric import compare  # noqa: E402
-from dlcfuzz.oracle.policy import reference_of  # noqa: E402
+from dlcfuzz.oracle.policy import documented_limits, reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import judge, judge_rejection  # noqa: E402
 
@@ -127,6 +127,34 @@ def test_planted_fault_is_found_and_the_real_plugin_stays_quiet_on_the_same_grap
     assert quiet == judged and found == judged
 
 
+def test_int64_beyond_int32_on_the_cpu_plugin_is_a_documented_limitation_not_a_bug():
+    """The CPU plugin documents i32 as its integer precision: int64 3e9 + 1 wraps there. The difference is
+    a documented-limitation unknown; the same graph on int32-range values is judged as always, and the
+    limitation is the CPU plugin's alone (not ONNXRuntime's or Model.evaluate's)."""
+    backend = get_backend("openvino")
+    t = TensorType("int64", (3,))
+    g = Graph(inputs=[Value("x", t)], constants={"c": np.array([1, 2, 3], np.int64)},
+              nodes=[Node("add", ["x", "c"], [Value("y", t)], name="n0")], outputs=["y"])
+    check_graph(g)
+    configs = [backend.configs()[n] for n in ("ort", "ov-cpu")]
+    for x, wrapped in ((np.array([3_000_000_000, 5, -7], np.int64), True), (np.array([2**31 - 4, 5, -7], np.int64), False)):
+        tc = TestCase(g, {"x": x}, configs, seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        verdicts = judge("openvino", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+        assert any(v.kind == "bug" and v.category == "inconsistency" for v in verdicts) == wrapped
+        limited = documented_limits(tc, verdicts, backend.documented_limitation)
+        assert not any(v.kind == "bug" for v in limited)
+        assert [v.category for v in limited if v.kind == "unknown"] == (["documented-limitation"] if wrapped else [])
+        if wrapped:
+            assert "int32" in limited[0].detail and "x" in limited[0].detail and limited[0].configs == ["ort", "ov-cpu"]
+    values = {"x": np.array([3_000_000_000], np.int64)}
+    assert backend.documented_limitation(backend.configs()["ov-torch" if "ov-torch" in backend.configs() else "ov-cpu"],
+                                         values)
+    assert backend.documented_limitation(backend.configs()["ort"], values) is None
+    assert backend.documented_limitation(backend.configs()["ov-reference"], values) is None
+    assert backend.documented_limitation(backend.configs()["ov-cpu"], {"x": np.array([2**31 - 1], np.int64)}) is None
+
+
 def write_and_run(tmp_path, g: Graph, inputs, expected, configs, category: str) -> subprocess.CompletedProcess:
     backend = get_backend("openvino")
     script = backend.reproducer(g, inputs, expected, configs, category, "t", "detail")
@@ -148,6 +176,21 @@ def test_reproducer_shows_the_real_lrn_bias_bug_and_stays_quiet_on_an_integer_bi
         if code:
             assert "BUG REPRODUCED" in res.stdout and "expected" in res.stdout and "actual" in res.stdout
             assert "Lrn[" in res.stdout  # the executed layers are named
+
+
+def test_reproducer_feeds_only_the_inputs_openvino_kept(tmp_path):
+    """OpenVINO prunes a graph input no output depends on; feeding it by name fails ("Port for tensor
+    name u was not found"), which printed "not reproduced" for a real bug. The script feeds exactly the
+    compiled model's inputs."""
+    g = lrn_graph(1.1992)
+    g.inputs.append(Value("u", TensorType("float32", (2,))))  # unused: pruned by read_model
+    check_graph(g)
+    rng = np.random.default_rng(0)
+    x = {"x": rng.normal(size=(1, 5, 3, 5)).astype("float32") * 2, "u": np.ones(2, np.float32)}
+    backend = get_backend("openvino")
+    assert len(backend.compile(g, backend.configs()["ov-cpu"]).compiled.inputs) == 1
+    res = write_and_run(tmp_path, g, x, reference.outputs(g, x), [backend.configs()["ov-cpu"]], "wrong-result")
+    assert res.returncode == 1 and "BUG REPRODUCED" in res.stdout and "raised" not in res.stdout, res.stdout + res.stderr
 
 
 def test_reproducer_builds_the_model_in_code_readably(tmp_path):
@@ -253,3 +296,120 @@ def test_only_shape_rules_bind_because_openvino_documents_wider_types_and_tile_b
             out = backend.compile(g, config).run(inputs)
             np.testing.assert_array_equal(out[0], expected)  # what OpenVINO's specification says
     assert backend.disruptive_rules() == ("shape",) and set(backend.disruptive_rules()) < set(RULES)
+
+
+def test_register_entries_load_and_each_matches_its_finding_class_only():
+    """The OpenVINO register: every entry names its categories and registered operators, and a finding of
+    each class is labelled with its entry while a near miss (another operator, dtype or message) is not."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.ops import all_ops
+
+    reg = Register(use_env=False)
+    ov_bugs = [b for f in reg.files if f.compiler == "openvino" for b in f.bugs]
+    assert len({b.id for b in ov_bugs}) == len(ov_bugs) >= 25
+    names = {o.name for o in all_ops()}
+    for b in ov_bugs:
+        assert b.match.get("category"), b.id
+        assert {o for k in ("ops_all", "ops_any", "ops_subset") for o in b.match.get(k, ())} <= names, b.id
+
+    def known(category: str, ops: set[str], dtype: str, detail: str = "") -> str | None:
+        f = FindingFacts(1, "openvino", category, ("ov-cpu-nosnippets", "ov-cpu"), "", frozenset(ops),
+                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value")
+        k = reg.match(f, detail)
+        return k.id if k else None
+
+    W, E = "wrong-result", "unexpected-error"
+    cases = [
+        (E, {"lstm"}, "float32", "RuntimeError: ... CALLBACK HAS THROWN: Unknown activation function: softplus",
+         "ov-onnx-rnn-activation-unknown"),
+        (E, {"lstm"}, "float32", "RuntimeError: something else", None),
+        (E, {"rnn"}, "float32", "RuntimeError: ... CALLBACK HAS THROWN: Unknown activation function: scaledtanh",
+         "ov-onnx-rnn-activation-unknown"),
+        (W, {"lstm"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
+        (W, {"gru"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
+        (W, {"bit_shift"}, "uint32", "", "ov-onnx-bitshift-as-multiply-divide"),
+        (W, {"reduce_l2"}, "float32", "", "ov-onnx-reduce-noop-empty-axes-returns-input"),
+        (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1", "relu"}, "float32", "", None),
+        (E, {"gather_nd"}, "float32", "RuntimeError: ... Indices rank must be at least 1",
+         "ov-onnx-empty-initializer-as-scalar"),
+        (W, {"gather_nd"}, "float32", "", None),  # the GatherND cluster an unrelated entry once claimed
+        ("crash", {"gather"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu",
+         "ov-cpu-gather-empty-indices-sigfpe"),
+        ("crash", {"gather"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu", None),
+        (W, {"max_pool2d"}, "float32", "", "ov-onnx-maxpool-storage-order-indices"),
+        (W, {"qlinear_conv"}, "uint8", "", "ov-onnx-qlinearconv-per-channel-scale-axis"),
+        (W, {"quantize_linear"}, "float32", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
+        ("inconsistency", {"quantize_linear", "neg"}, "float32", "ov-cpu-nosnippets differs from ov-cpu",
+         "ov-cpu-fakequantize-reference-nosnippets"),
+        (W, {"bitwise_not", "cast"}, "uint16", "", "ov-cpu-uint16-bitwise-not-not-wrapped"),
+        (W, {"bitwise_not", "cast"}, "uint8", "", None),
+        (W, {"roi_align"}, "float32", "", "ov-cpu-roialign-max-negative-gives-zero"),
+        (E, {"stft"}, "float32", "RuntimeError: ... Check 'input_shape[input_rank - 1].compatible(2)' failed",
+         "ov-onnx-stft-real-input-two-sided"),
+        (W, {"resize"}, "float32", "", "ov-cpu-resize-antialias-ignored"),
+        (W, {"space_to_depth"}, "float32", "", "ov-onnx-spacetodepth-crd-ignored"),
+        (W, {"attention"}, "float32", "", "ov-onnx-attention-window-ignored"),
+        (W, {"relu"}, "float32", "", None),  # the brgconv entry's operator set needs a convolution in it
+        (W, {"conv2d", "relu"}, "float32", "", "ov-cpu-brgconv-stride-w2"),
+    ]
+    for category, ops, dtype, detail, want in cases:
+        assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
+
+
+def roi_align_max_graph() -> Graph:
+    t = TensorType("float32", (1, 1, 4, 4))
+    attrs = {"rois": [0.0, 0.0, 3.0, 3.0], "batch_indices": [0], "mode": "max", "output_height": 2,
+             "output_width": 2, "sampling_ratio": 2, "spatial_scale": 1.0, "coordinate_transformation_mode": "half_pixel"}
+    g = Graph(inputs=[Value("x", t)], constants={}, outputs=["y"],
+              nodes=[Node("roi_align", ["x"], [Value("y", TensorType("float32", (1, 1, 2, 2)))], attrs, name="n0")])
+    check_graph(g)
+    return g
+
+
+def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples():
+    """ONNX gives RoiAlign max no formula: our reference takes the largest weighted corner (onnxruntime's),
+    OpenVINO the largest bilinear sample. The judge accepts either reading (the op's other_reading), and
+    still flags OpenVINO's 0 for a bin whose samples are all negative (a registered OpenVINO bug)."""
+    from dlcfuzz.oracle.policy import other_reading_outputs
+
+    backend = get_backend("openvino")
+    g = roi_align_max_graph()
+    configs = [backend.configs()["ov-cpu"]]
+    rng = np.random.default_rng(3)
+    for x, bug in ((rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)).astype("float32"), False),
+                   (-rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)).astype("float32"), True)):
+        tc = TestCase(g, {"x": x}, configs, seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        obs = run_configs(backend, tc)
+        alone = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable)
+        assert any(v.category == "wrong-result" for v in alone)  # the readings differ on these inputs
+        both = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable, other_reading=other_reading_outputs(tc))
+        assert any(v.kind == "bug" and v.category == "wrong-result" for v in both) == bug, both
+    assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact
+
+
+def test_a_rejection_of_a_model_onnx_itself_rejects_is_an_invalid_test_not_a_bug():
+    """onnxruntime (the cross-compiler configuration) rejects a model whose declared output type ONNX's own full
+    check rejects too, while OpenVINO's importer (which re-infers types) compiles it: not OpenVINO's bug but an
+    invalid test, with the checker's reason. The same rejection of a model the checker accepts stays a finding."""
+    from dlcfuzz.oracle.policy import invalid_rejections
+    from dlcfuzz.oracle.testcase import Observation
+
+    backend = get_backend("openvino")
+    configs = [backend.configs()["ort"], backend.configs()["ov-cpu"]]
+    g = Graph(inputs=[Value("x", F)], constants={}, outputs=["y"],  # Relu of float32 declared int32: invalid
+              nodes=[Node("relu", ["x"], [Value("y", TensorType("int32", F.shape))], name="n0")])
+    tc = TestCase(g, {"x": np.ones(F.shape, "float32")}, configs, seed=0, compiler="openvino")
+    verdicts = judge("openvino", backend.expected_error, None, run_configs(backend, tc))
+    assert "inconsistent-rejection" in [v.category for v in verdicts]
+    judged = invalid_rejections(tc, verdicts, backend.front_door)
+    assert not any(v.kind == "bug" for v in judged)
+    invalid = [v for v in judged if v.category == "invalid-test"]
+    assert len(invalid) == 1 and "Inferred elem type differs" in invalid[0].detail and invalid[0].configs[0] == "ort"
+    valid = TestCase(matmul_relu_graph(), {"x": np.ones(F.shape, "float32")}, configs, seed=0, compiler="openvino")
+    obs = [Observation("ort", "error", error="Fail: [ONNXRuntimeError] : 1 : FAIL : Type Error: x"),
+           Observation("ov-cpu", "ok", outputs=[np.zeros((2, 3), "float32")])]
+    still = invalid_rejections(valid, judge("openvino", backend.expected_error, None, obs), backend.front_door)
+    assert "inconsistent-rejection" in [v.category for v in still if v.kind == "bug"]

@@ -93,7 +93,7 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
     check_overflow: bool = False, perturb: np.random.Generator | float | str | None = None,
-    _functions: Mapping[str, Graph] | None = None,
+    other_readings: bool = False, _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
 
@@ -110,6 +110,8 @@ def run(
     that error reaches zero (a divisor, a log's argument: a domain edge legal rounding can hit): the sensitivity
     analysis that finds outputs which legal rounding (another summation order, a fused
     multiply-add, a few-ulp transcendental) can move past the tolerance.
+    other_readings=True evaluates each operator whose specification is ambiguous by its other reading
+    (OpSpec.other_reading), the outputs a correct compiler following that reading computes.
     """
     exact = exact or perturb is not None
     functions = g.functions if _functions is None else _functions
@@ -128,10 +130,12 @@ def run(
             if n.op == CALL_OP:
                 f = functions[n.attrs["callee"]]
                 res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, check_overflow=check_overflow,
-                          perturb=perturb, _functions=functions)
+                          perturb=perturb, other_readings=other_readings, _functions=functions)
                 ys = [res[o] for o in f.outputs]
             else:
-                ys = get_op(n.op).reference(xs, n.attrs)
+                spec = get_op(n.op)
+                other = spec.other_reading(xs, n.attrs) if other_readings else None
+                ys = spec.reference(xs, n.attrs) if other is None else other
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
                 if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu":

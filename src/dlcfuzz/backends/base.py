@@ -5,7 +5,7 @@ A backend never decides what a bug is: it returns outputs or raises.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -141,6 +141,12 @@ class Backend(Protocol):
         semantics are wider), or None: an accepted graph is then not a bug but an unknown."""
         ...
 
+    def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
+        """Why this configuration documents that it does not compute a test whose reference values (inputs,
+        constants, intermediates, outputs by name) are `values` exactly (e.g. a narrower integer precision),
+        or None: a numeric difference it shows is then not a bug but an unknown, counted apart."""
+        ...
+
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,
                    untyped_outputs: tuple[str, ...] = ()) -> str:
@@ -210,6 +216,9 @@ class BackendBase:
         return False
 
     def documented_leniency(self, config: Config, op: str, rule: str) -> str | None:
+        return None
+
+    def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
         return None
 
     def lower_key(self, config: Config) -> str:

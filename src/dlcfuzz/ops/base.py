@@ -89,6 +89,11 @@ class OpSpec:
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         raise NotImplementedError
 
+    def other_reading(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray] | None:
+        """Where the specification is ambiguous for these attributes, the outputs of the other reading a correct
+        compiler may follow (the oracle accepts the reference's or this one); None where it is not ambiguous."""
+        return None
+
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         """The magnitude, in units of the dtype's epsilon, of the error a correct compiler may make
         in output `y` (the reference's sensitivity analysis perturbs y by a few of these). A few

@@ -454,7 +454,7 @@ class RoiAlign(SpatialOp):
     """RoiAlign (opset 16+). Input X (N, C, H, W); attrs: rois (flat x1, y1, x2, y2 per RoI) and
     batch_indices (the ONNX inputs), mode, output_height, output_width, sampling_ratio,
     spatial_scale, coordinate_transformation_mode. Max mode is ONNX's (and ORT's): the largest
-    weighted corner of any sample, not the largest interpolated sample."""
+    weighted corner of any sample; the largest interpolated sample is its other reading (other_reading)."""
 
     name = "roi_align"
     n_inputs = 1
@@ -567,6 +567,15 @@ class RoiAlign(SpatialOp):
         return np.abs(y) + biggest * (2.0 + 2.0 * (x.shape[2] + x.shape[3]) * max(1.0, attrs.get("spatial_scale", 1.0)))
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
+        return self._pooled(xs, attrs, interpolate_first=False)
+
+    def other_reading(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray] | None:
+        """Max mode: ONNX gives no formula, and its reference and onnxruntime take the largest weighted corner
+        (onnxruntime warns that this is wrong), while OpenVINO (openvinotoolkit/openvino#7710) and onnxruntime's
+        ORT_ROIALIGN_MAX_USE_BILINEAR_INTERPOLATION take the largest bilinear sample: either is correct."""
+        return self._pooled(xs, attrs, interpolate_first=True) if attrs.get("mode", "avg") == "max" else None
+
+    def _pooled(self, xs: Sequence[np.ndarray], attrs: Attrs, interpolate_first: bool) -> list[np.ndarray]:
         x = _acc(xs[0])
         t = TensorType.of(xs[0])
         out_t = self.infer([t], attrs)[0]
@@ -578,7 +587,8 @@ class RoiAlign(SpatialOp):
         if attrs.get("mode", "avg") == "avg":
             y = np.where(valid[..., None], terms.sum(axis=4), 0.0).sum(axis=3) / count[..., None]
         else:
-            best = np.where(valid[..., None], terms.max(axis=4), -np.inf).max(axis=3)
+            samples = terms.sum(axis=4) if interpolate_first else terms.max(axis=4)  # (R, PH, PW, S, C)
+            best = np.where(valid[..., None], samples, -np.inf).max(axis=3)
             y = np.where(valid.any(axis=3)[..., None], best, 0.0)
         return [y.transpose(0, 3, 1, 2).astype(xs[0].dtype)]
 

@@ -3,6 +3,7 @@ outputs and near ties. Runs in the workers (in parallel) and in the reducers; ne
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -14,7 +15,8 @@ from dlcfuzz.ops import get_op
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import CATEGORIES, is_routine
 from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
-from dlcfuzz.oracle.testcase import TestCase
+from dlcfuzz.oracle.testcase import Config, TestCase
+from dlcfuzz.oracle.verdict import Verdict
 
 # categories judged by comparing numbers (the `numeric` column of oracle/categories.py's table)
 NUMERIC = tuple(c.name for c in CATEGORIES.values() if c.numeric)
@@ -74,6 +76,14 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     return unstable
 
 
+def other_reading_outputs(tc: TestCase) -> list[np.ndarray]:
+    """The outputs with every operator whose specification is ambiguous evaluated by its other reading
+    (OpSpec.other_reading): a compiler that follows that reading is right too. Evaluated only when a
+    comparison with the reference fails."""
+    env = reference.run(tc.graph, tc.inputs, other_readings=True)
+    return [env[o] for o in tc.graph.outputs]
+
+
 def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Graph]) -> set[str]:
     """Values downstream of a discontinuity decided within tolerance (argmax of near-equal values);
     a call is tainted as a whole when its callee has one."""
@@ -116,3 +126,50 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
         reason = reason if env is None else C.NONFINITE_REFERENCE
         tc.inputs = sample_inputs(tc.graph, rng)
     return Reference(None, reason)
+
+
+def documented_limits(tc: TestCase, verdicts: list[Verdict],
+                      limitation: Callable[[Config, Mapping[str, np.ndarray]], str | None]) -> list[Verdict]:
+    """A numeric bug of which a configuration computes outside what its compiler documents for this test's
+    values (`limitation`: the backend's `documented_limitation`) becomes a DOCUMENTED_LIMITATION unknown
+    with the reason: counted apart, never a new bug. The reference's values are evaluated only when there
+    is a numeric bug to explain."""
+    if not any(v.kind == "bug" and v.category in NUMERIC for v in verdicts):
+        return verdicts
+    values = reference.run(tc.graph, tc.inputs, keep_all=True)
+    by_name = {c.name: c for c in tc.configs}
+    out = []
+    for v in verdicts:
+        why = None
+        if v.kind == "bug" and v.category in NUMERIC:
+            why = next((w for name in v.configs if name in by_name and (w := limitation(by_name[name], values))), None)
+        out.append(v if why is None else
+                   Verdict("unknown", C.DOCUMENTED_LIMITATION, f"{v.detail} ({why})", v.configs, v.output_index))
+    return out
+
+
+def onnx_check_failure(g: Graph) -> str | None:
+    """Why ONNX's own full check (`onnx.checker.check_model(full_check=True)`: strict shape and type inference)
+    rejects the graph's ONNX model, or None when it accepts it."""
+    import onnx
+
+    from dlcfuzz.lower.onnx import to_onnx
+
+    try:
+        onnx.checker.check_model(to_onnx(g), full_check=True)
+    except Exception as e:  # ValidationError, InferenceError, ...: onnx's own verdict on the model
+        return f"{type(e).__name__}: {e}".strip()
+    return None
+
+
+def invalid_rejections(tc: TestCase, verdicts: list[Verdict], front_door: Callable[[str], str]) -> list[Verdict]:
+    """A rejection by a configuration whose front door takes an ONNX model (`Backend.front_door`) of a model
+    that ONNX's own full check rejects as well says nothing about the compiler: the inconsistent rejection
+    becomes an INVALID_TEST unknown with the checker's reason (the configurations that compile it are lenient)."""
+    if not any(v.category == C.INCONSISTENT_REJECTION and front_door(v.configs[0]) == "onnx" for v in verdicts):
+        return verdicts
+    why = onnx_check_failure(tc.graph)
+    if why is None:
+        return verdicts
+    return [Verdict("unknown", C.INVALID_TEST, f"{v.detail}; ONNX's full check rejects the model too: {why}", v.configs)
+            if v.category == C.INCONSISTENT_REJECTION and front_door(v.configs[0]) == "onnx" else v for v in verdicts]

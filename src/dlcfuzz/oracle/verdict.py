@@ -10,7 +10,7 @@ import numpy as np
 
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import dedup_key
-from dlcfuzz.oracle.numeric import compare
+from dlcfuzz.oracle.numeric import compare, compare_one
 from dlcfuzz.oracle.signature import error_key, normalize, top_frames
 from dlcfuzz.oracle.testcase import Observation
 
@@ -44,16 +44,25 @@ def crash_verdict(compiler: str, status: str, error: str, progress: str | None, 
 def judge(
     compiler: str, expected_error: Any, reference: list[np.ndarray] | None, observations: list[Observation],
     unstable: set[int] | frozenset[int] = frozenset(), native_frames: tuple[str, ...] = (),
+    other_reading: list[np.ndarray] | None = None,
 ) -> list[Verdict]:
     """Compare observations of one test: with each other and, when available, with the reference.
 
     `expected_error(message) -> str | None` is the backend's documented-rejection classifier;
     outputs in `unstable` are ill-conditioned (rounding alone can move them past the
     tolerance) and are not compared. `native_frames`: the backend's stack-frame patterns.
+    `other_reading`: the reference's outputs under the other reading of its ambiguous operators
+    (policy.other_reading_outputs); an output that equals either reading is right.
     """
 
     def mismatches(got: list[np.ndarray], ref: list[np.ndarray]) -> list[Any]:
         return [m for m in compare(got, ref) if m.index not in unstable]
+
+    def wrong_against_reference(got: list[np.ndarray]) -> list[Any]:
+        bad = mismatches(got, reference or [])
+        if other_reading is None:
+            return bad
+        return [m for m in bad if m.index < 0 or compare_one(m.index, got[m.index], other_reading[m.index]) is not None]
 
     verdicts: list[Verdict] = []
     ok = [o for o in observations if o.status == "ok"]
@@ -87,7 +96,7 @@ def judge(
     if reference is not None:
         wrong = []
         for o in ok:
-            bad = mismatches(o.outputs or [], reference)
+            bad = wrong_against_reference(o.outputs or [])
             if bad:
                 wrong.append((o, bad[0]))
         right = [o for o in ok if o not in [w[0] for w in wrong]]

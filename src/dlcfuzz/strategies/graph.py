@@ -22,6 +22,9 @@ from dlcfuzz.oracle.policy import (
     NUMERIC,
     UNDEFINED_BEHAVIOUR,
     Reference,
+    documented_limits,
+    invalid_rejections,
+    other_reading_outputs,
     reference_of,
     unstable_outputs,
 )
@@ -199,7 +202,10 @@ class GraphStrategy(Strategy):
         verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
         if ref.outputs is not None and any(v.category in NUMERIC for v in verdicts):
             ref.unstable = unstable_outputs(tc, ref.outputs)  # only now: it costs a second evaluation
-            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames)
+            verdicts = judge(tc.compiler, expected, ref.outputs, observations, ref.unstable, self.native_frames,
+                             other_reading_outputs(tc))
+        verdicts = documented_limits(tc, verdicts, self.ctx.backend.documented_limitation)
+        verdicts = invalid_rejections(tc, verdicts, self.ctx.backend.front_door)
         if ref.reason in IMPLEMENTATION_DEFINED:
             # NaN/Inf handling, float->int of NaN, saturation on overflow: compilers may differ there
             verdicts = [v for v in verdicts if v.category not in NUMERIC]
@@ -230,7 +236,9 @@ class GraphStrategy(Strategy):
                 if r["outputs"] is not None and any(x.category in NUMERIC for x in got):
                     cand.inputs = new_inputs or cand.inputs
                     got = judge(compiler, backend.expected_error, r["outputs"], obs, unstable_outputs(cand, r["outputs"]),
-                                frames)
+                                frames, other_reading_outputs(cand))
+                    got = documented_limits(cand, got, backend.documented_limitation)
+                got = invalid_rejections(cand, got, backend.front_door)
             elif res.status == "error":
                 return False
             else:

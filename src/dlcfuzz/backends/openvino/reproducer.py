@@ -61,8 +61,20 @@ def run(name):
         return [t.data.copy() for t in outs]
     compiled = ov.Core().compile_model(model, "CPU", opts["properties"])
     print(f"{name}: executed layers: {', '.join(layers(compiled))}")
-    res = compiled({n: INPUTS[n] for n in INPUTS})
+    res = compiled(feed(compiled.inputs))
     return [res[o] for o in compiled.outputs]
+
+
+def feed(ports):
+    """Exactly the inputs the compiled model kept, by tensor name: OpenVINO prunes a graph input no
+    output depends on, and refuses a tensor name it does not have ("Port for tensor name ... was not found")."""
+    out = {}
+    for port in ports:
+        names = [n for n in port.get_names() if n in INPUTS]
+        if not names:
+            raise RuntimeError(f"no input for the compiled model's input {sorted(port.get_names())}")
+        out[port] = INPUTS[names[0]]
+    return out
 
 
 def show(name, i, got, ref):
