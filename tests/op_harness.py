@@ -160,3 +160,44 @@ def lowered_ops(name: str) -> list[OpSpec]:
 
 
 __all__ = ["DTYPES", "check_instance", "instances", "lowered_ops", "run_ort", "run_relax", "side_by_side_outputs"]
+
+
+def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], configs_of: Callable[[Graph], list],
+                        batch: int = 24) -> int:
+    """Judge (graph, inputs, reference) cases on `backend`, `batch` graphs compiled side by side into one
+    program per configuration (a compile costs what dozens of runs do; the graphs are independent). Any
+    bug in a batch fails the test, naming the graph and whether it also shows when compiled alone (its
+    own bug) or only side by side. `reference` is `oracle.policy.reference_of`'s result (outputs known).
+    Returns the number of judged cases."""
+    from dataclasses import replace
+
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.ir import to_text
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.oracle.verdict import judge
+    from dlcfuzz.strategies.probe import side_by_side
+
+    def bugs_of(ref, obs) -> list:
+        return [v for v in judge(backend.name, backend.expected_error, ref.outputs, obs, ref.unstable)
+                if v.kind == "bug"]
+
+    judged = 0
+    for k in range(0, len(cases), batch):
+        part = cases[k:k + batch]
+        merged = side_by_side([g for g, _, _ in part])
+        configs = configs_of(merged)
+        inputs = {f"p{i}_{name}": a for i, (_, x, _) in enumerate(part) for name, a in x.items()}
+        obs = run_configs(backend, TestCase(merged, inputs, configs, seed=0))
+        at = 0
+        for g, x, ref in part:
+            n = len(g.outputs)
+            mine = [replace(o, outputs=o.outputs[at:at + n]) if o.status == "ok" else o for o in obs]
+            at += n
+            bad = bugs_of(ref, mine)
+            if bad:
+                alone = bugs_of(ref, run_configs(backend, TestCase(g, x, configs, seed=0)))
+                where = "also compiled alone" if alone else "only side by side with other graphs"
+                v = (alone or bad)[0]
+                pytest.fail(f"{v.category} in {v.configs} ({where}): {v.detail[:2000]}\n{to_text(g)}")
+            judged += 1
+    return judged
