@@ -27,16 +27,7 @@ from dlcfuzz.oracle.policy import (
 )
 from dlcfuzz.oracle.testcase import Config, TestCase, reply_coverage, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
-from dlcfuzz.strategies.base import (
-    Context,
-    Finding,
-    Judgement,
-    Option,
-    Reduction,
-    Strategy,
-    Test,
-    judgement_of_failure,
-)
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend

@@ -20,16 +20,7 @@ from dlcfuzz.oracle.categories import DedupKey, dedup_key, with_option
 from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
-from dlcfuzz.strategies.base import (
-    Context,
-    Finding,
-    Judgement,
-    Option,
-    Reduction,
-    Strategy,
-    Test,
-    judgement_of_failure,
-)
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import TaskResult

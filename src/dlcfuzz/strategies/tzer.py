@@ -28,16 +28,7 @@ from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies.base import (
-    Context,
-    Finding,
-    Judgement,
-    Option,
-    Reduction,
-    Strategy,
-    Test,
-    judgement_of_failure,
-)
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 from dlcfuzz.tvm_tir.runner import PLANTED, decode_reply, decode_test, encode_test
 
 if TYPE_CHECKING:
