@@ -41,19 +41,51 @@ class IssueChecklist:
 
 
 class Backend(Protocol):
-    """What one compiler is, to the rest of dlcfuzz. `BackendBase` gives the defaults."""
+    """What one compiler is, to the rest of dlcfuzz. `BackendBase` gives the defaults. Its facts are read-only
+    properties here, so that a class attribute of a narrower type (`frame_patterns = (r"...",)`) satisfies them."""
 
-    name: str
-    packages: tuple[str, ...]  # Python packages of the compiler: an exception raised there is its rejection
-    deadline_s: float  # compile + run of one test case in a worker; a timeout is re-run longer, then a hang
-    reduction_checks: int  # compile+run checks of one stage of a finding's reduction
-    reduction_s: float  # wall-clock seconds one finding's reduction may spend
-    sub_functions: bool  # whether graphs with sub-functions mean something to it
-    lowers_through_onnx: bool  # whether every test reaches it as an ONNX model
-    collects_coverage: bool  # start_coverage/stop_coverage measure the compiler's own code
-    frame_patterns: tuple[str, ...]  # its native stack frames (one group: the name), for signatures
-    distributions: tuple[str, ...]  # its reproducers' distributions
-    own_strategies: tuple[str, ...]  # strategies made for it alone
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def packages(self) -> tuple[str, ...]:
+        """Python packages of the compiler: an exception raised there is its rejection."""
+
+    @property
+    def deadline_s(self) -> float:
+        """Seconds for compile + run of one test case in a worker; a timeout is re-run longer, then a hang."""
+
+    @property
+    def reduction_checks(self) -> int:
+        """Compile+run checks of one stage of a finding's reduction."""
+
+    @property
+    def reduction_s(self) -> float:
+        """Wall-clock seconds one finding's reduction may spend."""
+
+    @property
+    def sub_functions(self) -> bool:
+        """Whether graphs with sub-functions mean something to it."""
+
+    @property
+    def lowers_through_onnx(self) -> bool:
+        """Whether every test reaches it as an ONNX model."""
+
+    @property
+    def collects_coverage(self) -> bool:
+        """Whether start_coverage/stop_coverage measure the compiler's own code."""
+
+    @property
+    def frame_patterns(self) -> tuple[str, ...]:
+        """Its native stack frames (one group: the name), for signatures."""
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """Its reproducers' distributions."""
+
+    @property
+    def own_strategies(self) -> tuple[str, ...]:
+        """Strategies made for it alone."""
 
     def front_door(self, config: str) -> str:
         """"onnx" or "code": how a model reaches configuration `config`."""

@@ -12,9 +12,10 @@ import dataclasses
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlcfuzz.backends import DEFAULT_COMPILER
 from dlcfuzz.engine.store import Store
@@ -23,6 +24,12 @@ from dlcfuzz.ir.blob import blob_digest
 from dlcfuzz.oracle.policy import routine_unknown, test_seed
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.exec.pool import Pool, TaskResult
+    from dlcfuzz.oracle.testcase import Config
 
 HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
 REDUCER_IDLE_S = 60.0  # the reducer's worker is closed when no reduction used it for this long
@@ -66,7 +73,7 @@ def campaign_options(**kw: Any) -> CampaignOptions:
 class InternalErrorCount:
     """The campaign's internal errors: stored, counted, the first few shown."""
 
-    def __init__(self, store: Store, log: Any) -> None:
+    def __init__(self, store: Store, log: Callable[[str], None]) -> None:
         self.store, self.log, self.count = store, log, 0
 
     def add(self, test_id: int | None, seq: int, seed: int, phase: str, error: str, tb: str) -> None:
@@ -93,7 +100,7 @@ class Campaign:
             raise UsageError("--jobs must be at least 1")
         if cls.compilers is not None and opts.compiler not in cls.compilers:
             raise UsageError(f"--strategy {cls.name} needs --compiler {' or '.join(cls.compilers)}")
-        backend = None
+        backend: Backend | None = None
         if cls.needs_backend:
             from dlcfuzz.backends import get_backend
 
@@ -118,11 +125,11 @@ class Campaign:
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0}
-        self._register: Any = None
+        self._register: Register | None = None
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
         self.corpus = self.store.corpus()
-        self._reducer: Any = None
+        self._reducer: Pool | None = None
         self._reducer_used = 0.0  # when the reducer pool was last asked for (monotonic)
         self.reducer_idle_s = REDUCER_IDLE_S
 
@@ -156,7 +163,7 @@ class Campaign:
             raise UsageError(f"{flags} does not apply to --strategy {cls.name}")
         return {o.name: params.get(o.name, o.default) for o in cls.options}
 
-    def _configs(self, backend: Any) -> list[Any]:
+    def _configs(self, backend: Backend | None) -> list[Config]:
         if backend is None:
             return []
         every = backend.configs()
@@ -271,7 +278,7 @@ class Campaign:
         test.test_id = self.store.add_test(self.run_id, seq, test.seed, test.blob, new)
         return test
 
-    def finish(self, test: Test, res: Any) -> None:
+    def finish(self, test: Test, res: TaskResult) -> None:
         """Judge one result, record its findings (before the test is marked done: a kill between
         the two re-runs the test and never loses a finding) and feed coverage back."""
         self.counts["tests"] += 1
@@ -343,7 +350,7 @@ class Campaign:
             self.store.compact(test_id, verdict, seconds, blob_digest(self.strategy.fingerprint(old)))
 
     # ---- findings ------------------------------------------------------
-    def reducer_pool(self) -> Any:
+    def reducer_pool(self) -> Pool:
         from dlcfuzz.exec.cluster import make_pool
 
         self._reducer_used = time.monotonic()
@@ -367,7 +374,7 @@ class Campaign:
 
         record_finding(self, test, v)
 
-    def register(self) -> Any:
+    def register(self) -> Register:
         """The known upstream bugs (the compilers' registers, plus DLCFUZZ_KNOWN_BUGS files)."""
         from dlcfuzz.engine.known import Register
 

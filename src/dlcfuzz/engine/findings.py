@@ -6,16 +6,44 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from dlcfuzz.engine.scrub import scrub
 from dlcfuzz.oracle.signature import digest
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies import Reduction, Test
+from dlcfuzz.strategies import Context, Reduction, Strategy, Test
 from dlcfuzz.strategies.base import Finding
 
+if TYPE_CHECKING:
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.engine.store import Store
 
-def record_finding(camp: Any, test: Test, v: Verdict) -> None:
+
+class InternalErrors(Protocol):
+    def add(self, test_id: int | None, seq: int, seed: int, phase: str, error: str, tb: str) -> None: ...
+
+
+class FindingRecorder(Protocol):
+    """What recording a finding uses of the campaign (engine/campaign.py's `Campaign`, which imports this
+    module: a Protocol here, so that the two do not import each other)."""
+
+    store: Store
+    strategy: Strategy
+    ctx: Context
+    counts: dict[str, int]
+
+    @property
+    def internal(self) -> InternalErrors: ...
+
+    def log(self, msg: str) -> None: ...
+
+    def register(self) -> Register: ...
+
+    def finding_counts(self, distinct: bool) -> None: ...
+
+
+def record_finding(camp: FindingRecorder, test: Test, v: Verdict) -> None:
     store, strategy, ctx = camp.store, camp.strategy, camp.ctx
     if store.has_finding_for(test.test_id, v.key):  # recorded before a kill; the test was re-run
         camp.finding_counts(distinct=False)
@@ -56,7 +84,7 @@ def record_finding(camp: Any, test: Test, v: Verdict) -> None:
     write_finding(camp, test, v, red, fid, signature)
 
 
-def write_finding(camp: Any, test: Test, v: Verdict, red: Reduction, fid: int, signature: str) -> None:
+def write_finding(camp: FindingRecorder, test: Test, v: Verdict, red: Reduction, fid: int, signature: str) -> None:
     ctx = camp.ctx
     folder = ctx.out / "findings" / f"{fid:04d}-{v.category}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -89,7 +117,7 @@ def reduction_line(nodes: int | None, reduced_nodes: int | None, not_minimal: st
     return f"{size}: not minimal, {not_minimal}" if not_minimal else f"{size}: minimal under dlcfuzz's reduction moves"
 
 
-def known_bug(camp: Any, fid: int, folder: Any) -> str | None:
+def known_bug(camp: FindingRecorder, fid: int, folder: Path) -> str | None:
     """The tracker reference of the known upstream bug a new finding matches (the compiler's
     known-bugs register), or None."""
     from dlcfuzz.engine.clusters import facts_of

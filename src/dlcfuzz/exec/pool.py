@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Protocol, Self
 
 _LEN = struct.Struct("<II")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -93,6 +93,34 @@ class PoolStats:
     @property
     def wall_s(self) -> float:
         return time.monotonic() - self.started
+
+
+class TaskRunner(Protocol):
+    """What a reduction needs of a pool: one task run to its result (a `Pool`, or one arm's view of it in
+    strategies/auto.py)."""
+
+    def run(self, payload: bytes, timeout_s: float | None = None) -> TaskResult: ...
+
+
+class Pool(TaskRunner, Protocol):
+    """The engine's pool, whichever `make_pool` gives: `WorkerPool` (local processes) or `RayPool`
+    (exec/cluster.py, Ray actors). A context manager that closes the pool."""
+
+    def submit(self, payload: bytes, timeout_s: float | None = None) -> int: ...
+
+    def next_result(self, timeout: float | None = None) -> TaskResult | None: ...
+
+    def results(self, block: bool = True, timeout: float | None = None) -> Iterator[TaskResult]: ...
+
+    def map(self, payloads: Iterable[bytes], timeout_s: float | None = None) -> list[TaskResult]: ...
+
+    def pending(self) -> int: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 _encode = json.JSONEncoder(separators=(",", ":")).encode

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends import get_backend
+from dlcfuzz.backends.base import Backend
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes
 
 
@@ -32,7 +33,7 @@ def raised_inside(e: BaseException, packages: tuple[str, ...]) -> bool:
     return any(p in parts for parts in below for p in packages)
 
 
-def run_configs(backend: Any, tc: TestCase, note: Callable[[str], None] = lambda s: None,
+def run_configs(backend: Backend, tc: TestCase, note: Callable[[str], None] = lambda s: None,
                 invalid: bool = False) -> list[Observation]:
     """Compile and run every configuration; compile_s/run_s time only the compiler's own calls.
     `invalid`: the graph breaks a type rule on purpose, so an exception the compiler's own code

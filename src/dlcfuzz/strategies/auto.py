@@ -14,12 +14,16 @@ import dataclasses
 import html
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strategy, Test
+from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strategy, StrategyStore, Test
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend
+    from dlcfuzz.exec.pool import Pool, TaskResult, TaskRunner
 
 HANDLER = "dlcfuzz.strategies.auto:make_handler"
 MAGIC = b"DLCFUZZ-AUTO"
@@ -61,7 +65,7 @@ ARMS = (
 )
 
 
-def arms_for(compiler: str, backend: Any) -> list[Arm]:
+def arms_for(compiler: str, backend: Backend | None) -> list[Arm]:
     """The arms that apply to `compiler`; no disruptive arm where the backend declares that no type/shape
     rule binds its front door (`disruptive_rules() == ()`)."""
     return [a for a in ARMS if (not a.own or (backend is not None and a.strategy in backend.own_strategies))
@@ -139,7 +143,7 @@ class AutoStrategy(Strategy):
             self.schedule[seq] = arm
         return self.schedule[seq]
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         for sub in self.subs:
             sub.start(pool, resumed)
         if resumed:  # the yields so far, from the store (as they were when the run was killed)
@@ -232,7 +236,7 @@ class AutoStrategy(Strategy):
         sub_test.seq, sub_test.seed, sub_test.test_id = test.seq, test.seed, test.test_id
         return arm, self.subs[arm], sub_test
 
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         arm, sub, sub_test = self.inner(test)
         j = sub.judge(sub_test, res)
         if j.blob is not None:
@@ -311,7 +315,7 @@ class AutoStrategy(Strategy):
         return "arms " + " ".join(f"{a.name}:{100 * s:.0f}%" for a, s in zip(self.arms, shares))
 
     @classmethod
-    def report_section(cls, store: Any) -> str:
+    def report_section(cls, store: StrategyStore) -> str:
         rows = store.arm_totals()
         if not rows:
             return ""
@@ -327,11 +331,11 @@ class AutoStrategy(Strategy):
 class ArmPool:
     """A pool as one arm sees it: its payloads go out tagged with the arm, under the arm's deadline."""
 
-    pool: Any
+    pool: TaskRunner
     tag: bytes
     deadline_s: float
 
-    def run(self, payload: bytes, timeout_s: float | None = None) -> Any:
+    def run(self, payload: bytes, timeout_s: float | None = None) -> TaskResult:
         return self.pool.run(MAGIC + self.tag + payload, timeout_s or self.deadline_s)
 
 

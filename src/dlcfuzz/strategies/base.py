@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dlcfuzz.backends.base import BackendBase
 from dlcfuzz.oracle import categories as C
@@ -22,6 +22,41 @@ from dlcfuzz.reduce.budget import ReductionBudget
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend, Config
+    from dlcfuzz.exec.pool import Pool, TaskResult, TaskRunner
+    from dlcfuzz.gen.coverage import Coverage
+
+
+class StrategyStore(Protocol):
+    """What strategies read and write of the campaign's store (engine/store.py's `Store`, a floor above
+    them: they see it through this Protocol)."""
+
+    def next_seq(self) -> int: ...
+
+    def coverage(self, before_test: int | None = None) -> list[str]: ...
+
+    def corpus(self) -> dict[int, int]: ...
+
+    def test_blob(self, test_id: int) -> bytes | None: ...
+
+    def coverage_test_ids(self) -> list[int]: ...
+
+    def blobs_from(self, seq: int) -> Any: ...  # (seq, blob) rows, in order
+
+    def blobs_before(self, seq: int) -> Any: ...  # (seq, blob) rows, the latest first
+
+    def add_triggers(self, test_id: int, pattern: str, fired: dict[str, bool]) -> None: ...
+
+    def trigger_rates(self) -> dict[str, tuple[int, int]]: ...
+
+    def set_arm(self, seq: int, arm: int) -> None: ...
+
+    def set_reward(self, seq: int, reward: float) -> None: ...
+
+    def arm_of(self, seq: int) -> int | None: ...
+
+    def schedule_rows(self) -> list[tuple[int, int, float | None]]: ...
+
+    def arm_totals(self) -> list[tuple[int, int, int, float]]: ...
 
 
 @dataclass(frozen=True)
@@ -101,13 +136,13 @@ class Context:
     configs_picked: bool  # the user chose --configs: strategies compare exactly those
     backend: Backend | None
     version: str
-    store: Any
-    coverage: Any
+    store: StrategyStore
+    coverage: Coverage
     out: Path
     reduce: bool
     seconds: float
     max_tests: int | None
-    reducer_pool: Callable[[], Any]
+    reducer_pool: Callable[[], TaskRunner]
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
     reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing, all findings
     reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the backend's reduction_s)
@@ -178,7 +213,7 @@ class Strategy:
         """The backend's stack-frame patterns: crash and error signatures keep its innermost frames."""
         return self.ctx.backend.frame_patterns if self.ctx.backend is not None else ()
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         """Called once the worker pool is up (probe capabilities, build a seed pool, restore state)."""
 
     # ---- tests -----------------------------------------------------------
@@ -189,7 +224,7 @@ class Strategy:
         """The payload of a stored test (tests in flight at a kill are re-run from the store)."""
         raise NotImplementedError
 
-    def judge(self, test: Test, result: Any) -> Judgement:
+    def judge(self, test: Test, result: TaskResult) -> Judgement:
         """Verdicts on a worker result (`exec.pool.TaskResult`): `result.status` is ok, error,
         crash, timeout or oom."""
         raise NotImplementedError
@@ -260,12 +295,12 @@ class Strategy:
         return ""
 
     @classmethod
-    def report_section(cls, store: Any) -> str:
+    def report_section(cls, store: StrategyStore) -> str:
         """HTML the strategy adds to the report."""
         return ""
 
 
-def judgement_of_failure(compiler: str, res: Any, native_frames: tuple[str, ...] = ()) -> Judgement:
+def judgement_of_failure(compiler: str, res: TaskResult, native_frames: tuple[str, ...] = ()) -> Judgement:
     """A worker result other than ok: a death (signal, OOM, hang) is the crash oracle's finding; a
     handler error is dlcfuzz's own (the engine counts it as an internal error), never a finding.
     `native_frames`: the backend's stack-frame patterns, for the crash's signature."""

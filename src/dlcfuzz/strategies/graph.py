@@ -9,7 +9,7 @@ inputs, readable text). Each subclass only says how it makes a graph.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,7 +30,11 @@ from dlcfuzz.oracle.policy import (
 )
 from dlcfuzz.oracle.testcase import Config, TestCase, reply_coverage, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
-from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend
+    from dlcfuzz.exec.pool import Pool, TaskResult
 
 OPS = Option("ops", 10, "operators per generated graph", int)
 ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (default: all)",
@@ -48,7 +52,7 @@ def check_graph_params(params: dict[str, Any]) -> None:
         raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
 
 
-def minimal_optimization_set(backend: Any, v: Verdict, reference: Config, optimized: Config,
+def minimal_optimization_set(backend: Backend, v: Verdict, reference: Config, optimized: Config,
                              shows: Callable[[Config], bool]) -> tuple[Config, list[str]] | None:
     """The optimized configuration reduced to the smallest optimization set that still shows `v`, and
     that set; (optimized, []) when none is needed; None when it cannot tell: the reduced set does not
@@ -68,7 +72,7 @@ class GraphStrategy(Strategy):
 
     regenerable = True
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.supported: Any = lambda op, dt: True
         # graphs kept at the default ONNX opset, and graphs that may raise it (see start()): one is
@@ -83,7 +87,7 @@ class GraphStrategy(Strategy):
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
         check_graph_params(params)
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         """One-operator capability probe of the baseline configuration (cached per compiler version:
         what the compiler supports at all; what an optimized build fails on is what campaigns look for,
         and probing every configuration cost Inductor ~530 compiles); documented compiler gaps (the
@@ -174,7 +178,7 @@ class GraphStrategy(Strategy):
         return len(test.payload.graph.nodes)
 
     # ---- judging -------------------------------------------------------
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
             j = judgement_of_failure(tc.compiler, res, self.native_frames)

@@ -5,7 +5,7 @@ type/shape rule on purpose and must be rejected)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,8 +14,11 @@ from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, judge_rejection
-from dlcfuzz.strategies.base import Judgement, Option, Reduction, Test, judgement_of_failure
+from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Test, judgement_of_failure
 from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+
+if TYPE_CHECKING:
+    from dlcfuzz.exec.pool import Pool, TaskResult
 
 P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compilers that have them)
 MODES = ("strict", "disruptive")
@@ -45,7 +48,7 @@ class HirgenStrategy(GraphStrategy):
     options = (OPS, ONLY_OPS, MODE, FEEDBACK)
     candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         backend = ctx.backend
         self.feedback = (ctx.params.get("feedback", FEEDBACK.default) == "on" and ctx.params.get("mode") != "disruptive"
@@ -55,7 +58,7 @@ class HirgenStrategy(GraphStrategy):
         self.in_flight: set[int] = set()  # tests made, not yet judged
         self.unfolded: dict[int, tuple[Graph, list[str]]] = {}  # judged, waiting for earlier tests
 
-    def __new__(cls, ctx: Any) -> Any:
+    def __new__(cls, ctx: Context) -> HirgenStrategy:
         if ctx.params.get("mode") == "disruptive" and not issubclass(cls, DisruptiveHirgen):
             kind = DisruptiveHirgenRandom if cls is HirgenRandomStrategy else DisruptiveHirgen
             return super().__new__(kind)
@@ -146,7 +149,7 @@ class HirgenStrategy(GraphStrategy):
     def keeps_blob(self, test: Test) -> bool:
         return super().keeps_blob(test) or "grown_from" in test.payload.meta
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         super().start(pool, resumed)
         if self.feedback and resumed:  # the compiler items so far, and the campaign's corpus as the kept graphs
             from dlcfuzz.gen.coverage import is_compiler_item
@@ -180,7 +183,7 @@ class DisruptiveHirgen(HirgenStrategy):
     by ONNX's strict inference); every configuration must reject it. Output produced without an
     error is `accepted-invalid`; crashes and hangs are findings as always."""
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.counts["rejected"] = 0
         if not ctx.configs_picked:  # the configurations with the most distinct front doors
@@ -232,7 +235,7 @@ class DisruptiveHirgen(HirgenStrategy):
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken, "malformed": spec})
         return self.test(seq, tc, [f"{DISRUPTIVE}|{m.op}|{MALFORMED}{kind}|float"])
 
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
             return judgement_of_failure(tc.compiler, res, self.native_frames)  # no reference: the graph has no semantics

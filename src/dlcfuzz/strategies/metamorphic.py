@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,7 +20,10 @@ from dlcfuzz.oracle.categories import DedupKey, dedup_key, with_option
 from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
-from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+
+if TYPE_CHECKING:
+    from dlcfuzz.exec.pool import TaskResult
 
 STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
@@ -99,7 +102,7 @@ class MetamorphicStrategy(Strategy):
     options = (Option("model", "resnet18", "the zoo model to mutate (see `dlcfuzz zoo`)"),
                Option("delta", 1e-4, "score tolerance between a mutant and its seed", float))
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self._chain: Chain | None = None
 
@@ -218,7 +221,7 @@ class MetamorphicStrategy(Strategy):
     def size(self, test: Test) -> int:
         return len(test.payload.graph.nodes)
 
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         tc: TestCase = test.payload
         if res.status != "ok":
             return judgement_of_failure(tc.compiler, res, self.native_frames)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,8 +16,11 @@ from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.policy import NUMERIC, reference_of
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies.base import Judgement, Option, Test
+from dlcfuzz.strategies.base import Context, Judgement, Option, StrategyStore, Test
 from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+
+if TYPE_CHECKING:
+    from dlcfuzz.exec.pool import Pool, TaskResult
 
 HANDLER = "dlcfuzz.strategies.oatest:make_handler"
 
@@ -38,7 +41,7 @@ class OatestStrategy(GraphStrategy):
     options = (OPS, ONLY_OPS, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
                                                        "built-in library and the shipped mined patterns)"))
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.synthesizer: Any = None
 
@@ -51,7 +54,7 @@ class OatestStrategy(GraphStrategy):
             if not load_patterns(params["patterns"]):
                 raise UsageError(f"{params['patterns']} holds no patterns")
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         super().start(pool, resumed)
         self.restore(self.ctx.store.next_seq() if resumed else 0)
 
@@ -98,7 +101,7 @@ class OatestStrategy(GraphStrategy):
             syn.accept(s)
         return tc
 
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         j = super().judge(test, res)
         if res.status == "ok":
             self.record_triggers(test, res.payload)
@@ -114,7 +117,7 @@ class OatestStrategy(GraphStrategy):
             self.ctx.store.add_triggers(test.test_id, pattern, fired)
 
     @classmethod
-    def report_section(cls, store: Any) -> str:
+    def report_section(cls, store: StrategyStore) -> str:
         rates = store.trigger_rates()
         if not rates:
             return ""

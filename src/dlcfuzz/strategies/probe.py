@@ -9,8 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +20,11 @@ from dlcfuzz.gen.random import FormGaps
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import all_ops
+
+if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend
+    from dlcfuzz.exec.pool import Pool
+    from dlcfuzz.oracle.testcase import Config
 
 Capabilities = dict[tuple[str, str], tuple[bool, str]]
 
@@ -114,7 +120,7 @@ def opset_raisers(seed: int = 0) -> frozenset[tuple[str, str]]:
     return frozenset((op, dt) for op, dt, g in probe_cases(seed) if _onnx_opset(g) > OPSET)
 
 
-def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, batch: int = PROBE_BATCH,
+def probe(backend: Backend, configs: list[Config], pool: Pool | None = None, seed: int = 0, batch: int = PROBE_BATCH,
           beside_newest: Capabilities | None = None) -> Capabilities:
     """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
 
@@ -199,8 +205,8 @@ def probe(backend: Any, configs: list[Any], pool: Any = None, seed: int = 0, bat
     return caps
 
 
-def load_or_probe(pool: Any, backend: Any, configs: list[Any], log: Any = None,
-                  beside_newest: Capabilities | None = None) -> Capabilities:
+def load_or_probe(pool: Pool | None, backend: Backend, configs: list[Config],
+                  log: Callable[[str], None] | None = None, beside_newest: Capabilities | None = None) -> Capabilities:
     """The probe's answer, from the cache when this release was probed with these operators before;
     with `beside_newest` (the one-operator answer) what a graph at the newest opset supports."""
     path = cache_path(backend.name, backend.version(), [c.name for c in configs], beside_newest is not None,

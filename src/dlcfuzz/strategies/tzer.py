@@ -17,7 +17,7 @@ Variants (the ablation in bench/tzer_ablation.py; `joint` is the strategy):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,8 +28,11 @@ from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies.base import Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 from dlcfuzz.tvm_tir.runner import PLANTED, decode_reply, decode_test, encode_test
+
+if TYPE_CHECKING:
+    from dlcfuzz.exec.pool import Pool, TaskResult
 
 HANDLER = "dlcfuzz.tvm_tir.runner:make_handler"
 VARIANTS = ("general", "feedback", "domain", "random-passes", "joint")
@@ -77,7 +80,7 @@ class TzerStrategy(Strategy):
                Option("zoo", True, "seed the pool with the tiny zoo models' PrimFuncs too", lambda s: s != "0"),
                Option("planted", False, "add a planted semantics-breaking pass (tests)", lambda s: s != "0"))
 
-    def __init__(self, ctx: Any) -> None:
+    def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.counts.update(valuable=0, mutants=0, well_formed=0, mutator_errors=0)
         self.pass_pool = list(tpasses.PASSES) + ([PLANTED] if self.params["planted"] else [])
@@ -101,7 +104,7 @@ class TzerStrategy(Strategy):
     def deadline_s(self) -> float:
         return 60.0
 
-    def start(self, pool: Any, resumed: bool) -> None:
+    def start(self, pool: Pool, resumed: bool) -> None:
         """The seed pool: PrimFuncs of legalized random graphs and tiny zoo models; resumed, also
         every stored mutant that added coverage."""
         from dlcfuzz.tvm_tir.seeds import parse, seed_funcs
@@ -189,7 +192,7 @@ class TzerStrategy(Strategy):
         return f"valuable {c['valuable']} well-formed mutants {wf:.0f}% pool {len(self.pool)}"
 
     # ---- judging ----------------------------------------------------------------
-    def judge(self, test: Test, res: Any) -> Judgement:
+    def judge(self, test: Test, res: TaskResult) -> Judgement:
         t = test.payload.test
         if res.status != "ok":
             return judgement_of_failure(self.ctx.compiler, res, self.native_frames)

@@ -5,9 +5,21 @@ they differ (ORT silently ignores unknown names in `disabled_optimizers`, so a w
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from dlcfuzz.oracle.testcase import Config
+
+
+class OptimizedBuild(Protocol):
+    @property
+    def optimized_model(self) -> bytes | None: ...  # the dumped optimized model (Config option "dump")
+
+
+class OnnxCompiler(Protocol):
+    """What the trigger check uses of the ONNXRuntime backend (backend.py's OnnxRuntimeBackend, which imports
+    this module: a Protocol here, so that the two do not import each other)."""
+
+    def compile_onnx(self, model_bytes: bytes, config: Config) -> OptimizedBuild: ...
 
 
 def ort_signature(model_bytes: bytes | None) -> tuple:
@@ -37,7 +49,7 @@ def _count(model_bytes: bytes | None, kinds: tuple[str, ...]) -> int:
     return 0 if model_bytes is None else sum(n.op_type in kinds for n in onnx.load_from_string(model_bytes).graph.node)
 
 
-def ort_fired(backend: Any, model_bytes: bytes, targets: list[str], options: dict[str, Any] | None = None
+def ort_fired(backend: OnnxCompiler, model_bytes: bytes, targets: list[str], options: dict[str, Any] | None = None
               ) -> dict[str, bool]:
     """target -> whether disabling it changes the optimized model.
 

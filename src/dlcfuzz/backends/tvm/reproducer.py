@@ -7,10 +7,10 @@ printed (backends/script.py). TVMScript printed by one release may not parse on 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from dlcfuzz.backends.base import Backend
 from dlcfuzz.backends.script import (
     COMPARE,
     MAIN,
@@ -26,7 +26,7 @@ from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.testcase import Config
 
 
-def tvm_script(backend: Any, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
+def tvm_script(backend: Backend, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                configs: list[Config], category: str, title: str, detail: str,
                untyped_outputs: Sequence[str] = ()) -> str:
     """TVMScript of each module the configurations compile (one per lowering: function form and

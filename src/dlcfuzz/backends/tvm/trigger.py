@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from dlcfuzz.backends.base import Backend
 from dlcfuzz.backends.tvm.passes import make_pass
+from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.testcase import Config
 
 
@@ -36,7 +38,7 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
     return sorted(set(changed))
 
 
-def tvm_fired(backend: Any, g: Any, config: Config, targets: list[str]) -> dict[str, bool]:
+def tvm_fired(backend: Backend, g: Graph, config: Config, targets: list[str]) -> dict[str, bool]:
     o = config.options
     mod = backend.lower(g, config)
     changed = set(tvm_changed_passes(mod, list(o.get("passes", [])), int(o.get("opt_level", 3)),

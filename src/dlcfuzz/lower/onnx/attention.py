@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.attention import AttentionOp, CausalConvWithStateOp, LinearAttentionOp, RotaryEmbeddingOp
 from dlcfuzz.ops.base import Attrs, decode
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -62,7 +65,7 @@ def attention(spec: AttentionOp, b: Any, ins: list[str], outs: list[str], attrs:
 
 
 @ONNX_IMPORT.register("attention")
-def import_attention(spec: AttentionOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_attention(spec: AttentionOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, _ATTENTION_ATTRS)
     has = [ctx.has_input(node, i) for i in range(7)]
     if has[4] != has[5]:
@@ -110,7 +113,7 @@ def rotary_embedding(spec: RotaryEmbeddingOp, b: Any, ins: list[str], outs: list
 
 
 @ONNX_IMPORT.register("rotary_embedding")
-def import_rotary_embedding(spec: RotaryEmbeddingOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_rotary_embedding(spec: RotaryEmbeddingOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"interleaved", "rotary_embedding_dim", "num_heads"})
     x = ctx.type_of(node.input[0])
     heads = int(onnx_attr(node, "num_heads", 0))
@@ -134,7 +137,7 @@ def causal_conv_with_state(spec: CausalConvWithStateOp, b: Any, ins: list[str], 
 
 
 @ONNX_IMPORT.register("causal_conv_with_state")
-def import_causal_conv_with_state(spec: CausalConvWithStateOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_causal_conv_with_state(spec: CausalConvWithStateOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"activation"})
     has = [ctx.has_input(node, i) for i in range(4)]
     return [node.input[i] for i in range(4) if has[i]], {
@@ -158,7 +161,7 @@ def linear_attention(spec: LinearAttentionOp, b: Any, ins: list[str], outs: list
 
 
 @ONNX_IMPORT.register("linear_attention")
-def import_linear_attention(spec: LinearAttentionOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_linear_attention(spec: LinearAttentionOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"q_num_heads", "kv_num_heads", "update_rule", "scale", "chunk_size"})
     rule = str(decode(onnx_attr(node, "update_rule", "gated_delta")))
     has = [ctx.has_input(node, i) for i in range(6)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,9 @@ from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr, onnx_elem_type
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.elementwise import AttrKind, BinaryOp, CastOp, ClipOp, UnaryOp, VariadicOp, WhereOp
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -79,7 +82,7 @@ def unary(spec: UnaryOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
     "softsign", "erf", "floor", "ceil", "round", "sign", "not", "bitwise_not", "isnan", "isinf", "hard_sigmoid",
     "hard_swish", "mish", "thresholded_relu", "shrink", "swish",
 )
-def import_unary(spec: UnaryOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_unary(spec: UnaryOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     attrs = _import_attrs(node, spec.attr_kinds)
     if len(node.input) != 1:
         raise Unsupported(f"{node.op_type} with {len(node.input)} inputs")
@@ -105,7 +108,7 @@ def binary(spec: BinaryOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs
     "add", "sub", "mul", "div", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
     "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "pow", "prelu", "swiglu",
 )
-def import_binary(spec: BinaryOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_binary(spec: BinaryOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     attrs = _import_attrs(node, spec.attr_kinds)
     if len(node.input) != 2 or "" in node.input:
         raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
@@ -119,7 +122,7 @@ def variadic(spec: VariadicOp, b: Any, ins: list[str], outs: list[str], attrs: A
 
 
 @ONNX_IMPORT.register("max", "min", "sum", "mean")
-def import_variadic(spec: VariadicOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_variadic(spec: VariadicOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     if not node.input or "" in node.input:
         raise Unsupported(f"{node.op_type} with inputs {list(node.input)}")
@@ -132,7 +135,7 @@ def where(spec: WhereOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("where")
-def import_where(spec: WhereOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_where(spec: WhereOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     if len(node.input) != 3 or "" in node.input:
         raise Unsupported(f"Where with inputs {list(node.input)}")
@@ -145,7 +148,7 @@ def cast(spec: CastOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("cast")
-def import_cast(spec: CastOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_cast(spec: CastOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     import onnx
 
     expect_attrs(node, {"to", "saturate"})  # opset 19's `saturate` only concerns float8 targets
@@ -168,7 +171,7 @@ def clip(spec: ClipOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("clip")
-def import_clip(spec: ClipOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_clip(spec: ClipOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset < 11:
         raise Unsupported("Clip before opset 11 (min/max attributes)")
     expect_attrs(node)

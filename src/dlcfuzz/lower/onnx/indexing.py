@@ -6,7 +6,7 @@ are written as initializers and imported from constants."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,13 +28,16 @@ from dlcfuzz.ops.indexing import (
     TensorScatter,
 )
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 
 TENSOR_SCATTER_OPSET = 24
 
 
-def _const_ints(node: Any, ctx: Any, i: int) -> np.ndarray | None:
+def _const_ints(node: Any, ctx: ImportContext, i: int) -> np.ndarray | None:
     """Input i as an integer constant (None when absent)."""
     v = ctx.const_input(node, i)
     if v is None:
@@ -45,7 +48,7 @@ def _const_ints(node: Any, ctx: Any, i: int) -> np.ndarray | None:
     return v
 
 
-def _required_ints(node: Any, ctx: Any, i: int) -> np.ndarray:
+def _required_ints(node: Any, ctx: ImportContext, i: int) -> np.ndarray:
     v = _const_ints(node, ctx, i)
     if v is None:
         raise Unsupported(f"{node.op_type}: input {i} is missing")
@@ -59,7 +62,7 @@ def gather_elements(spec: GatherElements, b: Any, ins: list[str], outs: list[str
 
 
 @ONNX_IMPORT.register("gather_elements")
-def import_gather_elements(spec: GatherElements, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_gather_elements(spec: GatherElements, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     return [node.input[0], node.input[1]], {"axis": int(onnx_attr(node, "axis", 0))}
 
@@ -71,7 +74,7 @@ def gather_nd(spec: GatherND, b: Any, ins: list[str], outs: list[str], attrs: At
 
 
 @ONNX_IMPORT.register("gather_nd")
-def import_gather_nd(spec: GatherND, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_gather_nd(spec: GatherND, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"batch_dims"})
     return [node.input[0], node.input[1]], {"batch_dims": int(onnx_attr(node, "batch_dims", 0))}
 
@@ -90,7 +93,7 @@ def scatter_elements(spec: ScatterElements, b: Any, ins: list[str], outs: list[s
 
 
 @ONNX_IMPORT.register("scatter_elements")
-def import_scatter_elements(spec: ScatterElements, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_scatter_elements(spec: ScatterElements, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     # Scatter (opsets 9-10) is ScatterElements without reduction, deprecated at 11
     expect_attrs(node, {"axis", "reduction"} if node.op_type == "ScatterElements" else {"axis"})
     idx = _required_ints(node, ctx, 1)
@@ -111,7 +114,7 @@ def scatter_nd(spec: ScatterND, b: Any, ins: list[str], outs: list[str], attrs: 
 
 
 @ONNX_IMPORT.register("scatter_nd")
-def import_scatter_nd(spec: ScatterND, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_scatter_nd(spec: ScatterND, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"reduction"})
     idx = _required_ints(node, ctx, 1)
     return [node.input[0], node.input[2]], {
@@ -128,7 +131,7 @@ def one_hot(spec: OneHot, b: Any, ins: list[str], outs: list[str], attrs: Attrs,
 
 
 @ONNX_IMPORT.register("one_hot")
-def import_one_hot(spec: OneHot, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_one_hot(spec: OneHot, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     depth, values = ctx.const_input(node, 1), ctx.const_input(node, 2)
     if depth is None or values is None:
@@ -155,7 +158,7 @@ def compress(spec: Compress, b: Any, ins: list[str], outs: list[str], attrs: Att
 
 
 @ONNX_IMPORT.register("compress")
-def import_compress(spec: Compress, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_compress(spec: Compress, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     cond = _required_ints(node, ctx, 1)
     attrs: Attrs = {"condition": [int(bool(c)) for c in cond.reshape(-1)]}
@@ -172,7 +175,7 @@ def reverse_sequence(spec: ReverseSequence, b: Any, ins: list[str], outs: list[s
 
 
 @ONNX_IMPORT.register("reverse_sequence")
-def import_reverse_sequence(spec: ReverseSequence, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_reverse_sequence(spec: ReverseSequence, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"batch_axis", "time_axis"})
     lens = _required_ints(node, ctx, 1)
     return [node.input[0]], {"sequence_lens": [int(n) for n in lens.reshape(-1)],
@@ -188,7 +191,7 @@ def center_crop_pad(spec: CenterCropPad, b: Any, ins: list[str], outs: list[str]
 
 
 @ONNX_IMPORT.register("center_crop_pad")
-def import_center_crop_pad(spec: CenterCropPad, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_center_crop_pad(spec: CenterCropPad, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axes"})
     attrs: Attrs = {"shape": [int(n) for n in _required_ints(node, ctx, 1).reshape(-1)]}
     if onnx_attr(node, "axes") is not None:
@@ -207,7 +210,7 @@ def tensor_scatter(spec: TensorScatter, b: Any, ins: list[str], outs: list[str],
 
 
 @ONNX_IMPORT.register("tensor_scatter")
-def import_tensor_scatter(spec: TensorScatter, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_tensor_scatter(spec: TensorScatter, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "mode"})
     attrs: Attrs = {"axis": int(onnx_attr(node, "axis", -2)), "mode": decode(onnx_attr(node, "mode", b"linear"))}
     writes = _const_ints(node, ctx, 2)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.loss import LossOp
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -20,7 +23,7 @@ def loss(spec: LossOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("negative_log_likelihood_loss", "softmax_cross_entropy_loss")
-def import_loss(spec: LossOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_loss(spec: LossOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"reduction", "ignore_index"})
     reduction = onnx_attr(node, "reduction", b"mean")
     reduction = reduction.decode() if isinstance(reduction, bytes) else str(reduction)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +11,9 @@ from dlcfuzz.ir.types import ALL_DTYPES
 from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr, onnx_elem_type
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -22,7 +25,7 @@ def shape(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_t
 
 
 @ONNX_IMPORT.register("shape")
-def import_shape(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_shape(spec: Any, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"start", "end"})
     end = onnx_attr(node, "end")
     return [node.input[0]], {"start": int(onnx_attr(node, "start", 0)), "end": None if end is None else int(end)}
@@ -34,7 +37,7 @@ def size(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_ty
 
 
 @ONNX_IMPORT.register("size")
-def import_size(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_size(spec: Any, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     return [node.input[0]], {}
 
@@ -50,7 +53,7 @@ def constant_of_shape(spec: Any, b: Any, ins: list[str], outs: list[str], attrs:
 
 
 @ONNX_IMPORT.register("constant_of_shape")
-def import_constant_of_shape(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_constant_of_shape(spec: Any, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     import onnx
 
     expect_attrs(node, {"value"})
@@ -71,7 +74,7 @@ def cast_like(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("cast_like")
-def import_cast_like(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_cast_like(spec: Any, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"saturate"})  # saturate only concerns float8 targets, which we do not model
     return [node.input[0], node.input[1]], {}
 
@@ -83,6 +86,6 @@ def bitcast(spec: Any, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("bitcast")
-def import_bitcast(spec: Any, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_bitcast(spec: Any, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"to"})
     return [node.input[0]], {"to": dtype_of(int(onnx_attr(node, "to")))}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from dlcfuzz.ops.nn import (
     SoftmaxOp,
 )
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 
@@ -44,7 +47,7 @@ def conv(spec: ConvOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("conv1d", "conv2d")
-def import_conv(spec: ConvOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_conv(spec: ConvOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape", "auto_pad"})
     from dlcfuzz.ops.base import decode
 
@@ -78,7 +81,7 @@ def conv_transpose2d(spec: ConvTranspose2dOp, b: Any, ins: list[str], outs: list
 
 
 @ONNX_IMPORT.register("conv_transpose2d")
-def import_conv_transpose2d(spec: ConvTranspose2dOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_conv_transpose2d(spec: ConvTranspose2dOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"strides", "dilations", "pads", "group", "kernel_shape", "output_padding", "auto_pad",
                         "output_shape"})
     from dlcfuzz.ops.base import decode
@@ -134,7 +137,7 @@ def pool(spec: Pool2dOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register(*POOLS)
-def import_pool(spec: Pool2dOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_pool(spec: Pool2dOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     from dlcfuzz.ops.base import decode
 
     allowed = {"kernel_shape", "strides", "pads", "auto_pad", "ceil_mode", "dilations"}
@@ -171,7 +174,7 @@ def global_pool(spec: GlobalPoolOp, b: Any, ins: list[str], outs: list[str], att
 
 
 @ONNX_IMPORT.register("global_avg_pool", "global_max_pool")
-def import_global_pool(spec: GlobalPoolOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_global_pool(spec: GlobalPoolOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     return [node.input[0]], {}
 
@@ -182,7 +185,7 @@ def mat_mul(spec: MatMulOp, b: Any, ins: list[str], outs: list[str], attrs: Attr
 
 
 @ONNX_IMPORT.register("matmul")
-def import_mat_mul(spec: MatMulOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_mat_mul(spec: MatMulOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     return [node.input[0], node.input[1]], {}
 
@@ -193,7 +196,7 @@ def gemm(spec: GemmOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("gemm")
-def import_gemm(spec: GemmOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_gemm(spec: GemmOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"alpha", "beta", "transA", "transB"})
     return [i for i in node.input if i], {
         "alpha": float(onnx_attr(node, "alpha", 1.0)), "beta": float(onnx_attr(node, "beta", 1.0)),
@@ -207,7 +210,7 @@ def batch_norm(spec: BatchNormOp, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("batch_norm")
-def import_batch_norm(spec: BatchNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_batch_norm(spec: BatchNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"epsilon", "momentum", "training_mode"})
     if ctx.opset < 14 and len(node.output) != 1:  # outputs of older opsets (saved mean/var) differ
         raise Unsupported("BatchNormalization with the training outputs of opset < 14")
@@ -225,7 +228,7 @@ def layer_norm(spec: LayerNormOp, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("layer_norm")
-def import_layer_norm(spec: LayerNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_layer_norm(spec: LayerNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "epsilon", "stash_type"})
     outputs = len(node.output)
     if outputs > 1 and onnx_attr(node, "stash_type", 1) != 1:
@@ -242,7 +245,7 @@ def instance_norm(spec: InstanceNormOp, b: Any, ins: list[str], outs: list[str],
 
 
 @ONNX_IMPORT.register("instance_norm")
-def import_instance_norm(spec: InstanceNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_instance_norm(spec: InstanceNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"epsilon"})
     return list(node.input[:3]), {"epsilon": float(onnx_attr(node, "epsilon", 1e-5))}
 
@@ -253,7 +256,7 @@ def lrn(spec: LrnOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_t
 
 
 @ONNX_IMPORT.register("lrn")
-def import_lrn(spec: LrnOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_lrn(spec: LrnOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"size", "alpha", "beta", "bias"})
     if onnx_attr(node, "size") is None:
         raise Unsupported("LRN without size")
@@ -267,7 +270,7 @@ def softmax(spec: SoftmaxOp, b: Any, ins: list[str], outs: list[str], attrs: Att
 
 
 @ONNX_IMPORT.register("softmax", "log_softmax")
-def import_softmax(spec: SoftmaxOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_softmax(spec: SoftmaxOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     if ctx.opset < 13:
         raise Unsupported(f"{node.op_type} before opset 13 flattens to 2-D")
@@ -281,7 +284,7 @@ def dropout(spec: DropoutOp, b: Any, ins: list[str], outs: list[str], attrs: Att
 
 
 @ONNX_IMPORT.register("dropout")
-def import_dropout(spec: DropoutOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_dropout(spec: DropoutOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset < 12:  # ratio (and is_test before 7) were attributes; inference is the identity anyway
         expect_attrs(node, {"seed", "ratio", "is_test"})
         ratio = np.array(onnx_attr(node, "ratio", 0.5))

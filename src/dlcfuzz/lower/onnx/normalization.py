@@ -6,7 +6,7 @@ per group) imports as group_norm with scale_per_group=1, written back in the ops
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
@@ -22,6 +22,9 @@ from dlcfuzz.ops.normalization import (
     MeanVarianceNormOp,
     RmsNormOp,
 )
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -45,7 +48,7 @@ def rms_norm(spec: RmsNormOp, b: Any, ins: list[str], outs: list[str], attrs: At
 
 
 @ONNX_IMPORT.register("rms_norm")
-def import_rms_norm(spec: RmsNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_rms_norm(spec: RmsNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "epsilon", "stash_type"})
     return [node.input[0], node.input[1]], {"axis": int(onnx_attr(node, "axis", -1)),
                                             "epsilon": float(onnx_attr(node, "epsilon", 1e-5)),
@@ -58,7 +61,7 @@ def lp_norm(spec: LpNormOp, b: Any, ins: list[str], outs: list[str], attrs: Attr
 
 
 @ONNX_IMPORT.register("lp_norm")
-def import_lp_norm(spec: LpNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_lp_norm(spec: LpNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "p"})
     return [node.input[0]], {"axis": int(onnx_attr(node, "axis", -1)), "p": int(onnx_attr(node, "p", 2))}
 
@@ -70,7 +73,7 @@ def mean_variance_norm(spec: MeanVarianceNormOp, b: Any, ins: list[str], outs: l
 
 
 @ONNX_IMPORT.register("mean_variance_norm")
-def import_mean_variance_norm(spec: MeanVarianceNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_mean_variance_norm(spec: MeanVarianceNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axes"})
     return [node.input[0]], {"axes": [int(a) for a in onnx_attr(node, "axes", [0, 2, 3])]}
 
@@ -98,7 +101,7 @@ def group_norm(spec: GroupNormOp, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("group_norm")
-def import_group_norm(spec: GroupNormOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_group_norm(spec: GroupNormOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"num_groups", "epsilon", "stash_type"})
     attrs: Attrs = {"num_groups": int(onnx_attr(node, "num_groups")), "epsilon": float(onnx_attr(node, "epsilon", 1e-5)),
                     "stash_type": _stash(node)}
@@ -116,7 +119,7 @@ def lp_pool(spec: LpPoolOp, b: Any, ins: list[str], outs: list[str], attrs: Attr
 
 
 @ONNX_IMPORT.register("lp_pool")
-def import_lp_pool(spec: LpPoolOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_lp_pool(spec: LpPoolOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"kernel_shape", "strides", "dilations", "pads", "auto_pad", "ceil_mode", "p"})
     k = [int(v) for v in onnx_attr(node, "kernel_shape")]
     nd = len(k)
@@ -135,6 +138,6 @@ def global_lp_pool(spec: GlobalLpPoolOp, b: Any, ins: list[str], outs: list[str]
 
 
 @ONNX_IMPORT.register("global_lp_pool")
-def import_global_lp_pool(spec: GlobalLpPoolOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_global_lp_pool(spec: GlobalLpPoolOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"p"})
     return [node.input[0]], {"p": int(onnx_attr(node, "p", 2))}

@@ -5,7 +5,7 @@ initializers, read back as constants. CumProd exists from opset 26 (need_opset).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,12 +14,15 @@ from dlcfuzz.lower.onnx.common import dtype_of, expect_attrs, onnx_attr, onnx_el
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs, OpSpec
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 CUMPROD_SINCE = 26
 
 
-def _scalar(node: Any, ctx: Any, i: int, what: str) -> Any:
+def _scalar(node: Any, ctx: ImportContext, i: int, what: str) -> Any:
     v = ctx.const_input(node, i)
     if v is None:
         raise Unsupported(f"{node.op_type}: input {i} ({what}) must be a constant")
@@ -36,7 +39,7 @@ def trilu(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs, i
 
 
 @ONNX_IMPORT.register("trilu")
-def import_trilu(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_trilu(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"upper"})
     k = int(_scalar(node, ctx, 1, "k")) if ctx.has_input(node, 1) else 0
     return [node.input[0]], {"upper": int(onnx_attr(node, "upper", 1)), "k": k}
@@ -53,7 +56,7 @@ def cumulative(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Att
 
 
 @ONNX_IMPORT.register("cumsum", "cumprod")
-def import_cumulative(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_cumulative(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"exclusive", "reverse"})
     return [node.input[0]], {"axis": int(_scalar(node, ctx, 1, "axis")),
                              "exclusive": int(onnx_attr(node, "exclusive", 0)),
@@ -66,7 +69,7 @@ def hardmax(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs,
 
 
 @ONNX_IMPORT.register("hardmax")
-def import_hardmax(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_hardmax(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     if ctx.opset < 13:  # before 13 Hardmax flattened to 2-D around the axis
         raise Unsupported("Hardmax before opset 13 (coerced to 2-D) is not modelled")
@@ -81,7 +84,7 @@ def topk(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("topk")
-def import_topk(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_topk(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "largest", "sorted"})
     if ctx.opset < 10:
         raise Unsupported("TopK before opset 10 (k an attribute) is not modelled")
@@ -99,7 +102,7 @@ def eye_like(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 
 
 @ONNX_IMPORT.register("eye_like")
-def import_eye_like(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_eye_like(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"k", "dtype"})
     dtype = onnx_attr(node, "dtype")
     return [node.input[0]], {"k": int(onnx_attr(node, "k", 0)), "dtype": None if dtype is None else dtype_of(dtype)}
@@ -115,7 +118,7 @@ def range_(spec: OpSpec, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("range")
-def import_range(spec: OpSpec, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_range(spec: OpSpec, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     values = [_scalar(node, ctx, i, k) for i, k in enumerate(("start", "limit", "delta"))]
     dtype = str(values[0].dtype)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dlcfuzz.errors import Unsupported
 from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
@@ -10,11 +10,14 @@ from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.quant import QTYPES, DequantizeLinearOp, QuantizeLinearOp, _scalar_input
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 
 
-def _import_params(node: Any, ctx: Any, qtype_default: str) -> tuple[float, int, str]:
+def _import_params(node: Any, ctx: ImportContext, qtype_default: str) -> tuple[float, int, str]:
     expect_attrs(node, {"axis", "saturate", "block_size", "output_dtype"})
     if onnx_attr(node, "block_size", 0):
         raise Unsupported(f"{node.op_type}: blocked quantization is not modelled")
@@ -37,7 +40,7 @@ def quantize_linear(spec: QuantizeLinearOp, b: Any, ins: list[str], outs: list[s
 
 
 @ONNX_IMPORT.register("quantize_linear")
-def import_quantize_linear(spec: QuantizeLinearOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_quantize_linear(spec: QuantizeLinearOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     scale, zp, qtype = _import_params(node, ctx, "uint8")
     return [node.input[0]], {"scale": scale, "zero_point": zp, "to": qtype}
 
@@ -51,7 +54,7 @@ def dequantize_linear(spec: DequantizeLinearOp, b: Any, ins: list[str], outs: li
 
 
 @ONNX_IMPORT.register("dequantize_linear")
-def import_dequantize_linear(spec: DequantizeLinearOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_dequantize_linear(spec: DequantizeLinearOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     scale, zp, qtype = _import_params(node, ctx, ctx.type_of(node.input[0]).dtype)
     if qtype != ctx.type_of(node.input[0]).dtype:
         raise Unsupported(f"{node.op_type}: zero point type {qtype} differs from the input's")

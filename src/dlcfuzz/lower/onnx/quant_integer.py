@@ -3,7 +3,7 @@ zero points, attributes here, are written as initializers and read back as const
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from dlcfuzz.ops.quant_integer import (
     QLinearMatMulOp,
 )
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 CONV_ATTRS = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}
@@ -32,7 +35,7 @@ def _scale_input(b: Any, v: Any) -> str:
     return b.const(np.asarray(v, dtype=np.float32), hint="scale")
 
 
-def _read_zp(node: Any, ctx: Any, i: int, data_dtype: str, per: int | None) -> int | list[int]:
+def _read_zp(node: Any, ctx: ImportContext, i: int, data_dtype: str, per: int | None) -> int | list[int]:
     """A zero point input: absent (0), a scalar or size-1 tensor, or (when per is given) `per` values."""
     a = ctx.const_input(node, i)
     if a is None:
@@ -48,7 +51,7 @@ def _read_zp(node: Any, ctx: Any, i: int, data_dtype: str, per: int | None) -> i
     raise Unsupported(f"{node.op_type}: zero point of shape {a.shape} is not modelled")
 
 
-def _read_scale(node: Any, ctx: Any, i: int, per: int | None = None) -> float | list[float]:
+def _read_scale(node: Any, ctx: ImportContext, i: int, per: int | None = None) -> float | list[float]:
     a = ctx.const_input(node, i)
     if a is None:
         raise Unsupported(f"{node.op_type}: input {i} (a scale) is required")
@@ -61,7 +64,7 @@ def _read_scale(node: Any, ctx: Any, i: int, per: int | None = None) -> float | 
     raise Unsupported(f"{node.op_type}: scale of shape {a.shape} is not modelled")
 
 
-def _conv_attrs(node: Any, ctx: Any, w_name: str) -> Attrs:
+def _conv_attrs(node: Any, ctx: ImportContext, w_name: str) -> Attrs:
     expect_attrs(node, CONV_ATTRS)
     if decode(onnx_attr(node, "auto_pad", b"NOTSET")) not in ("NOTSET",):
         raise Unsupported(f"{node.op_type}: auto_pad is not modelled (explicit pads are)")
@@ -85,7 +88,7 @@ def matmul_integer(spec: MatMulIntegerOp, b: Any, ins: list[str], outs: list[str
 
 
 @ONNX_IMPORT.register("matmul_integer")
-def import_matmul_integer(spec: MatMulIntegerOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_matmul_integer(spec: MatMulIntegerOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     a, bt = ctx.type_of(node.input[0]), ctx.type_of(node.input[1])
     return list(node.input[:2]), {"a_zero_point": _read_zp(node, ctx, 2, a.dtype, None),
@@ -100,7 +103,7 @@ def conv_integer(spec: ConvIntegerOp, b: Any, ins: list[str], outs: list[str], a
 
 
 @ONNX_IMPORT.register("conv_integer")
-def import_conv_integer(spec: ConvIntegerOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_conv_integer(spec: ConvIntegerOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     attrs = _conv_attrs(node, ctx, node.input[1])
     x, w = ctx.type_of(node.input[0]), ctx.type_of(node.input[1])
     attrs["x_zero_point"] = _read_zp(node, ctx, 2, x.dtype, None)
@@ -117,7 +120,7 @@ def qlinear_matmul(spec: QLinearMatMulOp, b: Any, ins: list[str], outs: list[str
 
 
 @ONNX_IMPORT.register("qlinear_matmul")
-def import_qlinear_matmul(spec: QLinearMatMulOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_qlinear_matmul(spec: QLinearMatMulOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     a, bt = ctx.type_of(node.input[0]), ctx.type_of(node.input[3])
     y_zp = ctx.const_input(node, 7)
@@ -138,7 +141,7 @@ def qlinear_conv(spec: QLinearConvOp, b: Any, ins: list[str], outs: list[str], a
 
 
 @ONNX_IMPORT.register("qlinear_conv")
-def import_qlinear_conv(spec: QLinearConvOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_qlinear_conv(spec: QLinearConvOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     attrs = _conv_attrs(node, ctx, node.input[3])
     x, w = ctx.type_of(node.input[0]), ctx.type_of(node.input[3])
     m = w.shape[0]
@@ -162,6 +165,6 @@ def dynamic_quantize_linear(spec: DynamicQuantizeLinearOp, b: Any, ins: list[str
 
 
 @ONNX_IMPORT.register("dynamic_quantize_linear")
-def import_dynamic_quantize_linear(spec: DynamicQuantizeLinearOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_dynamic_quantize_linear(spec: DynamicQuantizeLinearOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     return [node.input[0]], {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from dlcfuzz.ops.recurrent import (
     onnx_activation_lists,
     resolve_activation_params,
 )
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -47,7 +50,7 @@ def recurrent(spec: RecurrentOp, b: Any, ins: list[str], outs: list[str], attrs:
 
 
 @ONNX_IMPORT.register("rnn", "gru", "lstm")
-def import_recurrent(spec: RecurrentOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_recurrent(spec: RecurrentOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     known = {"hidden_size", "direction", "layout", "activations", "activation_alpha", "activation_beta", "clip"}
     known |= {"linear_before_reset"} if spec.kind == "gru" else {"input_forget"} if spec.kind == "lstm" else set()
     expect_attrs(node, known)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -11,6 +11,9 @@ from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.reduce import ArgOp, ReduceOp
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -28,7 +31,7 @@ def reduce(spec: ReduceOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 
 
 @ONNX_IMPORT.register("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
-def import_reduce(spec: ReduceOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_reduce(spec: ReduceOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset >= spec.axes_input_since:
         expect_attrs(node, {"keepdims", "noop_with_empty_axes"})
         v = ctx.const_input(node, 1)
@@ -51,7 +54,7 @@ def arg(spec: ArgOp, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_t
 
 
 @ONNX_IMPORT.register("argmax", "argmin")
-def import_arg(spec: ArgOp, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_arg(spec: ArgOp, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "keepdims", "select_last_index"})
     attrs: Attrs = {"axis": int(onnx_attr(node, "axis", 0)), "keepdims": int(onnx_attr(node, "keepdims", 1))}
     if onnx_attr(node, "select_last_index", 0):

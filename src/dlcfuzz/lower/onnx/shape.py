@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from dlcfuzz.ops.shape import (
     Unsqueeze,
 )
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 
@@ -43,7 +46,7 @@ def _i64(b: Any, values: Sequence[int], hint: str = "c") -> str:
     return b.const(np.asarray(list(values), dtype=np.int64).reshape(-1), "int64", hint=hint)
 
 
-def _const_ints(node: Any, ctx: Any, i: int) -> list[int] | None:
+def _const_ints(node: Any, ctx: ImportContext, i: int) -> list[int] | None:
     v = ctx.const_input(node, i)
     if v is None:
         return None
@@ -58,7 +61,7 @@ def reshape(spec: Reshape, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 
 
 @ONNX_IMPORT.register("reshape")
-def import_reshape(spec: Reshape, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_reshape(spec: Reshape, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"allowzero"})
     shape = _const_ints(node, ctx, 1)
     if shape is None:
@@ -74,7 +77,7 @@ def transpose(spec: Transpose, b: Any, ins: list[str], outs: list[str], attrs: A
 
 
 @ONNX_IMPORT.register("transpose")
-def import_transpose(spec: Transpose, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_transpose(spec: Transpose, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"perm"})
     perm = onnx_attr(node, "perm")
     if perm is None:
@@ -88,7 +91,7 @@ def concat(spec: Concat, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("concat")
-def import_concat(spec: Concat, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_concat(spec: Concat, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     axis = onnx_attr(node, "axis")
     if axis is None:
@@ -104,7 +107,7 @@ def split(spec: Split, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in
 
 
 @ONNX_IMPORT.register("split")
-def import_split(spec: Split, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_split(spec: Split, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis", "split", "num_outputs"})
     t = ctx.type_of(node.input[0])
     axis = int(onnx_attr(node, "axis", 0))
@@ -148,7 +151,7 @@ def slice_(spec: Slice, b: Any, ins: list[str], outs: list[str], attrs: Attrs, i
 
 
 @ONNX_IMPORT.register("slice")
-def import_slice(spec: Slice, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_slice(spec: Slice, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset >= 10:
         expect_attrs(node)
         starts, ends = _const_ints(node, ctx, 1), _const_ints(node, ctx, 2)
@@ -176,7 +179,7 @@ def pad(spec: Pad, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_typ
 
 
 @ONNX_IMPORT.register("pad")
-def import_pad(spec: Pad, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_pad(spec: Pad, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     t = ctx.type_of(node.input[0])
     mode = onnx_attr(node, "mode", b"constant")
     mode = mode.decode() if isinstance(mode, bytes) else mode
@@ -215,7 +218,7 @@ def squeeze(spec: Squeeze, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 
 
 @ONNX_IMPORT.register("squeeze")
-def import_squeeze(spec: Squeeze, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_squeeze(spec: Squeeze, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset >= 13:
         expect_attrs(node)
         axes = _const_ints(node, ctx, 1)
@@ -235,7 +238,7 @@ def unsqueeze(spec: Unsqueeze, b: Any, ins: list[str], outs: list[str], attrs: A
 
 
 @ONNX_IMPORT.register("unsqueeze")
-def import_unsqueeze(spec: Unsqueeze, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_unsqueeze(spec: Unsqueeze, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset >= 13:
         expect_attrs(node)
         axes = _const_ints(node, ctx, 1)
@@ -253,7 +256,7 @@ def expand(spec: Expand, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("expand")
-def import_expand(spec: Expand, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_expand(spec: Expand, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     shape = _const_ints(node, ctx, 1)
     if shape is None:
@@ -267,7 +270,7 @@ def flatten(spec: Flatten, b: Any, ins: list[str], outs: list[str], attrs: Attrs
 
 
 @ONNX_IMPORT.register("flatten")
-def import_flatten(spec: Flatten, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_flatten(spec: Flatten, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     return [node.input[0]], {"axis": int(onnx_attr(node, "axis", 1))}
 
@@ -278,7 +281,7 @@ def tile(spec: Tile, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_t
 
 
 @ONNX_IMPORT.register("tile")
-def import_tile(spec: Tile, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_tile(spec: Tile, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     reps = _const_ints(node, ctx, 1)
     if reps is None:
@@ -292,7 +295,7 @@ def gather(spec: Gather, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("gather")
-def import_gather(spec: Gather, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_gather(spec: Gather, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"axis"})
     return [node.input[0], node.input[1]], {"axis": int(onnx_attr(node, "axis", 0))}
 
@@ -318,7 +321,7 @@ def resize(spec: Resize, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("resize")
-def import_resize(spec: Resize, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_resize(spec: Resize, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset < 11:
         raise Unsupported("Resize before opset 11 is not modelled")
     expect_attrs(node, {"mode", "coordinate_transformation_mode", "nearest_mode", "antialias", "axes",
@@ -403,7 +406,7 @@ def depth_to_space(spec: DepthToSpace, b: Any, ins: list[str], outs: list[str], 
 
 
 @ONNX_IMPORT.register("depth_to_space")
-def import_depth_to_space(spec: DepthToSpace, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_depth_to_space(spec: DepthToSpace, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"blocksize", "mode"})
     mode = onnx_attr(node, "mode", b"DCR")
     b = onnx_attr(node, "blocksize")
@@ -420,7 +423,7 @@ def space_to_depth(spec: SpaceToDepth, b: Any, ins: list[str], outs: list[str], 
 
 
 @ONNX_IMPORT.register("space_to_depth")
-def import_space_to_depth(spec: SpaceToDepth, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_space_to_depth(spec: SpaceToDepth, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"blocksize", "mode"})
     b = onnx_attr(node, "blocksize")
     if b is None:
@@ -439,6 +442,6 @@ def identity(spec: Identity, b: Any, ins: list[str], outs: list[str], attrs: Att
 
 
 @ONNX_IMPORT.register("identity")
-def import_identity(spec: Identity, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_identity(spec: Identity, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node)
     return [node.input[0]], {}

@@ -8,7 +8,7 @@ written as initializers and imported from constants."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from dlcfuzz.lower.onnx.common import expect_attrs, onnx_attr
 from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs, decode
 from dlcfuzz.ops.spatial import AffineGrid, Col2Im, DeformConv, GridSample, MaxRoiPool, MaxUnpool, RoiAlign
+
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
 
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
@@ -27,7 +30,7 @@ DEFORM_CONV_OPSET = 19
 OPSET16_MODES = {"bilinear": "linear", "bicubic": "cubic", "nearest": "nearest"}
 
 
-def _const(node: Any, ctx: Any, i: int, kinds: str = "iu") -> np.ndarray:
+def _const(node: Any, ctx: ImportContext, i: int, kinds: str = "iu") -> np.ndarray:
     """Input i, a required constant of one of the numpy `kinds`."""
     v = ctx.const_input(node, i)
     if v is None:
@@ -51,7 +54,7 @@ def grid_sample(spec: GridSample, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("grid_sample")
-def import_grid_sample(spec: GridSample, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_grid_sample(spec: GridSample, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"mode", "padding_mode", "align_corners"})
     mode = decode(onnx_attr(node, "mode", b"linear" if ctx.opset >= GRID_SAMPLE_OPSET else b"bilinear"))
     if ctx.opset < GRID_SAMPLE_OPSET:
@@ -72,7 +75,7 @@ def affine_grid(spec: AffineGrid, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("affine_grid")
-def import_affine_grid(spec: AffineGrid, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_affine_grid(spec: AffineGrid, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"align_corners"})
     return [node.input[0]], {"size": _ints(_const(node, ctx, 1)),
                              "align_corners": int(onnx_attr(node, "align_corners", 0))}
@@ -88,7 +91,7 @@ def col2im(spec: Col2Im, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("col2im")
-def import_col2im(spec: Col2Im, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_col2im(spec: Col2Im, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"dilations", "pads", "strides"})
     image, block = _ints(_const(node, ctx, 1)), _ints(_const(node, ctx, 2))
     nd = len(image)
@@ -111,7 +114,7 @@ def roi_align(spec: RoiAlign, b: Any, ins: list[str], outs: list[str], attrs: At
 
 
 @ONNX_IMPORT.register("roi_align")
-def import_roi_align(spec: RoiAlign, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_roi_align(spec: RoiAlign, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"mode", "output_height", "output_width", "sampling_ratio", "spatial_scale",
                         "coordinate_transformation_mode"})
     rois = _const(node, ctx, 1, "f")
@@ -138,7 +141,7 @@ def max_roi_pool(spec: MaxRoiPool, b: Any, ins: list[str], outs: list[str], attr
 
 
 @ONNX_IMPORT.register("max_roi_pool")
-def import_max_roi_pool(spec: MaxRoiPool, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_max_roi_pool(spec: MaxRoiPool, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"pooled_shape", "spatial_scale"})
     rois = _const(node, ctx, 1, "f")
     if rois.ndim != 2 or rois.shape[1] != 5 or str(rois.dtype) != ctx.type_of(node.input[0]).dtype:
@@ -161,7 +164,7 @@ def max_unpool(spec: MaxUnpool, b: Any, ins: list[str], outs: list[str], attrs: 
 
 
 @ONNX_IMPORT.register("max_unpool")
-def import_max_unpool(spec: MaxUnpool, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_max_unpool(spec: MaxUnpool, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"kernel_shape", "strides", "pads"})
     kernel = onnx_attr(node, "kernel_shape")
     if kernel is None:
@@ -190,7 +193,7 @@ def deform_conv(spec: DeformConv, b: Any, ins: list[str], outs: list[str], attrs
 
 
 @ONNX_IMPORT.register("deform_conv")
-def import_deform_conv(spec: DeformConv, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_deform_conv(spec: DeformConv, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"kernel_shape", "strides", "dilations", "pads", "group", "offset_group"})
     w = ctx.type_of(node.input[1])
     kernel = onnx_attr(node, "kernel_shape")

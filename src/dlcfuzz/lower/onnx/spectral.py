@@ -6,7 +6,7 @@ opset-20 form stays valid above it. Both forms import."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,12 +16,15 @@ from dlcfuzz.lower.registry import target
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.spectral import DFT, STFT, MelWeightMatrix, Window
 
+if TYPE_CHECKING:
+    from dlcfuzz.lower.onnx_import import ImportContext
+
 ONNX = target("onnx")
 ONNX_IMPORT = target("onnx-import")
 DFT_AXIS_INPUT_SINCE = 20
 
 
-def _scalar_int(node: Any, ctx: Any, i: int) -> int | None:
+def _scalar_int(node: Any, ctx: ImportContext, i: int) -> int | None:
     v = ctx.const_input(node, i)
     if v is None:
         return None
@@ -31,7 +34,7 @@ def _scalar_int(node: Any, ctx: Any, i: int) -> int | None:
     return int(v.reshape(()))
 
 
-def _scalar_float(node: Any, ctx: Any, i: int) -> float:
+def _scalar_float(node: Any, ctx: ImportContext, i: int) -> float:
     v = ctx.const_input(node, i)
     if v is None or np.asarray(v).size != 1:
         raise Unsupported(f"{node.op_type}: input {i} must be a scalar")
@@ -48,7 +51,7 @@ def dft(spec: DFT, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_typ
 
 
 @ONNX_IMPORT.register("dft")
-def import_dft(spec: DFT, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_dft(spec: DFT, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     if ctx.opset < DFT_AXIS_INPUT_SINCE:
         expect_attrs(node, {"axis", "inverse", "onesided"})
         axis = int(onnx_attr(node, "axis", 1))
@@ -73,7 +76,7 @@ def stft(spec: STFT, b: Any, ins: list[str], outs: list[str], attrs: Attrs, in_t
 
 
 @ONNX_IMPORT.register("stft")
-def import_stft(spec: STFT, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_stft(spec: STFT, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"onesided"})
     step = _scalar_int(node, ctx, 1)
     if step is None:
@@ -91,7 +94,7 @@ def window(spec: Window, b: Any, ins: list[str], outs: list[str], attrs: Attrs, 
 
 
 @ONNX_IMPORT.register("hann_window", "hamming_window", "blackman_window")
-def import_window(spec: Window, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_window(spec: Window, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"periodic", "output_datatype"})
     size = _scalar_int(node, ctx, 0)
     return [], {"size": size, "periodic": int(onnx_attr(node, "periodic", 1)),
@@ -109,7 +112,7 @@ def mel_weight_matrix(spec: MelWeightMatrix, b: Any, ins: list[str], outs: list[
 
 
 @ONNX_IMPORT.register("mel_weight_matrix")
-def import_mel_weight_matrix(spec: MelWeightMatrix, node: Any, ctx: Any) -> tuple[list[str], Attrs]:
+def import_mel_weight_matrix(spec: MelWeightMatrix, node: Any, ctx: ImportContext) -> tuple[list[str], Attrs]:
     expect_attrs(node, {"output_datatype"})
     attrs: Attrs = {k: _scalar_int(node, ctx, i) for i, k in enumerate(("num_mel_bins", "dft_length", "sample_rate"))}
     attrs["lower_edge_hertz"] = _scalar_float(node, ctx, 3)
