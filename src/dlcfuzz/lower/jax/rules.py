@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -46,7 +48,7 @@ _UNARY = {
 
 
 def _unary(template: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         return [template.format(x=ins[0])]
 
     return rule
@@ -57,39 +59,39 @@ for _name, _tpl in _UNARY.items():
 
 
 @R("relu")
-def _relu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
 
 
 @R("leaky_relu")
-def _leaky(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _leaky(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("elu")
-def _elu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _elu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.elu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("celu")
-def _celu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _celu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.celu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("selu")
-def _selu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # jax.nn.selu fixes alpha and gamma; ONNX makes them attributes
     x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
     return [f"{ga} * jnp.where({x} > 0, {x}, {al} * jnp.exp({x}) - {al})"]
 
 
 @R("gelu")
-def _gelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.gelu({ins[0]}, approximate={a['approximate'] == 'tanh'})"]
 
 
 @R("isinf")
-def _isinf(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = ins[0]
     if a["detect_negative"] and a["detect_positive"]:
         return [f"jnp.isinf({x})"]
@@ -101,18 +103,18 @@ def _isinf(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.clip({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0, 1)"]
 
 
 @R("thresholded_relu")
-def _thresholded(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = ins[0]
     return [f"jnp.where({x} > {literal(a['alpha'])}, {x}, jnp.zeros_like({x}))"]
 
 
 @R("shrink")
-def _shrink(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, dt = ins[0], it[0].dtype
     lam, bias = literal(a["lambd"]), literal(a["bias"])
     if dt in INTS:  # ONNX computes in float and converts back (truncating)
@@ -134,7 +136,7 @@ _BINARY = {
 
 
 def _binary(template: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         return [template.format(a=ins[0], b=ins[1])]
 
     return rule
@@ -144,7 +146,7 @@ for _name, _tpl in _BINARY.items():
     R(_name)(_binary(_tpl))
 
 
-def _broadcast_pair(e: JaxEmitter, ins: list[str], ot: Types) -> tuple[str, str]:
+def _broadcast_pair(e: Emitter, ins: list[str], ot: Types) -> tuple[str, str]:
     """lax's binary primitives want equal shapes: broadcast both operands to the output's."""
     shape = literal(tuple(ot[0].shape))
     return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
@@ -153,7 +155,7 @@ def _broadcast_pair(e: JaxEmitter, ins: list[str], ot: Types) -> tuple[str, str]
 def _variadic(fn: str, mean: bool = False):
     """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
 
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         y = ins[0]
         for x in ins[1:]:
             y = e.bind(f"{fn}({y}, {x})")
@@ -171,17 +173,17 @@ R("mean")(_variadic("jnp.add", mean=True))
 
 
 @R("swish")
-def _swish(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]})"]
 
 
 @R("swiglu")
-def _swiglu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @R("div")
-def _div(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
         x, y = _broadcast_pair(e, ins, ot)
         return [f"lax.div({x}, {y})"]
@@ -189,7 +191,7 @@ def _div(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("mod")
-def _mod(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # fmod=1: C fmod (sign of the dividend, lax.rem); fmod=0: the divisor's sign (Python's %)
     if a["fmod"]:
         x, y = _broadcast_pair(e, ins, ot)
@@ -198,7 +200,7 @@ def _mod(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("bit_shift")
-def _shift(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     fn = "jnp.left_shift" if a["direction"] == "LEFT" else "jnp.right_shift"
     x, y = ins
     if it[0].dtype not in SIGNED_INTS:
@@ -212,7 +214,7 @@ def _shift(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("pow")
-def _pow(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, y = ins
     dx, dy = it[0].dtype, it[1].dtype
     if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
@@ -223,23 +225,23 @@ def _pow(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("prelu")
-def _prelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, s = ins  # the slope broadcasts unidirectionally to x
     return [f"jnp.where({x} < 0, {x} * {s}, {x})"]
 
 
 @R("where")
-def _where(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.where({ins[2]}, {ins[0]}, {ins[1]})"]
 
 
 @R("cast")
-def _cast(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]}.astype({jnp_dtype(a['to'])})"]  # float -> int truncates, as the reference
 
 
 @R("clip")
-def _clip(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX)
     x = ins[0]
     if a["min"] is not None:
@@ -264,7 +266,7 @@ def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
 
 
 def _reduce(kind: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         t, x = it[0], ins[0]
         axes = _reduced_axes(t, a)
         if axes is None:  # noop_with_empty_axes with no axes: identity
@@ -301,7 +303,7 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
 
 
 def _arg(fn: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         axis, keep = int(a["axis"]), bool(a["keepdims"])
         if not a.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
             return [f"{fn}({ins[0]}, axis={axis}, keepdims={keep}).astype(jnp.int64)"]
@@ -327,7 +329,7 @@ def _channel(b: str, rank: int) -> str:
 
 
 @R("conv1d", "conv2d")
-def _conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     nd = it[0].rank - 2
     pads = list(a["pads"])
     padding = literal([(pads[i], pads[nd + i]) for i in range(nd)])
@@ -340,7 +342,7 @@ def _conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @R("conv_transpose2d")
-def _conv_t(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # The gradient form: the input dilated by the stride, convolved with the flipped kernel whose
     # in/out channels are swapped per group; padded by d*(k-1) on both sides (plus output_padding at
     # the high end) gives the full transposed convolution, which ONNX's pads then crop.
@@ -365,7 +367,7 @@ def _window_padding(it: Types, ot: Types, a: dict) -> str:
     return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
 
 
-def _pool_any(e: JaxEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
     """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
     padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
     average divides by the static count of what each window reads, the Indices come from a constant
@@ -403,7 +405,7 @@ def _pool_any(e: JaxEmitter, spec: object, x: str, a: dict, t: TensorType) -> li
 
 
 @R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
@@ -411,7 +413,7 @@ def _pool_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("max_pool2d")
-def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
@@ -425,7 +427,7 @@ def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("avg_pool2d")
-def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
@@ -445,22 +447,22 @@ def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("global_avg_pool")
-def _gap(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
 
 
 @R("global_max_pool")
-def _gmp(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
 
 
 @R("matmul")
-def _matmul(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = f"{ins[0]}.T" if a["transA"] else ins[0]
     w = f"{ins[1]}.T" if a["transB"] else ins[1]
     y = f"{literal(a['alpha'])} * jnp.matmul({x}, {w})"
@@ -470,7 +472,7 @@ def _gemm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @R("batch_norm")
-def _bn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, scale, bias, mean_in, var_in = ins
     r = it[0].rank
     mean, var = mean_in, var_in
@@ -487,25 +489,25 @@ def _bn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[st
 
 
 @R("layer_norm")
-def _ln(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     axes = literal(tuple(range(a["axis"] % t.rank, t.rank)))
     x = ins[0]
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
     y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
-    outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
     if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
         x32 = e.bind(f"{x}.astype(jnp.float32)")
         m32 = e.bind(f"jnp.mean({x32}, axis={axes}, keepdims=True)")
-        outs.append(m32)
+        ys.append(m32)
         if len(ot) > 2:
-            outs.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(a['epsilon'])})")
-    return outs
+            ys.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(a['epsilon'])})")
+    return ys
 
 
 @R("instance_norm")
-def _in(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     axes = literal(tuple(range(2, t.rank)))
     x = ins[0]
@@ -516,7 +518,7 @@ def _in(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[st
 
 
 @R("lrn")
-def _lrn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
     from dlcfuzz.ops import get_op
 
@@ -529,17 +531,17 @@ def _lrn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("softmax")
-def _softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.softmax({ins[0]}, axis={int(a['axis'])})"]
 
 
 @R("log_softmax")
-def _log_softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _log_softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.log_softmax({ins[0]}, axis={int(a['axis'])})"]
 
 
 @R("dropout")
-def _dropout(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if len(ot) > 1:  # the mask: nothing dropped
         return [ins[0], f"jnp.ones({literal(tuple(it[0].shape))}, dtype=jnp.bool_)"]
     return [ins[0]]  # inference: the identity
@@ -549,29 +551,29 @@ def _dropout(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("reshape", "flatten")
-def _reshape(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.reshape({ins[0]}, {literal(tuple(ot[0].shape))})"]
 
 
 @R("transpose")
-def _transpose(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.transpose({ins[0]}, {literal(tuple(a['perm']))})"]
 
 
 @R("concat")
-def _concat(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.concatenate([{', '.join(ins)}], axis={int(a['axis'])})"]
 
 
 @R("split")
-def _split(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     cuts = [int(v) for v in np.cumsum(a["split"])[:-1]]
     parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(a['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(a["split"]))]
 
 
 @R("slice")
-def _slice(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
     from dlcfuzz.ops.shape import slice_bounds
 
@@ -593,14 +595,14 @@ def _slice(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
     return [f"{x}[{', '.join(index)}]" if t.rank else x]
 
 
-def _take_axis(e: JaxEmitter, x: str, axis: int, idx: np.ndarray) -> str:
+def _take_axis(e: Emitter, x: str, axis: int, idx: np.ndarray) -> str:
     """x indexed along `axis` by a static index list."""
     k = e.const(np.asarray(idx, dtype=np.int64), "idx")
     return e.bind(f"jnp.take({x}, {k}, axis={axis})")
 
 
 @R("pad")
-def _pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -629,32 +631,32 @@ def _pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("squeeze")
-def _squeeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
     return [f"jnp.squeeze({ins[0]}, {literal(dims)})"]
 
 
 @R("unsqueeze")
-def _unsqueeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     r = it[0].rank + len(a["axes"])
     dims = tuple(sorted(int(v) % r for v in a["axes"]))
     return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
 
 
 @R("expand")
-def _expand(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(ot[0].shape))})"]
 
 
 @R("tile")
-def _tile(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].rank == 0:
         return [ins[0]]
     return [f"jnp.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
 
 
 @R("gather")
-def _gather(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     data, idx = ins
     t = it[0]
     ax = int(a["axis"]) % t.rank
@@ -665,7 +667,7 @@ def _gather(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("resize")
-def _resize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -690,7 +692,7 @@ def _resize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("depth_to_space")
-def _d2s(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
     shape, perm, out = DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"])
@@ -699,7 +701,7 @@ def _d2s(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("space_to_depth")
-def _s2d(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import SpaceToDepth
 
     shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
@@ -708,7 +710,7 @@ def _s2d(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("identity")
-def _identity(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [ins[0]]  # JAX arrays are immutable: no copy needed
 
 
@@ -716,7 +718,7 @@ def _identity(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("quantize_linear")
-def _quantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     info = np.iinfo(a["to"])
     scale = literal(float(np.float32(a["scale"])))
     q = e.bind(f"jnp.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # half to even
@@ -724,6 +726,6 @@ def _quantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("dequantize_linear")
-def _dequantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     scale = literal(float(np.float32(a["scale"])))
     return [f"({ins[0]}.astype(jnp.int32) - {int(a['zero_point'])}).astype(jnp.float32) * {scale}"]

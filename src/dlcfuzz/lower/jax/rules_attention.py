@@ -9,22 +9,24 @@ qk_matmul_output and a top-left causal mask.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
 Types = Sequence[TensorType]
 R = TARGET.register
 
 
-def _heads(e: JaxEmitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+def _heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
     """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
     return x if rank == 4 else e.bind(f"jnp.swapaxes({x}.reshape({b}, {s}, {h}, -1), 1, 2)")
 
 
 @R("attention")
-def _attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     lay = attention_layout(it, a)
     dt = jnp_dtype(lay.dtype)
     rest = list(ins[3:])
@@ -81,16 +83,17 @@ def _attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
         probs = e.bind(f"jnp.where(jnp.all(jnp.isneginf({bias}), axis=-1, keepdims=True), "
                        f"jnp.asarray(0, {dt}), {probs})")
     y = e.bind(f"jnp.matmul({probs}, {vr})")
-    outs = [y if lay.rank == 4 else f"jnp.swapaxes({y}, 1, 2).reshape({lay.b}, {lay.sq}, -1)"]
+    ys = [y if lay.rank == 4 else f"jnp.swapaxes({y}, 1, 2).reshape({lay.b}, {lay.sq}, -1)"]
     if a.get("present"):
-        outs += [k, v]
+        ys += [k, v]
     if a.get("qk_output"):
-        outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
-    return outs
+        ys.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
+    return ys
 
 
 @R("rotary_embedding")
-def _rotary_embedding(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     x, cos, sin = ins[:3]
     if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
         cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
@@ -120,7 +123,8 @@ def _rotary_embedding(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Typ
 
 
 @R("causal_conv_with_state")
-def _causal_conv_with_state(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                            it: Types, ot: Types) -> list[str]:
     x, w = ins[:2]
     rest = list(ins[2:])
     bias = rest.pop(0) if a.get("has_bias") else None
@@ -137,7 +141,8 @@ def _causal_conv_with_state(e: JaxEmitter, ins: list[str], a: dict, it: Types, o
 
 
 @R("linear_attention")
-def _linear_attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     rule = a.get("update_rule", "gated_delta")
     hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
     b, t, _ = it[0].shape

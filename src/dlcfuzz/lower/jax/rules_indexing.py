@@ -7,11 +7,13 @@ flattened over the scattered positions, with the reduction as the update method.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -31,7 +33,8 @@ def _block(x: str, shape: Sequence[int], skip: int) -> str:
 
 
 @R("gather_elements")
-def _gather_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                     it: Types, ot: Types) -> list[str]:
     t, itype = it
     ax = int(a["axis"]) % t.rank
     fixed = e.bind(f"jnp.where({ins[1]} < 0, {ins[1]} + {t.shape[ax]}, {ins[1]})")
@@ -40,7 +43,7 @@ def _gather_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Type
 
 
 @R("gather_nd")
-def _gather_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t, itype = it
     b, k = _spec("gather_nd").parse(t, itype, a)  # type: ignore[attr-defined]
     dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
@@ -56,7 +59,7 @@ def _gather_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
     return [f"{flat}[{rows}, {linear}].reshape({literal(tuple(ot[0].shape))})"]
 
 
-def _scatter_rows(e: JaxEmitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
+def _scatter_rows(e: Emitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
                   upd: str, width_upd: tuple[int, int], reduction: str) -> str:
     at = e.const(np.ascontiguousarray(linear.astype(np.int64)), "pos")
     flat = e.bind(f"jnp.asarray({data}).reshape({literal(rows)})")
@@ -65,7 +68,8 @@ def _scatter_rows(e: JaxEmitter, data: str, shape: tuple[int, ...], rows: tuple[
 
 
 @R("scatter_elements")
-def _scatter_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     t, u = it
     where = _spec("scatter_elements").targets(t, u, a)  # type: ignore[attr-defined]
     linear = np.ravel_multi_index(where, t.shape).reshape(-1) if u.size else np.zeros(0, np.int64)
@@ -73,7 +77,7 @@ def _scatter_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Typ
 
 
 @R("scatter_nd")
-def _scatter_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     tuples = _spec("scatter_nd").tuples(t, a)  # type: ignore[attr-defined]
     k = tuples.shape[1]
@@ -84,7 +88,7 @@ def _scatter_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("one_hot")
-def _one_hot(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     depth, axis, dtype = _spec("one_hot").parse(t, a)  # type: ignore[attr-defined]
     i64 = e.bind(f"{ins[0]}.astype(jnp.int64)")  # floats truncate toward zero
@@ -97,7 +101,7 @@ def _one_hot(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("compress")
-def _compress(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     axis, kept = _spec("compress").kept(it[0], a)  # type: ignore[attr-defined]
     k = e.const(np.asarray(kept, dtype=np.int64), "kept")
     if axis is None:
@@ -106,13 +110,15 @@ def _compress(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("reverse_sequence")
-def _reverse_sequence(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     tm, src = _spec("reverse_sequence").source(it[0], a)  # type: ignore[attr-defined]
     return [f"jnp.take_along_axis({ins[0]}, {e.const(src, 'src')}, axis={tm}, mode='clip')"]
 
 
 @R("center_crop_pad")
-def _center_crop_pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                     it: Types, ot: Types) -> list[str]:
     win = _spec("center_crop_pad").windows(it[0], a)  # type: ignore[attr-defined]
     x = f"{ins[0]}[{', '.join(f'{s}:{s + n}' for s, n, _, _ in win)},]"
     width = tuple((pb, pe) for _, _, pb, pe in win)
@@ -122,7 +128,7 @@ def _center_crop_pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Type
 
 
 @R("tensor_scatter")
-def _tensor_scatter(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     past, upd = it
     ax, src = _spec("tensor_scatter").source(past, upd, a)  # type: ignore[attr-defined]
     if upd.shape[ax] == 0:

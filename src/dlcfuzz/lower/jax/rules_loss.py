@@ -4,14 +4,16 @@ NLL operator); targets gather their class with take_along_axis, ignored ones wei
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 
 
-def _nll(e: JaxEmitter, scores: str, ins: list[str], a: dict, it: Types) -> str:
+def _nll(e: Emitter, scores: str, ins: list[str], a: dict, it: Types) -> str:
     c = it[0].shape[1]
     t = e.bind(f"{ins[1]}.astype(jnp.int64)", "target")
     ii = a["ignore_index"]
@@ -30,11 +32,13 @@ def _nll(e: JaxEmitter, scores: str, ins: list[str], a: dict, it: Types) -> str:
 
 
 @TARGET.register("negative_log_likelihood_loss")
-def negative_log_likelihood_loss(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def negative_log_likelihood_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                                 it: Types, ot: Types) -> list[str]:
     return [_nll(e, ins[0], ins, a, it)]
 
 
 @TARGET.register("softmax_cross_entropy_loss")
-def softmax_cross_entropy_loss(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def softmax_cross_entropy_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                               it: Types, ot: Types) -> list[str]:
     logp = e.bind(f"jax.nn.log_softmax({ins[0]}, axis=1)", "logp")
     return [_nll(e, logp, ins, a, it)] + ([logp] if a["log_prob"] else [])

@@ -7,9 +7,11 @@ input, its end pads widened so that ceil_mode's last windows lie inside (they co
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
 Types = Sequence[TensorType]
@@ -25,7 +27,7 @@ def _root(s: str, p: int) -> str:
 
 
 @R("rms_norm")
-def _rms_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     axes = literal(tuple(range(a["axis"] % t.rank, t.rank)))
     x = ins[0]
@@ -34,7 +36,7 @@ def _rms_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("group_norm")
-def _group_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t, g = it[0], int(a["num_groups"])
     grouped = e.bind(f"{ins[0]}.reshape({literal((t.shape[0], g, -1))})")
     centred = e.bind(f"{grouped} - jnp.mean({grouped}, axis=2, keepdims=True)")
@@ -48,14 +50,15 @@ def _group_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("lp_norm")
-def _lp_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, p = ins[0], int(a["p"])
     norm = e.bind(_root(f"jnp.sum({_powered(x, p)}, axis={int(a['axis'])}, keepdims=True)", p))
     return [f"jnp.where({norm} == 0, jnp.zeros_like({x}), {x} / {norm})"]  # a zero vector stays zero
 
 
 @R("mean_variance_norm")
-def _mean_variance_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                        it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     axes = literal(tuple(get_op("mean_variance_norm").axes(it[0], a)))  # type: ignore[attr-defined]
@@ -65,7 +68,7 @@ def _mean_variance_norm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: T
 
 
 @R("lp_pool")
-def _lp_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("lp_pool")
@@ -81,7 +84,7 @@ def _lp_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("global_lp_pool")
-def _global_lp_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     p = int(a["p"])
     axes = literal(tuple(range(2, it[0].rank)))
     return [_root(e.bind(f"jnp.sum({_powered(ins[0], p)}, axis={axes}, keepdims=True)"), p)]

@@ -6,22 +6,24 @@ ONNX's tie order (the lower index first). Exclusive scans shift the inclusive sc
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("trilu")
-def trilu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     fn = "jnp.triu" if a.get("upper", 1) else "jnp.tril"
     return [f"{fn}({ins[0]}, k={int(a.get('k', 0))})"]
 
 
 def _scan(fn: str, identity: int):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         t, x = it[0], ins[0]
         d = int(a.get("axis", 0)) % t.rank
         n = t.shape[d]
@@ -44,7 +46,7 @@ R("cumprod")(_scan("jnp.cumprod", 1))
 
 
 @R("hardmax")
-def hardmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def hardmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     d = int(a.get("axis", -1)) % t.rank
     n = t.shape[d]
@@ -55,7 +57,7 @@ def hardmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("topk")
-def topk(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     d = int(a.get("axis", -1)) % t.rank
     k = int(a["k"])
@@ -68,13 +70,13 @@ def topk(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("eye_like")
-def eye_like(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def eye_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     rows, cols = it[0].shape
     return [f"jnp.eye({rows}, {cols}, k={int(a.get('k', 0))}, dtype={jnp_dtype(ot[0].dtype)})"]
 
 
 @R("range")
-def range_(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def range_(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     import numpy as np
 
     dt = ot[0].dtype

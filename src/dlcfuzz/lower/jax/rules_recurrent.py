@@ -5,9 +5,11 @@ SourceOps in jax.numpy's vocabulary (lax.scan would need equal steps; sequence_l
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
 from dlcfuzz.lower.torch.rules_recurrent import SourceOps
 from dlcfuzz.ops.recurrent import GATES, unrolled
 
@@ -23,7 +25,7 @@ JAX_ACTIVATIONS = {
 
 
 def _rule(kind: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         ops = SourceOps(e, "jnp", jnp_dtype(it[0].dtype), JAX_ACTIVATIONS, "jnp.clip")
         return unrolled(kind, ops, ins, a, it[0])
 

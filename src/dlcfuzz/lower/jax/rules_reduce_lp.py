@@ -6,15 +6,17 @@ the identity (0, or -inf for the log forms)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 
 
 def _reduce_lp(kind: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
         t, x, out = it[0], ins[0], ot[0]

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 from dlcfuzz.ops.spatial import CUBIC_A, affine_base
 
 Types = Sequence[TensorType]
@@ -27,7 +29,7 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: JaxEmitter, p: str, lo: float, hi: float) -> str:
+def _reflect(e: Emitter, p: str, lo: float, hi: float) -> str:
     """ONNX GridSample's reflection of p into [lo, hi]."""
     span = hi - lo
     if span <= 0:
@@ -41,7 +43,7 @@ def _reflect(e: JaxEmitter, p: str, lo: float, hi: float) -> str:
                   f"jnp.where({above}, jnp.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
 
 
-def _cubic(e: JaxEmitter, t: str) -> list[str]:
+def _cubic(e: Emitter, t: str) -> list[str]:
     a = CUBIC_A
     u, v, w = e.bind(f"{t} + 1"), e.bind(f"1 - {t}"), e.bind(f"2 - {t}")
     return [e.bind(f"(({a!r} * {u} - {5 * a!r}) * {u} + {8 * a!r}) * {u} - {4 * a!r}"),
@@ -51,7 +53,7 @@ def _cubic(e: JaxEmitter, t: str) -> list[str]:
 
 
 @R("grid_sample")
-def _grid_sample(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     mode, padding, align = a["mode"], a["padding_mode"], int(a["align_corners"])
     x, grid = ins
     n, c, *dims = it[0].shape
@@ -110,24 +112,24 @@ def _grid_sample(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("affine_grid")
-def _affine_grid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _affine_grid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     base = e.const(affine_base(a["size"][2:], int(a["align_corners"])).astype(it[0].dtype), "base")
     return [f"jnp.einsum('...j,nkj->n...k', {base}, {ins[0]})"]
 
 
-def _gather_sum(e: JaxEmitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int]) -> str:
+def _gather_sum(e: Emitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int]) -> str:
     flat = e.bind(f"jnp.concatenate([{x}.reshape({n}, -1), jnp.zeros(({n}, 1), {x}.dtype)], axis=1)")
     return f"{flat}[:, {e.const(src, 'src')}].sum(-1).reshape({literal(tuple(out_shape))})"
 
 
 @R("col2im")
-def _col2im(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     src = _spec("col2im").sources(it[0], a)  # type: ignore[attr-defined]
     return [_gather_sum(e, ins[0], it[0].shape[0], src, ot[0].shape)]
 
 
 @R("roi_align")
-def _roi_align(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     rows, weights, valid, count = _spec("roi_align").plan(t, a)  # type: ignore[attr-defined]
     if ot[0].size == 0 or t.size == 0:
@@ -144,7 +146,7 @@ def _roi_align(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("max_roi_pool")
-def _max_roi_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     batch, mask, empty = _spec("max_roi_pool").plan(t, a)  # type: ignore[attr-defined]
     n, c, h, w = t.shape
@@ -154,14 +156,14 @@ def _max_roi_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) 
 
 
 @R("max_unpool")
-def _max_unpool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_unpool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     src = _spec("max_unpool").sources(it[0], a)  # type: ignore[attr-defined]
     flat = e.bind(f"jnp.concatenate([{ins[0]}.reshape(-1), jnp.zeros((1,), {ins[0]}.dtype)])")
     return [f"{flat}[{e.const(src, 'src')}].reshape({literal(tuple(ot[0].shape))})"]
 
 
 @R("deform_conv")
-def _deform_conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     k, s, d, p, g, og = _spec("deform_conv").geometry(it, a)  # type: ignore[attr-defined]
     n, c, h, w = it[0].shape
     m = it[1].shape[0]

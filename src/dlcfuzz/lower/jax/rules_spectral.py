@@ -9,11 +9,13 @@ reference's matrix)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
 
@@ -22,7 +24,7 @@ def _compute_dtype(dtype: str) -> str:
     return "jnp.float32" if dtype == "float16" else jnp_dtype(dtype)
 
 
-def _complex(e: JaxEmitter, x: str, t: TensorType) -> str:
+def _complex(e: Emitter, x: str, t: TensorType) -> str:
     w = e.bind(f"{x}.astype({_compute_dtype(t.dtype)})")
     if t.shape[-1] == 1:
         return e.bind(f"{w}[..., 0]")
@@ -34,7 +36,7 @@ def _pairs(z: str, dtype: str) -> str:
 
 
 @TARGET.register("dft")
-def dft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -47,7 +49,7 @@ def dft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[st
 
 
 @TARGET.register("stft")
-def stft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -64,7 +66,7 @@ def stft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 def _window(name: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
         a0, a1, a2 = get_op(name).coefficients  # type: ignore[attr-defined]
@@ -86,7 +88,8 @@ for _name in ("hann_window", "hamming_window", "blackman_window"):
 
 
 @TARGET.register("mel_weight_matrix")
-def mel_weight_matrix(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def mel_weight_matrix(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     return [e.const(get_op("mel_weight_matrix").reference([], a)[0], "mel")]

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -44,7 +46,7 @@ _UNARY = {
 
 
 def _unary(template: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         return [template.format(x=ins[0])]
 
     return rule
@@ -56,41 +58,41 @@ for _name, _tpl in _UNARY.items():
 
 
 @R("bitwise_not")
-def _bitwise_not(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
         return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(it[0])})"]
     return [f"torch.bitwise_not({ins[0]})"]
 
 
 @R("leaky_relu")
-def _leaky(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _leaky(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("elu")
-def _elu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _elu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.elu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("celu")
-def _celu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _celu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.celu({ins[0]}, {literal(a['alpha'])})"]
 
 
 @R("selu")
-def _selu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # F.selu fixes alpha and gamma; ONNX makes them attributes
     x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
     return [f"{ga} * torch.where({x} > 0, {x}, {al} * torch.exp({x}) - {al})"]
 
 
 @R("gelu")
-def _gelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.gelu({ins[0]}, approximate={a['approximate']!r})"]
 
 
 @R("isinf")
-def _isinf(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = ins[0]
     if a["detect_negative"] and a["detect_positive"]:
         return [f"torch.isinf({x})"]
@@ -102,17 +104,17 @@ def _isinf(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.clamp({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0.0, 1.0)"]
 
 
 @R("thresholded_relu")
-def _thresholded(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.threshold({ins[0]}, {literal(a['alpha'])}, 0.0)"]
 
 
 @R("shrink")
-def _shrink(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, dt = ins[0], it[0].dtype
     lam, bias = literal(a["lambd"]), literal(a["bias"])
     if dt in INTS:  # ONNX computes in float and converts back (truncating)
@@ -141,16 +143,16 @@ _SIGN_BIT = -(2**63)
 _LOW63 = 2**63 - 1
 
 
-def _wide_int64(e: TorchEmitter, ins: list[str]) -> list[str]:
+def _wide_int64(e: Emitter, ins: list[str]) -> list[str]:
     return [e.bind(f"{x}.to(torch.int64)", "w") for x in ins]
 
 
-def _wide_order(e: TorchEmitter, x64: str, dtype: str) -> str:
+def _wide_order(e: Emitter, x64: str, dtype: str) -> str:
     """An int64 whose signed order is the unsigned order of the value x64 holds."""
     return e.bind(f"{x64} ^ {_SIGN_BIT}", "o") if dtype == "uint64" else x64
 
 
-def _wide_divmod(e: TorchEmitter, a: str, b: str, dtype: str) -> tuple[str, str]:
+def _wide_divmod(e: Emitter, a: str, b: str, dtype: str) -> tuple[str, str]:
     """Unsigned quotient and remainder of int64-held values (uint64: Hacker's Delight 9-3, since
     int64 division cannot see values of 2**63 and more)."""
     if dtype != "uint64":
@@ -165,7 +167,7 @@ def _wide_divmod(e: TorchEmitter, a: str, b: str, dtype: str) -> tuple[str, str]
     return q, f"({a} - {q} * {b})"
 
 
-def _wide_binary(e: TorchEmitter, name: str, ins: list[str], a: dict, dtype: str) -> str:
+def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> str:
     x, y = _wide_int64(e, ins)
     back = f".to({torch_dtype(dtype)})"
     if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -190,7 +192,7 @@ def _wide_binary(e: TorchEmitter, name: str, ins: list[str], a: dict, dtype: str
 
 
 def _binary(name: str, template: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         if it[0].dtype in WIDE_UNSIGNED:
             return [_wide_binary(e, name, ins, a, it[0].dtype)]
         return [template.format(a=ins[0], b=ins[1])]
@@ -205,7 +207,7 @@ for _name, _tpl in _BINARY.items():
 def _variadic(name: str, fn: str):
     """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
 
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         y = ins[0]
         for x in ins[1:]:
             y = e.bind(_wide_binary(e, name, [y, x], a, it[0].dtype) if it[0].dtype in WIDE_UNSIGNED
@@ -224,17 +226,17 @@ R("mean")(_variadic("mean", "torch.add"))
 
 
 @R("swish")
-def _swish(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]})"]
 
 
 @R("swiglu")
-def _swiglu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @R("div")
-def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].dtype in WIDE_UNSIGNED:
         return [_wide_binary(e, "div", ins, a, it[0].dtype)]
     if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero
@@ -243,7 +245,7 @@ def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("mod")
-def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
         return [_wide_binary(e, "mod", ins, a, it[0].dtype)]
     # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
@@ -252,7 +254,7 @@ def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("bit_shift")
-def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     dt = it[0].dtype
     if dt in WIDE_UNSIGNED:
         return [_wide_binary(e, "bit_shift", ins, a, dt)]
@@ -269,7 +271,7 @@ def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
 
 
 @R("pow")
-def _pow(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, y = ins
     dx, dy = it[0].dtype, it[1].dtype
     if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
@@ -280,24 +282,24 @@ def _pow(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("prelu")
-def _prelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # F.prelu wants a per-channel weight; ONNX's slope broadcasts unidirectionally
     x, s = ins
     return [f"torch.where({x} < 0, {x} * {s}, {x})"]
 
 
 @R("where")
-def _where(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.where({ins[2]}, {ins[0]}, {ins[1]})"]
 
 
 @R("cast")
-def _cast(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]}.to({torch_dtype(a['to'])})"]  # float -> int truncates, as the reference
 
 
 @R("clip")
-def _clip(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
     x = ins[0]
     if a["min"] is not None:
@@ -317,7 +319,7 @@ def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
 
 
 def _reduce(kind: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         t, x = it[0], ins[0]
         axes = _reduced_axes(t, a)
         if axes is None:  # noop_with_empty_axes with no axes: identity
@@ -358,7 +360,7 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
 
 
 def _arg(fn: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         axis, keep = int(a["axis"]), bool(a["keepdims"])
         if not a.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
             return [f"{fn}({ins[0]}, dim={axis}, keepdim={keep})"]
@@ -376,7 +378,7 @@ R("argmin")(_arg("torch.argmin"))
 # ---- nn ------------------------------------------------------------------------------------------
 
 
-def _pad_spatial(e: TorchEmitter, x: str, pads: Sequence[int], value: str = "0.0") -> tuple[str, list[int]]:
+def _pad_spatial(e: Emitter, x: str, pads: Sequence[int], value: str = "0.0") -> tuple[str, list[int]]:
     """Symmetric pads stay with the operator; asymmetric ones become an F.pad before it.
     Returns (input expression, per-dim symmetric padding for the operator)."""
     nd = len(pads) // 2
@@ -390,7 +392,7 @@ def _pad_spatial(e: TorchEmitter, x: str, pads: Sequence[int], value: str = "0.0
 
 
 @R("conv1d", "conv2d")
-def _conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     nd = it[0].rank - 2
     x, pad = _pad_spatial(e, ins[0], a["pads"])
     bias = ins[2] if len(ins) == 3 else "None"
@@ -400,7 +402,7 @@ def _conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("conv_transpose2d")
-def _conv_t(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     p, op = list(a["pads"]), list(a.get("output_padding", [0, 0]))
     s, d = list(a["strides"]), list(a["dilations"])
     # torch's padding is symmetric and output_padding < stride or dilation: otherwise compute the
@@ -421,7 +423,7 @@ def _conv_t(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
     return [f"{y}.contiguous()"]
 
 
-def _pool_any(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
     """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
     padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
     average divides by the static count of what each window reads, the Indices come from a constant
@@ -461,7 +463,7 @@ def _pool_any(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> 
 
 
 @R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
@@ -469,7 +471,7 @@ def _pool_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("max_pool2d")
-def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
@@ -491,7 +493,7 @@ def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
     return [_window_reduce(e, x, k, s, d, ot[0].shape[2:], "torch.maximum")]
 
 
-def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
+def _window_reduce(e: Emitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
                    out: Sequence[int], combine: str) -> str:
     acc = ""
     for i in range(k[0]):
@@ -503,7 +505,7 @@ def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], 
 
 
 @R("avg_pool2d")
-def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
@@ -524,24 +526,24 @@ def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("global_avg_pool")
-def _gap(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].rank == 4:
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
     return [f"torch.mean({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
 
 
 @R("global_max_pool")
-def _gmp(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.amax({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
 
 
 @R("matmul")
-def _matmul(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = f"{ins[0]}.t()" if a["transA"] else ins[0]
     w = f"{ins[1]}.t()" if a["transB"] else ins[1]
     if len(ins) == 3:
@@ -550,7 +552,7 @@ def _gemm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("batch_norm")
-def _bn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x, scale, bias, mean, var = ins
     if not a.get("training_mode", 0):
         return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
@@ -565,28 +567,28 @@ def _bn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @R("layer_norm")
-def _ln(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     axis = a["axis"] % t.rank
     norm = list(t.shape[axis:])
     eps = literal(a["epsilon"])
     if all(u.shape == tuple(norm) for u in it[1:]):
         bias = ins[2] if len(ins) == 3 else "None"
-        outs = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
+        ys = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
     else:
         y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
-        outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+        ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
     if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
         dims = literal(list(range(axis, t.rank)))
         x32 = e.bind(f"{ins[0]}.to(torch.float32)")
-        outs.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
+        ys.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
         if len(ot) > 2:
-            outs.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
-    return outs
+            ys.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
+    return ys
 
 
 @R("instance_norm")
-def _in(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     if int(np.prod(t.shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
         dims, shape = literal(list(range(2, t.rank))), literal([1, -1] + [1] * (t.rank - 2))
@@ -599,7 +601,7 @@ def _in(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @R("lrn")
-def _lrn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     size = int(a["size"])
     alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
     # torch's window is centred like ONNX's only for odd sizes, and its CPU kernel (avg_pool3d) has
@@ -616,17 +618,17 @@ def _lrn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("softmax")
-def _softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.softmax({ins[0]}, dim={int(a['axis'])})"]
 
 
 @R("log_softmax")
-def _log_softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _log_softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.log_softmax({ins[0]}, dim={int(a['axis'])})"]
 
 
 @R("dropout")
-def _dropout(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     y = f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"  # inference: identity
     if len(ot) > 1:  # the mask: nothing dropped
         return [y, f"torch.ones({literal(list(it[0].shape))}, dtype=torch.bool)"]
@@ -637,28 +639,28 @@ def _dropout(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("reshape", "flatten")
-def _reshape(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.reshape({ins[0]}, {literal(list(ot[0].shape))})"]
 
 
 @R("transpose")
-def _transpose(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.permute({ins[0]}, {literal(list(a['perm']))})"]
 
 
 @R("concat")
-def _concat(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"torch.cat([{', '.join(ins)}], dim={int(a['axis'])})"]
 
 
 @R("split")
-def _split(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     parts = e.bind(f"torch.split({ins[0]}, {literal(list(a['split']))}, dim={int(a['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(a["split"]))]
 
 
 @R("slice")
-def _slice(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
     from dlcfuzz.ops.shape import slice_bounds
 
@@ -680,14 +682,14 @@ def _slice(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
     return [f"{x}[{', '.join(index)}]" if t.rank else f"{x}.clone()"]
 
 
-def _gather_axis(e: TorchEmitter, x: str, axis: int, idx: np.ndarray) -> str:
+def _gather_axis(e: Emitter, x: str, axis: int, idx: np.ndarray) -> str:
     """x indexed along `axis` by a static index list (skipped when it is the identity)."""
     k = e.const(np.asarray(idx, dtype=np.int64), "idx")
     return e.bind(f"torch.index_select({x}, {axis}, {k})")
 
 
 @R("pad")
-def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -719,13 +721,13 @@ def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("squeeze")
-def _squeeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
     return [f"torch.squeeze({ins[0]}, {literal(dims)})"]
 
 
 @R("unsqueeze")
-def _unsqueeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     r = it[0].rank + len(a["axes"])
     y = ins[0]
     for ax in sorted(int(v) % r for v in a["axes"]):
@@ -734,19 +736,19 @@ def _unsqueeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("expand")
-def _expand(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]}.expand({literal(list(ot[0].shape))})"]
 
 
 @R("tile")
-def _tile(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if it[0].rank == 0:
         return [f"{ins[0]}.clone()"]
     return [f"torch.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
 
 
 @R("gather")
-def _gather(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     data, idx = ins
     t = it[0]
     ax = int(a["axis"]) % t.rank
@@ -770,7 +772,7 @@ def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
     return None
 
 
-def _resize_interp(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> str:
+def _resize_interp(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> str:
     """Linear/cubic Resize: the static interpolation matrix of each resized axis (float32 for float16)."""
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
@@ -785,7 +787,7 @@ def _resize_interp(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType
 
 
 @R("resize")
-def _resize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("resize")
@@ -806,7 +808,7 @@ def _resize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("depth_to_space")
-def _d2s(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
     b = int(a["blocksize"])
@@ -818,7 +820,7 @@ def _d2s(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("space_to_depth")
-def _s2d(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import SpaceToDepth
 
     # F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
@@ -828,7 +830,7 @@ def _s2d(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("identity")
-def _identity(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]}.clone()"]
 
 
@@ -836,7 +838,7 @@ def _identity(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("quantize_linear")
-def _quantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     info = np.iinfo(a["to"])
     scale = literal(float(np.float32(a["scale"])))
     q = e.bind(f"torch.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # rint: half to even
@@ -844,6 +846,6 @@ def _quantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("dequantize_linear")
-def _dequantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     scale = literal(float(np.float32(a["scale"])))
     return [f"({ins[0]}.to(torch.int32) - {int(a['zero_point'])}).to(torch.float32) * {scale}"]

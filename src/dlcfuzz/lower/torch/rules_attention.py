@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
 Types = Sequence[TensorType]
@@ -25,13 +26,13 @@ R = TARGET.register
 _PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}
 
 
-def _heads(e: TorchEmitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+def _heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
     """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
     return x if rank == 4 else e.bind(f"{x}.reshape({b}, {s}, {h}, -1).transpose(1, 2)")
 
 
 @R("attention")
-def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     lay = attention_layout(it, a)
     dt = torch_dtype(lay.dtype)
     rest = list(ins[3:])
@@ -102,19 +103,20 @@ def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
     if bias is not None:  # rows without an allowed key: ONNX makes them zero (softmax gives NaN)
         probs = e.bind(f"torch.where(torch.isneginf({bias}).all(dim=-1, keepdim=True), 0.0, {probs}).to({dt})")
     y = e.bind(f"torch.matmul({probs}, {vr})")
-    outs = [_merge(e, y, lay), *present]
+    ys = [_merge(e, y, lay), *present]
     if a.get("qk_output"):
-        outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
-    return outs
+        ys.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
+    return ys
 
 
-def _merge(e: TorchEmitter, y: str, lay: Any) -> str:
+def _merge(e: Emitter, y: str, lay: Any) -> str:
     """(B, H, S, Dv) -> (B, S, H*Dv) for 3-D inputs."""
     return y if lay.rank == 4 else f"{y}.transpose(1, 2).reshape({lay.b}, {lay.sq}, -1)"
 
 
 @R("rotary_embedding")
-def _rotary_embedding(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     x, cos, sin = ins[:3]
     if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
         cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
@@ -144,7 +146,8 @@ def _rotary_embedding(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: T
 
 
 @R("causal_conv_with_state")
-def _causal_conv_with_state(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                            it: Types, ot: Types) -> list[str]:
     x, w = ins[:2]
     rest = list(ins[2:])
     bias = rest.pop(0) if a.get("has_bias") else None
@@ -158,7 +161,8 @@ def _causal_conv_with_state(e: TorchEmitter, ins: list[str], a: dict, it: Types,
 
 
 @R("linear_attention")
-def _linear_attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     rule = a.get("update_rule", "gated_delta")
     hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
     b, t, _ = it[0].shape

@@ -8,11 +8,13 @@ the data flattened over the indexed dims, at static or computed linear positions
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -26,19 +28,20 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _scatter(e: TorchEmitter, data: str, dim: int, index: np.ndarray, src: str, reduction: str) -> str:
+def _scatter(e: Emitter, data: str, dim: int, index: np.ndarray, src: str, reduction: str) -> str:
     k = e.const(np.ascontiguousarray(index.astype(np.int64)), "idx")
     if reduction == "none":
         return f"torch.scatter({data}, {dim}, {k}, {src})"
     return f"torch.scatter_reduce({data}, {dim}, {k}, {src}, {TORCH_REDUCE[reduction]!r}, include_self=True)"
 
 
-def _scalar(e: TorchEmitter, value: float | int, dtype: str) -> str:
+def _scalar(e: Emitter, value: float | int, dtype: str) -> str:
     return e.const(np.asarray(value).astype(dtype), "v")
 
 
 @R("gather_elements")
-def _gather_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                     it: Types, ot: Types) -> list[str]:
     t = it[0]
     ax = int(a["axis"]) % t.rank
     i64 = e.bind(f"{ins[1]}.to(torch.int64)")
@@ -47,7 +50,7 @@ def _gather_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Ty
 
 
 @R("gather_nd")
-def _gather_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t, itype = it
     b, k = _spec("gather_nd").parse(t, itype, a)  # type: ignore[attr-defined]
     dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
@@ -64,7 +67,8 @@ def _gather_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("scatter_elements")
-def _scatter_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     t, u = it
     where = _spec("scatter_elements").targets(t, u, a)  # type: ignore[attr-defined]
     ax = int(a["axis"]) % t.rank
@@ -72,7 +76,7 @@ def _scatter_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: T
 
 
 @R("scatter_nd")
-def _scatter_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     tuples = _spec("scatter_nd").tuples(t, a)  # type: ignore[attr-defined]
     k = tuples.shape[1]
@@ -85,7 +89,7 @@ def _scatter_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) 
 
 
 @R("one_hot")
-def _one_hot(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     depth, axis, dtype = _spec("one_hot").parse(t, a)  # type: ignore[attr-defined]
     i64 = e.bind(f"{ins[0]}.to(torch.int64)")  # floats truncate toward zero
@@ -98,7 +102,7 @@ def _one_hot(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("compress")
-def _compress(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     axis, kept = _spec("compress").kept(it[0], a)  # type: ignore[attr-defined]
     k = e.const(np.asarray(kept, dtype=np.int64), "kept")
     if axis is None:
@@ -107,13 +111,15 @@ def _compress(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("reverse_sequence")
-def _reverse_sequence(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     tm, src = _spec("reverse_sequence").source(it[0], a)  # type: ignore[attr-defined]
     return [f"torch.gather({ins[0]}, {tm}, {e.const(src, 'src')})"]
 
 
 @R("center_crop_pad")
-def _center_crop_pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                     it: Types, ot: Types) -> list[str]:
     t = it[0]
     win = _spec("center_crop_pad").windows(t, a)  # type: ignore[attr-defined]
     x = f"{ins[0]}[{', '.join(f'{s}:{s + n}' for s, n, _, _ in win)}]"
@@ -127,7 +133,7 @@ def _center_crop_pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Ty
 
 
 @R("tensor_scatter")
-def _tensor_scatter(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     past, upd = it
     ax, src = _spec("tensor_scatter").source(past, upd, a)  # type: ignore[attr-defined]
     if upd.shape[ax] == 0:

@@ -7,9 +7,11 @@ which no generated target takes (targets lie in [0, C) there)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 Types = Sequence[TensorType]
 NO_IGNORE_INDEX = -100
@@ -23,11 +25,13 @@ def _nll(scores: str, ins: list[str], a: dict) -> str:
 
 
 @TARGET.register("negative_log_likelihood_loss")
-def negative_log_likelihood_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def negative_log_likelihood_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                                 it: Types, ot: Types) -> list[str]:
     return [_nll(ins[0], ins, a)]
 
 
 @TARGET.register("softmax_cross_entropy_loss")
-def softmax_cross_entropy_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def softmax_cross_entropy_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                               it: Types, ot: Types) -> list[str]:
     logp = e.bind(f"torch.log_softmax({ins[0]}, dim=1)", "logp")
     return [_nll(logp, ins, a)] + ([logp] if a["log_prob"] else [])

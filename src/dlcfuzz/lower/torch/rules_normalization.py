@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
 Types = Sequence[TensorType]
@@ -29,7 +31,7 @@ def _root(s: str, p: int) -> str:
 
 
 @R("rms_norm")
-def _rms_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     norm = list(t.shape[a["axis"] % t.rank:])
     eps = literal(a["epsilon"])
@@ -39,7 +41,7 @@ def _rms_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("group_norm")
-def _group_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t, g, eps = it[0], int(a["num_groups"]), literal(a["epsilon"])
     scale, bias = ins[1], ins[2]
     if a.get("scale_per_group", 0):  # GroupNormalization-18's per-group parameters, per channel
@@ -57,14 +59,15 @@ def _group_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) 
 
 
 @R("lp_norm")
-def _lp_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     x = ins[0]
     norm = e.bind(f"torch.linalg.vector_norm({x}, ord={int(a['p'])}, dim={int(a['axis'])}, keepdim=True)")
     return [f"torch.where({norm} == 0, torch.zeros_like({x}), {x} / {norm})"]  # a zero vector stays zero
 
 
 @R("mean_variance_norm")
-def _mean_variance_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                        it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     dims = literal(list(get_op("mean_variance_norm").axes(it[0], a)))  # type: ignore[attr-defined]
@@ -74,7 +77,7 @@ def _mean_variance_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot:
 
 
 @R("lp_pool")
-def _lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("lp_pool")
@@ -96,7 +99,7 @@ def _lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("global_lp_pool")
-def _global_lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     p = int(a["p"])
     dims = literal(list(range(2, it[0].rank)))
     return [_root(e.bind(f"torch.sum({_powered(ins[0], p)}, dim={dims}, keepdim=True)"), p)]

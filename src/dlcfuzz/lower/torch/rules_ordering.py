@@ -6,22 +6,24 @@ first), a stable sort does. Exclusive scans shift the inclusive scan by one, the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
 Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("trilu")
-def trilu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     fn = "torch.triu" if a.get("upper", 1) else "torch.tril"
     return [f"{fn}({ins[0]}, diagonal={int(a.get('k', 0))})"]
 
 
 def _scan(fn: str, identity: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         t, x = it[0], ins[0]
         d = int(a.get("axis", 0)) % t.rank
         n = t.shape[d]
@@ -43,7 +45,7 @@ R("cumprod")(_scan("torch.cumprod", "1"))
 
 
 @R("hardmax")
-def hardmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def hardmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     d = int(a.get("axis", -1)) % t.rank
     n = t.shape[d]
@@ -55,7 +57,7 @@ def hardmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("topk")
-def topk(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     d = int(a.get("axis", -1)) % t.rank
     k = int(a["k"])
@@ -68,7 +70,7 @@ def topk(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
 
 
 @R("eye_like")
-def eye_like(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def eye_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     rows, cols = it[0].shape
     k = int(a.get("k", 0))
     return [f"(torch.arange({cols})[None, :] - torch.arange({rows})[:, None] == {literal(k)})"
@@ -76,7 +78,7 @@ def eye_like(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("range")
-def range_(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def range_(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     import numpy as np
 
     dt = ot[0].dtype

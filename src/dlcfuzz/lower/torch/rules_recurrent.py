@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.recurrent import GATES, unrolled
 
 Types = Sequence[TensorType]
@@ -33,7 +34,7 @@ TORCH_ACTIVATIONS = {
 class SourceOps:
     """ops.recurrent.ArrayOps as source text of a torch-like array module (torch, jax.numpy)."""
 
-    e: Any  # TorchEmitter or JaxEmitter: bind() and const()
+    e: Any  # Emitter or Emitter: bind() and const()
     mod: str  # "torch" or "jnp"
     dtype: str  # the module's dtype expression, e.g. "torch.float32"
     activations: dict[str, str]
@@ -81,7 +82,7 @@ class SourceOps:
 
 
 def _rule(kind: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         ops = SourceOps(e, "torch", torch_dtype(it[0].dtype), TORCH_ACTIVATIONS, "torch.clamp")
         return unrolled(kind, ops, ins, a, it[0])
 

@@ -6,15 +6,17 @@ element-wise steps; an empty set of values gives the identity (0, or -inf for th
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
 Types = Sequence[TensorType]
 
 
 def _reduce_lp(kind: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
         t, x, out = it[0], ins[0], ot[0]

@@ -12,11 +12,13 @@ explicit bilinear sampling and a grouped product."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.spatial import affine_base
 
 Types = Sequence[TensorType]
@@ -31,7 +33,7 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: TorchEmitter, g: str) -> str:
+def _reflect(e: Emitter, g: str) -> str:
     """ONNX's reflection of g into [-1, 1] (the image's extent in normalized coordinates)."""
     below, above = e.bind(f"{g} < -1"), e.bind(f"{g} > 1")
     dx = e.bind(f"torch.where({below}, -1 - {g}, torch.where({above}, {g} - 1, torch.zeros_like({g})))")
@@ -42,7 +44,7 @@ def _reflect(e: TorchEmitter, g: str) -> str:
                   f"torch.where({above}, torch.where({even}, 1 - {r}, -1 + {r}), {g}))")
 
 
-def _prepad_grid(e: TorchEmitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
+def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
     """The grid with ONNX's position padding applied (positions outside the image moved in)."""
     r = len(dims)
     parts = []
@@ -58,7 +60,7 @@ def _prepad_grid(e: TorchEmitter, grid: str, dims: Sequence[int], padding: str, 
 
 
 @R("grid_sample")
-def _grid_sample(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     mode, padding, align = a["mode"], a["padding_mode"], int(a["align_corners"])
     grid = ins[1]
     if mode == "cubic" and padding != "zeros":
@@ -68,7 +70,7 @@ def _grid_sample(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types)
 
 
 @R("affine_grid")
-def _affine_grid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _affine_grid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     size, align = list(a["size"]), int(a["align_corners"])
     # F.affine_grid's base positions (torch.linspace) have no CPU float16 kernel: the product there too
     if align and 1 in size[2:] or 0 in size or it[0].dtype == "float16":
@@ -77,14 +79,14 @@ def _affine_grid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types)
     return [f"F.affine_grid({ins[0]}, {literal(size)}, align_corners={bool(align)})"]
 
 
-def _gather_sum(e: TorchEmitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int], dtype: str) -> str:
+def _gather_sum(e: Emitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int], dtype: str) -> str:
     """Each output element the sum of the input elements `src` lists (per batch; x.size is a zero)."""
     flat = e.bind(f"torch.cat([{x}.reshape({n}, -1), torch.zeros({n}, 1, dtype={x}.dtype)], dim=1)")
     return f"{flat}[:, {e.const(src, 'src')}].sum(-1).reshape({literal(list(out_shape))})"
 
 
 @R("col2im")
-def _col2im(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     img, block, s, d, p, _ = _spec("col2im").geometry(t, a)  # type: ignore[attr-defined]
     nd = len(img)
@@ -99,7 +101,7 @@ def _col2im(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("roi_align")
-def _roi_align(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     rows, weights, valid, count = _spec("roi_align").plan(t, a)  # type: ignore[attr-defined]
     if ot[0].size == 0 or t.size == 0:
@@ -116,7 +118,7 @@ def _roi_align(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("max_roi_pool")
-def _max_roi_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     batch, mask, empty = _spec("max_roi_pool").plan(t, a)  # type: ignore[attr-defined]
     n, c, h, w = t.shape
@@ -142,7 +144,7 @@ def _unpool_native(t: TensorType, a: dict) -> bool:
 
 
 @R("max_unpool")
-def _max_unpool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_unpool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     t = it[0]
     out = list(ot[0].shape)
     if _unpool_native(t, a):
@@ -159,7 +161,7 @@ def _max_unpool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) 
 
 
 @R("deform_conv")
-def _deform_conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     k, s, d, p, g, og = _spec("deform_conv").geometry(it, a)  # type: ignore[attr-defined]
     n, c, h, w = it[0].shape
     m = it[1].shape[0]

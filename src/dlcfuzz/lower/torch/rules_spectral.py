@@ -10,9 +10,11 @@ has no such operator: it is a constant (the reference's matrix)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
 Types = Sequence[TensorType]
 
@@ -21,7 +23,7 @@ def _compute_dtype(dtype: str) -> str:
     return "torch.float32" if dtype == "float16" else torch_dtype(dtype)
 
 
-def _complex(e: TorchEmitter, x: str, t: TensorType) -> str:
+def _complex(e: Emitter, x: str, t: TensorType) -> str:
     """x (..., 1|2) as a real or complex tensor without the last dimension, in the compute dtype."""
     w = e.bind(f"{x}.to({_compute_dtype(t.dtype)})")
     if t.shape[-1] == 1:
@@ -35,7 +37,7 @@ def _pairs(z: str, dtype: str) -> str:
 
 
 @TARGET.register("dft")
-def dft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -49,7 +51,7 @@ def dft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @TARGET.register("stft")
-def stft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     t = it[0]
@@ -67,7 +69,7 @@ _WINDOWS = {"hann_window": ("hann_window", ""), "blackman_window": ("blackman_wi
 
 
 def _window(name: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
         out = a["output_datatype"]
@@ -87,7 +89,8 @@ for _name in _WINDOWS:
 
 
 @TARGET.register("mel_weight_matrix")
-def mel_weight_matrix(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def mel_weight_matrix(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
+                      it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     return [e.const(get_op("mel_weight_matrix").reference([], a)[0], "mel")]
