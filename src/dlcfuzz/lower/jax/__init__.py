@@ -27,6 +27,7 @@ from dlcfuzz.lower.jax.codegen import (
     to_jax_program,
     to_numpy,
 )
+from dlcfuzz.lower.pysource import rules as _shared  # noqa: F401 - fills the rules shared by the Python targets
 
 __all__ = ["ENTRY", "PRELUDE", "TARGET", "JaxProgram", "enable_x64", "jnp_dtype", "run_eager", "to_jax",
            "to_jax_program", "to_numpy"]

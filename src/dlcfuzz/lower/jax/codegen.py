@@ -22,7 +22,9 @@ PRELUDE = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n"
 SPELLING = Spelling(
     target="jax", prelude=PRELUDE, reserved=frozenset({"jax", "jnp", "lax", "np", ENTRY}), mod="jnp", nn="jax.nn",
     dtype_names={"bool": "bool_"}, cast_method="astype", axis_kw="axis", keepdims_kw="keepdims", shape_type=tuple,
-    copies=False, moveaxis="jnp.moveaxis",
+    copies=False, take="jnp.take({x}, {idx}, axis={axis})",
+    renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
+             "erf": "lax.erf"},
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",

@@ -20,6 +20,7 @@ import numpy as np
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.rules import BINARY, binary, pad_by_gather, reshape_permute, take_static
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -31,17 +32,9 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
+# the unary operators jax spells otherwise than the other Python targets (the rest: pysource/rules.py)
 _UNARY = {
-    "abs": "jnp.abs({x})", "neg": "jnp.negative({x})", "exp": "jnp.exp({x})", "log": "jnp.log({x})",
-    "sqrt": "jnp.sqrt({x})", "reciprocal": "jnp.reciprocal({x})", "sin": "jnp.sin({x})",
-    "cos": "jnp.cos({x})", "tan": "jnp.tan({x})", "asin": "jnp.arcsin({x})", "acos": "jnp.arccos({x})",
-    "atan": "jnp.arctan({x})", "sinh": "jnp.sinh({x})", "cosh": "jnp.cosh({x})", "tanh": "jnp.tanh({x})",
-    "asinh": "jnp.arcsinh({x})", "acosh": "jnp.arccosh({x})", "atanh": "jnp.arctanh({x})",
-    "sigmoid": "jax.nn.sigmoid({x})", "softsign": "jax.nn.soft_sign({x})",
-    "erf": "lax.erf({x})", "floor": "jnp.floor({x})", "ceil": "jnp.ceil({x})",
-    "round": "jnp.round({x})",  # half to even, as ONNX Round
-    "sign": "jnp.sign({x})", "not": "jnp.logical_not({x})", "bitwise_not": "jnp.bitwise_not({x})",
-    "isnan": "jnp.isnan({x})", "softplus": "jax.nn.softplus({x})",
+    "bitwise_not": "jnp.bitwise_not({x})",
     "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
     "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
 }
@@ -63,43 +56,9 @@ def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: T
     return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
 
 
-@R("leaky_relu")
-def _leaky(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("elu")
-def _elu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.elu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("celu")
-def _celu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.celu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("selu")
-def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # jax.nn.selu fixes alpha and gamma; ONNX makes them attributes
-    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
-    return [f"{ga} * jnp.where({x} > 0, {x}, {al} * jnp.exp({x}) - {al})"]
-
-
 @R("gelu")
 def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jax.nn.gelu({ins[0]}, approximate={a['approximate'] == 'tanh'})"]
-
-
-@R("isinf")
-def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = ins[0]
-    if a["detect_negative"] and a["detect_positive"]:
-        return [f"jnp.isinf({x})"]
-    if a["detect_positive"]:
-        return [f"jnp.isposinf({x})"]
-    if a["detect_negative"]:
-        return [f"jnp.isneginf({x})"]
-    return [f"jnp.zeros_like({x}, dtype=jnp.bool_)"]
 
 
 @R("hard_sigmoid")
@@ -113,37 +72,17 @@ def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict
     return [f"jnp.where({x} > {literal(a['alpha'])}, {x}, jnp.zeros_like({x}))"]
 
 
-@R("shrink")
-def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, dt = ins[0], it[0].dtype
-    lam, bias = literal(a["lambd"]), literal(a["bias"])
-    if dt in INTS:  # ONNX computes in float and converts back (truncating)
-        x = e.bind(f"{x}.astype(jnp.float64)")
-    y = f"jnp.where({x} < -{lam}, {x} + {bias}, jnp.where({x} > {lam}, {x} - {bias}, jnp.zeros_like({x})))"
-    return [f"({y}).astype({_dt(it[0])})" if dt in INTS else y]
-
-
 # ---- elementwise, binary -----------------------------------------------------------------
 
-_BINARY = {
-    "add": "jnp.add({a}, {b})", "sub": "jnp.subtract({a}, {b})", "mul": "jnp.multiply({a}, {b})",
-    "and": "jnp.logical_and({a}, {b})", "or": "jnp.logical_or({a}, {b})", "xor": "jnp.logical_xor({a}, {b})",
-    "equal": "jnp.equal({a}, {b})", "less": "jnp.less({a}, {b})", "less_equal": "jnp.less_equal({a}, {b})",
-    "greater": "jnp.greater({a}, {b})", "greater_equal": "jnp.greater_equal({a}, {b})",
-    "bitwise_and": "jnp.bitwise_and({a}, {b})", "bitwise_or": "jnp.bitwise_or({a}, {b})",
-    "bitwise_xor": "jnp.bitwise_xor({a}, {b})",
-}
-
-
-def _binary(template: str):
+def _binary(name: str):
     def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        return [template.format(a=ins[0], b=ins[1])]
+        return [binary(e.sp, name, ins[0], ins[1])]
 
     return rule
 
 
-for _name, _tpl in _BINARY.items():
-    R(_name)(_binary(_tpl))
+for _name in BINARY:
+    R(_name)(_binary(_name))
 
 
 def _broadcast_pair(e: Emitter, ins: list[str], ot: Types) -> tuple[str, str]:
@@ -170,16 +109,6 @@ R("max")(_variadic("jnp.maximum"))
 R("min")(_variadic("jnp.minimum"))
 R("sum")(_variadic("jnp.add"))
 R("mean")(_variadic("jnp.add", mean=True))
-
-
-@R("swish")
-def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]})"]
-
-
-@R("swiglu")
-def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @R("div")
@@ -211,33 +140,6 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: 
     shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(it[1])}))"
     fill = "0" if a["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(it[0])})"
     return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(it[0])})"]
-
-
-@R("pow")
-def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, y = ins
-    dx, dy = it[0].dtype, it[1].dtype
-    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
-        return [f"jnp.power({x}.astype(jnp.float64), {y}.astype(jnp.float64)).astype({_dt(it[0])})"]
-    if dx != dy:  # jnp would promote to the wider type; ONNX keeps the base's
-        y = f"{y}.astype({_dt(it[0])})"
-    return [f"jnp.power({x}, {y})"]
-
-
-@R("prelu")
-def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, s = ins  # the slope broadcasts unidirectionally to x
-    return [f"jnp.where({x} < 0, {x} * {s}, {x})"]
-
-
-@R("where")
-def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.where({ins[2]}, {ins[0]}, {ins[1]})"]
-
-
-@R("cast")
-def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.astype({jnp_dtype(a['to'])})"]  # float -> int truncates, as the reference
 
 
 @R("clip")
@@ -530,16 +432,6 @@ def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
     return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
 
 
-@R("softmax")
-def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.softmax({ins[0]}, axis={int(a['axis'])})"]
-
-
-@R("log_softmax")
-def _log_softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.log_softmax({ins[0]}, axis={int(a['axis'])})"]
-
-
 @R("dropout")
 def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     if len(ot) > 1:  # the mask: nothing dropped
@@ -550,55 +442,11 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("reshape", "flatten")
-def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.reshape({ins[0]}, {literal(tuple(ot[0].shape))})"]
-
-
-@R("transpose")
-def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.transpose({ins[0]}, {literal(tuple(a['perm']))})"]
-
-
-@R("concat")
-def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.concatenate([{', '.join(ins)}], axis={int(a['axis'])})"]
-
-
 @R("split")
 def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     cuts = [int(v) for v in np.cumsum(a["split"])[:-1]]
     parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(a['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(a["split"]))]
-
-
-@R("slice")
-def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-    from dlcfuzz.ops.shape import slice_bounds
-
-    t = it[0]
-    x = ins[0]
-    index = [":"] * t.rank
-    flips: list[int] = []
-    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
-        d = t.shape[ax]
-        start, end, n = slice_bounds(d, s, en, st)
-        if st > 0:
-            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
-        else:  # flip the axis, then step forward from the mirrored start (no "end = -1" ambiguity)
-            flips.append(ax)
-            m = d - 1 - start
-            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
-    if flips:
-        x = e.bind(f"jnp.flip({x}, {literal(tuple(flips))})")
-    return [f"{x}[{', '.join(index)}]" if t.rank else x]
-
-
-def _take_axis(e: Emitter, x: str, axis: int, idx: np.ndarray) -> str:
-    """x indexed along `axis` by a static index list."""
-    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
-    return e.bind(f"jnp.take({x}, {k}, axis={axis})")
 
 
 @R("pad")
@@ -612,28 +460,7 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         cfg = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
         return [f"lax.pad({x}, jnp.array({v}, dtype={_dt(t)}), {cfg})"]
-    # reflect / edge: a gather of static indices per padded axis (ONNX pads any axis of any dtype)
-    for ax, (pb, pe) in enumerate(zip(before, after)):
-        if not (pb or pe):
-            continue
-        d = t.shape[ax]
-        src = np.arange(-pb, d + pe)
-        if mode == "reflect":
-            period = 2 * (d - 1)
-            src = np.abs(src) % period if period else np.zeros_like(src)
-            src = np.where(src >= d, period - src, src)
-        elif mode == "wrap":
-            src = src % d
-        else:
-            src = np.clip(src, 0, d - 1)
-        x = _take_axis(e, x, ax, src)
-    return [x]
-
-
-@R("squeeze")
-def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
-    return [f"jnp.squeeze({ins[0]}, {literal(dims)})"]
+    return [pad_by_gather(e, x, mode, t.shape, before, after)]
 
 
 @R("unsqueeze")
@@ -646,13 +473,6 @@ def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, 
 @R("expand")
 def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(ot[0].shape))})"]
-
-
-@R("tile")
-def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 0:
-        return [ins[0]]
-    return [f"jnp.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
 
 
 @R("gather")
@@ -687,7 +507,7 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
     x = ins[0]
     for ax in range(t.rank):  # nearest: one static gather per resized axis
         if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax]))):
-            x = _take_axis(e, x, ax, indices[ax])
+            x = take_static(e, x, ax, indices[ax])
     return [x]
 
 
@@ -695,37 +515,8 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
 def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    shape, perm, out = DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"])
-    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
-            f"{literal(tuple(out))})"]
-
-
-@R("space_to_depth")
-def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops.shape import SpaceToDepth
-
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
-    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
-            f"{literal(tuple(out))})"]
-
-
-@R("identity")
-def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [ins[0]]  # JAX arrays are immutable: no copy needed
+    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------
 
-
-@R("quantize_linear")
-def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    info = np.iinfo(a["to"])
-    scale = literal(float(np.float32(a["scale"])))
-    q = e.bind(f"jnp.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # half to even
-    return [f"jnp.clip({q}, {int(info.min)}, {int(info.max)}).astype({jnp_dtype(a['to'])})"]
-
-
-@R("dequantize_linear")
-def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    scale = literal(float(np.float32(a["scale"])))
-    return [f"({ins[0]}.astype(jnp.int32) - {int(a['zero_point'])}).astype(jnp.float32) * {scale}"]

@@ -48,7 +48,12 @@ class Spelling:
     keepdims_kw: str  # "keepdim", "keepdims"
     shape_type: type  # static shapes and axis lists: torch writes lists, jax tuples
     copies: bool  # whether an operator returning its input as is must copy it (torch tensors are mutable)
-    moveaxis: str  # "torch.movedim", "jnp.moveaxis"
+    take: str  # x indexed along an axis by an index tensor: a template of x, idx, axis
+    renames: dict[str, str]  # NumPy's function name -> this target's, where the module's own name differs
+
+    def fn(self, name: str) -> str:
+        """The target's function of NumPy's name `name` (torch.pow for power, jax.nn.sigmoid for sigmoid)."""
+        return self.renames.get(name, f"{self.mod}.{name}")
 
     def dtype(self, dtype: str) -> str:
         """Our dtype name as source of this module."""

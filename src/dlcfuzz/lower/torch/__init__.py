@@ -1,5 +1,6 @@
 """Graph -> plain PyTorch (the `torch` lowering target): `to_torch_program`, `to_torch`, `run_eager`."""
 
+from dlcfuzz.lower.pysource import rules as _shared  # noqa: F401 - fills the rules shared by the Python targets
 from dlcfuzz.lower.torch import rules as _rules  # noqa: F401 - fills target("torch")
 from dlcfuzz.lower.torch import (  # noqa: F401 - each fills target("torch") for one family
     rules_attention,

@@ -23,7 +23,15 @@ PRELUDE = "import torch\nimport torch.nn.functional as F\n"
 SPELLING = Spelling(
     target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
     dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
-    moveaxis="torch.movedim",
+    take="torch.index_select({x}, {axis}, {idx})",
+    renames={
+        "negative": "torch.neg", "arcsin": "torch.asin", "arccos": "torch.acos", "arctan": "torch.atan",
+        "arcsinh": "torch.asinh", "arccosh": "torch.acosh", "arctanh": "torch.atanh", "softsign": "F.softsign",
+        "softplus": "F.softplus", "subtract": "torch.sub", "multiply": "torch.mul", "equal": "torch.eq",
+        "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
+        "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
+        "clip": "torch.clamp",
+    },
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",

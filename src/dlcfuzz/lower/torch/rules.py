@@ -18,7 +18,8 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
+from dlcfuzz.lower.pysource.rules import BINARY, binary, pad_by_gather, reshape_permute, take_static
+from dlcfuzz.lower.torch.codegen import SPELLING, TARGET, literal, torch_dtype
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -30,18 +31,9 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
+# the unary operators torch spells otherwise than the other Python targets (the rest: pysource/rules.py)
 _UNARY = {
-    "abs": "torch.abs({x})", "neg": "torch.neg({x})", "exp": "torch.exp({x})", "log": "torch.log({x})",
-    "sqrt": "torch.sqrt({x})", "reciprocal": "torch.reciprocal({x})", "sin": "torch.sin({x})",
-    "cos": "torch.cos({x})", "tan": "torch.tan({x})", "asin": "torch.asin({x})", "acos": "torch.acos({x})",
-    "atan": "torch.atan({x})", "sinh": "torch.sinh({x})", "cosh": "torch.cosh({x})", "tanh": "torch.tanh({x})",
-    "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})", "atanh": "torch.atanh({x})",
-    "sigmoid": "torch.sigmoid({x})", "relu": "torch.relu({x})", "softsign": "F.softsign({x})",
-    "erf": "torch.erf({x})", "floor": "torch.floor({x})", "ceil": "torch.ceil({x})",
-    "round": "torch.round({x})",  # half to even, as ONNX Round
-    "sign": "torch.sign({x})", "not": "torch.logical_not({x})", "bitwise_not": "torch.bitwise_not({x})",
-    "isnan": "torch.isnan({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
-    "softplus": "F.softplus({x})",  # beta 1, threshold 20: x itself past 20, where log1p(exp(x)) == x
+    "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
 }
 
 
@@ -53,8 +45,7 @@ def _unary(template: str):
 
 
 for _name, _tpl in _UNARY.items():
-    if _name != "bitwise_not":
-        R(_name)(_unary(_tpl))
+    R(_name)(_unary(_tpl))
 
 
 @R("bitwise_not")
@@ -64,43 +55,9 @@ def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict
     return [f"torch.bitwise_not({ins[0]})"]
 
 
-@R("leaky_relu")
-def _leaky(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("elu")
-def _elu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.elu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("celu")
-def _celu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.celu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("selu")
-def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # F.selu fixes alpha and gamma; ONNX makes them attributes
-    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
-    return [f"{ga} * torch.where({x} > 0, {x}, {al} * torch.exp({x}) - {al})"]
-
-
 @R("gelu")
 def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"F.gelu({ins[0]}, approximate={a['approximate']!r})"]
-
-
-@R("isinf")
-def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = ins[0]
-    if a["detect_negative"] and a["detect_positive"]:
-        return [f"torch.isinf({x})"]
-    if a["detect_positive"]:
-        return [f"torch.isposinf({x})"]
-    if a["detect_negative"]:
-        return [f"torch.isneginf({x})"]
-    return [f"torch.zeros_like({x}, dtype=torch.bool)"]
 
 
 @R("hard_sigmoid")
@@ -113,26 +70,8 @@ def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict
     return [f"F.threshold({ins[0]}, {literal(a['alpha'])}, 0.0)"]
 
 
-@R("shrink")
-def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, dt = ins[0], it[0].dtype
-    lam, bias = literal(a["lambd"]), literal(a["bias"])
-    if dt in INTS:  # ONNX computes in float and converts back (truncating)
-        x = e.bind(f"{x}.to(torch.float64)")
-    y = f"torch.where({x} < -{lam}, {x} + {bias}, torch.where({x} > {lam}, {x} - {bias}, torch.zeros_like({x})))"
-    return [f"({y}).to({_dt(it[0])})" if dt in INTS else y]
-
-
 # ---- elementwise, binary -----------------------------------------------------------------
 
-_BINARY = {
-    "add": "torch.add({a}, {b})", "sub": "torch.sub({a}, {b})", "mul": "torch.mul({a}, {b})",
-    "and": "torch.logical_and({a}, {b})", "or": "torch.logical_or({a}, {b})", "xor": "torch.logical_xor({a}, {b})",
-    "equal": "torch.eq({a}, {b})", "less": "torch.lt({a}, {b})", "less_equal": "torch.le({a}, {b})",
-    "greater": "torch.gt({a}, {b})", "greater_equal": "torch.ge({a}, {b})",
-    "bitwise_and": "torch.bitwise_and({a}, {b})", "bitwise_or": "torch.bitwise_or({a}, {b})",
-    "bitwise_xor": "torch.bitwise_xor({a}, {b})",
-}
 _COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
 
 # torch has uint16/32/64 as storage dtypes only (no add/compare/shift kernels: "add_stub" not
@@ -171,9 +110,9 @@ def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> 
     x, y = _wide_int64(e, ins)
     back = f".to({torch_dtype(dtype)})"
     if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
-        return _BINARY[name].format(a=x, b=y) + back
+        return binary(SPELLING, name, x, y) + back
     if name in _COMPARISONS:
-        return _BINARY[name].format(a=_wide_order(e, x, dtype), b=_wide_order(e, y, dtype))
+        return binary(SPELLING, name, _wide_order(e, x, dtype), _wide_order(e, y, dtype))
     if name in ("max", "min"):
         op = ">=" if name == "max" else "<="
         return f"torch.where({_wide_order(e, x, dtype)} {op} {_wide_order(e, y, dtype)}, {x}, {y}){back}"
@@ -191,17 +130,17 @@ def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> 
     raise KeyError(name)
 
 
-def _binary(name: str, template: str):
+def _binary(name: str):
     def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
         if it[0].dtype in WIDE_UNSIGNED:
             return [_wide_binary(e, name, ins, a, it[0].dtype)]
-        return [template.format(a=ins[0], b=ins[1])]
+        return [binary(e.sp, name, ins[0], ins[1])]
 
     return rule
 
 
-for _name, _tpl in _BINARY.items():
-    R(_name)(_binary(_name, _tpl))
+for _name in BINARY:
+    R(_name)(_binary(_name))
 
 
 def _variadic(name: str, fn: str):
@@ -223,16 +162,6 @@ R("max")(_variadic("max", "torch.maximum"))
 R("min")(_variadic("min", "torch.minimum"))
 R("sum")(_variadic("sum", "torch.add"))
 R("mean")(_variadic("mean", "torch.add"))
-
-
-@R("swish")
-def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]})"]
-
-
-@R("swiglu")
-def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @R("div")
@@ -268,34 +197,6 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: 
     shifted = f"{fn}({x}, torch.where({inside}, {y}, torch.zeros_like({y})))"
     fill = "torch.zeros_like(" + x + ")" if a["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(it[0])})"
     return [f"torch.where({inside}, {shifted}, {fill})"]
-
-
-@R("pow")
-def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, y = ins
-    dx, dy = it[0].dtype, it[1].dtype
-    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
-        return [f"torch.pow({x}.to(torch.float64), {y}.to(torch.float64)).to({_dt(it[0])})"]
-    if dx != dy:  # torch would promote to the wider type; ONNX keeps the base's
-        y = f"{y}.to({_dt(it[0])})"
-    return [f"torch.pow({x}, {y})"]
-
-
-@R("prelu")
-def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # F.prelu wants a per-channel weight; ONNX's slope broadcasts unidirectionally
-    x, s = ins
-    return [f"torch.where({x} < 0, {x} * {s}, {x})"]
-
-
-@R("where")
-def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.where({ins[2]}, {ins[0]}, {ins[1]})"]
-
-
-@R("cast")
-def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.to({torch_dtype(a['to'])})"]  # float -> int truncates, as the reference
 
 
 @R("clip")
@@ -617,16 +518,6 @@ def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
     return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
 
 
-@R("softmax")
-def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.softmax({ins[0]}, dim={int(a['axis'])})"]
-
-
-@R("log_softmax")
-def _log_softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.log_softmax({ins[0]}, dim={int(a['axis'])})"]
-
-
 @R("dropout")
 def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     y = f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"  # inference: identity
@@ -638,54 +529,10 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("reshape", "flatten")
-def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.reshape({ins[0]}, {literal(list(ot[0].shape))})"]
-
-
-@R("transpose")
-def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.permute({ins[0]}, {literal(list(a['perm']))})"]
-
-
-@R("concat")
-def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.cat([{', '.join(ins)}], dim={int(a['axis'])})"]
-
-
 @R("split")
 def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     parts = e.bind(f"torch.split({ins[0]}, {literal(list(a['split']))}, dim={int(a['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(a["split"]))]
-
-
-@R("slice")
-def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-    from dlcfuzz.ops.shape import slice_bounds
-
-    t = it[0]
-    x = ins[0]
-    index = [":"] * t.rank
-    flips: list[int] = []
-    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
-        d = t.shape[ax]
-        start, end, n = slice_bounds(d, s, en, st)
-        if st > 0:
-            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
-        else:  # torch has no negative steps: flip the axis, then step forward from the mirrored start
-            flips.append(ax)
-            m = d - 1 - start
-            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
-    if flips:
-        x = e.bind(f"torch.flip({x}, {literal(flips)})")
-    return [f"{x}[{', '.join(index)}]" if t.rank else f"{x}.clone()"]
-
-
-def _gather_axis(e: Emitter, x: str, axis: int, idx: np.ndarray) -> str:
-    """x indexed along `axis` by a static index list (skipped when it is the identity)."""
-    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
-    return e.bind(f"torch.index_select({x}, {axis}, {k})")
 
 
 @R("pad")
@@ -701,29 +548,8 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
             flat += [before[i], after[i]]
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         return [f"F.pad({x}, {literal(flat)}, mode='constant', value={v})"]
-    # reflect / edge: ONNX pads any axis of any dtype; torch's only the last ones of float tensors.
-    # Written as a gather of static indices per padded axis.
-    for ax, (pb, pe) in enumerate(zip(before, after)):
-        if not (pb or pe):
-            continue
-        d = t.shape[ax]
-        src = np.arange(-pb, d + pe)
-        if mode == "reflect":
-            period = 2 * (d - 1)
-            src = np.abs(src) % period if period else np.zeros_like(src)
-            src = np.where(src >= d, period - src, src)
-        elif mode == "wrap":
-            src = src % d
-        else:
-            src = np.clip(src, 0, d - 1)
-        x = _gather_axis(e, x, ax, src)
+    x = pad_by_gather(e, x, mode, t.shape, before, after)
     return [x if x != ins[0] else f"{x}.clone()"]
-
-
-@R("squeeze")
-def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
-    return [f"torch.squeeze({ins[0]}, {literal(dims)})"]
 
 
 @R("unsqueeze")
@@ -738,13 +564,6 @@ def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, 
 @R("expand")
 def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
     return [f"{ins[0]}.expand({literal(list(ot[0].shape))})"]
-
-
-@R("tile")
-def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 0:
-        return [f"{ins[0]}.clone()"]
-    return [f"torch.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
 
 
 @R("gather")
@@ -803,7 +622,7 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
             return [f"F.interpolate({ins[0]}, size={literal(list(out[2:]))}, mode={modes.pop()!r})"]
     x = ins[0]
     for ax in changed:
-        x = _gather_axis(e, x, ax, indices[ax])
+        x = take_static(e, x, ax, indices[ax])
     return [x if x != ins[0] else f"{x}.clone()"]
 
 
@@ -814,38 +633,8 @@ def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
     b = int(a["blocksize"])
     if a["mode"] == "CRD":
         return [f"F.pixel_shuffle({ins[0]}, {b})"]
-    shape, perm, out = DepthToSpace._steps(it[0].shape, b, a["mode"])
-    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
-            f"{literal(list(out))})"]
-
-
-@R("space_to_depth")
-def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops.shape import SpaceToDepth
-
-    # F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
-    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
-            f"{literal(list(out))})"]
-
-
-@R("identity")
-def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.clone()"]
+    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(it[0].shape, b, a["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------
 
-
-@R("quantize_linear")
-def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    info = np.iinfo(a["to"])
-    scale = literal(float(np.float32(a["scale"])))
-    q = e.bind(f"torch.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # rint: half to even
-    return [f"torch.clamp({q}, {int(info.min)}, {int(info.max)}).to({torch_dtype(a['to'])})"]
-
-
-@R("dequantize_linear")
-def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    scale = literal(float(np.float32(a["scale"])))
-    return [f"({ins[0]}.to(torch.int32) - {int(a['zero_point'])}).to(torch.float32) * {scale}"]
