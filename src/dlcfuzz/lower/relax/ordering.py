@@ -17,7 +17,7 @@ _TOPK_WIDER = {"int8": "int32", "int16": "int32", "uint8": "int32", "float16": "
 
 
 @RELAX.register("trilu")
-def trilu(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def trilu(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = relax.op.triu if attrs.get("upper", 1) else relax.op.tril
@@ -25,7 +25,7 @@ def trilu(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, ou
 
 
 @RELAX.register("cumsum", "cumprod")
-def cumulative(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def cumulative(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -39,7 +39,7 @@ def cumulative(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: An
 
 
 @RELAX.register("hardmax")
-def hardmax(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def hardmax(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -55,7 +55,7 @@ def hardmax(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, 
 
 
 @RELAX.register("topk")
-def topk(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def topk(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -78,7 +78,7 @@ def topk(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("eye_like")
-def eye_like(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def eye_like(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     out = out_types[0]
@@ -89,7 +89,7 @@ def eye_like(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @RELAX.register("range")
-def range_(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def range_(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     dt = out_types[0].dtype
