@@ -40,7 +40,8 @@ def _heads(bb: Any, x: Any, width: int, b: int, s: int, h: int, rank: int) -> An
 
 
 @RELAX.register("attention")
-def attention(spec: AttentionOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def attention(spec: AttentionOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
     from tvm.tirx import FloatImm  # (tvm.ir.prim only from apache-tvm 0.27)
 
@@ -197,8 +198,8 @@ def rotary_embedding(spec: RotaryEmbeddingOp, bb: Any, ins: list[Any], outs: lis
 
 
 @RELAX.register("causal_conv_with_state")
-def causal_conv_with_state(spec: CausalConvWithStateOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
-                           out_types: Any) -> list[Any]:
+def causal_conv_with_state(spec: CausalConvWithStateOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
+                           in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     x, w = ins[:2]

@@ -39,7 +39,8 @@ def _register(name: str) -> Callable[[Callable[..., list[Any]]], Callable[..., l
     """RELAX.register, with empty outputs (no values to compute) written as zeros."""
 
     def deco(rule: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-        def guarded(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        def guarded(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                    out_types: Any) -> list[Any]:
             from tvm import relax
 
             if all(t.size == 0 for t in out_types):
@@ -83,7 +84,8 @@ def gather_elements(spec: GatherElements, bb: Any, ins: list[Any], outs: list[st
 
 
 @_register("gather_nd")
-def gather_nd(spec: GatherND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def gather_nd(spec: GatherND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, it = in_types
@@ -125,7 +127,8 @@ def scatter_elements(spec: ScatterElements, bb: Any, ins: list[Any], outs: list[
 
 
 @_register("scatter_nd")
-def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     if in_types[1].size == 0:  # nothing to scatter
@@ -136,7 +139,8 @@ def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], outs: list[str], attrs:
 
 
 @_register("one_hot")
-def one_hot(spec: OneHot, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def one_hot(spec: OneHot, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -154,7 +158,8 @@ def one_hot(spec: OneHot, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs
 
 
 @_register("compress")
-def compress(spec: Compress, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def compress(spec: Compress, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]

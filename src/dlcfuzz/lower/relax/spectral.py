@@ -83,7 +83,8 @@ def dft(spec: DFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_ty
 
 
 @RELAX.register("stft")
-def stft(spec: STFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def stft(spec: STFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -102,7 +103,8 @@ def stft(spec: STFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_
     return [relax.op.stack([y_re, y_im], axis=3)]
 
 
-def _window(spec: Window, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def _window(spec: Window, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     out, size = attrs["output_datatype"], int(attrs["size"])
