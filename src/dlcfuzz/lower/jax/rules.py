@@ -41,7 +41,8 @@ _UNARY = {
 
 
 def _unary(template: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         return [template.format(x=ins[0])]
 
     return rule
@@ -52,30 +53,35 @@ for _name, _tpl in _UNARY.items():
 
 
 @R("relu")
-def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
 
 
 @R("gelu")
-def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.gelu({ins[0]}, approximate={a['approximate'] == 'tanh'})"]
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    return [f"jax.nn.gelu({ins[0]}, approximate={attrs['approximate'] == 'tanh'})"]
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.clip({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0, 1)"]
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    return [f"jnp.clip({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0, 1)"]
 
 
 @R("thresholded_relu")
-def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
     x = ins[0]
-    return [f"jnp.where({x} > {literal(a['alpha'])}, {x}, jnp.zeros_like({x}))"]
+    return [f"jnp.where({x} > {literal(attrs['alpha'])}, {x}, jnp.zeros_like({x}))"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
 
 def _binary(name: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         return [binary(e.sp, name, ins[0], ins[1])]
 
     return rule
@@ -85,16 +91,17 @@ for _name in BINARY:
     R(_name)(_binary(_name))
 
 
-def _broadcast_pair(e: Emitter, ins: list[str], ot: Types) -> tuple[str, str]:
+def _broadcast_pair(e: Emitter, ins: list[str], out_types: Types) -> tuple[str, str]:
     """lax's binary primitives want equal shapes: broadcast both operands to the output's."""
-    shape = literal(tuple(ot[0].shape))
+    shape = literal(tuple(out_types[0].shape))
     return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
 
 
 def _variadic(fn: str, mean: bool = False):
     """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
 
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         y = ins[0]
         for x in ins[1:]:
             y = e.bind(f"{fn}({y}, {x})")
@@ -112,44 +119,48 @@ R("mean")(_variadic("jnp.add", mean=True))
 
 
 @R("div")
-def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
-        x, y = _broadcast_pair(e, ins, ot)
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
+        x, y = _broadcast_pair(e, ins, out_types)
         return [f"lax.div({x}, {y})"]
     return [f"jnp.divide({ins[0]}, {ins[1]})"]
 
 
 @R("mod")
-def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     # fmod=1: C fmod (sign of the dividend, lax.rem); fmod=0: the divisor's sign (Python's %)
-    if a["fmod"]:
-        x, y = _broadcast_pair(e, ins, ot)
+    if attrs["fmod"]:
+        x, y = _broadcast_pair(e, ins, out_types)
         return [f"lax.rem({x}, {y})"]
     return [f"jnp.remainder({ins[0]}, {ins[1]})"]
 
 
 @R("bit_shift")
-def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    fn = "jnp.left_shift" if a["direction"] == "LEFT" else "jnp.right_shift"
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    fn = "jnp.left_shift" if attrs["direction"] == "LEFT" else "jnp.right_shift"
     x, y = ins
-    if it[0].dtype not in SIGNED_INTS:
+    if in_types[0].dtype not in SIGNED_INTS:
         return [f"{fn}({x}, {y})"]
     # signed (opset 28): an amount outside [0, bits) gives the sign fill alone (arithmetic right shift)
-    bits = np.dtype(it[0].dtype).itemsize * 8
+    bits = np.dtype(in_types[0].dtype).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
-    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(it[1])}))"
-    fill = "0" if a["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(it[0])})"
-    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(it[0])})"]
+    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(in_types[1])}))"
+    fill = "0" if attrs["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(in_types[0])})"
+    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(in_types[0])})"]
 
 
 @R("clip")
-def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX)
     x = ins[0]
-    if a["min"] is not None:
-        x = e.bind(f"jnp.maximum({x}, {_scalar(a['min'], it[0])})")
-    if a["max"] is not None:
-        x = f"jnp.minimum({x}, {_scalar(a['max'], it[0])})"
+    if attrs["min"] is not None:
+        x = e.bind(f"jnp.maximum({x}, {_scalar(attrs['min'], in_types[0])})")
+    if attrs["max"] is not None:
+        x = f"jnp.minimum({x}, {_scalar(attrs['max'], in_types[0])})"
     return [x]
 
 
@@ -161,20 +172,21 @@ def _scalar(v: float | int, t: TensorType) -> str:
 # ---- reductions ------------------------------------------------------------------------------
 
 
-def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
+def _reduced_axes(t: TensorType, attrs: dict) -> tuple[int, ...] | None:
     from dlcfuzz.ops import get_op
 
-    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
+    return get_op("reduce_sum").reduced(t, attrs)  # type: ignore[attr-defined]
 
 
 def _reduce(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        axes = _reduced_axes(t, a)
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        t, x = in_types[0], ins[0]
+        axes = _reduced_axes(t, attrs)
         if axes is None:  # noop_with_empty_axes with no axes: identity
             return [x]
-        keep = bool(a["keepdims"])
-        dims, dt, out = literal(tuple(axes)), _dt(t), ot[0]
+        keep = bool(attrs["keepdims"])
+        dims, dt, out = literal(tuple(axes)), _dt(t), out_types[0]
         n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
         if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (jnp refuses)
             if t.dtype in FLOATS:
@@ -205,12 +217,13 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
 
 
 def _arg(fn: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        axis, keep = int(a["axis"]), bool(a["keepdims"])
-        if not a.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        axis, keep = int(attrs["axis"]), bool(attrs["keepdims"])
+        if not attrs.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
             return [f"{fn}({ins[0]}, axis={axis}, keepdims={keep}).astype(jnp.int64)"]
         # the last index on ties: the first of the reversed axis, mirrored
-        n = it[0].shape[axis]
+        n = in_types[0].shape[axis]
         return [f"({n - 1} - {fn}(jnp.flip({ins[0]}, {axis}), axis={axis}, keepdims={keep})).astype(jnp.int64)"]
 
     return rule
@@ -231,28 +244,30 @@ def _channel(b: str, rank: int) -> str:
 
 
 @R("conv1d", "conv2d")
-def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    nd = it[0].rank - 2
-    pads = list(a["pads"])
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    nd = in_types[0].rank - 2
+    pads = list(attrs["pads"])
     padding = literal([(pads[i], pads[nd + i]) for i in range(nd)])
-    y = (f"lax.conv_general_dilated({ins[0]}, {ins[1]}, {literal(tuple(a['strides']))}, {padding}, "
-         f"rhs_dilation={literal(tuple(a['dilations']))}, dimension_numbers={_DIMS[nd + 2]}, "
-         f"feature_group_count={int(a['group'])})")
+    y = (f"lax.conv_general_dilated({ins[0]}, {ins[1]}, {literal(tuple(attrs['strides']))}, {padding}, "
+         f"rhs_dilation={literal(tuple(attrs['dilations']))}, dimension_numbers={_DIMS[nd + 2]}, "
+         f"feature_group_count={int(attrs['group'])})")
     if len(ins) == 3:
         return [f"{e.bind(y)} + {_channel(ins[2], nd + 2)}"]
     return [y]
 
 
 @R("conv_transpose2d")
-def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     # The gradient form: the input dilated by the stride, convolved with the flipped kernel whose
     # in/out channels are swapped per group; padded by d*(k-1) on both sides (plus output_padding at
     # the high end) gives the full transposed convolution, which ONNX's pads then crop.
     x, w = ins[0], ins[1]
-    c, mg, kh, kw = it[1].shape
-    g = int(a["group"])
-    s, d, p = list(a["strides"]), list(a["dilations"]), list(a["pads"])
-    op = list(a.get("output_padding", [0, 0]))
+    c, mg, kh, kw = in_types[1].shape
+    g = int(attrs["group"])
+    s, d, p = list(attrs["strides"]), list(attrs["dilations"]), list(attrs["pads"])
+    op = list(attrs.get("output_padding", [0, 0]))
     k = (kh, kw)
     wt = e.bind(f"jnp.flip({w}, (2, 3)).reshape({literal((g, c // g, mg, kh, kw))}).transpose((0, 2, 1, 3, 4))"
                 f".reshape({literal((g * mg, c // g, kh, kw))})")
@@ -264,17 +279,17 @@ def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
     return [y]
 
 
-def _window_padding(it: Types, ot: Types, a: dict) -> str:
-    pads = list(a["pads"])
+def _window_padding(in_types: Types, out_types: Types, attrs: dict) -> str:
+    pads = list(attrs["pads"])
     return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
 
 
-def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+def _pool_any(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> list[str]:
     """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
     padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
     average divides by the static count of what each window reads, the Indices come from a constant
     grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
+    k, s, d, before, after, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
     width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
 
     def views(src: str) -> list[str]:
@@ -286,7 +301,7 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
         acc = "float32" if t.dtype == "float16" else t.dtype
         xp = e.bind(f"jnp.pad({x}.astype(jnp.{acc}), {width})")
         total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
+        count = e.const(spec.window_count(t, attrs).astype(acc), "count")  # type: ignore[attr-defined]
         return [f"({total} / {count}).astype({_dt(t)})"]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     xp = e.bind(f"jnp.pad({x}, {width}, constant_values={low})")
@@ -294,9 +309,9 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
     y = vs[0]
     for v in vs[1:]:
         y = e.bind(f"jnp.maximum({y}, {v})")
-    if not a.get("indices", 0):
+    if not attrs.get("indices", 0):
         return [y]
-    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
+    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
     ip = e.const(grid, "flat")
     best, idx = vs[0], views(ip)[0]
     for v, iv in zip(vs[1:], views(ip)[1:]):
@@ -307,40 +322,43 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
 
 
 @R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], a, it[0])
+    name = ("avg" if "count_include_pad" in attrs else "max") + f"_pool{in_types[0].rank - 2}d"
+    return _pool_any(e, get_op(name), ins[0], attrs, in_types[0])
 
 
 @R("max_pool2d")
-def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
-    t = it[0]
+    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
+    k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
     init = f"jnp.array({low}, dtype={_dt(t)})"
     return [f"lax.reduce_window({ins[0]}, {init}, lax.max, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
-            f"{_window_padding(it, ot, a)}, window_dilation={literal((1, 1, *d))})"]
+            f"{_window_padding(in_types, out_types, attrs)}, window_dilation={literal((1, 1, *d))})"]
 
 
 @R("avg_pool2d")
-def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
-    t = it[0]
-    k, s = list(a["kernel"]), list(a["strides"])
-    pad = _window_padding(it, ot, a)
+    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
+    k, s = list(attrs["kernel"]), list(attrs["strides"])
+    pad = _window_padding(in_types, out_types, attrs)
     zero = f"jnp.array(0, dtype={_dt(t)})"
     total = e.bind(f"lax.reduce_window({ins[0]}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
                    f"{pad})")
-    if a["count_include_pad"]:
+    if attrs["count_include_pad"]:
         return [f"{total} / {int(np.prod(k))}"]
     # the mean over the window's real elements: divide by the pooled count of them
     ones = f"jnp.ones({literal((1, 1, *t.shape[2:]))}, dtype={_dt(t)})"
@@ -349,93 +367,102 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, i
 
 
 @R("global_avg_pool")
-def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
 
 @R("global_max_pool")
-def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
+def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
 
 @R("matmul")
-def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     return [f"jnp.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = f"{ins[0]}.T" if a["transA"] else ins[0]
-    w = f"{ins[1]}.T" if a["transB"] else ins[1]
-    y = f"{literal(a['alpha'])} * jnp.matmul({x}, {w})"
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    x = f"{ins[0]}.T" if attrs["transA"] else ins[0]
+    w = f"{ins[1]}.T" if attrs["transB"] else ins[1]
+    y = f"{literal(attrs['alpha'])} * jnp.matmul({x}, {w})"
     if len(ins) == 3:
-        return [f"{e.bind(y)} + {literal(a['beta'])} * {ins[2]}"]
+        return [f"{e.bind(y)} + {literal(attrs['beta'])} * {ins[2]}"]
     return [y]
 
 
 @R("batch_norm")
-def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     x, scale, bias, mean_in, var_in = ins
-    r = it[0].rank
+    r = in_types[0].rank
     mean, var = mean_in, var_in
-    if a.get("training_mode", 0):  # the batch's statistics (population variance)
+    if attrs.get("training_mode", 0):  # the batch's statistics (population variance)
         axes = literal((0, *range(2, r)))
         mean = e.bind(f"jnp.mean({x}, axis={axes})")
         var = e.bind(f"jnp.mean(jnp.square({x} - {_channel(mean, r)}), axis={axes})")
-    inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(a['epsilon'])})")
+    inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(attrs['epsilon'])})")
     y = f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"
-    if not a.get("training_mode", 0):
+    if not attrs.get("training_mode", 0):
         return [y]
-    m = literal(float(a.get("momentum", 0.9)))
+    m = literal(float(attrs.get("momentum", 0.9)))
     return [y, f"{mean_in} * {m} + {mean} * (1 - {m})", f"{var_in} * {m} + {var} * (1 - {m})"]
 
 
 @R("layer_norm")
-def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    axes = literal(tuple(range(a["axis"] % t.rank, t.rank)))
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
+    axes = literal(tuple(range(attrs["axis"] % t.rank, t.rank)))
     x = ins[0]
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
-    y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
+    y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
     ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
-    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+    if len(out_types) > 1:  # Mean and InvStdDev, in the float32 stash type
         x32 = e.bind(f"{x}.astype(jnp.float32)")
         m32 = e.bind(f"jnp.mean({x32}, axis={axes}, keepdims=True)")
         ys.append(m32)
-        if len(ot) > 2:
-            ys.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(a['epsilon'])})")
+        if len(out_types) > 2:
+            ys.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(attrs['epsilon'])})")
     return ys
 
 
 @R("instance_norm")
-def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
     axes = literal(tuple(range(2, t.rank)))
     x = ins[0]
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
-    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {_channel(ins[1], t.rank)} "
+    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(attrs['epsilon'])}) * {_channel(ins[1], t.rank)} "
             f"+ {_channel(ins[2], t.rank)}"]
 
 
 @R("lrn")
-def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     # ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    size = int(a["size"])
-    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
+    t = in_types[0]
+    size = int(attrs["size"])
+    alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
     band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
     sq = e.bind(f"jnp.moveaxis(jnp.moveaxis({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
     return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
 
 
 @R("dropout")
-def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if len(ot) > 1:  # the mask: nothing dropped
-        return [ins[0], f"jnp.ones({literal(tuple(it[0].shape))}, dtype=jnp.bool_)"]
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    if len(out_types) > 1:  # the mask: nothing dropped
+        return [ins[0], f"jnp.ones({literal(tuple(in_types[0].shape))}, dtype=jnp.bool_)"]
     return [ins[0]]  # inference: the identity
 
 
@@ -443,18 +470,20 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it
 
 
 @R("split")
-def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    cuts = [int(v) for v in np.cumsum(a["split"])[:-1]]
-    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(a['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    cuts = [int(v) for v in np.cumsum(attrs["split"])[:-1]]
+    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(attrs['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
 
 
 @R("pad")
-def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
     x = ins[0]
     if mode == "constant":  # lax.pad: negative pads crop, as in ONNX
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
@@ -464,22 +493,25 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
 
 
 @R("unsqueeze")
-def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    r = it[0].rank + len(a["axes"])
-    dims = tuple(sorted(int(v) % r for v in a["axes"]))
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    r = in_types[0].rank + len(attrs["axes"])
+    dims = tuple(sorted(int(v) % r for v in attrs["axes"]))
     return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
 
 
 @R("expand")
-def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(ot[0].shape))})"]
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(out_types[0].shape))})"]
 
 
 @R("gather")
-def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     data, idx = ins
-    t = it[0]
-    ax = int(a["axis"]) % t.rank
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; made explicit rather than left to jnp.take's mode
     fixed = e.bind(f"jnp.where({idx} < 0, {idx} + {n}, {idx})")
@@ -487,23 +519,24 @@ def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
 
 
 @R("resize")
-def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    if a.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
+    t = in_types[0]
+    if attrs.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
         spec = get_op("resize")
         acc = "float32" if t.dtype == "float16" else t.dtype
         y = e.bind(f"{ins[0]}.astype(jnp.{acc})")
-        for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
+        for ax, m in enumerate(spec.interp(t, attrs)):  # type: ignore[attr-defined]
             if m is not None:
                 w = e.const(m[0].T.astype(acc), "interp")
                 y = e.bind(f"jnp.moveaxis(jnp.moveaxis({y}, {ax}, -1) @ {w}, -1, {ax})")
-        mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
+        mask = spec.extrapolated(t, attrs)  # type: ignore[attr-defined]
         if mask is not None:
-            y = e.bind(f"jnp.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+            y = e.bind(f"jnp.where({e.const(mask, 'outside')}, {literal(float(attrs.get('extrapolation_value', 0.0)))}, {y})")
         return [f"{y}.astype({_dt(t)})"]
-    indices = get_op("resize").indices(t, a)  # type: ignore[attr-defined]
+    indices = get_op("resize").indices(t, attrs)  # type: ignore[attr-defined]
     x = ins[0]
     for ax in range(t.rank):  # nearest: one static gather per resized axis
         if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax]))):
@@ -512,10 +545,11 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
 
 
 @R("depth_to_space")
-def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"]))]
+    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, int(attrs["blocksize"]), attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------

@@ -14,26 +14,30 @@ R = TARGET.register
 
 
 @R("shape")
-def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.asarray({ins[0]}.shape[{a.get('start', 0)}:{a.get('end')}], dtype=jnp.int64)"]
+def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    return [f"jnp.asarray({ins[0]}.shape[{attrs.get('start', 0)}:{attrs.get('end')}], dtype=jnp.int64)"]
 
 
 @R("size")
-def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"jnp.asarray({ins[0]}.size, dtype=jnp.int64)"]
 
 
 @R("constant_of_shape")
-def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
-                       it: Types, ot: Types) -> list[str]:
-    return [f"jnp.full({literal(tuple(a['shape']))}, {literal(a['value'])}, dtype={jnp_dtype(a['dtype'])})"]
+def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                       out_types: Types) -> list[str]:
+    return [f"jnp.full({literal(tuple(attrs['shape']))}, {literal(attrs['value'])}, dtype={jnp_dtype(attrs['dtype'])})"]
 
 
 @R("cast_like")
-def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
     return [f"{ins[0]}.astype({ins[1]}.dtype)"]  # float -> int truncates, as the reference
 
 
 @R("bitcast")
-def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"lax.bitcast_convert_type({ins[0]}, {jnp_dtype(a['to'])})"]
+def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"lax.bitcast_convert_type({ins[0]}, {jnp_dtype(attrs['to'])})"]

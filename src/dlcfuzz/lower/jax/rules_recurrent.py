@@ -25,9 +25,10 @@ JAX_ACTIVATIONS = {
 
 
 def _rule(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        ops = SourceOps(e, "jnp", jnp_dtype(it[0].dtype), JAX_ACTIVATIONS, "jnp.clip")
-        return unrolled(kind, ops, ins, a, it[0])
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        ops = SourceOps(e, "jnp", jnp_dtype(in_types[0].dtype), JAX_ACTIVATIONS, "jnp.clip")
+        return unrolled(kind, ops, ins, attrs, in_types[0])
 
     return rule
 

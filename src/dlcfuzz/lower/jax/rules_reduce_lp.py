@@ -16,14 +16,15 @@ Types = Sequence[TensorType]
 
 
 def _reduce_lp(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
-        t, x, out = it[0], ins[0], ot[0]
+        t, x, out = in_types[0], ins[0], out_types[0]
         spec = get_op(f"reduce_{kind}")
-        axes = tuple(spec.reduced_or_empty(t, a))  # type: ignore[attr-defined]
-        keep, dt = bool(a["keepdims"]), jnp_dtype(t.dtype)
-        if axes and spec.count(t, a) == 0:  # type: ignore[attr-defined]
+        axes = tuple(spec.reduced_or_empty(t, attrs))  # type: ignore[attr-defined]
+        keep, dt = bool(attrs["keepdims"]), jnp_dtype(t.dtype)
+        if axes and spec.count(t, attrs) == 0:  # type: ignore[attr-defined]
             fill = '-float("inf")' if kind.startswith("log") else "0"
             return [f"jnp.full({literal(tuple(out.shape))}, {fill}, dtype={dt})"]
 

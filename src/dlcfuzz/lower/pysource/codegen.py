@@ -11,7 +11,7 @@ module prefix, a dtype, a cast, an axis keyword, a static shape, a copy. Rules a
 target's registry (`target("torch")`, `target("jax")`); a rule that is the same up to spelling is
 registered on both (`lower/pysource/rules*.py`) and reads the spelling from its emitter (`e.sp`).
 Every rule has the signature of the other targets' rules:
-`rule(spec, e, ins, outs, a, it, ot) -> list[str]`: the operator's spec, the `Emitter`, the argument
+`rule(spec, e, ins, outs, attrs, in_types, out_types) -> list[str]`: the operator's spec, the `Emitter`, the argument
 expressions, the names its outputs will get, the node's attributes, input types and output types; it
 returns one expression per output.
 """

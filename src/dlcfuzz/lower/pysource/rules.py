@@ -51,7 +51,8 @@ BINARY = {
 
 
 def _unary(np_name: str) -> Rule:
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         return [f"{e.sp.fn(np_name)}({ins[0]})"]
 
     return rule
@@ -67,34 +68,37 @@ def binary(sp: Spelling, op: str, x: str, y: str) -> str:
 
 
 @shared("leaky_relu", "elu", "celu")
-def _alpha_activation(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types,
-                      ot: Types) -> list[str]:
-    return [f"{e.sp.nn}.{spec.name}({ins[0]}, {literal(a['alpha'])})"]
+def _alpha_activation(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    return [f"{e.sp.nn}.{spec.name}({ins[0]}, {literal(attrs['alpha'])})"]
 
 
 @shared("selu")
-def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _selu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     # torch's and jax's selu fix alpha and gamma; ONNX makes them attributes
-    m, x, al, ga = e.sp.mod, ins[0], literal(a["alpha"]), literal(a["gamma"])
+    m, x, al, ga = e.sp.mod, ins[0], literal(attrs["alpha"]), literal(attrs["gamma"])
     return [f"{ga} * {m}.where({x} > 0, {x}, {al} * {m}.exp({x}) - {al})"]
 
 
 @shared("isinf")
-def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _isinf(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     m, x = e.sp.mod, ins[0]
-    if a["detect_negative"] and a["detect_positive"]:
+    if attrs["detect_negative"] and attrs["detect_positive"]:
         return [f"{m}.isinf({x})"]
-    if a["detect_positive"]:
+    if attrs["detect_positive"]:
         return [f"{m}.isposinf({x})"]
-    if a["detect_negative"]:
+    if attrs["detect_negative"]:
         return [f"{m}.isneginf({x})"]
     return [f"{m}.zeros_like({x}, dtype={e.sp.dtype('bool')})"]
 
 
 @shared("shrink")
-def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    m, x, dt = e.sp.mod, ins[0], it[0].dtype
-    lam, bias = literal(a["lambd"]), literal(a["bias"])
+def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    m, x, dt = e.sp.mod, ins[0], in_types[0].dtype
+    lam, bias = literal(attrs["lambd"]), literal(attrs["bias"])
     if dt in INTS:  # ONNX computes in float and converts back (truncating)
         x = e.bind(e.sp.cast(x, "float64"))
     y = f"{m}.where({x} < -{lam}, {x} + {bias}, {m}.where({x} > {lam}, {x} - {bias}, {m}.zeros_like({x})))"
@@ -102,19 +106,22 @@ def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
 
 
 @shared("swish")
-def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(a['alpha'])} * {ins[0]})"]
+def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(attrs['alpha'])} * {ins[0]})"]
 
 
 @shared("swiglu")
-def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
+def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(attrs['alpha'])} * {ins[0]}) * {ins[1]}"]
 
 
 @shared("pow")
-def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     sp, (x, y) = e.sp, ins
-    dx, dy = it[0].dtype, it[1].dtype
+    dx, dy = in_types[0].dtype, in_types[1].dtype
     if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
         return [sp.cast(f"{sp.fn('power')}({sp.cast(x, 'float64')}, {sp.cast(y, 'float64')})", dx)]
     if dx != dy:  # the module would promote to the wider type; ONNX keeps the base's
@@ -123,71 +130,82 @@ def _pow(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
 
 
 @shared("prelu")
-def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     x, s = ins  # the slope broadcasts unidirectionally to x (torch's F.prelu wants a per-channel weight)
     return [f"{e.sp.mod}.where({x} < 0, {x} * {s}, {x})"]
 
 
 @shared("where")
-def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     return [f"{e.sp.mod}.where({ins[2]}, {ins[0]}, {ins[1]})"]
 
 
 @shared("cast")
-def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [e.sp.cast(ins[0], a["to"])]  # float -> int truncates, as the reference
+def _cast(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    return [e.sp.cast(ins[0], attrs["to"])]  # float -> int truncates, as the reference
 
 
 @shared("softmax", "log_softmax")
-def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{e.sp.nn}.{spec.name}({ins[0]}, {e.sp.axis_kw}={int(a['axis'])})"]
+def _softmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"{e.sp.nn}.{spec.name}({ins[0]}, {e.sp.axis_kw}={int(attrs['axis'])})"]
 
 
 # ---- shape ---------------------------------------------------------------------------------------
 
 
 @shared("reshape", "flatten")
-def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{e.sp.mod}.reshape({ins[0]}, {e.sp.shape(ot[0].shape)})"]
+def _reshape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"{e.sp.mod}.reshape({ins[0]}, {e.sp.shape(out_types[0].shape)})"]
 
 
 @shared("transpose")
-def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{e.sp.fn('transpose')}({ins[0]}, {e.sp.shape(a['perm'])})"]
+def _transpose(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    return [f"{e.sp.fn('transpose')}({ins[0]}, {e.sp.shape(attrs['perm'])})"]
 
 
 @shared("concat")
-def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{e.sp.fn('concatenate')}([{', '.join(ins)}], {e.sp.axis_kw}={int(a['axis'])})"]
+def _concat(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"{e.sp.fn('concatenate')}([{', '.join(ins)}], {e.sp.axis_kw}={int(attrs['axis'])})"]
 
 
 @shared("squeeze")
-def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
+def _squeeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    dims = tuple(sorted(int(ax) % in_types[0].rank for ax in attrs["axes"]))
     return [f"{e.sp.mod}.squeeze({ins[0]}, {literal(dims)})"]
 
 
 @shared("tile")
-def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 0:
+def _tile(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    if in_types[0].rank == 0:
         return [e.sp.copy(ins[0])]
-    return [f"{e.sp.mod}.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
+    return [f"{e.sp.mod}.tile({ins[0]}, {literal(tuple(attrs['repeats']))})"]
 
 
 @shared("identity")
-def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _identity(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     return [e.sp.copy(ins[0])]
 
 
 @shared("slice")
-def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _slice(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import slice_bounds
 
-    t = it[0]
+    t = in_types[0]
     x = ins[0]
     index = [":"] * t.rank
     flips: list[int] = []
-    for ax, s, en, st in spec.parse(t, a):
+    for ax, s, en, st in spec.parse(t, attrs):
         d = t.shape[ax]
         start, end, n = slice_bounds(d, s, en, st)
         if st > 0:
@@ -236,24 +254,27 @@ def reshape_permute(sp: Spelling, x: str, steps: tuple[Any, Any, Any]) -> str:
 
 
 @shared("space_to_depth")
-def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     # torch's F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
-    return [reshape_permute(e.sp, ins[0], spec._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR")))]
+    return [reshape_permute(e.sp, ins[0], spec._steps(in_types[0].shape, int(attrs["blocksize"]), attrs.get("mode", "DCR")))]
 
 
 # ---- quantization --------------------------------------------------------------------------------
 
 
 @shared("quantize_linear")
-def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    info = np.iinfo(a["to"])
-    scale = literal(float(np.float32(a["scale"])))
-    q = e.bind(f"{e.sp.mod}.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # half to even
-    return [e.sp.cast(f"{e.sp.fn('clip')}({q}, {int(info.min)}, {int(info.max)})", a["to"])]
+def _quantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
+    info = np.iinfo(attrs["to"])
+    scale = literal(float(np.float32(attrs["scale"])))
+    q = e.bind(f"{e.sp.mod}.round({ins[0]} / {scale}) + {int(attrs['zero_point'])}")  # half to even
+    return [e.sp.cast(f"{e.sp.fn('clip')}({q}, {int(info.min)}, {int(info.max)})", attrs["to"])]
 
 
 @shared("dequantize_linear")
-def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    scale = literal(float(np.float32(a["scale"])))
-    centred = f"({e.sp.cast(ins[0], 'int32')} - {int(a['zero_point'])})"
+def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    scale = literal(float(np.float32(attrs["scale"])))
+    centred = f"({e.sp.cast(ins[0], 'int32')} - {int(attrs['zero_point'])})"
     return [f"{e.sp.cast(centred, 'float32')} * {scale}"]

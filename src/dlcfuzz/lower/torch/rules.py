@@ -38,7 +38,8 @@ _UNARY = {
 
 
 def _unary(template: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         return [template.format(x=ins[0])]
 
     return rule
@@ -49,25 +50,29 @@ for _name, _tpl in _UNARY.items():
 
 
 @R("bitwise_not")
-def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
-        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(it[0])})"]
+def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
+        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(in_types[0])})"]
     return [f"torch.bitwise_not({ins[0]})"]
 
 
 @R("gelu")
-def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.gelu({ins[0]}, approximate={a['approximate']!r})"]
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    return [f"F.gelu({ins[0]}, approximate={attrs['approximate']!r})"]
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.clamp({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0.0, 1.0)"]
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    return [f"torch.clamp({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0.0, 1.0)"]
 
 
 @R("thresholded_relu")
-def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.threshold({ins[0]}, {literal(a['alpha'])}, 0.0)"]
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    return [f"F.threshold({ins[0]}, {literal(attrs['alpha'])}, 0.0)"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
@@ -106,7 +111,7 @@ def _wide_divmod(e: Emitter, a: str, b: str, dtype: str) -> tuple[str, str]:
     return q, f"({a} - {q} * {b})"
 
 
-def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> str:
+def _wide_binary(e: Emitter, name: str, ins: list[str], attrs: dict, dtype: str) -> str:
     x, y = _wide_int64(e, ins)
     back = f".to({torch_dtype(dtype)})"
     if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
@@ -120,7 +125,7 @@ def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> 
         q, r = _wide_divmod(e, x, y, dtype)
         return (q if name == "div" else r) + back
     if name == "bit_shift":
-        if a["direction"] == "LEFT":
+        if attrs["direction"] == "LEFT":
             return f"torch.bitwise_left_shift({x}, {y}){back}"
         if dtype != "uint64":
             return f"torch.bitwise_right_shift({x}, {y}){back}"
@@ -131,9 +136,10 @@ def _wide_binary(e: Emitter, name: str, ins: list[str], a: dict, dtype: str) -> 
 
 
 def _binary(name: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        if it[0].dtype in WIDE_UNSIGNED:
-            return [_wide_binary(e, name, ins, a, it[0].dtype)]
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        if in_types[0].dtype in WIDE_UNSIGNED:
+            return [_wide_binary(e, name, ins, attrs, in_types[0].dtype)]
         return [binary(e.sp, name, ins[0], ins[1])]
 
     return rule
@@ -146,10 +152,11 @@ for _name in BINARY:
 def _variadic(name: str, fn: str):
     """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
 
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         y = ins[0]
         for x in ins[1:]:
-            y = e.bind(_wide_binary(e, name, [y, x], a, it[0].dtype) if it[0].dtype in WIDE_UNSIGNED
+            y = e.bind(_wide_binary(e, name, [y, x], attrs, in_types[0].dtype) if in_types[0].dtype in WIDE_UNSIGNED
                        else f"{fn}({y}, {x})")
         if name == "mean":
             return [f"{y} / {len(ins)}"]  # a Python scalar: the tensor's dtype stays
@@ -165,29 +172,32 @@ R("mean")(_variadic("mean", "torch.add"))
 
 
 @R("div")
-def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:
-        return [_wide_binary(e, "div", ins, a, it[0].dtype)]
-    if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:
+        return [_wide_binary(e, "div", ins, attrs, in_types[0].dtype)]
+    if in_types[0].dtype in INTS:  # ONNX integer Div truncates toward zero
         return [f"torch.div({ins[0]}, {ins[1]}, rounding_mode='trunc')"]
     return [f"torch.div({ins[0]}, {ins[1]})"]
 
 
 @R("mod")
-def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
-        return [_wide_binary(e, "mod", ins, a, it[0].dtype)]
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
+        return [_wide_binary(e, "mod", ins, attrs, in_types[0].dtype)]
     # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
-    fn = "torch.fmod" if a["fmod"] else "torch.remainder"
+    fn = "torch.fmod" if attrs["fmod"] else "torch.remainder"
     return [f"{fn}({ins[0]}, {ins[1]})"]
 
 
 @R("bit_shift")
-def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dt = it[0].dtype
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    dt = in_types[0].dtype
     if dt in WIDE_UNSIGNED:
-        return [_wide_binary(e, "bit_shift", ins, a, dt)]
-    fn = "torch.bitwise_left_shift" if a["direction"] == "LEFT" else "torch.bitwise_right_shift"
+        return [_wide_binary(e, "bit_shift", ins, attrs, dt)]
+    fn = "torch.bitwise_left_shift" if attrs["direction"] == "LEFT" else "torch.bitwise_right_shift"
     x, y = ins
     if dt not in SIGNED_INTS:
         return [f"{fn}({x}, {y})"]
@@ -195,38 +205,40 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: 
     bits = np.dtype(dt).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
     shifted = f"{fn}({x}, torch.where({inside}, {y}, torch.zeros_like({y})))"
-    fill = "torch.zeros_like(" + x + ")" if a["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(it[0])})"
+    fill = "torch.zeros_like(" + x + ")" if attrs["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(in_types[0])})"
     return [f"torch.where({inside}, {shifted}, {fill})"]
 
 
 @R("clip")
-def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
     x = ins[0]
-    if a["min"] is not None:
-        x = e.bind(f"torch.clamp_min({x}, {literal(a['min'])})")
-    if a["max"] is not None:
-        x = f"torch.clamp_max({x}, {literal(a['max'])})"
+    if attrs["min"] is not None:
+        x = e.bind(f"torch.clamp_min({x}, {literal(attrs['min'])})")
+    if attrs["max"] is not None:
+        x = f"torch.clamp_max({x}, {literal(attrs['max'])})"
     return [x if x != ins[0] else f"{x}.clone()"]
 
 
 # ---- reductions ------------------------------------------------------------------------------
 
 
-def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
+def _reduced_axes(t: TensorType, attrs: dict) -> tuple[int, ...] | None:
     from dlcfuzz.ops import get_op
 
-    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
+    return get_op("reduce_sum").reduced(t, attrs)  # type: ignore[attr-defined]
 
 
 def _reduce(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        axes = _reduced_axes(t, a)
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        t, x = in_types[0], ins[0]
+        axes = _reduced_axes(t, attrs)
         if axes is None:  # noop_with_empty_axes with no axes: identity
             return [f"{x}.clone()"]
-        keep = bool(a["keepdims"])
-        dims, dt, out = literal(list(axes)), _dt(t), ot[0]
+        keep = bool(attrs["keepdims"])
+        dims, dt, out = literal(list(axes)), _dt(t), out_types[0]
         n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
         if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch refuses)
             if t.dtype in FLOATS:
@@ -261,12 +273,13 @@ for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_ma
 
 
 def _arg(fn: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        axis, keep = int(a["axis"]), bool(a["keepdims"])
-        if not a.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        axis, keep = int(attrs["axis"]), bool(attrs["keepdims"])
+        if not attrs.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
             return [f"{fn}({ins[0]}, dim={axis}, keepdim={keep})"]
         # the last index on ties: the first of the reversed axis, mirrored
-        n = it[0].shape[axis]
+        n = in_types[0].shape[axis]
         return [f"{n - 1} - {fn}(torch.flip({ins[0]}, [{axis}]), dim={axis}, keepdim={keep})"]
 
     return rule
@@ -293,43 +306,45 @@ def _pad_spatial(e: Emitter, x: str, pads: Sequence[int], value: str = "0.0") ->
 
 
 @R("conv1d", "conv2d")
-def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    nd = it[0].rank - 2
-    x, pad = _pad_spatial(e, ins[0], a["pads"])
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    nd = in_types[0].rank - 2
+    x, pad = _pad_spatial(e, ins[0], attrs["pads"])
     bias = ins[2] if len(ins) == 3 else "None"
     fn = "F.conv1d" if nd == 1 else "F.conv2d"
-    return [f"{fn}({x}, {ins[1]}, {bias}, stride={literal(a['strides'])}, padding={literal(pad)}, "
-            f"dilation={literal(a['dilations'])}, groups={int(a['group'])})"]
+    return [f"{fn}({x}, {ins[1]}, {bias}, stride={literal(attrs['strides'])}, padding={literal(pad)}, "
+            f"dilation={literal(attrs['dilations'])}, groups={int(attrs['group'])})"]
 
 
 @R("conv_transpose2d")
-def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    p, op = list(a["pads"]), list(a.get("output_padding", [0, 0]))
-    s, d = list(a["strides"]), list(a["dilations"])
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    p, op = list(attrs["pads"]), list(attrs.get("output_padding", [0, 0]))
+    s, d = list(attrs["strides"]), list(attrs["dilations"])
     # torch's padding is symmetric and output_padding < stride or dilation: otherwise compute the
     # full transposed convolution and crop / zero-extend it as ONNX does (bias after the crop)
     native = p[:2] == p[2:] and all(o < max(si, di) for o, si, di in zip(op, s, d))
     if native:
         bias = ins[2] if len(ins) == 3 else "None"
         return [f"F.conv_transpose2d({ins[0]}, {ins[1]}, {bias}, stride={literal(s)}, padding={literal(p[:2])}, "
-                f"output_padding={literal(op)}, groups={int(a['group'])}, dilation={literal(d)})"]
-    y = e.bind(f"F.conv_transpose2d({ins[0]}, {ins[1]}, None, stride={literal(s)}, groups={int(a['group'])}, "
+                f"output_padding={literal(op)}, groups={int(attrs['group'])}, dilation={literal(d)})"]
+    y = e.bind(f"F.conv_transpose2d({ins[0]}, {ins[1]}, None, stride={literal(s)}, groups={int(attrs['group'])}, "
                f"dilation={literal(d)})")
     if any(op):
         y = e.bind(f"F.pad({y}, [0, {op[1]}, 0, {op[0]}])")
-    h, w = ot[0].shape[2], ot[0].shape[3]
+    h, w = out_types[0].shape[2], out_types[0].shape[3]
     y = e.bind(f"{y}[:, :, {p[0]}:{p[0] + h}, {p[1]}:{p[1] + w}]")
     if len(ins) == 3:
         return [f"{y} + {ins[2]}.reshape(1, -1, 1, 1)"]
     return [f"{y}.contiguous()"]
 
 
-def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
+def _pool_any(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> list[str]:
     """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
     padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
     average divides by the static count of what each window reads, the Indices come from a constant
     grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
+    k, s, d, before, after, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
     flat: list[int] = []
     for i in reversed(range(len(k))):  # F.pad lists the last dim first
         flat += [before[i], after[i]]
@@ -343,7 +358,7 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
         acc = "float32" if t.dtype == "float16" else t.dtype
         xp = e.bind(f"F.pad({x}.to(torch.{acc}), {literal(flat)})")
         total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
+        count = e.const(spec.window_count(t, attrs).astype(acc), "count")  # type: ignore[attr-defined]
         return [f"({total} / {count}).to({_dt(t)})"]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     xp = e.bind(f"F.pad({x}, {literal(flat)}, value={low})")
@@ -351,9 +366,9 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
     y = vs[0]
     for v in vs[1:]:
         y = e.bind(f"torch.maximum({y}, {v})")
-    if not a.get("indices", 0):
+    if not attrs.get("indices", 0):
         return [y if len(vs) > 1 else f"{y}.clone()"]
-    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
+    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
     ip = e.const(grid, "flat")
     best, idx = vs[0], views(ip)[0]
     for v, iv in zip(vs[1:], views(ip)[1:]):
@@ -364,23 +379,25 @@ def _pool_any(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> list[
 
 
 @R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], a, it[0])
+    name = ("avg" if "count_include_pad" in attrs else "max") + f"_pool{in_types[0].rank - 2}d"
+    return _pool_any(e, get_op(name), ins[0], attrs, in_types[0])
 
 
 @R("max_pool2d")
-def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
-    t = it[0]
+    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
-    pads = list(a["pads"])
+    k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
+    pads = list(attrs["pads"])
     # torch's own padding must be symmetric and at most half the kernel: other pads go before it
     if t.dtype in FLOATS and pads[:2] == pads[2:] and all(2 * pp <= kk for pp, kk in zip(pads[:2], k)):
         return [f"F.max_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
@@ -391,7 +408,7 @@ def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, i
     if t.dtype in FLOATS:
         return [f"F.max_pool2d({x}, {literal(k)}, stride={literal(s)}, dilation={literal(d)})"]
     # torch's CPU max_pool2d is float-only: the windows as strided slices, combined by maximum
-    return [_window_reduce(e, x, k, s, d, ot[0].shape[2:], "torch.maximum")]
+    return [_window_reduce(e, x, k, s, d, out_types[0].shape[2:], "torch.maximum")]
 
 
 def _window_reduce(e: Emitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
@@ -406,13 +423,14 @@ def _window_reduce(e: Emitter, x: str, k: Sequence[int], s: Sequence[int], d: Se
 
 
 @R("avg_pool2d")
-def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
-    k, s, pads = a["kernel"], a["strides"], list(a["pads"])
-    include = bool(a["count_include_pad"])
+    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return _pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+    k, s, pads = attrs["kernel"], attrs["strides"], list(attrs["pads"])
+    include = bool(attrs["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
         return [f"F.avg_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
                 f"count_include_pad={include})"]
@@ -427,102 +445,111 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, i
 
 
 @R("global_avg_pool")
-def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 4:
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].rank == 4:
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
-    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
+    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
 
 
 @R("global_max_pool")
-def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.amax({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
+def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    return [f"torch.amax({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
 
 
 @R("matmul")
-def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     return [f"torch.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = f"{ins[0]}.t()" if a["transA"] else ins[0]
-    w = f"{ins[1]}.t()" if a["transB"] else ins[1]
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    x = f"{ins[0]}.t()" if attrs["transA"] else ins[0]
+    w = f"{ins[1]}.t()" if attrs["transB"] else ins[1]
     if len(ins) == 3:
-        return [f"torch.addmm({ins[2]}, {x}, {w}, beta={literal(a['beta'])}, alpha={literal(a['alpha'])})"]
-    return [f"{literal(a['alpha'])} * torch.mm({x}, {w})"]
+        return [f"torch.addmm({ins[2]}, {x}, {w}, beta={literal(attrs['beta'])}, alpha={literal(attrs['alpha'])})"]
+    return [f"{literal(attrs['alpha'])} * torch.mm({x}, {w})"]
 
 
 @R("batch_norm")
-def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     x, scale, bias, mean, var = ins
-    if not a.get("training_mode", 0):
-        return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
+    if not attrs.get("training_mode", 0):
+        return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(attrs['epsilon'])})"]
     # training: the batch's statistics (population variance; torch's running_var would be unbiased
     # and its momentum the complement of ONNX's, so the running statistics are written out)
-    dims = literal([0, *range(2, it[0].rank)])
+    dims = literal([0, *range(2, in_types[0].rank)])
     bm = e.bind(f"torch.mean({x}, dim={dims})")
     bv = e.bind(f"torch.var({x}, dim={dims}, correction=0)")
-    y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"
-    m = literal(float(a.get("momentum", 0.9)))
+    y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(attrs['epsilon'])})"
+    m = literal(float(attrs.get("momentum", 0.9)))
     return [y, f"{mean} * {m} + {bm} * (1 - {m})", f"{var} * {m} + {bv} * (1 - {m})"]
 
 
 @R("layer_norm")
-def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    axis = a["axis"] % t.rank
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
+    axis = attrs["axis"] % t.rank
     norm = list(t.shape[axis:])
-    eps = literal(a["epsilon"])
-    if all(u.shape == tuple(norm) for u in it[1:]):
+    eps = literal(attrs["epsilon"])
+    if all(u.shape == tuple(norm) for u in in_types[1:]):
         bias = ins[2] if len(ins) == 3 else "None"
         ys = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
     else:
         y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
         ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
-    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+    if len(out_types) > 1:  # Mean and InvStdDev, in the float32 stash type
         dims = literal(list(range(axis, t.rank)))
         x32 = e.bind(f"{ins[0]}.to(torch.float32)")
         ys.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
-        if len(ot) > 2:
+        if len(out_types) > 2:
             ys.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
     return ys
 
 
 @R("instance_norm")
-def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
     if int(np.prod(t.shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
         dims, shape = literal(list(range(2, t.rank))), literal([1, -1] + [1] * (t.rank - 2))
         x = ins[0]
         mean = e.bind(f"torch.mean({x}, dim={dims}, keepdim=True)")
         var = e.bind(f"torch.var({x}, dim={dims}, keepdim=True, correction=0)")
-        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}.reshape({shape}) "
+        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}.reshape({shape}) "
                 f"+ {ins[2]}.reshape({shape})"]
-    return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(a['epsilon'])})"]
+    return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(attrs['epsilon'])})"]
 
 
 @R("lrn")
-def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    size = int(a["size"])
-    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    size = int(attrs["size"])
+    alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
     # torch's window is centred like ONNX's only for odd sizes, and its CPU kernel (avg_pool3d) has
     # no float16 version
-    if size % 2 == 1 and it[0].dtype != "float16":
+    if size % 2 == 1 and in_types[0].dtype != "float16":
         return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
     # otherwise ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum
     from dlcfuzz.ops import get_op
 
-    t = it[0]
+    t = in_types[0]
     band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
     sq = e.bind(f"torch.movedim(torch.movedim({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
     return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
 
 
 @R("dropout")
-def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    y = f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"  # inference: identity
-    if len(ot) > 1:  # the mask: nothing dropped
-        return [y, f"torch.ones({literal(list(it[0].shape))}, dtype=torch.bool)"]
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    y = f"F.dropout({ins[0]}, p={literal(attrs['ratio'])}, training=False)"  # inference: identity
+    if len(out_types) > 1:  # the mask: nothing dropped
+        return [y, f"torch.ones({literal(list(in_types[0].shape))}, dtype=torch.bool)"]
     return [y]
 
 
@@ -530,17 +557,19 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it
 
 
 @R("split")
-def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    parts = e.bind(f"torch.split({ins[0]}, {literal(list(a['split']))}, dim={int(a['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    parts = e.bind(f"torch.split({ins[0]}, {literal(list(attrs['split']))}, dim={int(attrs['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
 
 
 @R("pad")
-def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
     x = ins[0]
     if mode == "constant":
         flat: list[int] = []
@@ -553,29 +582,32 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Ty
 
 
 @R("unsqueeze")
-def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    r = it[0].rank + len(a["axes"])
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    r = in_types[0].rank + len(attrs["axes"])
     y = ins[0]
-    for ax in sorted(int(v) % r for v in a["axes"]):
+    for ax in sorted(int(v) % r for v in attrs["axes"]):
         y = f"torch.unsqueeze({y}, {ax})"
     return [y]
 
 
 @R("expand")
-def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.expand({literal(list(ot[0].shape))})"]
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"{ins[0]}.expand({literal(list(out_types[0].shape))})"]
 
 
 @R("gather")
-def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     data, idx = ins
-    t = it[0]
-    ax = int(a["axis"]) % t.rank
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; index_select does not
     i64 = e.bind(f"{idx}.to(torch.int64)")
     fixed = e.bind(f"torch.where({i64} < 0, {i64} + {n}, {i64}).reshape(-1)")
-    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(ot[0].shape))})"]
+    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(out_types[0].shape))})"]
 
 
 def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
@@ -591,29 +623,30 @@ def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
     return None
 
 
-def _resize_interp(e: Emitter, spec: object, x: str, a: dict, t: TensorType) -> str:
+def _resize_interp(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> str:
     """Linear/cubic Resize: the static interpolation matrix of each resized axis (float32 for float16)."""
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
-    for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
+    for ax, m in enumerate(spec.interp(t, attrs)):  # type: ignore[attr-defined]
         if m is not None:
             w = e.const(m[0].T.astype(acc), "interp")
             y = e.bind(f"torch.movedim(torch.movedim({y}, {ax}, -1) @ {w}, -1, {ax})")
-    mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
+    mask = spec.extrapolated(t, attrs)  # type: ignore[attr-defined]
     if mask is not None:
-        y = e.bind(f"torch.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+        y = e.bind(f"torch.where({e.const(mask, 'outside')}, {literal(float(attrs.get('extrapolation_value', 0.0)))}, {y})")
     return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
 
 
 @R("resize")
-def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("resize")
-    t, out = it[0], ot[0].shape
-    if a.get("mode", "nearest") != "nearest":
-        return [_resize_interp(e, spec, ins[0], a, t)]
-    indices = spec.indices(t, a)  # type: ignore[attr-defined]
+    t, out = in_types[0], out_types[0].shape
+    if attrs.get("mode", "nearest") != "nearest":
+        return [_resize_interp(e, spec, ins[0], attrs, t)]
+    indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
     changed = [ax for ax in range(t.rank)
                if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
     if t.rank in (3, 4) and changed and min(changed) >= 2 and t.dtype in FLOATS:
@@ -627,13 +660,14 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it:
 
 
 @R("depth_to_space")
-def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    b = int(a["blocksize"])
-    if a["mode"] == "CRD":
+    b = int(attrs["blocksize"])
+    if attrs["mode"] == "CRD":
         return [f"F.pixel_shuffle({ins[0]}, {b})"]
-    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(it[0].shape, b, a["mode"]))]
+    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, b, attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------

@@ -14,27 +14,31 @@ R = TARGET.register
 
 
 @R("shape")
-def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     # read from the tensor, not from our static type: with dynamic=True the dims are symbolic
-    return [f"torch.tensor(list({ins[0]}.shape)[{a.get('start', 0)}:{a.get('end')}], dtype=torch.int64)"]
+    return [f"torch.tensor(list({ins[0]}.shape)[{attrs.get('start', 0)}:{attrs.get('end')}], dtype=torch.int64)"]
 
 
 @R("size")
-def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"torch.tensor({ins[0]}.numel(), dtype=torch.int64)"]
 
 
 @R("constant_of_shape")
-def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict,
-                       it: Types, ot: Types) -> list[str]:
-    return [f"torch.full({literal(tuple(a['shape']))}, {literal(a['value'])}, dtype={torch_dtype(a['dtype'])})"]
+def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                       out_types: Types) -> list[str]:
+    return [f"torch.full({literal(tuple(attrs['shape']))}, {literal(attrs['value'])}, dtype={torch_dtype(attrs['dtype'])})"]
 
 
 @R("cast_like")
-def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
     return [f"{ins[0]}.to({ins[1]}.dtype)"]  # float -> int truncates, as the reference
 
 
 @R("bitcast")
-def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.view({torch_dtype(a['to'])})"]  # same width: view reinterprets the bytes
+def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"{ins[0]}.view({torch_dtype(attrs['to'])})"]  # same width: view reinterprets the bytes
