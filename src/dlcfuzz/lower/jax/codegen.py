@@ -24,7 +24,7 @@ SPELLING = Spelling(
     dtype_names={"bool": "bool_"}, cast_method="astype", axis_kw="axis", keepdims_kw="keepdims", shape_type=tuple,
     copies=False, take="jnp.take({x}, {idx}, axis={axis})",
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
-             "erf": "lax.erf"},
+             "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp"},
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",
