@@ -25,6 +25,8 @@ SPELLING = Spelling(
     copies=False, take="jnp.take({x}, {idx}, axis={axis})",
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
              "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp"},
+    clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
+    casts_indices=True, prod_one_axis=False,
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",

@@ -11,7 +11,6 @@ JAX, so they never widen a float16 or int8 tensor.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +19,15 @@ import numpy as np
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.pysource.rules import BINARY, binary, pad_by_gather, reshape_permute, take_static
+from dlcfuzz.lower.pysource.rules import (
+    interpolate_axes,
+    lrn_banded,
+    nearest_by_gather,
+    pad_by_gather,
+    pool_any,
+    reshape_permute,
+    resized_axes,
+)
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -79,43 +86,10 @@ def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
 
 # ---- elementwise, binary -----------------------------------------------------------------
 
-def _binary(name: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        return [binary(e.sp, name, ins[0], ins[1])]
-
-    return rule
-
-
-for _name in BINARY:
-    R(_name)(_binary(_name))
-
-
 def _broadcast_pair(e: Emitter, ins: list[str], out_types: Types) -> tuple[str, str]:
     """lax's binary primitives want equal shapes: broadcast both operands to the output's."""
     shape = literal(tuple(out_types[0].shape))
     return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
-
-
-def _variadic(fn: str, mean: bool = False):
-    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
-
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        y = ins[0]
-        for x in ins[1:]:
-            y = e.bind(f"{fn}({y}, {x})")
-        if mean:
-            return [f"{y} / {len(ins)}"]  # a weak Python scalar: the dtype stays
-        return [y if len(ins) > 1 else f"jnp.array({y}, copy=True)"]
-
-    return rule
-
-
-R("max")(_variadic("jnp.maximum"))
-R("min")(_variadic("jnp.minimum"))
-R("sum")(_variadic("jnp.add"))
-R("mean")(_variadic("jnp.add", mean=True))
 
 
 @R("div")
@@ -172,67 +146,6 @@ def _scalar(v: float | int, t: TensorType) -> str:
 # ---- reductions ------------------------------------------------------------------------------
 
 
-def _reduced_axes(t: TensorType, attrs: dict) -> tuple[int, ...] | None:
-    from dlcfuzz.ops import get_op
-
-    return get_op("reduce_sum").reduced(t, attrs)  # type: ignore[attr-defined]
-
-
-def _reduce(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        t, x = in_types[0], ins[0]
-        axes = _reduced_axes(t, attrs)
-        if axes is None:  # noop_with_empty_axes with no axes: identity
-            return [x]
-        keep = bool(attrs["keepdims"])
-        dims, dt, out = literal(tuple(axes)), _dt(t), out_types[0]
-        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
-        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (jnp refuses)
-            if t.dtype in FLOATS:
-                fill = '-float("inf")' if kind == "max" else 'float("inf")'
-            elif t.dtype == "bool":
-                fill = literal(kind == "min")
-            else:
-                info = np.iinfo(t.dtype)
-                fill = literal(int(info.min if kind == "max" else info.max))
-            return [f"jnp.full({literal(tuple(out.shape))}, {fill}, dtype={dt})"]
-        if kind == "sum":
-            return [f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
-        if kind == "mean":
-            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
-                s = e.bind(f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype=jnp.int64)")
-                return [f"lax.div({s}, jnp.int64({max(n, 1)})).astype({dt})"]
-            return [f"jnp.mean({x}, axis={dims}, keepdims={keep})"]
-        if kind in ("max", "min"):
-            return [f"jnp.{kind}({x}, axis={dims}, keepdims={keep})"]
-        return [f"jnp.prod({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
-
-    return rule
-
-
-for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
-                     ("reduce_min", "min"), ("reduce_prod", "prod")):
-    R(_name)(_reduce(_kind))
-
-
-def _arg(fn: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        axis, keep = int(attrs["axis"]), bool(attrs["keepdims"])
-        if not attrs.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
-            return [f"{fn}({ins[0]}, axis={axis}, keepdims={keep}).astype(jnp.int64)"]
-        # the last index on ties: the first of the reversed axis, mirrored
-        n = in_types[0].shape[axis]
-        return [f"({n - 1} - {fn}(jnp.flip({ins[0]}, {axis}), axis={axis}, keepdims={keep})).astype(jnp.int64)"]
-
-    return rule
-
-
-R("argmax")(_arg("jnp.argmax"))
-R("argmin")(_arg("jnp.argmin"))
-
-
 # ---- nn ------------------------------------------------------------------------------------------
 
 _DIMS = {3: "('NCH', 'OIH', 'NCH')", 4: "('NCHW', 'OIHW', 'NCHW')"}
@@ -284,59 +197,13 @@ def _window_padding(in_types: Types, out_types: Types, attrs: dict) -> str:
     return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
 
 
-def _pool_any(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> list[str]:
-    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
-    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
-    average divides by the static count of what each window reads, the Indices come from a constant
-    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
-    width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
-
-    def views(src: str) -> list[str]:
-        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
-                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
-                for off in itertools.product(*[range(kk) for kk in k])]
-
-    if spec.kind == "avg":  # type: ignore[attr-defined]
-        acc = "float32" if t.dtype == "float16" else t.dtype
-        xp = e.bind(f"jnp.pad({x}.astype(jnp.{acc}), {width})")
-        total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, attrs).astype(acc), "count")  # type: ignore[attr-defined]
-        return [f"({total} / {count}).astype({_dt(t)})"]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    xp = e.bind(f"jnp.pad({x}, {width}, constant_values={low})")
-    vs = views(xp)
-    y = vs[0]
-    for v in vs[1:]:
-        y = e.bind(f"jnp.maximum({y}, {v})")
-    if not attrs.get("indices", 0):
-        return [y]
-    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
-    ip = e.const(grid, "flat")
-    best, idx = vs[0], views(ip)[0]
-    for v, iv in zip(vs[1:], views(ip)[1:]):
-        better = e.bind(f"{v} > {best}")
-        best = e.bind(f"jnp.where({better}, {v}, {best})")
-        idx = e.bind(f"jnp.where({better}, {iv}, {idx})")
-    return [y, idx]
-
-
-@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    name = ("avg" if "count_include_pad" in attrs else "max") + f"_pool{in_types[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], attrs, in_types[0])
-
-
 @R("max_pool2d")
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+        return pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -351,7 +218,7 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+        return pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     k, s = list(attrs["kernel"]), list(attrs["strides"])
     pad = _window_padding(in_types, out_types, attrs)
@@ -371,11 +238,6 @@ def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
          out_types: Types) -> list[str]:
     return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
-
-@R("global_max_pool")
-def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
 
 @R("matmul")
@@ -447,15 +309,7 @@ def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 @R("lrn")
 def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
-    # ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
-    from dlcfuzz.ops import get_op
-
-    t = in_types[0]
-    size = int(attrs["size"])
-    alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
-    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
-    sq = e.bind(f"jnp.moveaxis(jnp.moveaxis({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
-    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
+    return [lrn_banded(e, ins[0], attrs, in_types[0])]
 
 
 @R("dropout")
@@ -521,27 +375,13 @@ def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
 @R("resize")
 def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
             out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
     t = in_types[0]
     if attrs.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
-        spec = get_op("resize")
         acc = "float32" if t.dtype == "float16" else t.dtype
-        y = e.bind(f"{ins[0]}.astype(jnp.{acc})")
-        for ax, m in enumerate(spec.interp(t, attrs)):  # type: ignore[attr-defined]
-            if m is not None:
-                w = e.const(m[0].T.astype(acc), "interp")
-                y = e.bind(f"jnp.moveaxis(jnp.moveaxis({y}, {ax}, -1) @ {w}, -1, {ax})")
-        mask = spec.extrapolated(t, attrs)  # type: ignore[attr-defined]
-        if mask is not None:
-            y = e.bind(f"jnp.where({e.const(mask, 'outside')}, {literal(float(attrs.get('extrapolation_value', 0.0)))}, {y})")
+        y = interpolate_axes(e, spec, e.bind(f"{ins[0]}.astype(jnp.{acc})"), attrs, t, acc)
         return [f"{y}.astype({_dt(t)})"]
-    indices = get_op("resize").indices(t, attrs)  # type: ignore[attr-defined]
-    x = ins[0]
-    for ax in range(t.rank):  # nearest: one static gather per resized axis
-        if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax]))):
-            x = take_static(e, x, ax, indices[ax])
-    return [x]
+    indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
+    return [nearest_by_gather(e, ins[0], indices, resized_axes(t, indices))]
 
 
 @R("depth_to_space")

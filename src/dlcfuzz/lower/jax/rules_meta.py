@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype
 from dlcfuzz.lower.pysource.codegen import Emitter
 
 Types = Sequence[TensorType]
@@ -23,18 +23,6 @@ def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
 def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
           out_types: Types) -> list[str]:
     return [f"jnp.asarray({ins[0]}.size, dtype=jnp.int64)"]
-
-
-@R("constant_of_shape")
-def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                       out_types: Types) -> list[str]:
-    return [f"jnp.full({literal(tuple(attrs['shape']))}, {literal(attrs['value'])}, dtype={jnp_dtype(attrs['dtype'])})"]
-
-
-@R("cast_like")
-def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    return [f"{ins[0]}.astype({ins[1]}.dtype)"]  # float -> int truncates, as the reference
 
 
 @R("bitcast")

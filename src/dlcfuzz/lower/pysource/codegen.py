@@ -50,6 +50,15 @@ class Spelling:
     copies: bool  # whether an operator returning its input as is must copy it (torch tensors are mutable)
     take: str  # x indexed along an axis by an index tensor: a template of x, idx, axis
     renames: dict[str, str]  # NumPy's function name -> this target's, where the module's own name differs
+    clone: str  # a copy of x (a template of x)
+    flip: str  # x reversed along one axis: a template of x, axis
+    trunc_div_int: str  # an integer tensor x divided by a Python int n, truncating toward zero (template)
+    casts_indices: bool  # index results (argmax, argsort) need a cast to int64 (jnp's come in the default int)
+    prod_one_axis: bool  # the module's prod reduces one axis per call (torch.prod)
+    # a binary operator (a key of BINARY, or max/min/div/mod/bit_shift) on an unsigned dtype the module
+    # has no kernels for, as (e, name, ins, attrs, dtype) -> source; None where the module has them all
+    wide_binary: Callable[..., str] | None = None
+    wide_dtypes: tuple[str, ...] = ()  # the dtypes wide_binary is for
 
     def fn(self, name: str) -> str:
         """The target's function of NumPy's name `name` (torch.pow for power, jax.nn.sigmoid for sigmoid)."""
@@ -73,7 +82,12 @@ class Spelling:
 
     def copy(self, x: str) -> str:
         """`x` as a value of its own (an output that is an input must not alias it where that can be seen)."""
-        return f"{x}.clone()" if self.copies else x
+        return self.clone.format(x=x) if self.copies else x
+
+    def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
+        """`x` (N, C, spatial...) padded on its spatial axes by constant `value` (zero when None)."""
+        width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
+        return f"{self.mod}.pad({x}, {width}" + (f", constant_values={value})" if value is not None else ")")
 
 
 def literal(v: Any) -> str:

@@ -6,12 +6,13 @@ differs per target stays in `lower/torch/` and `lower/jax/`, which also use the 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, INTS
+from dlcfuzz.ir.types import FLOATS, INTS, TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Spelling, Types, literal
 from dlcfuzz.lower.registry import target
 
@@ -278,3 +279,199 @@ def _dequantize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: d
     scale = literal(float(np.float32(attrs["scale"])))
     centred = f"({e.sp.cast(ins[0], 'int32')} - {int(attrs['zero_point'])})"
     return [f"{e.sp.cast(centred, 'float32')} * {scale}"]
+
+
+# ---- elementwise binary, variadic ----------------------------------------------------------------
+
+
+def _wide(e: Emitter, name: str, ins: list[str], attrs: dict, dtype: str) -> str | None:
+    """The target's own computation of `name` on a dtype its module has no kernels for, if this is one."""
+    wide = e.sp.wide_binary
+    return wide(e, name, ins, attrs, dtype) if wide is not None and dtype in e.sp.wide_dtypes else None
+
+
+def _binary(name: str) -> Rule:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        return [_wide(e, name, ins, attrs, in_types[0].dtype) or binary(e.sp, name, ins[0], ins[1])]
+
+    return rule
+
+
+for _op in BINARY:
+    shared(_op)(_binary(_op))
+
+
+def _variadic(name: str, np_name: str) -> Rule:
+    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
+
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        y = ins[0]
+        for x in ins[1:]:
+            y = e.bind(_wide(e, name, [y, x], attrs, in_types[0].dtype) or f"{e.sp.fn(np_name)}({y}, {x})")
+        if name == "mean":
+            return [f"{y} / {len(ins)}"]  # a (weakly typed) Python scalar: the tensor's dtype stays
+        return [y if len(ins) > 1 else e.sp.clone.format(x=y)]
+
+    return rule
+
+
+for _op, _np_name in (("max", "maximum"), ("min", "minimum"), ("sum", "add"), ("mean", "add")):
+    shared(_op)(_variadic(_op, _np_name))
+
+
+# ---- reductions ----------------------------------------------------------------------------------
+
+
+def _reduce(kind: str) -> Rule:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        from dlcfuzz.ops import get_op
+
+        sp, t, x = e.sp, in_types[0], ins[0]
+        axes = get_op("reduce_sum").reduced(t, attrs)  # type: ignore[attr-defined]
+        if axes is None:  # noop_with_empty_axes with no axes: identity
+            return [sp.copy(x)]
+        keep, dt, over = bool(attrs["keepdims"]), sp.dtype(t.dtype), sp.axes(axes, bool(attrs["keepdims"]))
+        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
+        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch and jnp refuse)
+            if t.dtype in FLOATS:
+                fill = '-float("inf")' if kind == "max" else 'float("inf")'
+            elif t.dtype == "bool":
+                fill = literal(kind == "min")
+            else:
+                info = np.iinfo(t.dtype)
+                fill = literal(int(info.min if kind == "max" else info.max))
+            return [f"{sp.mod}.full({sp.shape(out_types[0].shape)}, {fill}, dtype={dt})"]
+        if kind == "sum":
+            return [f"{sp.mod}.sum({x}, {over}, dtype={dt})"]
+        if kind == "mean":
+            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
+                s = e.bind(f"{sp.mod}.sum({x}, {over}, dtype={sp.dtype('int64')})")
+                return [sp.cast(sp.trunc_div_int.format(x=s, n=max(n, 1)), t.dtype)]
+            return [f"{sp.mod}.mean({x}, {over})"]
+        if kind in ("max", "min"):
+            return [f"{sp.fn(kind)}({x}, {over})"]
+        if not sp.prod_one_axis:
+            return [f"{sp.mod}.prod({x}, {over}, dtype={dt})"]
+        y = x  # one axis at a time, highest first, so lower indices stay valid
+        for ax in sorted(axes, reverse=True):
+            y = e.bind(f"{sp.mod}.prod({y}, {sp.axis_kw}={ax}, {sp.keepdims_kw}={keep}, dtype={dt})")
+        return [y if y != x else sp.copy(x)]
+
+    return rule
+
+
+for _op, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
+                   ("reduce_min", "min"), ("reduce_prod", "prod")):
+    shared(_op)(_reduce(_kind))
+
+
+@shared("argmax", "argmin")
+def _arg(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    sp, axis, keep = e.sp, int(attrs["axis"]), bool(attrs["keepdims"])
+    fn, over = f"{sp.mod}.{spec.name}", f"{sp.axis_kw}={axis}, {sp.keepdims_kw}={keep}"
+    if not attrs.get("select_last_index", 0):  # the first index on ties, like ONNX's default
+        y = f"{fn}({ins[0]}, {over})"
+        return [sp.cast(y, "int64") if sp.casts_indices else y]
+    # the last index on ties: the first of the reversed axis, mirrored
+    y = f"{in_types[0].shape[axis] - 1} - {fn}({sp.flip.format(x=ins[0], axis=axis)}, {over})"
+    return [sp.cast(f"({y})", "int64") if sp.casts_indices else y]
+
+
+# ---- nn ------------------------------------------------------------------------------------------
+
+
+def pool_any(e: Emitter, spec: Any, x: str, attrs: dict, t: TensorType) -> list[str]:
+    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
+    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
+    average divides by the static count of what each window reads, the Indices come from a constant
+    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
+    sp = e.sp
+    k, s, d, before, after, out = spec.geometry(t, attrs)
+
+    def views(src: str) -> list[str]:
+        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
+                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
+                for off in itertools.product(*[range(kk) for kk in k])]
+
+    if spec.kind == "avg":
+        acc = "float32" if t.dtype == "float16" else t.dtype
+        xp = e.bind(sp.pad(sp.cast(x, acc), before, after))
+        total = e.bind(" + ".join(views(xp)))
+        count = e.const(spec.window_count(t, attrs).astype(acc), "count")
+        return [sp.cast(f"({total} / {count})", t.dtype)]
+    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    xp = e.bind(sp.pad(x, before, after, low))
+    vs = views(xp)
+    y = vs[0]
+    for v in vs[1:]:
+        y = e.bind(f"{sp.fn('maximum')}({y}, {v})")
+    if len(vs) == 1:
+        y = sp.copy(y)
+    if not attrs.get("indices", 0):
+        return [y]
+    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)
+    ip = e.const(grid, "flat")
+    best, idx = vs[0], views(ip)[0]
+    for v, iv in zip(vs[1:], views(ip)[1:]):
+        better = e.bind(f"{v} > {best}")
+        best = e.bind(f"{sp.mod}.where({better}, {v}, {best})")
+        idx = e.bind(f"{sp.mod}.where({better}, {iv}, {idx})")
+    return [y, sp.copy(idx)]
+
+
+@shared("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
+def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return pool_any(e, spec, ins[0], attrs, in_types[0])
+
+
+@shared("global_max_pool")
+def _global_max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    return [f"{e.sp.fn('max')}({ins[0]}, {e.sp.axes(range(2, in_types[0].rank), True)})"]
+
+
+def lrn_banded(e: Emitter, x: str, attrs: dict, t: TensorType) -> str:
+    """LRN over ONNX's window, channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares."""
+    from dlcfuzz.ops import get_op
+
+    size = int(attrs["size"])
+    alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
+    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
+    moveaxis = e.sp.fn("moveaxis")
+    sq = e.bind(f"{moveaxis}({moveaxis}({x} * {x}, 1, -1) @ {band}, -1, 1)")
+    return f"{x} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"
+
+
+# ---- resize --------------------------------------------------------------------------------------
+
+
+def resized_axes(t: TensorType, indices: list[np.ndarray]) -> list[int]:
+    """The axes a nearest Resize changes (its static source indices there are not the identity)."""
+    return [ax for ax in range(t.rank)
+            if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
+
+
+def nearest_by_gather(e: Emitter, x: str, indices: list[np.ndarray], axes: list[int]) -> str:
+    """A nearest Resize as one static gather per resized axis."""
+    for ax in axes:
+        x = take_static(e, x, ax, indices[ax])
+    return x if axes else e.sp.copy(x)
+
+
+def interpolate_axes(e: Emitter, spec: Any, y: str, attrs: dict, t: TensorType, acc: str) -> str:
+    """Linear/cubic Resize of y (in dtype acc): the static interpolation matrix of each resized axis,
+    then the extrapolation value outside."""
+    for ax, m in enumerate(spec.interp(t, attrs)):
+        if m is not None:
+            w = e.const(m[0].T.astype(acc), "interp")
+            y = e.bind(f"{e.sp.fn('moveaxis')}({e.sp.fn('moveaxis')}({y}, {ax}, -1) @ {w}, -1, {ax})")
+    mask = spec.extrapolated(t, attrs)
+    if mask is not None:
+        outside = literal(float(attrs.get("extrapolation_value", 0.0)))
+        y = e.bind(f"{e.sp.mod}.where({e.const(mask, 'outside')}, {outside}, {y})")
+    return y

@@ -9,18 +9,32 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ir.types import WIDE_UNSIGNED
 from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal, lower_source
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.torch.wide import wide_binary
 
 TARGET = target("torch")
+
+
+class TorchSpelling(Spelling):
+    """torch's spelling; its F.pad lists the pads per axis, the last axis first."""
+
+    def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
+        flat: list[int] = []
+        for i in reversed(range(len(before))):  # F.pad lists the last dim first
+            flat += [before[i], after[i]]
+        return f"F.pad({x}, {literal(flat)}" + (f", value={value})" if value is not None else ")")
+
+
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
-SPELLING = Spelling(
+SPELLING = TorchSpelling(
     target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
     dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
     take="torch.index_select({x}, {axis}, {idx})",
@@ -30,8 +44,10 @@ SPELLING = Spelling(
         "softplus": "F.softplus", "subtract": "torch.sub", "multiply": "torch.mul", "equal": "torch.eq",
         "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
         "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
-        "clip": "torch.clamp",
+        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin",
     },
+    clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
+    casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",

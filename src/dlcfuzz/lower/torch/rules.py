@@ -10,7 +10,6 @@ composes torch ops, with the static index arithmetic done here.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,8 +17,17 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.pysource.rules import BINARY, binary, pad_by_gather, reshape_permute, take_static
-from dlcfuzz.lower.torch.codegen import SPELLING, TARGET, literal, torch_dtype
+from dlcfuzz.lower.pysource.rules import (
+    interpolate_axes,
+    lrn_banded,
+    nearest_by_gather,
+    pad_by_gather,
+    pool_any,
+    reshape_permute,
+    resized_axes,
+)
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
+from dlcfuzz.lower.torch.wide import wide_binary
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -77,105 +85,11 @@ def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
 
 # ---- elementwise, binary -----------------------------------------------------------------
 
-_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
-
-# torch has uint16/32/64 as storage dtypes only (no add/compare/shift kernels: "add_stub" not
-# implemented for 'UInt32'): rules compute them in int64, exactly. uint16/32 values fit; uint64
-# values keep their bits (wrapping add/sub/mul/bitwise are the same), and order by the int64 with
-# the sign bit flipped.
-_SIGN_BIT = -(2**63)
-_LOW63 = 2**63 - 1
-
-
-def _wide_int64(e: Emitter, ins: list[str]) -> list[str]:
-    return [e.bind(f"{x}.to(torch.int64)", "w") for x in ins]
-
-
-def _wide_order(e: Emitter, x64: str, dtype: str) -> str:
-    """An int64 whose signed order is the unsigned order of the value x64 holds."""
-    return e.bind(f"{x64} ^ {_SIGN_BIT}", "o") if dtype == "uint64" else x64
-
-
-def _wide_divmod(e: Emitter, a: str, b: str, dtype: str) -> tuple[str, str]:
-    """Unsigned quotient and remainder of int64-held values (uint64: Hacker's Delight 9-3, since
-    int64 division cannot see values of 2**63 and more)."""
-    if dtype != "uint64":
-        return f"torch.div({a}, {b}, rounding_mode='floor')", f"torch.remainder({a}, {b})"
-    oa, ob = _wide_order(e, a, dtype), _wide_order(e, b, dtype)
-    big = e.bind(f"{b} < 0")  # a divisor of 2**63 or more: the quotient is 0 or 1
-    bs = e.bind(f"torch.where({big}, torch.ones_like({b}), {b})")
-    q = e.bind(f"torch.div(({a} >> 1) & {_LOW63}, {bs}, rounding_mode='floor') << 1")
-    r = e.bind(f"{a} - {q} * {bs}")
-    q = e.bind(f"{q} + ((({r} ^ {_SIGN_BIT}) >= ({bs} ^ {_SIGN_BIT})).to(torch.int64))")
-    q = e.bind(f"torch.where({big}, ({oa} >= {ob}).to(torch.int64), {q})")
-    return q, f"({a} - {q} * {b})"
-
-
-def _wide_binary(e: Emitter, name: str, ins: list[str], attrs: dict, dtype: str) -> str:
-    x, y = _wide_int64(e, ins)
-    back = f".to({torch_dtype(dtype)})"
-    if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
-        return binary(SPELLING, name, x, y) + back
-    if name in _COMPARISONS:
-        return binary(SPELLING, name, _wide_order(e, x, dtype), _wide_order(e, y, dtype))
-    if name in ("max", "min"):
-        op = ">=" if name == "max" else "<="
-        return f"torch.where({_wide_order(e, x, dtype)} {op} {_wide_order(e, y, dtype)}, {x}, {y}){back}"
-    if name in ("div", "mod"):
-        q, r = _wide_divmod(e, x, y, dtype)
-        return (q if name == "div" else r) + back
-    if name == "bit_shift":
-        if attrs["direction"] == "LEFT":
-            return f"torch.bitwise_left_shift({x}, {y}){back}"
-        if dtype != "uint64":
-            return f"torch.bitwise_right_shift({x}, {y}){back}"
-        # a logical shift of the int64 bits: the first step clears the sign bit
-        logical = f"torch.bitwise_right_shift(({x} >> 1) & {_LOW63}, torch.clamp_min({y} - 1, 0))"
-        return f"torch.where({y} == 0, {x}, {logical}){back}"
-    raise KeyError(name)
-
-
-def _binary(name: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        if in_types[0].dtype in WIDE_UNSIGNED:
-            return [_wide_binary(e, name, ins, attrs, in_types[0].dtype)]
-        return [binary(e.sp, name, ins[0], ins[1])]
-
-    return rule
-
-
-for _name in BINARY:
-    R(_name)(_binary(_name))
-
-
-def _variadic(name: str, fn: str):
-    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
-
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        y = ins[0]
-        for x in ins[1:]:
-            y = e.bind(_wide_binary(e, name, [y, x], attrs, in_types[0].dtype) if in_types[0].dtype in WIDE_UNSIGNED
-                       else f"{fn}({y}, {x})")
-        if name == "mean":
-            return [f"{y} / {len(ins)}"]  # a Python scalar: the tensor's dtype stays
-        return [y if len(ins) > 1 else f"{y}.clone()"]
-
-    return rule
-
-
-R("max")(_variadic("max", "torch.maximum"))
-R("min")(_variadic("min", "torch.minimum"))
-R("sum")(_variadic("sum", "torch.add"))
-R("mean")(_variadic("mean", "torch.add"))
-
-
 @R("div")
 def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
     if in_types[0].dtype in WIDE_UNSIGNED:
-        return [_wide_binary(e, "div", ins, attrs, in_types[0].dtype)]
+        return [wide_binary(e, "div", ins, attrs, in_types[0].dtype)]
     if in_types[0].dtype in INTS:  # ONNX integer Div truncates toward zero
         return [f"torch.div({ins[0]}, {ins[1]}, rounding_mode='trunc')"]
     return [f"torch.div({ins[0]}, {ins[1]})"]
@@ -185,7 +99,7 @@ def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
 def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
     if in_types[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
-        return [_wide_binary(e, "mod", ins, attrs, in_types[0].dtype)]
+        return [wide_binary(e, "mod", ins, attrs, in_types[0].dtype)]
     # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
     fn = "torch.fmod" if attrs["fmod"] else "torch.remainder"
     return [f"{fn}({ins[0]}, {ins[1]})"]
@@ -196,7 +110,7 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
            out_types: Types) -> list[str]:
     dt = in_types[0].dtype
     if dt in WIDE_UNSIGNED:
-        return [_wide_binary(e, "bit_shift", ins, attrs, dt)]
+        return [wide_binary(e, "bit_shift", ins, attrs, dt)]
     fn = "torch.bitwise_left_shift" if attrs["direction"] == "LEFT" else "torch.bitwise_right_shift"
     x, y = ins
     if dt not in SIGNED_INTS:
@@ -222,71 +136,6 @@ def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, i
 
 
 # ---- reductions ------------------------------------------------------------------------------
-
-
-def _reduced_axes(t: TensorType, attrs: dict) -> tuple[int, ...] | None:
-    from dlcfuzz.ops import get_op
-
-    return get_op("reduce_sum").reduced(t, attrs)  # type: ignore[attr-defined]
-
-
-def _reduce(kind: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        t, x = in_types[0], ins[0]
-        axes = _reduced_axes(t, attrs)
-        if axes is None:  # noop_with_empty_axes with no axes: identity
-            return [f"{x}.clone()"]
-        keep = bool(attrs["keepdims"])
-        dims, dt, out = literal(list(axes)), _dt(t), out_types[0]
-        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
-        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch refuses)
-            if t.dtype in FLOATS:
-                fill = '-float("inf")' if kind == "max" else 'float("inf")'
-            elif t.dtype == "bool":
-                fill = literal(kind == "min")
-            else:
-                info = np.iinfo(t.dtype)
-                fill = literal(int(info.min if kind == "max" else info.max))
-            return [f"torch.full({literal(list(out.shape))}, {fill}, dtype={dt})"]
-        if kind == "sum":
-            return [f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype={dt})"]
-        if kind == "mean":
-            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
-                s = e.bind(f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype=torch.int64)")
-                return [f"torch.div({s}, {max(n, 1)}, rounding_mode='trunc').to({dt})"]
-            return [f"torch.mean({x}, dim={dims}, keepdim={keep})"]
-        if kind in ("max", "min"):
-            return [f"torch.a{kind}({x}, dim={dims}, keepdim={keep})"]
-        # prod: torch.prod reduces one dim at a time (highest first, so lower indices stay valid)
-        y = x
-        for ax in sorted(axes, reverse=True):
-            y = e.bind(f"torch.prod({y}, dim={ax}, keepdim={keep}, dtype={dt})")
-        return [y if y != x else f"{x}.clone()"]
-
-    return rule
-
-
-for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
-                     ("reduce_min", "min"), ("reduce_prod", "prod")):
-    R(_name)(_reduce(_kind))
-
-
-def _arg(fn: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        axis, keep = int(attrs["axis"]), bool(attrs["keepdims"])
-        if not attrs.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
-            return [f"{fn}({ins[0]}, dim={axis}, keepdim={keep})"]
-        # the last index on ties: the first of the reversed axis, mirrored
-        n = in_types[0].shape[axis]
-        return [f"{n - 1} - {fn}(torch.flip({ins[0]}, [{axis}]), dim={axis}, keepdim={keep})"]
-
-    return rule
-
-
-R("argmax")(_arg("torch.argmax"))
-R("argmin")(_arg("torch.argmin"))
 
 
 # ---- nn ------------------------------------------------------------------------------------------
@@ -339,61 +188,13 @@ def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     return [f"{y}.contiguous()"]
 
 
-def _pool_any(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> list[str]:
-    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
-    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
-    average divides by the static count of what each window reads, the Indices come from a constant
-    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
-    flat: list[int] = []
-    for i in reversed(range(len(k))):  # F.pad lists the last dim first
-        flat += [before[i], after[i]]
-
-    def views(src: str) -> list[str]:
-        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
-                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
-                for off in itertools.product(*[range(kk) for kk in k])]
-
-    if spec.kind == "avg":  # type: ignore[attr-defined]
-        acc = "float32" if t.dtype == "float16" else t.dtype
-        xp = e.bind(f"F.pad({x}.to(torch.{acc}), {literal(flat)})")
-        total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, attrs).astype(acc), "count")  # type: ignore[attr-defined]
-        return [f"({total} / {count}).to({_dt(t)})"]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    xp = e.bind(f"F.pad({x}, {literal(flat)}, value={low})")
-    vs = views(xp)
-    y = vs[0]
-    for v in vs[1:]:
-        y = e.bind(f"torch.maximum({y}, {v})")
-    if not attrs.get("indices", 0):
-        return [y if len(vs) > 1 else f"{y}.clone()"]
-    grid = np.pad(spec.flat_index(t, attrs), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
-    ip = e.const(grid, "flat")
-    best, idx = vs[0], views(ip)[0]
-    for v, iv in zip(vs[1:], views(ip)[1:]):
-        better = e.bind(f"{v} > {best}")
-        best = e.bind(f"torch.where({better}, {v}, {best})")
-        idx = e.bind(f"torch.where({better}, {iv}, {idx})")
-    return [y if len(vs) > 1 else f"{y}.clone()", f"{idx}.clone()"]
-
-
-@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    name = ("avg" if "count_include_pad" in attrs else "max") + f"_pool{in_types[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], attrs, in_types[0])
-
-
 @R("max_pool2d")
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+        return pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -428,7 +229,7 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+        return pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     k, s, pads = attrs["kernel"], attrs["strides"], list(attrs["pads"])
     include = bool(attrs["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
@@ -451,11 +252,6 @@ def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
     return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
 
-
-@R("global_max_pool")
-def _gmp(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    return [f"torch.amax({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
 
 
 @R("matmul")
@@ -535,13 +331,7 @@ def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     # no float16 version
     if size % 2 == 1 and in_types[0].dtype != "float16":
         return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
-    # otherwise ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum
-    from dlcfuzz.ops import get_op
-
-    t = in_types[0]
-    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
-    sq = e.bind(f"torch.movedim(torch.movedim({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
-    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
+    return [lrn_banded(e, ins[0], attrs, in_types[0])]  # otherwise ONNX's window: a banded sum
 
 
 @R("dropout")
@@ -624,16 +414,10 @@ def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
 
 
 def _resize_interp(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> str:
-    """Linear/cubic Resize: the static interpolation matrix of each resized axis (float32 for float16)."""
+    """Linear/cubic Resize (in float32 for float16)."""
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
-    for ax, m in enumerate(spec.interp(t, attrs)):  # type: ignore[attr-defined]
-        if m is not None:
-            w = e.const(m[0].T.astype(acc), "interp")
-            y = e.bind(f"torch.movedim(torch.movedim({y}, {ax}, -1) @ {w}, -1, {ax})")
-    mask = spec.extrapolated(t, attrs)  # type: ignore[attr-defined]
-    if mask is not None:
-        y = e.bind(f"torch.where({e.const(mask, 'outside')}, {literal(float(attrs.get('extrapolation_value', 0.0)))}, {y})")
+    y = interpolate_axes(e, spec, y, attrs, t, acc)
     return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
 
 
@@ -647,16 +431,12 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     if attrs.get("mode", "nearest") != "nearest":
         return [_resize_interp(e, spec, ins[0], attrs, t)]
     indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
-    changed = [ax for ax in range(t.rank)
-               if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
+    changed = resized_axes(t, indices)
     if t.rank in (3, 4) and changed and min(changed) >= 2 and t.dtype in FLOATS:
         modes = {_interpolate_mode(t.shape[ax], out[ax], indices[ax]) for ax in range(2, t.rank)}
         if len(modes) == 1 and None not in modes:  # ONNX's coordinates equal torch's mode here: use it
             return [f"F.interpolate({ins[0]}, size={literal(list(out[2:]))}, mode={modes.pop()!r})"]
-    x = ins[0]
-    for ax in changed:
-        x = take_static(e, x, ax, indices[ax])
-    return [x if x != ins[0] else f"{x}.clone()"]
+    return [nearest_by_gather(e, ins[0], indices, changed)]
 
 
 @R("depth_to_space")

@@ -7,7 +7,7 @@ from typing import Any
 
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
+from dlcfuzz.lower.torch.codegen import TARGET, torch_dtype
 
 Types = Sequence[TensorType]
 R = TARGET.register
@@ -24,18 +24,6 @@ def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
 def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
           out_types: Types) -> list[str]:
     return [f"torch.tensor({ins[0]}.numel(), dtype=torch.int64)"]
-
-
-@R("constant_of_shape")
-def _constant_of_shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                       out_types: Types) -> list[str]:
-    return [f"torch.full({literal(tuple(attrs['shape']))}, {literal(attrs['value'])}, dtype={torch_dtype(attrs['dtype'])})"]
-
-
-@R("cast_like")
-def _cast_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    return [f"{ins[0]}.to({ins[1]}.dtype)"]  # float -> int truncates, as the reference
 
 
 @R("bitcast")
