@@ -11,25 +11,15 @@ JAX, so they never widen a float16 or int8 tensor.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.pysource.rules import (
-    interpolate_axes,
-    lrn_banded,
-    nearest_by_gather,
-    pad_by_gather,
-    pool_any,
-    reshape_permute,
-    resized_axes,
-)
+from dlcfuzz.lower.pysource import rules as pyrules
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -47,16 +37,8 @@ _UNARY = {
 }
 
 
-def _unary(template: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        return [template.format(x=ins[0])]
-
-    return rule
-
-
 for _name, _tpl in _UNARY.items():
-    R(_name)(_unary(_tpl))
+    R(_name)(pyrules.templated(_tpl))
 
 
 @R("relu")
@@ -203,7 +185,7 @@ def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -218,7 +200,7 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     k, s = list(attrs["kernel"]), list(attrs["strides"])
     pad = _window_padding(in_types, out_types, attrs)
@@ -237,7 +219,6 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
 def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
     return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
-
 
 
 @R("matmul")
@@ -309,7 +290,7 @@ def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 @R("lrn")
 def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
-    return [lrn_banded(e, ins[0], attrs, in_types[0])]
+    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]
 
 
 @R("dropout")
@@ -343,7 +324,7 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         cfg = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
         return [f"lax.pad({x}, jnp.array({v}, dtype={_dt(t)}), {cfg})"]
-    return [pad_by_gather(e, x, mode, t.shape, before, after)]
+    return [pyrules.pad_by_gather(e, x, mode, t.shape, before, after)]
 
 
 @R("unsqueeze")
@@ -378,10 +359,10 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     t = in_types[0]
     if attrs.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
         acc = "float32" if t.dtype == "float16" else t.dtype
-        y = interpolate_axes(e, spec, e.bind(f"{ins[0]}.astype(jnp.{acc})"), attrs, t, acc)
+        y = pyrules.interpolate_axes(e, spec, e.bind(f"{ins[0]}.astype(jnp.{acc})"), attrs, t, acc)
         return [f"{y}.astype({_dt(t)})"]
     indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
-    return [nearest_by_gather(e, ins[0], indices, resized_axes(t, indices))]
+    return [pyrules.nearest_by_gather(e, ins[0], indices, pyrules.resized_axes(t, indices))]
 
 
 @R("depth_to_space")
@@ -389,7 +370,7 @@ def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
          out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, int(attrs["blocksize"]), attrs["mode"]))]
+    return [pyrules.reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, int(attrs["blocksize"]), attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------

@@ -8,15 +8,12 @@ qk_matmul_output and a top-left causal mask.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

@@ -11,11 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 AT_METHOD = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}

@@ -3,14 +3,10 @@ NLL operator); targets gather their class with take_along_axis, ignored ones wei
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
-
-Types = Sequence[TensorType]
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
 
 def _nll(e: Emitter, scores: str, ins: list[str], attrs: dict, in_types: Types) -> str:

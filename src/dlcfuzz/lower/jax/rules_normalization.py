@@ -6,15 +6,12 @@ input, its end pads widened so that ceil_mode's last windows lie inside (they co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

@@ -5,14 +5,11 @@ ONNX's tie order (the lower index first). Exclusive scans shift the inclusive sc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

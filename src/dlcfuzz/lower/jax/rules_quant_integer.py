@@ -6,17 +6,14 @@ rounds half to even (jnp.round)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.quant_integer import multiplier
 
-Types = Sequence[TensorType]
 R = TARGET.register
 _DIMS = {3: "('NCH', 'OIH', 'NCH')", 4: "('NCHW', 'OIHW', 'NCHW')"}
 

@@ -14,12 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.spatial import CUBIC_A, affine_base
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

@@ -8,16 +8,13 @@ reference's matrix)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
-from dlcfuzz.lower.pysource.codegen import Emitter
-
-Types = Sequence[TensorType]
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
 
 def _compute_dtype(dtype: str) -> str:

@@ -63,6 +63,16 @@ for _op, _np_name in UNARY.items():
     shared(_op)(_unary(_np_name))
 
 
+def templated(template: str) -> Rule:
+    """The rule of a one-input operator that is `template` of the input x (a target's own spelling)."""
+
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        return [template.format(x=ins[0])]
+
+    return rule
+
+
 def binary(sp: Spelling, op: str, x: str, y: str) -> str:
     """The elementwise binary operator `op` (a key of BINARY) of x and y."""
     return f"{sp.fn(BINARY[op])}({x}, {y})"

@@ -16,20 +16,11 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
-from dlcfuzz.lower.pysource.rules import (
-    interpolate_axes,
-    lrn_banded,
-    nearest_by_gather,
-    pad_by_gather,
-    pool_any,
-    reshape_permute,
-    resized_axes,
-)
+from dlcfuzz.lower.pysource import rules as pyrules
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.lower.torch.wide import wide_binary
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -45,16 +36,8 @@ _UNARY = {
 }
 
 
-def _unary(template: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        return [template.format(x=ins[0])]
-
-    return rule
-
-
 for _name, _tpl in _UNARY.items():
-    R(_name)(_unary(_tpl))
+    R(_name)(pyrules.templated(_tpl))
 
 
 @R("bitwise_not")
@@ -194,7 +177,7 @@ def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -229,7 +212,7 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     from dlcfuzz.ops import get_op
 
     if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     k, s, pads = attrs["kernel"], attrs["strides"], list(attrs["pads"])
     include = bool(attrs["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
@@ -251,7 +234,6 @@ def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     if in_types[0].rank == 4:
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
     return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
-
 
 
 @R("matmul")
@@ -331,7 +313,7 @@ def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     # no float16 version
     if size % 2 == 1 and in_types[0].dtype != "float16":
         return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
-    return [lrn_banded(e, ins[0], attrs, in_types[0])]  # otherwise ONNX's window: a banded sum
+    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]  # otherwise ONNX's window: a banded sum
 
 
 @R("dropout")
@@ -367,7 +349,7 @@ def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
             flat += [before[i], after[i]]
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         return [f"F.pad({x}, {literal(flat)}, mode='constant', value={v})"]
-    x = pad_by_gather(e, x, mode, t.shape, before, after)
+    x = pyrules.pad_by_gather(e, x, mode, t.shape, before, after)
     return [x if x != ins[0] else f"{x}.clone()"]
 
 
@@ -417,7 +399,7 @@ def _resize_interp(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType)
     """Linear/cubic Resize (in float32 for float16)."""
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
-    y = interpolate_axes(e, spec, y, attrs, t, acc)
+    y = pyrules.interpolate_axes(e, spec, y, attrs, t, acc)
     return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
 
 
@@ -431,12 +413,12 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     if attrs.get("mode", "nearest") != "nearest":
         return [_resize_interp(e, spec, ins[0], attrs, t)]
     indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
-    changed = resized_axes(t, indices)
+    changed = pyrules.resized_axes(t, indices)
     if t.rank in (3, 4) and changed and min(changed) >= 2 and t.dtype in FLOATS:
         modes = {_interpolate_mode(t.shape[ax], out[ax], indices[ax]) for ax in range(2, t.rank)}
         if len(modes) == 1 and None not in modes:  # ONNX's coordinates equal torch's mode here: use it
             return [f"F.interpolate({ins[0]}, size={literal(list(out[2:]))}, mode={modes.pop()!r})"]
-    return [nearest_by_gather(e, ins[0], indices, changed)]
+    return [pyrules.nearest_by_gather(e, ins[0], indices, changed)]
 
 
 @R("depth_to_space")
@@ -447,7 +429,7 @@ def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     b = int(attrs["blocksize"])
     if attrs["mode"] == "CRD":
         return [f"F.pixel_shuffle({ins[0]}, {b})"]
-    return [reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, b, attrs["mode"]))]
+    return [pyrules.reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, b, attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------

@@ -10,17 +10,14 @@ except in the plain square-free case (offset 0, no other mask) where is_causal=T
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 _PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}

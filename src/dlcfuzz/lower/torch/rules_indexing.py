@@ -7,16 +7,14 @@ the data flattened over the indexed dims, at static or computed linear positions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.ir.types import FLOATS
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}

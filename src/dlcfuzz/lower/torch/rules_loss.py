@@ -6,14 +6,11 @@ which no generated target takes (targets lie in [0, C) there)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
-Types = Sequence[TensorType]
 NO_IGNORE_INDEX = -100
 
 

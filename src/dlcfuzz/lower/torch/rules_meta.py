@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, torch_dtype
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

@@ -8,17 +8,14 @@ dilation and F.lp_pool drops the absolute value."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

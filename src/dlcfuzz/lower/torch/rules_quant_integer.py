@@ -8,17 +8,14 @@ The requantization multiplies by the float32 multiplier and rounds half to even 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.quant_integer import multiplier
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 

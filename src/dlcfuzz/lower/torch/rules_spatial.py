@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.spatial import affine_base
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 TORCH_GRID_MODES = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}

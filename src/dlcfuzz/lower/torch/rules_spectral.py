@@ -9,14 +9,11 @@ has no such operator: it is a constant (the reference's matrix)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
-
-Types = Sequence[TensorType]
 
 
 def _compute_dtype(dtype: str) -> str:
