@@ -9,12 +9,13 @@ captures as HLO constants (XLA may fold them).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal, lower_source
+from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
 from dlcfuzz.lower.registry import target
 
 TARGET = target("jax")
@@ -47,26 +48,41 @@ def jnp_dtype(dtype: str) -> str:
 
 
 class JaxProgram(PyProgram):
-    """A graph lowered to JAX source."""
+    """A graph lowered to JAX source. Enables x64 before it runs: the program's float64/int64 must
+    stay what they are."""
 
-    def function(self) -> Callable[..., tuple]:
-        """The program as a callable of jax/numpy arrays (exec of the source, constants bound as
-        jax arrays). Enables x64 first: the program's float64/int64 must stay what they are."""
+    spelling = SPELLING
+
+    def namespace(self) -> dict[str, Any]:
+        enable_x64()
+        return {"__name__": "dlcfuzz_jax_program"}
+
+    def filename(self, namespace: dict[str, Any]) -> str:
+        return "<dlcfuzz-jax>"
+
+    def constant(self, a: np.ndarray) -> Any:
         import jax.numpy as jnp
 
-        enable_x64()
-        namespace: dict[str, Any] = {"__name__": "dlcfuzz_jax_program"}
-        exec(PRELUDE, namespace)  # noqa: S102 - our own generated source
-        for k, a in self.consts.items():
-            namespace[k] = jnp.asarray(a)
-        exec(compile(self.source, "<dlcfuzz-jax>", "exec"), namespace)  # noqa: S102
-        return namespace[ENTRY]
+        return jnp.asarray(a)
+
+    def argument(self, a: np.ndarray) -> Any:
+        return a
+
+    def eager(self) -> AbstractContextManager[Any]:
+        """Op by op under `jax.disable_jit()`: every jnp/lax call dispatches its own small primitive, no
+        whole-program compilation (the compiler-free baseline)."""
+        import jax
+
+        return jax.disable_jit()
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        return to_numpy(x)
 
 
 def to_jax_program(g: Graph, overrides: dict[str, Rule] | None = None) -> JaxProgram:
-    """Lower `g` (and its sub-functions) to JAX source; raises Unsupported for a documented gap.
-    `overrides` replace the registered rule of some operators (planted faults)."""
-    return lower_source(g, SPELLING, JaxProgram, overrides)
+    """`g` lowered to JAX source (PyProgram.lower)."""
+    return JaxProgram.lower(g, overrides)
 
 
 def to_jax(g: Graph) -> Callable[..., tuple]:
@@ -75,15 +91,8 @@ def to_jax(g: Graph) -> Callable[..., tuple]:
 
 
 def run_eager(g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run the lowered program op by op under `jax.disable_jit()`: every jnp/lax call dispatches
-    its own small primitive, no whole-program compilation (the compiler-free baseline)."""
-    import jax
-
-    prog = to_jax_program(g)
-    fn = prog.function()
-    with jax.disable_jit():
-        outs = fn(*[np.array(inputs[n]) for n in prog.input_names])
-    return [to_numpy(o) for o in outs]
+    """Run the lowered program op by op under `jax.disable_jit()` (JaxProgram.eager)."""
+    return to_jax_program(g).run_eager(inputs)
 
 
 def to_numpy(a: Any) -> np.ndarray:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -158,12 +159,62 @@ def ident(name: str, used: set[str], reserved: frozenset[str]) -> str:
 @dataclass
 class PyProgram:
     """A lowered graph: module source (without constants' data), the constants, the entry point.
-    Each target's subclass turns it into a callable (`function()`)."""
+    Each target's subclass says how its constants, arguments and results are made and read."""
 
+    spelling: ClassVar[Spelling]
     source: str  # defines the sub-functions and ENTRY; reads constants from module globals
     consts: dict[str, np.ndarray]  # module global name -> data
     input_names: list[str]  # IR input names, in ENTRY's parameter order
     n_outputs: int
+
+    @classmethod
+    def lower(cls, g: Graph, overrides: dict[str, Rule] | None = None) -> Self:
+        """Lower `g` (and its sub-functions) to this target's source; raises Unsupported for a documented
+        gap. `overrides` replace the registered rule of some operators (planted faults)."""
+        return lower_source(g, cls.spelling, cls, overrides)
+
+    def function(self) -> Callable[..., tuple]:
+        """The program as a callable (exec of the source in a fresh namespace, constants bound as the
+        target's arrays)."""
+        namespace = self.namespace()
+        exec(self.spelling.prelude, namespace)  # noqa: S102 - our own generated source
+        for k, a in self.consts.items():
+            namespace[k] = self.constant(a)
+        exec(compile(self.source, self.filename(namespace), "exec"), namespace)  # noqa: S102
+        return namespace[ENTRY]
+
+    def run_eager(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Run the program without its compiler: the target's counterpart of the reference."""
+        fn = self.function()
+        with self.eager():
+            outs = fn(*[self.argument(np.array(inputs[n])) for n in self.input_names])
+        return [self.to_numpy(o) for o in outs]
+
+    # what each target says
+    def namespace(self) -> dict[str, Any]:
+        """The globals the program is executed in."""
+        raise NotImplementedError
+
+    def filename(self, namespace: dict[str, Any]) -> str:
+        """The file name the program's frames show."""
+        raise NotImplementedError
+
+    def constant(self, a: np.ndarray) -> Any:
+        """A constant's data as the target's array."""
+        raise NotImplementedError
+
+    def argument(self, a: np.ndarray) -> Any:
+        """An input as the target's eager function takes it."""
+        raise NotImplementedError
+
+    def eager(self) -> AbstractContextManager[Any]:
+        """The context an eager run happens in."""
+        raise NotImplementedError
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        """A result of the program as a NumPy array of its own."""
+        raise NotImplementedError
 
 
 def _lower_function(g: Graph, fname: str, emit: Emitter, fnames: dict[str, str],

@@ -10,13 +10,14 @@ from __future__ import annotations
 import sys
 import types
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import WIDE_UNSIGNED
-from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal, lower_source
+from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.torch.wide import wide_binary
 
@@ -62,17 +63,32 @@ def torch_dtype(dtype: str) -> str:
 class TorchProgram(PyProgram):
     """A graph lowered to PyTorch source."""
 
-    def function(self) -> Callable[..., tuple]:
-        """The program as a callable (exec of the source, constants bound as torch tensors)."""
+    spelling = SPELLING
+
+    def namespace(self) -> dict[str, Any]:
+        return _new_module().__dict__
+
+    def filename(self, namespace: dict[str, Any]) -> str:
+        return f"<{namespace['__name__']}>"
+
+    def constant(self, a: np.ndarray) -> Any:
         import torch
 
-        module = _new_module()
-        namespace = module.__dict__
-        exec(PRELUDE, namespace)  # noqa: S102 - our own generated source
-        for k, a in self.consts.items():
-            namespace[k] = torch.from_numpy(a.copy())
-        exec(compile(self.source, f"<{module.__name__}>", "exec"), namespace)  # noqa: S102
-        return namespace[ENTRY]
+        return torch.from_numpy(a.copy())
+
+    def argument(self, a: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(a)
+
+    def eager(self) -> AbstractContextManager[Any]:
+        import torch
+
+        return torch.no_grad()
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        return to_numpy(x)
 
 
 _LIVE_MODULES: list[str] = []
@@ -98,9 +114,8 @@ _MODULE_COUNT = 0
 
 
 def to_torch_program(g: Graph, overrides: dict[str, Rule] | None = None) -> TorchProgram:
-    """Lower `g` (and its sub-functions) to PyTorch source; raises Unsupported for a documented gap.
-    `overrides` replace the registered rule of some operators (planted faults)."""
-    return lower_source(g, SPELLING, TorchProgram, overrides)
+    """`g` lowered to PyTorch source (PyProgram.lower)."""
+    return TorchProgram.lower(g, overrides)
 
 
 def to_torch(g: Graph) -> Callable[..., tuple]:
@@ -110,13 +125,7 @@ def to_torch(g: Graph) -> Callable[..., tuple]:
 
 def run_eager(g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Run the lowered program eagerly (no compiler): the torch-side counterpart of the reference."""
-    import torch
-
-    prog = to_torch_program(g)
-    fn = prog.function()
-    with torch.no_grad():
-        outs = fn(*[torch.from_numpy(np.array(inputs[n])) for n in prog.input_names])
-    return [to_numpy(o) for o in outs]
+    return to_torch_program(g).run_eager(inputs)
 
 
 def to_numpy(t: Any) -> np.ndarray:
