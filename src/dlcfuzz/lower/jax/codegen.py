@@ -19,8 +19,16 @@ from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, lit
 from dlcfuzz.lower.registry import target
 
 TARGET = target("jax")
+class JaxSpelling(Spelling):
+    """JAX's spelling of what is not NumPy's: a shift is a lax slice, padded."""
+
+    def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
+        pad = [(1, 0) if i == axis else (0, 0) for i in range(rank)]
+        return f"jnp.pad(lax.slice_in_dim({x}, 0, {n - 1}, axis={axis}), {literal(pad)}, constant_values={fill})"
+
+
 PRELUDE = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n"
-SPELLING = Spelling(
+SPELLING = JaxSpelling(
     target="jax", prelude=PRELUDE, reserved=frozenset({"jax", "jnp", "lax", "np", ENTRY}), mod="jnp", nn="jax.nn",
     dtype_names={"bool": "bool_"}, cast_method="astype", axis_kw="axis", keepdims_kw="keepdims", shape_type=tuple,
     copies=False, take="jnp.take({x}, {idx}, axis={axis})",

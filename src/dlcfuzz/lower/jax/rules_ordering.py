@@ -1,7 +1,7 @@
 """JAX lowering rules of the ordering operators (ops/ordering.py).
 
 TopK is a stable argsort and a slice: lax.top_k works on the last axis only and does not promise
-ONNX's tie order (the lower index first). Exclusive scans shift the inclusive scan by one."""
+ONNX's tie order (the lower index first). The scans are shared (pysource/rules_ordering.py)."""
 
 from __future__ import annotations
 
@@ -18,30 +18,6 @@ def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, i
           out_types: Types) -> list[str]:
     fn = "jnp.triu" if attrs.get("upper", 1) else "jnp.tril"
     return [f"{fn}({ins[0]}, k={int(attrs.get('k', 0))})"]
-
-
-def _scan(fn: str, identity: int):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        t, x = in_types[0], ins[0]
-        d = int(attrs.get("axis", 0)) % t.rank
-        n = t.shape[d]
-        if n == 0:
-            return [x]
-        if attrs.get("reverse", 0):
-            x = e.bind(f"jnp.flip({x}, {d})")
-        y = e.bind(f"{fn}({x}, axis={d}, dtype={jnp_dtype(t.dtype)})")
-        if attrs.get("exclusive", 0):
-            pad = [(1, 0) if i == d else (0, 0) for i in range(t.rank)]
-            head = f"lax.slice_in_dim({y}, 0, {n - 1}, axis={d})"
-            y = e.bind(f"jnp.pad({head}, {literal(pad)}, constant_values={identity})")
-        return [f"jnp.flip({y}, {d})" if attrs.get("reverse", 0) else y]
-
-    return rule
-
-
-R("cumsum")(_scan("jnp.cumsum", 0))
-R("cumprod")(_scan("jnp.cumprod", 1))
 
 
 @R("hardmax")

@@ -85,6 +85,10 @@ class Spelling:
         """`x` as a value of its own (an output that is an input must not alias it where that can be seen)."""
         return self.clone.format(x=x) if self.copies else x
 
+    def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
+        """`x` (of `n` elements along `axis`) shifted one place up along it, `fill` first (an exclusive scan)."""
+        raise NotImplementedError(f"{self.target} spells no shift_in")
+
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
         """`x` (N, C, spatial...) padded on its spatial axes by constant `value` (zero when None)."""
         width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])

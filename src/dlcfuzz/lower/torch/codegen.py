@@ -25,13 +25,18 @@ TARGET = target("torch")
 
 
 class TorchSpelling(Spelling):
-    """torch's spelling; its F.pad lists the pads per axis, the last axis first."""
+    """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
+    shift is a narrow and a concatenation."""
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
         flat: list[int] = []
         for i in reversed(range(len(before))):  # F.pad lists the last dim first
             flat += [before[i], after[i]]
         return f"F.pad({x}, {literal(flat)}" + (f", value={value})" if value is not None else ")")
+
+    def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
+        first = f"torch.full_like({x}.narrow({axis}, 0, 1), {fill})"
+        return f"torch.cat([{first}, {x}.narrow({axis}, 0, {n - 1})], dim={axis})"
 
 
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"

@@ -1,7 +1,7 @@
 """PyTorch lowering rules of the ordering operators (ops/ordering.py).
 
 TopK is a stable sort and a narrow: torch.topk does not promise ONNX's tie order (the lower index
-first), a stable sort does. Exclusive scans shift the inclusive scan by one, the identity first."""
+first), a stable sort does. The scans are shared (pysource/rules_ordering.py)."""
 
 from __future__ import annotations
 
@@ -18,29 +18,6 @@ def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, i
           out_types: Types) -> list[str]:
     fn = "torch.triu" if attrs.get("upper", 1) else "torch.tril"
     return [f"{fn}({ins[0]}, diagonal={int(attrs.get('k', 0))})"]
-
-
-def _scan(fn: str, identity: str):
-    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-        t, x = in_types[0], ins[0]
-        d = int(attrs.get("axis", 0)) % t.rank
-        n = t.shape[d]
-        if n == 0:
-            return [f"{x}.clone()"]
-        if attrs.get("reverse", 0):
-            x = e.bind(f"torch.flip({x}, [{d}])")
-        y = e.bind(f"{fn}({x}, dim={d}, dtype={torch_dtype(t.dtype)})")
-        if attrs.get("exclusive", 0):
-            first = f"torch.full_like({y}.narrow({d}, 0, 1), {identity})"
-            y = e.bind(f"torch.cat([{first}, {y}.narrow({d}, 0, {n - 1})], dim={d})")
-        return [f"torch.flip({y}, [{d}])" if attrs.get("reverse", 0) else y]
-
-    return rule
-
-
-R("cumsum")(_scan("torch.cumsum", "0"))
-R("cumprod")(_scan("torch.cumprod", "1"))
 
 
 @R("hardmax")
