@@ -4,6 +4,11 @@ An operator's semantics live in `ops/`; how it is written in one target's vocabu
 that target (`lower/<target>/`), registered against the operator's name. A target either lowers
 an operator or documents why it cannot (a gap with its reason); `tests/test_lowering_registry.py`
 asserts that every registered operator is one or the other, for every target.
+
+A rule's parameters, the same order in every target: the operator's spec, the target's builder
+(ONNX's node builder, Relax's BlockBuilder, the Python targets' emitter), the input values, the
+output names, the attributes, the input types, the output types. The Python targets (torch, jax)
+share one source lowering and their common rules (`lower/pysource/`).
 """
 
 from __future__ import annotations

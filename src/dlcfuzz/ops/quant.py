@@ -10,7 +10,7 @@ tolerance of a half are near ties (legal rounding differences flip them) and are
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -32,7 +32,13 @@ def _check_params(spec: OpSpec, attrs: Attrs, qtype: str) -> None:
         raise ShapeError(f"{spec.name}: zero_point {zp!r} outside {qtype}")
 
 
-def _scalar_input(node: Any, ctx: Any, i: int, what: str) -> np.ndarray | None:
+class ConstInputs(Protocol):
+    """What this module reads of the ONNX importer's context (`lower.onnx_import.ImportContext`, a floor above)."""
+
+    def const_input(self, node: Any, i: int) -> np.ndarray | None: ...
+
+
+def _scalar_input(node: Any, ctx: ConstInputs, i: int, what: str) -> np.ndarray | None:
     a = ctx.const_input(node, i)
     if a is not None and a.size != 1:
         raise Unsupported(f"{node.op_type}: per-axis {what} is not modelled")

@@ -53,7 +53,7 @@ def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = F
     return root / "capabilities" / f"{safe}.json"
 
 
-def forms_fingerprint(backend: Any) -> str:
+def forms_fingerprint(backend: Backend) -> str:
     """The backend's known form gaps (operator and reason of each), "" when it has none."""
     gaps = sorted((g.op, g.reason) for spec in all_ops() for g in backend.known_form_gaps(spec.name))
     return hashlib.sha1(json.dumps(gaps).encode()).hexdigest()[:8] if gaps else ""

@@ -46,8 +46,8 @@ class PlantedXla(XlaBackend):
 
             right = TARGET.rule(self.op)
 
-            def broken(e, ins, a, it, ot):  # type: ignore[no-untyped-def]
-                return [f"({x}) + 1" for x in right(e, ins, a, it, ot)]
+            def broken(spec, e, ins, outs, attrs, in_types, out_types):  # type: ignore[no-untyped-def]
+                return [f"({x}) + 1" for x in right(spec, e, ins, outs, attrs, in_types, out_types)]
 
             lowered = to_jax_program(g, overrides={self.op: broken})
         return super().build(lowered, g, config)

@@ -11,15 +11,15 @@ JAX, so they never widen a float16 or int8 tensor.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource import rules as pyrules
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -29,223 +29,94 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
+# the unary operators jax spells otherwise than the other Python targets (the rest: pysource/rules.py)
 _UNARY = {
-    "abs": "jnp.abs({x})", "neg": "jnp.negative({x})", "exp": "jnp.exp({x})", "log": "jnp.log({x})",
-    "sqrt": "jnp.sqrt({x})", "reciprocal": "jnp.reciprocal({x})", "sin": "jnp.sin({x})",
-    "cos": "jnp.cos({x})", "tan": "jnp.tan({x})", "asin": "jnp.arcsin({x})", "acos": "jnp.arccos({x})",
-    "atan": "jnp.arctan({x})", "sinh": "jnp.sinh({x})", "cosh": "jnp.cosh({x})", "tanh": "jnp.tanh({x})",
-    "asinh": "jnp.arcsinh({x})", "acosh": "jnp.arccosh({x})", "atanh": "jnp.arctanh({x})",
-    "sigmoid": "jax.nn.sigmoid({x})", "softsign": "jax.nn.soft_sign({x})",
-    "erf": "lax.erf({x})", "floor": "jnp.floor({x})", "ceil": "jnp.ceil({x})",
-    "round": "jnp.round({x})",  # half to even, as ONNX Round
-    "sign": "jnp.sign({x})", "not": "jnp.logical_not({x})", "bitwise_not": "jnp.bitwise_not({x})",
-    "isnan": "jnp.isnan({x})", "softplus": "jax.nn.softplus({x})",
+    "bitwise_not": "jnp.bitwise_not({x})",
     "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
     "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
 }
 
 
-def _unary(template: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        return [template.format(x=ins[0])]
-
-    return rule
-
-
 for _name, _tpl in _UNARY.items():
-    R(_name)(_unary(_tpl))
+    R(_name)(pyrules.templated(_tpl))
 
 
 @R("relu")
-def _relu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
 
 
-@R("leaky_relu")
-def _leaky(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("elu")
-def _elu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.elu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("celu")
-def _celu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.celu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("selu")
-def _selu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # jax.nn.selu fixes alpha and gamma; ONNX makes them attributes
-    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
-    return [f"{ga} * jnp.where({x} > 0, {x}, {al} * jnp.exp({x}) - {al})"]
-
-
 @R("gelu")
-def _gelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.gelu({ins[0]}, approximate={a['approximate'] == 'tanh'})"]
-
-
-@R("isinf")
-def _isinf(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = ins[0]
-    if a["detect_negative"] and a["detect_positive"]:
-        return [f"jnp.isinf({x})"]
-    if a["detect_positive"]:
-        return [f"jnp.isposinf({x})"]
-    if a["detect_negative"]:
-        return [f"jnp.isneginf({x})"]
-    return [f"jnp.zeros_like({x}, dtype=jnp.bool_)"]
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    return [f"jax.nn.gelu({ins[0]}, approximate={attrs['approximate'] == 'tanh'})"]
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.clip({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0, 1)"]
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    return [f"jnp.clip({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0, 1)"]
 
 
 @R("thresholded_relu")
-def _thresholded(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
     x = ins[0]
-    return [f"jnp.where({x} > {literal(a['alpha'])}, {x}, jnp.zeros_like({x}))"]
-
-
-@R("shrink")
-def _shrink(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, dt = ins[0], it[0].dtype
-    lam, bias = literal(a["lambd"]), literal(a["bias"])
-    if dt in INTS:  # ONNX computes in float and converts back (truncating)
-        x = e.bind(f"{x}.astype(jnp.float64)")
-    y = f"jnp.where({x} < -{lam}, {x} + {bias}, jnp.where({x} > {lam}, {x} - {bias}, jnp.zeros_like({x})))"
-    return [f"({y}).astype({_dt(it[0])})" if dt in INTS else y]
+    return [f"jnp.where({x} > {literal(attrs['alpha'])}, {x}, jnp.zeros_like({x}))"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
 
-_BINARY = {
-    "add": "jnp.add({a}, {b})", "sub": "jnp.subtract({a}, {b})", "mul": "jnp.multiply({a}, {b})",
-    "and": "jnp.logical_and({a}, {b})", "or": "jnp.logical_or({a}, {b})", "xor": "jnp.logical_xor({a}, {b})",
-    "equal": "jnp.equal({a}, {b})", "less": "jnp.less({a}, {b})", "less_equal": "jnp.less_equal({a}, {b})",
-    "greater": "jnp.greater({a}, {b})", "greater_equal": "jnp.greater_equal({a}, {b})",
-    "bitwise_and": "jnp.bitwise_and({a}, {b})", "bitwise_or": "jnp.bitwise_or({a}, {b})",
-    "bitwise_xor": "jnp.bitwise_xor({a}, {b})",
-}
-
-
-def _binary(template: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        return [template.format(a=ins[0], b=ins[1])]
-
-    return rule
-
-
-for _name, _tpl in _BINARY.items():
-    R(_name)(_binary(_tpl))
-
-
-def _broadcast_pair(e: JaxEmitter, ins: list[str], ot: Types) -> tuple[str, str]:
+def _broadcast_pair(e: Emitter, ins: list[str], out_types: Types) -> tuple[str, str]:
     """lax's binary primitives want equal shapes: broadcast both operands to the output's."""
-    shape = literal(tuple(ot[0].shape))
+    shape = literal(tuple(out_types[0].shape))
     return (f"jnp.broadcast_to({ins[0]}, {shape})", f"jnp.broadcast_to({ins[1]}, {shape})")
 
 
-def _variadic(fn: str, mean: bool = False):
-    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
-
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        y = ins[0]
-        for x in ins[1:]:
-            y = e.bind(f"{fn}({y}, {x})")
-        if mean:
-            return [f"{y} / {len(ins)}"]  # a weak Python scalar: the dtype stays
-        return [y if len(ins) > 1 else f"jnp.array({y}, copy=True)"]
-
-    return rule
-
-
-R("max")(_variadic("jnp.maximum"))
-R("min")(_variadic("jnp.minimum"))
-R("sum")(_variadic("jnp.add"))
-R("mean")(_variadic("jnp.add", mean=True))
-
-
-@R("swish")
-def _swish(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]})"]
-
-
-@R("swiglu")
-def _swiglu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * jax.nn.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
-
-
 @R("div")
-def _div(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
-        x, y = _broadcast_pair(e, ins, ot)
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype not in FLOATS:  # ONNX integer Div truncates toward zero: lax.div (jnp's // floors)
+        x, y = _broadcast_pair(e, ins, out_types)
         return [f"lax.div({x}, {y})"]
     return [f"jnp.divide({ins[0]}, {ins[1]})"]
 
 
 @R("mod")
-def _mod(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     # fmod=1: C fmod (sign of the dividend, lax.rem); fmod=0: the divisor's sign (Python's %)
-    if a["fmod"]:
-        x, y = _broadcast_pair(e, ins, ot)
+    if attrs["fmod"]:
+        x, y = _broadcast_pair(e, ins, out_types)
         return [f"lax.rem({x}, {y})"]
     return [f"jnp.remainder({ins[0]}, {ins[1]})"]
 
 
 @R("bit_shift")
-def _shift(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    fn = "jnp.left_shift" if a["direction"] == "LEFT" else "jnp.right_shift"
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    fn = "jnp.left_shift" if attrs["direction"] == "LEFT" else "jnp.right_shift"
     x, y = ins
-    if it[0].dtype not in SIGNED_INTS:
+    if in_types[0].dtype not in SIGNED_INTS:
         return [f"{fn}({x}, {y})"]
     # signed (opset 28): an amount outside [0, bits) gives the sign fill alone (arithmetic right shift)
-    bits = np.dtype(it[0].dtype).itemsize * 8
+    bits = np.dtype(in_types[0].dtype).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
-    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(it[1])}))"
-    fill = "0" if a["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(it[0])})"
-    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(it[0])})"]
-
-
-@R("pow")
-def _pow(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, y = ins
-    dx, dy = it[0].dtype, it[1].dtype
-    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
-        return [f"jnp.power({x}.astype(jnp.float64), {y}.astype(jnp.float64)).astype({_dt(it[0])})"]
-    if dx != dy:  # jnp would promote to the wider type; ONNX keeps the base's
-        y = f"{y}.astype({_dt(it[0])})"
-    return [f"jnp.power({x}, {y})"]
-
-
-@R("prelu")
-def _prelu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, s = ins  # the slope broadcasts unidirectionally to x
-    return [f"jnp.where({x} < 0, {x} * {s}, {x})"]
-
-
-@R("where")
-def _where(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.where({ins[2]}, {ins[0]}, {ins[1]})"]
-
-
-@R("cast")
-def _cast(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.astype({jnp_dtype(a['to'])})"]  # float -> int truncates, as the reference
+    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(in_types[1])}))"
+    fill = "0" if attrs["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(in_types[0])})"
+    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(in_types[0])})"]
 
 
 @R("clip")
-def _clip(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX)
     x = ins[0]
-    if a["min"] is not None:
-        x = e.bind(f"jnp.maximum({x}, {_scalar(a['min'], it[0])})")
-    if a["max"] is not None:
-        x = f"jnp.minimum({x}, {_scalar(a['max'], it[0])})"
+    if attrs["min"] is not None:
+        x = e.bind(f"jnp.maximum({x}, {_scalar(attrs['min'], in_types[0])})")
+    if attrs["max"] is not None:
+        x = f"jnp.minimum({x}, {_scalar(attrs['max'], in_types[0])})"
     return [x]
 
 
@@ -255,65 +126,6 @@ def _scalar(v: float | int, t: TensorType) -> str:
 
 
 # ---- reductions ------------------------------------------------------------------------------
-
-
-def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
-    from dlcfuzz.ops import get_op
-
-    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
-
-
-def _reduce(kind: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        axes = _reduced_axes(t, a)
-        if axes is None:  # noop_with_empty_axes with no axes: identity
-            return [x]
-        keep = bool(a["keepdims"])
-        dims, dt, out = literal(tuple(axes)), _dt(t), ot[0]
-        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
-        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (jnp refuses)
-            if t.dtype in FLOATS:
-                fill = '-float("inf")' if kind == "max" else 'float("inf")'
-            elif t.dtype == "bool":
-                fill = literal(kind == "min")
-            else:
-                info = np.iinfo(t.dtype)
-                fill = literal(int(info.min if kind == "max" else info.max))
-            return [f"jnp.full({literal(tuple(out.shape))}, {fill}, dtype={dt})"]
-        if kind == "sum":
-            return [f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
-        if kind == "mean":
-            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
-                s = e.bind(f"jnp.sum({x}, axis={dims}, keepdims={keep}, dtype=jnp.int64)")
-                return [f"lax.div({s}, jnp.int64({max(n, 1)})).astype({dt})"]
-            return [f"jnp.mean({x}, axis={dims}, keepdims={keep})"]
-        if kind in ("max", "min"):
-            return [f"jnp.{kind}({x}, axis={dims}, keepdims={keep})"]
-        return [f"jnp.prod({x}, axis={dims}, keepdims={keep}, dtype={dt})"]
-
-    return rule
-
-
-for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
-                     ("reduce_min", "min"), ("reduce_prod", "prod")):
-    R(_name)(_reduce(_kind))
-
-
-def _arg(fn: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        axis, keep = int(a["axis"]), bool(a["keepdims"])
-        if not a.get("select_last_index", 0):  # jnp returns the first index on ties, like ONNX's default
-            return [f"{fn}({ins[0]}, axis={axis}, keepdims={keep}).astype(jnp.int64)"]
-        # the last index on ties: the first of the reversed axis, mirrored
-        n = it[0].shape[axis]
-        return [f"({n - 1} - {fn}(jnp.flip({ins[0]}, {axis}), axis={axis}, keepdims={keep})).astype(jnp.int64)"]
-
-    return rule
-
-
-R("argmax")(_arg("jnp.argmax"))
-R("argmin")(_arg("jnp.argmin"))
 
 
 # ---- nn ------------------------------------------------------------------------------------------
@@ -327,28 +139,30 @@ def _channel(b: str, rank: int) -> str:
 
 
 @R("conv1d", "conv2d")
-def _conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    nd = it[0].rank - 2
-    pads = list(a["pads"])
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    nd = in_types[0].rank - 2
+    pads = list(attrs["pads"])
     padding = literal([(pads[i], pads[nd + i]) for i in range(nd)])
-    y = (f"lax.conv_general_dilated({ins[0]}, {ins[1]}, {literal(tuple(a['strides']))}, {padding}, "
-         f"rhs_dilation={literal(tuple(a['dilations']))}, dimension_numbers={_DIMS[nd + 2]}, "
-         f"feature_group_count={int(a['group'])})")
+    y = (f"lax.conv_general_dilated({ins[0]}, {ins[1]}, {literal(tuple(attrs['strides']))}, {padding}, "
+         f"rhs_dilation={literal(tuple(attrs['dilations']))}, dimension_numbers={_DIMS[nd + 2]}, "
+         f"feature_group_count={int(attrs['group'])})")
     if len(ins) == 3:
         return [f"{e.bind(y)} + {_channel(ins[2], nd + 2)}"]
     return [y]
 
 
 @R("conv_transpose2d")
-def _conv_t(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     # The gradient form: the input dilated by the stride, convolved with the flipped kernel whose
     # in/out channels are swapped per group; padded by d*(k-1) on both sides (plus output_padding at
     # the high end) gives the full transposed convolution, which ONNX's pads then crop.
     x, w = ins[0], ins[1]
-    c, mg, kh, kw = it[1].shape
-    g = int(a["group"])
-    s, d, p = list(a["strides"]), list(a["dilations"]), list(a["pads"])
-    op = list(a.get("output_padding", [0, 0]))
+    c, mg, kh, kw = in_types[1].shape
+    g = int(attrs["group"])
+    s, d, p = list(attrs["strides"]), list(attrs["dilations"]), list(attrs["pads"])
+    op = list(attrs.get("output_padding", [0, 0]))
     k = (kh, kw)
     wt = e.bind(f"jnp.flip({w}, (2, 3)).reshape({literal((g, c // g, mg, kh, kw))}).transpose((0, 2, 1, 3, 4))"
                 f".reshape({literal((g * mg, c // g, kh, kw))})")
@@ -360,83 +174,40 @@ def _conv_t(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
     return [y]
 
 
-def _window_padding(it: Types, ot: Types, a: dict) -> str:
-    pads = list(a["pads"])
+def _window_padding(in_types: Types, out_types: Types, attrs: dict) -> str:
+    pads = list(attrs["pads"])
     return literal([(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
 
 
-def _pool_any(e: JaxEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
-    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
-    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
-    average divides by the static count of what each window reads, the Indices come from a constant
-    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
-    width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
-
-    def views(src: str) -> list[str]:
-        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
-                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
-                for off in itertools.product(*[range(kk) for kk in k])]
-
-    if spec.kind == "avg":  # type: ignore[attr-defined]
-        acc = "float32" if t.dtype == "float16" else t.dtype
-        xp = e.bind(f"jnp.pad({x}.astype(jnp.{acc}), {width})")
-        total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
-        return [f"({total} / {count}).astype({_dt(t)})"]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    xp = e.bind(f"jnp.pad({x}, {width}, constant_values={low})")
-    vs = views(xp)
-    y = vs[0]
-    for v in vs[1:]:
-        y = e.bind(f"jnp.maximum({y}, {v})")
-    if not a.get("indices", 0):
-        return [y]
-    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
-    ip = e.const(grid, "flat")
-    best, idx = vs[0], views(ip)[0]
-    for v, iv in zip(vs[1:], views(ip)[1:]):
-        better = e.bind(f"{v} > {best}")
-        best = e.bind(f"jnp.where({better}, {v}, {best})")
-        idx = e.bind(f"jnp.where({better}, {iv}, {idx})")
-    return [y, idx]
-
-
-@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], a, it[0])
-
-
 @R("max_pool2d")
-def _max_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
-    t = it[0]
+    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
+    k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
     init = f"jnp.array({low}, dtype={_dt(t)})"
     return [f"lax.reduce_window({ins[0]}, {init}, lax.max, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
-            f"{_window_padding(it, ot, a)}, window_dilation={literal((1, 1, *d))})"]
+            f"{_window_padding(in_types, out_types, attrs)}, window_dilation={literal((1, 1, *d))})"]
 
 
 @R("avg_pool2d")
-def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
-    t = it[0]
-    k, s = list(a["kernel"]), list(a["strides"])
-    pad = _window_padding(it, ot, a)
+    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
+    k, s = list(attrs["kernel"]), list(attrs["strides"])
+    pad = _window_padding(in_types, out_types, attrs)
     zero = f"jnp.array(0, dtype={_dt(t)})"
     total = e.bind(f"lax.reduce_window({ins[0]}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
                    f"{pad})")
-    if a["count_include_pad"]:
+    if attrs["count_include_pad"]:
         return [f"{total} / {int(np.prod(k))}"]
     # the mean over the window's real elements: divide by the pooled count of them
     ones = f"jnp.ones({literal((1, 1, *t.shape[2:]))}, dtype={_dt(t)})"
@@ -445,219 +216,137 @@ def _avg_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("global_avg_pool")
-def _gap(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
-
-
-@R("global_max_pool")
-def _gmp(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.max({ins[0]}, axis={literal(tuple(range(2, it[0].rank)))}, keepdims=True)"]
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
 
 @R("matmul")
-def _matmul(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     return [f"jnp.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = f"{ins[0]}.T" if a["transA"] else ins[0]
-    w = f"{ins[1]}.T" if a["transB"] else ins[1]
-    y = f"{literal(a['alpha'])} * jnp.matmul({x}, {w})"
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    x = f"{ins[0]}.T" if attrs["transA"] else ins[0]
+    w = f"{ins[1]}.T" if attrs["transB"] else ins[1]
+    y = f"{literal(attrs['alpha'])} * jnp.matmul({x}, {w})"
     if len(ins) == 3:
-        return [f"{e.bind(y)} + {literal(a['beta'])} * {ins[2]}"]
+        return [f"{e.bind(y)} + {literal(attrs['beta'])} * {ins[2]}"]
     return [y]
 
 
 @R("batch_norm")
-def _bn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     x, scale, bias, mean_in, var_in = ins
-    r = it[0].rank
+    r = in_types[0].rank
     mean, var = mean_in, var_in
-    if a.get("training_mode", 0):  # the batch's statistics (population variance)
+    if attrs.get("training_mode", 0):  # the batch's statistics (population variance)
         axes = literal((0, *range(2, r)))
         mean = e.bind(f"jnp.mean({x}, axis={axes})")
         var = e.bind(f"jnp.mean(jnp.square({x} - {_channel(mean, r)}), axis={axes})")
-    inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(a['epsilon'])})")
+    inv = e.bind(f"lax.rsqrt({_channel(var, r)} + {literal(attrs['epsilon'])})")
     y = f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"
-    if not a.get("training_mode", 0):
+    if not attrs.get("training_mode", 0):
         return [y]
-    m = literal(float(a.get("momentum", 0.9)))
+    m = literal(float(attrs.get("momentum", 0.9)))
     return [y, f"{mean_in} * {m} + {mean} * (1 - {m})", f"{var_in} * {m} + {var} * (1 - {m})"]
 
 
 @R("layer_norm")
-def _ln(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    axes = literal(tuple(range(a["axis"] % t.rank, t.rank)))
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
+    axes = literal(tuple(range(attrs["axis"] % t.rank, t.rank)))
     x = ins[0]
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
-    y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
-    outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
-    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+    y = f"({x} - {mean}) / jnp.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}"  # scale broadcasts to the suffix
+    ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    if len(out_types) > 1:  # Mean and InvStdDev, in the float32 stash type
         x32 = e.bind(f"{x}.astype(jnp.float32)")
         m32 = e.bind(f"jnp.mean({x32}, axis={axes}, keepdims=True)")
-        outs.append(m32)
-        if len(ot) > 2:
-            outs.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(a['epsilon'])})")
-    return outs
+        ys.append(m32)
+        if len(out_types) > 2:
+            ys.append(f"lax.rsqrt(jnp.mean(jnp.square({x32} - {m32}), axis={axes}, keepdims=True) + {literal(attrs['epsilon'])})")
+    return ys
 
 
 @R("instance_norm")
-def _in(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
     axes = literal(tuple(range(2, t.rank)))
     x = ins[0]
     mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
     var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
-    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(a['epsilon'])}) * {_channel(ins[1], t.rank)} "
+    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(attrs['epsilon'])}) * {_channel(ins[1], t.rank)} "
             f"+ {_channel(ins[2], t.rank)}"]
 
 
 @R("lrn")
-def _lrn(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
-    from dlcfuzz.ops import get_op
-
-    t = it[0]
-    size = int(a["size"])
-    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
-    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
-    sq = e.bind(f"jnp.moveaxis(jnp.moveaxis({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
-    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
-
-
-@R("softmax")
-def _softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.softmax({ins[0]}, axis={int(a['axis'])})"]
-
-
-@R("log_softmax")
-def _log_softmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jax.nn.log_softmax({ins[0]}, axis={int(a['axis'])})"]
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]
 
 
 @R("dropout")
-def _dropout(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if len(ot) > 1:  # the mask: nothing dropped
-        return [ins[0], f"jnp.ones({literal(tuple(it[0].shape))}, dtype=jnp.bool_)"]
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    if len(out_types) > 1:  # the mask: nothing dropped
+        return [ins[0], f"jnp.ones({literal(tuple(in_types[0].shape))}, dtype=jnp.bool_)"]
     return [ins[0]]  # inference: the identity
 
 
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("reshape", "flatten")
-def _reshape(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.reshape({ins[0]}, {literal(tuple(ot[0].shape))})"]
-
-
-@R("transpose")
-def _transpose(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.transpose({ins[0]}, {literal(tuple(a['perm']))})"]
-
-
-@R("concat")
-def _concat(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.concatenate([{', '.join(ins)}], axis={int(a['axis'])})"]
-
-
 @R("split")
-def _split(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    cuts = [int(v) for v in np.cumsum(a["split"])[:-1]]
-    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(a['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
-
-
-@R("slice")
-def _slice(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-    from dlcfuzz.ops.shape import slice_bounds
-
-    t = it[0]
-    x = ins[0]
-    index = [":"] * t.rank
-    flips: list[int] = []
-    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
-        d = t.shape[ax]
-        start, end, n = slice_bounds(d, s, en, st)
-        if st > 0:
-            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
-        else:  # flip the axis, then step forward from the mirrored start (no "end = -1" ambiguity)
-            flips.append(ax)
-            m = d - 1 - start
-            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
-    if flips:
-        x = e.bind(f"jnp.flip({x}, {literal(tuple(flips))})")
-    return [f"{x}[{', '.join(index)}]" if t.rank else x]
-
-
-def _take_axis(e: JaxEmitter, x: str, axis: int, idx: np.ndarray) -> str:
-    """x indexed along `axis` by a static index list."""
-    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
-    return e.bind(f"jnp.take({x}, {k}, axis={axis})")
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    cuts = [int(v) for v in np.cumsum(attrs["split"])[:-1]]
+    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(attrs['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
 
 
 @R("pad")
-def _pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
     x = ins[0]
     if mode == "constant":  # lax.pad: negative pads crop, as in ONNX
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         cfg = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
         return [f"lax.pad({x}, jnp.array({v}, dtype={_dt(t)}), {cfg})"]
-    # reflect / edge: a gather of static indices per padded axis (ONNX pads any axis of any dtype)
-    for ax, (pb, pe) in enumerate(zip(before, after)):
-        if not (pb or pe):
-            continue
-        d = t.shape[ax]
-        src = np.arange(-pb, d + pe)
-        if mode == "reflect":
-            period = 2 * (d - 1)
-            src = np.abs(src) % period if period else np.zeros_like(src)
-            src = np.where(src >= d, period - src, src)
-        elif mode == "wrap":
-            src = src % d
-        else:
-            src = np.clip(src, 0, d - 1)
-        x = _take_axis(e, x, ax, src)
-    return [x]
-
-
-@R("squeeze")
-def _squeeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
-    return [f"jnp.squeeze({ins[0]}, {literal(dims)})"]
+    return [pyrules.pad_by_gather(e, x, mode, t.shape, before, after)]
 
 
 @R("unsqueeze")
-def _unsqueeze(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    r = it[0].rank + len(a["axes"])
-    dims = tuple(sorted(int(v) % r for v in a["axes"]))
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    r = in_types[0].rank + len(attrs["axes"])
+    dims = tuple(sorted(int(v) % r for v in attrs["axes"]))
     return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
 
 
 @R("expand")
-def _expand(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(ot[0].shape))})"]
-
-
-@R("tile")
-def _tile(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 0:
-        return [ins[0]]
-    return [f"jnp.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(out_types[0].shape))})"]
 
 
 @R("gather")
-def _gather(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     data, idx = ins
-    t = it[0]
-    ax = int(a["axis"]) % t.rank
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; made explicit rather than left to jnp.take's mode
     fixed = e.bind(f"jnp.where({idx} < 0, {idx} + {n}, {idx})")
@@ -665,65 +354,24 @@ def _gather(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("resize")
-def _resize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    t = it[0]
-    if a.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
-        spec = get_op("resize")
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    t = in_types[0]
+    if attrs.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
         acc = "float32" if t.dtype == "float16" else t.dtype
-        y = e.bind(f"{ins[0]}.astype(jnp.{acc})")
-        for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
-            if m is not None:
-                w = e.const(m[0].T.astype(acc), "interp")
-                y = e.bind(f"jnp.moveaxis(jnp.moveaxis({y}, {ax}, -1) @ {w}, -1, {ax})")
-        mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
-        if mask is not None:
-            y = e.bind(f"jnp.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+        y = pyrules.interpolate_axes(e, spec, e.bind(f"{ins[0]}.astype(jnp.{acc})"), attrs, t, acc)
         return [f"{y}.astype({_dt(t)})"]
-    indices = get_op("resize").indices(t, a)  # type: ignore[attr-defined]
-    x = ins[0]
-    for ax in range(t.rank):  # nearest: one static gather per resized axis
-        if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax]))):
-            x = _take_axis(e, x, ax, indices[ax])
-    return [x]
+    indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
+    return [pyrules.nearest_by_gather(e, ins[0], indices, pyrules.resized_axes(t, indices))]
 
 
 @R("depth_to_space")
-def _d2s(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    shape, perm, out = DepthToSpace._steps(it[0].shape, int(a["blocksize"]), a["mode"])
-    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
-            f"{literal(tuple(out))})"]
-
-
-@R("space_to_depth")
-def _s2d(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops.shape import SpaceToDepth
-
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
-    return [f"jnp.reshape(jnp.transpose(jnp.reshape({ins[0]}, {literal(tuple(shape))}), {literal(tuple(perm))}), "
-            f"{literal(tuple(out))})"]
-
-
-@R("identity")
-def _identity(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [ins[0]]  # JAX arrays are immutable: no copy needed
+    return [pyrules.reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, int(attrs["blocksize"]), attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------
 
-
-@R("quantize_linear")
-def _quantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    info = np.iinfo(a["to"])
-    scale = literal(float(np.float32(a["scale"])))
-    q = e.bind(f"jnp.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # half to even
-    return [f"jnp.clip({q}, {int(info.min)}, {int(info.max)}).astype({jnp_dtype(a['to'])})"]
-
-
-@R("dequantize_linear")
-def _dequantize(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    scale = literal(float(np.float32(a["scale"])))
-    return [f"({ins[0]}.astype(jnp.int32) - {int(a['zero_point'])}).astype(jnp.float32) * {scale}"]

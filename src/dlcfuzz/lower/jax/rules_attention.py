@@ -8,29 +8,29 @@ qk_matmul_output and a top-left causal mask.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
-def _heads(e: JaxEmitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+def _heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
     """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
     return x if rank == 4 else e.bind(f"jnp.swapaxes({x}.reshape({b}, {s}, {h}, -1), 1, 2)")
 
 
 @R("attention")
-def _attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    lay = attention_layout(it, a)
+def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    lay = attention_layout(in_types, attrs)
     dt = jnp_dtype(lay.dtype)
     rest = list(ins[3:])
-    mask = rest.pop(0) if a.get("has_mask") else None
-    past = (rest.pop(0), rest.pop(0)) if a.get("has_past") else None
-    nonpad = rest.pop(0) if a.get("has_nonpad") else None
+    mask = rest.pop(0) if attrs.get("has_mask") else None
+    past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
+    nonpad = rest.pop(0) if attrs.get("has_nonpad") else None
     q = _heads(e, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
     k = _heads(e, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
     v = _heads(e, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
@@ -47,8 +47,8 @@ def _attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
             bias = e.bind(f"jnp.where({m}, jnp.asarray(0, {dt}), jnp.asarray(-jnp.inf, {dt}))")
         else:
             bias = e.bind(f"jnp.pad({mask}, {pad}, constant_values=-jnp.inf)") if width else mask
-    causal = bool(a.get("is_causal"))
-    left, right = int(a.get("left_window_size", -1)), int(a.get("right_window_size", -1))
+    causal = bool(attrs.get("is_causal"))
+    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
     if causal or left >= 0 or right >= 0 or nonpad is not None:
         offset = f"({nonpad} - {lay.sq}).reshape({lay.b}, 1, 1, 1)" if nonpad is not None else literal(lay.p)
         pos = e.bind(f"jnp.arange({lay.sq}).reshape(1, 1, {lay.sq}, 1) + {offset}")
@@ -66,52 +66,53 @@ def _attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
         bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
 
     rep = lay.hq // lay.hkv
-    root = f"jnp.asarray({literal(attention_scale_root(lay, a))}, {dt})"
+    root = f"jnp.asarray({literal(attention_scale_root(lay, attrs))}, {dt})"
     kr = e.bind(f"jnp.repeat({k}, {rep}, axis=1)") if rep > 1 else k
     vr = e.bind(f"jnp.repeat({v}, {rep}, axis=1)") if rep > 1 else v
     logits = e.bind(f"jnp.matmul({q} * {root}, jnp.swapaxes({kr} * {root}, -1, -2))")
-    softcap = float(a.get("softcap", 0.0))
+    softcap = float(attrs.get("softcap", 0.0))
     cap = f"jnp.asarray({literal(softcap)}, {dt})"
     capped = e.bind(f"{cap} * jnp.tanh({logits} / {cap})") if softcap else logits
     x = e.bind(f"{capped} + {bias}") if bias is not None else capped
-    precision = int(a.get("softmax_precision", 0))
+    precision = int(attrs.get("softmax_precision", 0))
     soft_dt = jnp_dtype(SOFTMAX_PRECISIONS[precision]) if precision else dt
     probs = e.bind(f"jax.nn.softmax({x}.astype({soft_dt}), axis=-1).astype({dt})")
     if bias is not None:  # rows without an allowed key: ONNX makes them zero (softmax gives NaN)
         probs = e.bind(f"jnp.where(jnp.all(jnp.isneginf({bias}), axis=-1, keepdims=True), "
                        f"jnp.asarray(0, {dt}), {probs})")
     y = e.bind(f"jnp.matmul({probs}, {vr})")
-    outs = [y if lay.rank == 4 else f"jnp.swapaxes({y}, 1, 2).reshape({lay.b}, {lay.sq}, -1)"]
-    if a.get("present"):
-        outs += [k, v]
-    if a.get("qk_output"):
-        outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
-    return outs
+    ys = [y if lay.rank == 4 else f"jnp.swapaxes({y}, 1, 2).reshape({lay.b}, {lay.sq}, -1)"]
+    if attrs.get("present"):
+        ys += [k, v]
+    if attrs.get("qk_output"):
+        ys.append({0: logits, 1: capped, 2: x, 3: probs}[int(attrs.get("qk_matmul_output_mode", 0))])
+    return ys
 
 
 @R("rotary_embedding")
-def _rotary_embedding(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
     x, cos, sin = ins[:3]
     if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
         cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
-    t = it[0]
+    t = in_types[0]
     if t.rank == 4:
         b, _, s, d = t.shape
         x4 = e.bind(f"jnp.swapaxes({x}, 1, 2)")  # (B, S, H, D)
     else:
         b, s = t.shape[:2]
-        d = t.shape[2] // int(a["num_heads"])
-        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(a['num_heads'])}, {d})")
-    rot = int(a.get("rotary_embedding_dim", 0)) or d
+        d = t.shape[2] // int(attrs["num_heads"])
+        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(attrs['num_heads'])}, {d})")
+    rot = int(attrs.get("rotary_embedding_dim", 0)) or d
     cos, sin = e.bind(f"{cos}[:, :, None, :]"), e.bind(f"{sin}[:, :, None, :]")
     xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
-    if a.get("interleaved"):
+    if attrs.get("interleaved"):
         x1, x2 = e.bind(f"{xr}[..., 0::2]"), e.bind(f"{xr}[..., 1::2]")
     else:
         x1, x2 = e.bind(f"{xr}[..., :{rot // 2}]"), e.bind(f"{xr}[..., {rot // 2}:]")
     real = e.bind(f"{cos} * {x1} - {sin} * {x2}")
     imag = e.bind(f"{sin} * {x1} + {cos} * {x2}")
-    if a.get("interleaved"):
+    if attrs.get("interleaved"):
         rotated = e.bind(f"jnp.stack([{real}, {imag}], axis=-1).reshape({b}, {s}, -1, {rot})")
     else:
         rotated = e.bind(f"jnp.concatenate([{real}, {imag}], axis=-1)")
@@ -120,40 +121,42 @@ def _rotary_embedding(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Typ
 
 
 @R("causal_conv_with_state")
-def _causal_conv_with_state(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                            out_types: Types) -> list[str]:
     x, w = ins[:2]
     rest = list(ins[2:])
-    bias = rest.pop(0) if a.get("has_bias") else None
-    b, c, length = it[0].shape
-    k = it[1].shape[2]
-    past = rest.pop(0) if a.get("has_past") else f"jnp.zeros(({b}, {c}, {k - 1}), dtype={jnp_dtype(it[0].dtype)})"
+    bias = rest.pop(0) if attrs.get("has_bias") else None
+    b, c, length = in_types[0].shape
+    k = in_types[1].shape[2]
+    past = rest.pop(0) if attrs.get("has_past") else f"jnp.zeros(({b}, {c}, {k - 1}), dtype={jnp_dtype(in_types[0].dtype)})"
     padded = e.bind(f"jnp.concatenate([{past}, {x}], axis=2)")
     conv = e.bind(f"lax.conv_general_dilated({padded}, {w}, (1,), 'VALID', "
                   f"dimension_numbers=('NCH', 'OIH', 'NCH'), feature_group_count={c})")
     if bias is not None:
         conv = e.bind(f"{conv} + {bias}[None, :, None]")
-    out = f"jax.nn.silu({conv})" if a.get("activation", "none") != "none" else conv
+    out = f"jax.nn.silu({conv})" if attrs.get("activation", "none") != "none" else conv
     return [out, f"{padded}[:, :, {length}:]"]
 
 
 @R("linear_attention")
-def _linear_attention(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    rule = a.get("update_rule", "gated_delta")
-    hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
-    b, t, _ = it[0].shape
-    dk, dv = it[0].shape[2] // hq, it[2].shape[2] // hkv
-    dt = jnp_dtype(it[0].dtype)
+def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    rule = attrs.get("update_rule", "gated_delta")
+    hq, hkv = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
+    b, t, _ = in_types[0].shape
+    dk, dv = in_types[0].shape[2] // hq, in_types[2].shape[2] // hkv
+    dt = jnp_dtype(in_types[0].dtype)
     q = e.bind(f"jnp.swapaxes({ins[0]}.reshape({b}, {t}, {hq}, {dk}), 1, 2)")
     k = e.bind(f"jnp.swapaxes({ins[1]}.reshape({b}, {t}, {hkv}, {dk}), 1, 2)")
     v = e.bind(f"jnp.swapaxes({ins[2]}.reshape({b}, {t}, {hkv}, {dv}), 1, 2)")
     rest = list(ins[3:])
-    state = rest.pop(0) if a.get("has_past") else e.bind(f"jnp.zeros(({b}, {hkv}, {dk}, {dv}), dtype={dt})")
+    state = rest.pop(0) if attrs.get("has_past") else e.bind(f"jnp.zeros(({b}, {hkv}, {dk}, {dv}), dtype={dt})")
     decay = beta = None
     if rule in ("gated", "gated_delta"):
         decay = e.bind(f"jnp.swapaxes({rest.pop(0)}.reshape({b}, {t}, {hkv}, -1), 1, 2)")  # (B, H, T, 1 or d_k)
     if rule in ("delta", "gated_delta"):
         beta = e.bind(f"jnp.swapaxes({rest.pop(0)}.reshape({b}, {t}, -1, 1), 1, 2)")  # (B, H or 1, T, 1)
-    scale = f"jnp.asarray({literal(float(a.get('scale', 0.0)) or 1.0 / float(dk) ** 0.5)}, {dt})"
+    scale = f"jnp.asarray({literal(float(attrs.get('scale', 0.0)) or 1.0 / float(dk) ** 0.5)}, {dt})"
     steps = []
     for i in range(t):  # the recurrence, unrolled over the (static) sequence
         if decay is not None:

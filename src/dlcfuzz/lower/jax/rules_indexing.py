@@ -7,13 +7,13 @@ flattened over the scattered positions, with the reduction as the update method.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 AT_METHOD = {"none": "set", "add": "add", "mul": "multiply", "max": "max", "min": "min"}
@@ -31,18 +31,20 @@ def _block(x: str, shape: Sequence[int], skip: int) -> str:
 
 
 @R("gather_elements")
-def _gather_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, itype = it
-    ax = int(a["axis"]) % t.rank
+def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    t, itype = in_types
+    ax = int(attrs["axis"]) % t.rank
     fixed = e.bind(f"jnp.where({ins[1]} < 0, {ins[1]} + {t.shape[ax]}, {ins[1]})")
     block = e.bind(_block(ins[0], itype.shape, ax))  # take_along_axis needs equal dims off the axis
     return [f"jnp.take_along_axis({block}, {fixed}, axis={ax}, mode='clip')"]
 
 
 @R("gather_nd")
-def _gather_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, itype = it
-    b, k = _spec("gather_nd").parse(t, itype, a)  # type: ignore[attr-defined]
+def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    t, itype = in_types
+    b, k = _spec("gather_nd").parse(t, itype, attrs)  # type: ignore[attr-defined]
     dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
     strides = np.asarray([int(np.prod(dims[j + 1:])) for j in range(k)], dtype=np.int64)
     batch = int(np.prod(t.shape[:b], dtype=np.int64))
@@ -53,10 +55,10 @@ def _gather_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
     linear = e.bind(f"({fixed} * {e.const(strides, 'strides')}).sum(-1).reshape({batch}, {count})")
     flat = e.bind(f"{ins[0]}.reshape({literal(tuple([batch, int(np.prod(dims))] + rest))})")
     rows = e.const(np.arange(batch, dtype=np.int64).reshape(batch, 1), "rows")
-    return [f"{flat}[{rows}, {linear}].reshape({literal(tuple(ot[0].shape))})"]
+    return [f"{flat}[{rows}, {linear}].reshape({literal(tuple(out_types[0].shape))})"]
 
 
-def _scatter_rows(e: JaxEmitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
+def _scatter_rows(e: Emitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
                   upd: str, width_upd: tuple[int, int], reduction: str) -> str:
     at = e.const(np.ascontiguousarray(linear.astype(np.int64)), "pos")
     flat = e.bind(f"jnp.asarray({data}).reshape({literal(rows)})")
@@ -65,40 +67,44 @@ def _scatter_rows(e: JaxEmitter, data: str, shape: tuple[int, ...], rows: tuple[
 
 
 @R("scatter_elements")
-def _scatter_elements(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, u = it
-    where = _spec("scatter_elements").targets(t, u, a)  # type: ignore[attr-defined]
+def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    t, u = in_types
+    where = _spec("scatter_elements").targets(t, u, attrs)  # type: ignore[attr-defined]
     linear = np.ravel_multi_index(where, t.shape).reshape(-1) if u.size else np.zeros(0, np.int64)
-    return [_scatter_rows(e, ins[0], t.shape, (t.size,), linear, ins[1], (u.size,), a["reduction"])]
+    return [_scatter_rows(e, ins[0], t.shape, (t.size,), linear, ins[1], (u.size,), attrs["reduction"])]
 
 
 @R("scatter_nd")
-def _scatter_nd(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    tuples = _spec("scatter_nd").tuples(t, a)  # type: ignore[attr-defined]
+def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    t = in_types[0]
+    tuples = _spec("scatter_nd").tuples(t, attrs)  # type: ignore[attr-defined]
     k = tuples.shape[1]
     slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
     linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
     return [_scatter_rows(e, ins[0], t.shape, (slots, width), linear, ins[1], (len(tuples), width),
-                          a["reduction"])]
+                          attrs["reduction"])]
 
 
 @R("one_hot")
-def _one_hot(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    depth, axis, dtype = _spec("one_hot").parse(t, a)  # type: ignore[attr-defined]
+def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    t = in_types[0]
+    depth, axis, dtype = _spec("one_hot").parse(t, attrs)  # type: ignore[attr-defined]
     i64 = e.bind(f"{ins[0]}.astype(jnp.int64)")  # floats truncate toward zero
     fixed = e.bind(f"jnp.where({i64} < 0, {i64} + {depth}, {i64})")
     shape = [1] * (t.rank + 1)
     shape[axis] = depth
     steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
-    off, on = (e.const(np.asarray(v).astype(dtype), "v") for v in a["values"])
+    off, on = (e.const(np.asarray(v).astype(dtype), "v") for v in attrs["values"])
     return [f"jnp.where(jnp.expand_dims({fixed}, {axis}) == {steps}, {on}, {off})"]
 
 
 @R("compress")
-def _compress(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    axis, kept = _spec("compress").kept(it[0], a)  # type: ignore[attr-defined]
+def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
+    axis, kept = _spec("compress").kept(in_types[0], attrs)  # type: ignore[attr-defined]
     k = e.const(np.asarray(kept, dtype=np.int64), "kept")
     if axis is None:
         return [f"jnp.take({ins[0]}.reshape(-1), {k}, axis=0, mode='clip')"]
@@ -106,14 +112,16 @@ def _compress(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("reverse_sequence")
-def _reverse_sequence(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    tm, src = _spec("reverse_sequence").source(it[0], a)  # type: ignore[attr-defined]
+def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    tm, src = _spec("reverse_sequence").source(in_types[0], attrs)  # type: ignore[attr-defined]
     return [f"jnp.take_along_axis({ins[0]}, {e.const(src, 'src')}, axis={tm}, mode='clip')"]
 
 
 @R("center_crop_pad")
-def _center_crop_pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    win = _spec("center_crop_pad").windows(it[0], a)  # type: ignore[attr-defined]
+def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    win = _spec("center_crop_pad").windows(in_types[0], attrs)  # type: ignore[attr-defined]
     x = f"{ins[0]}[{', '.join(f'{s}:{s + n}' for s, n, _, _ in win)},]"
     width = tuple((pb, pe) for _, _, pb, pe in win)
     if not any(pb or pe for pb, pe in width):
@@ -122,9 +130,10 @@ def _center_crop_pad(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Type
 
 
 @R("tensor_scatter")
-def _tensor_scatter(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    past, upd = it
-    ax, src = _spec("tensor_scatter").source(past, upd, a)  # type: ignore[attr-defined]
+def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    past, upd = in_types
+    ax, src = _spec("tensor_scatter").source(past, upd, attrs)  # type: ignore[attr-defined]
     if upd.shape[ax] == 0:
         return [ins[0]]
     picked = e.bind(f"jnp.take_along_axis({ins[1]}, {e.const(np.clip(src, 0, None), 'src')}, axis={ax}, mode='clip')")

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("einsum")
-def einsum(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def einsum(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     # HIGHEST: float32 products on TPU/GPU stay float32 (the default may round operands to bfloat16)
-    return [f"jnp.einsum({literal(a['equation'].replace(' ', ''))}, {', '.join(ins)}, "
+    return [f"jnp.einsum({literal(attrs['equation'].replace(' ', ''))}, {', '.join(ins)}, "
             f"precision=lax.Precision.HIGHEST)"]
 
 
 @R("det")
-def det(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def det(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     return [f"jnp.linalg.det({ins[0]})"]

@@ -2,35 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("shape")
-def _shape(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.asarray({ins[0]}.shape[{a.get('start', 0)}:{a.get('end')}], dtype=jnp.int64)"]
+def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    return [f"jnp.asarray({ins[0]}.shape[{attrs.get('start', 0)}:{attrs.get('end')}], dtype=jnp.int64)"]
 
 
 @R("size")
-def _size(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"jnp.asarray({ins[0]}.size, dtype=jnp.int64)"]
 
 
-@R("constant_of_shape")
-def _constant_of_shape(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"jnp.full({literal(tuple(a['shape']))}, {literal(a['value'])}, dtype={jnp_dtype(a['dtype'])})"]
-
-
-@R("cast_like")
-def _cast_like(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.astype({ins[1]}.dtype)"]  # float -> int truncates, as the reference
-
-
 @R("bitcast")
-def _bitcast(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"lax.bitcast_convert_type({ins[0]}, {jnp_dtype(a['to'])})"]
+def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"lax.bitcast_convert_type({ins[0]}, {jnp_dtype(attrs['to'])})"]

@@ -1,52 +1,30 @@
 """JAX lowering rules of the ordering operators (ops/ordering.py).
 
 TopK is a stable argsort and a slice: lax.top_k works on the last axis only and does not promise
-ONNX's tie order (the lower index first). Exclusive scans shift the inclusive scan by one."""
+ONNX's tie order (the lower index first). The scans are shared (pysource/rules_ordering.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("trilu")
-def trilu(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    fn = "jnp.triu" if a.get("upper", 1) else "jnp.tril"
-    return [f"{fn}({ins[0]}, k={int(a.get('k', 0))})"]
-
-
-def _scan(fn: str, identity: int):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        d = int(a.get("axis", 0)) % t.rank
-        n = t.shape[d]
-        if n == 0:
-            return [x]
-        if a.get("reverse", 0):
-            x = e.bind(f"jnp.flip({x}, {d})")
-        y = e.bind(f"{fn}({x}, axis={d}, dtype={jnp_dtype(t.dtype)})")
-        if a.get("exclusive", 0):
-            pad = [(1, 0) if i == d else (0, 0) for i in range(t.rank)]
-            head = f"lax.slice_in_dim({y}, 0, {n - 1}, axis={d})"
-            y = e.bind(f"jnp.pad({head}, {literal(pad)}, constant_values={identity})")
-        return [f"jnp.flip({y}, {d})" if a.get("reverse", 0) else y]
-
-    return rule
-
-
-R("cumsum")(_scan("jnp.cumsum", 0))
-R("cumprod")(_scan("jnp.cumprod", 1))
+def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    fn = "jnp.triu" if attrs.get("upper", 1) else "jnp.tril"
+    return [f"{fn}({ins[0]}, k={int(attrs.get('k', 0))})"]
 
 
 @R("hardmax")
-def hardmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    d = int(a.get("axis", -1)) % t.rank
+def hardmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    t = in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
     n = t.shape[d]
     if n == 0 or t.size == 0:
         return [ins[0]]
@@ -55,12 +33,13 @@ def hardmax(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> lis
 
 
 @R("topk")
-def topk(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    d = int(a.get("axis", -1)) % t.rank
-    k = int(a["k"])
+def topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    t = in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
+    k = int(attrs["k"])
     keys = ins[0] if t.dtype.startswith("float") else f"{ins[0]}.astype(jnp.int64)"
-    if a.get("largest", 1):
+    if attrs.get("largest", 1):
         keys = f"-{keys}"
     order = e.bind(f"lax.slice_in_dim(jnp.argsort({keys}, axis={d}, stable=True), 0, {k}, axis={d})"
                    f".astype(jnp.int64)")
@@ -68,15 +47,17 @@ def topk(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[s
 
 
 @R("eye_like")
-def eye_like(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    rows, cols = it[0].shape
-    return [f"jnp.eye({rows}, {cols}, k={int(a.get('k', 0))}, dtype={jnp_dtype(ot[0].dtype)})"]
+def eye_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    rows, cols = in_types[0].shape
+    return [f"jnp.eye({rows}, {cols}, k={int(attrs.get('k', 0))}, dtype={jnp_dtype(out_types[0].dtype)})"]
 
 
 @R("range")
-def range_(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def range_(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     import numpy as np
 
-    dt = ot[0].dtype
-    start, limit, delta = (np.asarray(a[k]).astype(dt).item() for k in ("start", "limit", "delta"))
+    dt = out_types[0].dtype
+    start, limit, delta = (np.asarray(attrs[k]).astype(dt).item() for k in ("start", "limit", "delta"))
     return [f"jnp.arange({literal(start)}, {literal(limit)}, {literal(delta)}, dtype={jnp_dtype(dt)})"]

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, literal
+from dlcfuzz.lower.jax.codegen import TARGET, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.ops.spatial import CUBIC_A, affine_base
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -27,7 +27,7 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: JaxEmitter, p: str, lo: float, hi: float) -> str:
+def _reflect(e: Emitter, p: str, lo: float, hi: float) -> str:
     """ONNX GridSample's reflection of p into [lo, hi]."""
     span = hi - lo
     if span <= 0:
@@ -41,7 +41,7 @@ def _reflect(e: JaxEmitter, p: str, lo: float, hi: float) -> str:
                   f"jnp.where({above}, jnp.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
 
 
-def _cubic(e: JaxEmitter, t: str) -> list[str]:
+def _cubic(e: Emitter, t: str) -> list[str]:
     a = CUBIC_A
     u, v, w = e.bind(f"{t} + 1"), e.bind(f"1 - {t}"), e.bind(f"2 - {t}")
     return [e.bind(f"(({a!r} * {u} - {5 * a!r}) * {u} + {8 * a!r}) * {u} - {4 * a!r}"),
@@ -51,14 +51,15 @@ def _cubic(e: JaxEmitter, t: str) -> list[str]:
 
 
 @R("grid_sample")
-def _grid_sample(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    mode, padding, align = a["mode"], a["padding_mode"], int(a["align_corners"])
+def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    mode, padding, align = attrs["mode"], attrs["padding_mode"], int(attrs["align_corners"])
     x, grid = ins
-    n, c, *dims = it[0].shape
-    out_sp = list(ot[0].shape[2:])
+    n, c, *dims = in_types[0].shape
+    out_sp = list(out_types[0].shape[2:])
     r = len(dims)
-    if ot[0].size == 0:
-        return [f"jnp.zeros({literal(tuple(ot[0].shape))}, {x}.dtype)"]
+    if out_types[0].size == 0:
+        return [f"jnp.zeros({literal(tuple(out_types[0].shape))}, {x}.dtype)"]
     taps_per_dim = []
     for i, d in enumerate(dims):
         g = e.bind(f"{grid}[..., {r - 1 - i}]")
@@ -110,32 +111,35 @@ def _grid_sample(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("affine_grid")
-def _affine_grid(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    base = e.const(affine_base(a["size"][2:], int(a["align_corners"])).astype(it[0].dtype), "base")
+def _affine_grid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    base = e.const(affine_base(attrs["size"][2:], int(attrs["align_corners"])).astype(in_types[0].dtype), "base")
     return [f"jnp.einsum('...j,nkj->n...k', {base}, {ins[0]})"]
 
 
-def _gather_sum(e: JaxEmitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int]) -> str:
+def _gather_sum(e: Emitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int]) -> str:
     flat = e.bind(f"jnp.concatenate([{x}.reshape({n}, -1), jnp.zeros(({n}, 1), {x}.dtype)], axis=1)")
     return f"{flat}[:, {e.const(src, 'src')}].sum(-1).reshape({literal(tuple(out_shape))})"
 
 
 @R("col2im")
-def _col2im(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    src = _spec("col2im").sources(it[0], a)  # type: ignore[attr-defined]
-    return [_gather_sum(e, ins[0], it[0].shape[0], src, ot[0].shape)]
+def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    src = _spec("col2im").sources(in_types[0], attrs)  # type: ignore[attr-defined]
+    return [_gather_sum(e, ins[0], in_types[0].shape[0], src, out_types[0].shape)]
 
 
 @R("roi_align")
-def _roi_align(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    rows, weights, valid, count = _spec("roi_align").plan(t, a)  # type: ignore[attr-defined]
-    if ot[0].size == 0 or t.size == 0:
-        return [f"jnp.zeros({literal(tuple(ot[0].shape))}, {ins[0]}.dtype)"]
+def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    t = in_types[0]
+    rows, weights, valid, count = _spec("roi_align").plan(t, attrs)  # type: ignore[attr-defined]
+    if out_types[0].size == 0 or t.size == 0:
+        return [f"jnp.zeros({literal(tuple(out_types[0].shape))}, {ins[0]}.dtype)"]
     table = e.bind(f"{ins[0]}.transpose(0, 2, 3, 1).reshape(-1, {t.shape[1]})")
     terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
     ok = e.const(valid[..., None], "valid")
-    if a.get("mode", "avg") == "avg":
+    if attrs.get("mode", "avg") == "avg":
         y = e.bind(f"jnp.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
     else:
         best = e.bind(f"jnp.where({ok}, {terms}.max(4), -jnp.inf).max(3)")
@@ -144,30 +148,33 @@ def _roi_align(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("max_roi_pool")
-def _max_roi_pool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    batch, mask, empty = _spec("max_roi_pool").plan(t, a)  # type: ignore[attr-defined]
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    t = in_types[0]
+    batch, mask, empty = _spec("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
     n, c, h, w = t.shape
     picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
     best = e.bind(f"jnp.where({e.const(mask[:, None], 'bins')}, {picked}[:, :, None, :], -jnp.inf).max(-1)")
-    return [f"jnp.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(tuple(ot[0].shape))})"]
+    return [f"jnp.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(tuple(out_types[0].shape))})"]
 
 
 @R("max_unpool")
-def _max_unpool(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    src = _spec("max_unpool").sources(it[0], a)  # type: ignore[attr-defined]
+def _max_unpool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    src = _spec("max_unpool").sources(in_types[0], attrs)  # type: ignore[attr-defined]
     flat = e.bind(f"jnp.concatenate([{ins[0]}.reshape(-1), jnp.zeros((1,), {ins[0]}.dtype)])")
-    return [f"{flat}[{e.const(src, 'src')}].reshape({literal(tuple(ot[0].shape))})"]
+    return [f"{flat}[{e.const(src, 'src')}].reshape({literal(tuple(out_types[0].shape))})"]
 
 
 @R("deform_conv")
-def _deform_conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    k, s, d, p, g, og = _spec("deform_conv").geometry(it, a)  # type: ignore[attr-defined]
-    n, c, h, w = it[0].shape
-    m = it[1].shape[0]
-    oh, ow = ot[0].shape[2:]
+def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    k, s, d, p, g, og = _spec("deform_conv").geometry(in_types, attrs)  # type: ignore[attr-defined]
+    n, c, h, w = in_types[0].shape
+    m = in_types[1].shape[0]
+    oh, ow = out_types[0].shape[2:]
     taps = k[0] * k[1] * oh * ow
-    dt = it[0].dtype
+    dt = in_types[0].dtype
     off = e.bind(f"{ins[2]}.reshape({n}, {og}, {k[0]}, {k[1]}, 2, {oh}, {ow})")
     base_y = ((np.arange(oh) * s[0] - p[0])[None, :] + (np.arange(k[0]) * d[0])[:, None]).reshape(1, 1, k[0], 1, oh, 1)
     base_x = ((np.arange(ow) * s[1] - p[1])[None, :] + (np.arange(k[1]) * d[1])[:, None]).reshape(1, 1, 1, k[1], 1, ow)
@@ -187,11 +194,11 @@ def _deform_conv(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
             weight = e.bind(f"jnp.where({ok}, {wy} * {wx}, 0.0).reshape({n}, {og}, 1, {taps})")
             term = e.bind(f"{weight} * jnp.where({ok}.reshape({n}, {og}, 1, {taps}), {vals}, 0.0)")
             cols = term if cols is None else e.bind(f"{cols} + {term}")
-    if a.get("mask", 0):
+    if attrs.get("mask", 0):
         cols = e.bind(f"{cols} * {ins[-1]}.reshape({n}, {og}, 1, {taps})")
     grouped = e.bind(f"{cols}.reshape({n}, {g}, {c // g}, {k[0] * k[1]}, {oh * ow})")
     wg = e.bind(f"{ins[1]}.reshape({g}, {m // g}, {c // g}, {k[0] * k[1]})")
     y = e.bind(f"jnp.einsum('ngckp,gmck->ngmp', {grouped}, {wg}).reshape({n}, {m}, {oh}, {ow})")
-    if a.get("bias", 0):
+    if attrs.get("bias", 0):
         y = e.bind(f"{y} + {ins[3]}.reshape(1, {m}, 1, 1)")
     return [y]

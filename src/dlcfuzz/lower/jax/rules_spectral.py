@@ -8,21 +8,20 @@ reference's matrix)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, JaxEmitter, jnp_dtype, literal
-
-Types = Sequence[TensorType]
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
 
 
 def _compute_dtype(dtype: str) -> str:
     return "jnp.float32" if dtype == "float16" else jnp_dtype(dtype)
 
 
-def _complex(e: JaxEmitter, x: str, t: TensorType) -> str:
+def _complex(e: Emitter, x: str, t: TensorType) -> str:
     w = e.bind(f"{x}.astype({_compute_dtype(t.dtype)})")
     if t.shape[-1] == 1:
         return e.bind(f"{w}[..., 0]")
@@ -34,11 +33,12 @@ def _pairs(z: str, dtype: str) -> str:
 
 
 @TARGET.register("dft")
-def dft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    axis, n, inverse, onesided = get_op("dft").resolved(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    axis, n, inverse, onesided = get_op("dft").resolved(t, attrs)  # type: ignore[attr-defined]
     z = _complex(e, ins[0], t)
     if inverse and onesided:
         return [f"jnp.expand_dims(jnp.fft.irfft({z}, n={n}, axis={axis}), -1).astype({jnp_dtype(t.dtype)})"]
@@ -47,31 +47,33 @@ def dft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[st
 
 
 @TARGET.register("stft")
-def stft(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    fl = get_op("stft").frame_length(it, a)  # type: ignore[attr-defined]
-    step = a["frame_step"]
+    t = in_types[0]
+    fl = get_op("stft").frame_length(in_types, attrs)  # type: ignore[attr-defined]
+    step = attrs["frame_step"]
     n_frames = (t.shape[1] - fl) // step + 1
     idx = e.const(np.arange(n_frames)[:, None] * step + np.arange(fl)[None, :], "frame_idx")
     z = _complex(e, ins[0], t)
     frames = e.bind(f"{z}[:, {idx}]", "frames")
     if len(ins) == 2:
         frames = e.bind(f"{frames} * {ins[1]}.astype({_compute_dtype(t.dtype)})", "frames")
-    fn = "rfft" if a["onesided"] else "fft"
+    fn = "rfft" if attrs["onesided"] else "fft"
     return [_pairs(e.bind(f"jnp.fft.{fn}({frames}, axis=-1)"), t.dtype)]
 
 
 def _window(name: str):
-    def rule(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
         a0, a1, a2 = get_op(name).coefficients  # type: ignore[attr-defined]
-        out = a["output_datatype"]
+        out = attrs["output_datatype"]
         compute = jnp_dtype(out) if out in ("float32", "float64") else "jnp.float64"
-        denom = a["size"] if a["periodic"] else a["size"] - 1
-        phase = e.bind(f"jnp.arange({a['size']}, dtype={compute}) * ({literal(2.0 * np.pi)} / {literal(float(denom))})",
+        denom = attrs["size"] if attrs["periodic"] else attrs["size"] - 1
+        phase = e.bind(f"jnp.arange({attrs['size']}, dtype={compute}) * ({literal(2.0 * np.pi)} / {literal(float(denom))})",
                        "phase")
         w = f"{literal(a0)} - {literal(a1)} * jnp.cos({phase})"
         if a2:
@@ -86,7 +88,8 @@ for _name in ("hann_window", "hamming_window", "blackman_window"):
 
 
 @TARGET.register("mel_weight_matrix")
-def mel_weight_matrix(e: JaxEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def mel_weight_matrix(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    return [e.const(get_op("mel_weight_matrix").reference([], a)[0], "mel")]
+    return [e.const(get_op("mel_weight_matrix").reference([], attrs)[0], "mel")]

@@ -116,8 +116,8 @@ def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees, checke
                 for i, v in enumerate(n.outputs):
                     env[v.name] = bb.emit(relax.TupleGetItem(call, i))
             continue
-        exprs = RELAX.rule(n.op)(get_op(n.op), bb, args, n.attrs, [types[i] for i in n.inputs],
-                                 [v.type for v in n.outputs])
+        exprs = RELAX.rule(n.op)(get_op(n.op), bb, args, [v.name for v in n.outputs], n.attrs,
+                                 [types[i] for i in n.inputs], [v.type for v in n.outputs])
         if any(v.name in checked for v in n.outputs) and not _reaches_an_operator(
                 bb, n.op, list(exprs), [env[i] for i in dict.fromkeys(n.inputs)]):
             raise LoweringGap(f"our Relax lowering of {n.op} does not hand its inputs to one Relax operator "

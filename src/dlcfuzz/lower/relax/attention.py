@@ -40,7 +40,8 @@ def _heads(bb: Any, x: Any, width: int, b: int, s: int, h: int, rank: int) -> An
 
 
 @RELAX.register("attention")
-def attention(spec: AttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def attention(spec: AttentionOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
     from tvm.tirx import FloatImm  # (tvm.ir.prim only from apache-tvm 0.27)
 
@@ -157,7 +158,7 @@ def _merge(bb: Any, y: Any, lay: Any, width: int) -> Any:
 
 
 @RELAX.register("rotary_embedding")
-def rotary_embedding(spec: RotaryEmbeddingOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def rotary_embedding(spec: RotaryEmbeddingOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                      out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -197,8 +198,8 @@ def rotary_embedding(spec: RotaryEmbeddingOp, bb: Any, ins: list[Any], attrs: At
 
 
 @RELAX.register("causal_conv_with_state")
-def causal_conv_with_state(spec: CausalConvWithStateOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
-                           out_types: Any) -> list[Any]:
+def causal_conv_with_state(spec: CausalConvWithStateOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
+                           in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     x, w = ins[:2]
@@ -218,7 +219,7 @@ def causal_conv_with_state(spec: CausalConvWithStateOp, bb: Any, ins: list[Any],
 
 
 @RELAX.register("linear_attention")
-def linear_attention(spec: LinearAttentionOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def linear_attention(spec: LinearAttentionOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                      out_types: Any) -> list[Any]:
     from tvm import relax
 

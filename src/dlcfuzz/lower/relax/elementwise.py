@@ -267,7 +267,8 @@ def _prelu(x: Any, s: Any, attrs: Attrs, dt: str) -> Any:
     "softsign", "erf", "floor", "ceil", "round", "sign", "not", "bitwise_not", "isnan", "isinf", "hard_sigmoid",
     "hard_swish", "mish", "thresholded_relu", "shrink", "swish",
 )
-def unary(spec: UnaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def unary(spec: UnaryOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+          out_types: Any) -> list[Any]:
     return [UNARY[spec.name](ins[0], attrs, in_types[0].dtype)]
 
 
@@ -275,7 +276,8 @@ def unary(spec: UnaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, o
     "add", "sub", "mul", "div", "mod", "and", "or", "xor", "equal", "less", "less_equal", "greater",
     "greater_equal", "bitwise_and", "bitwise_or", "bitwise_xor", "bit_shift", "swiglu",
 )
-def binary(spec: BinaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def binary(spec: BinaryOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = BINARY[spec.name]
@@ -285,7 +287,8 @@ def binary(spec: BinaryOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @RELAX.register("max", "min", "sum", "mean")
-def variadic(spec: VariadicOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def variadic(spec: VariadicOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = {"max": relax.op.maximum, "min": relax.op.minimum}.get(spec.name, relax.op.add)
@@ -298,7 +301,8 @@ def variadic(spec: VariadicOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: 
 
 
 @RELAX.register("pow")
-def pow_(spec: PowOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def pow_(spec: PowOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     x, y = ins
@@ -312,21 +316,24 @@ def pow_(spec: PowOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_
 
 
 @RELAX.register("where")
-def where(spec: WhereOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def where(spec: WhereOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+          out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.where(ins[2], ins[0], ins[1])]
 
 
 @RELAX.register("cast")
-def cast(spec: CastOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def cast(spec: CastOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.astype(ins[0], attrs["to"])]
 
 
 @RELAX.register("clip")
-def clip(spec: ClipOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def clip(spec: ClipOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     x = ins[0]
@@ -340,5 +347,6 @@ def clip(spec: ClipOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("prelu")
-def prelu(spec: PReluOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def prelu(spec: PReluOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+          out_types: Any) -> list[Any]:
     return [_prelu(ins[0], ins[1], attrs, in_types[0].dtype)]

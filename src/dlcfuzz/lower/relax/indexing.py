@@ -39,12 +39,13 @@ def _register(name: str) -> Callable[[Callable[..., list[Any]]], Callable[..., l
     """RELAX.register, with empty outputs (no values to compute) written as zeros."""
 
     def deco(rule: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-        def guarded(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        def guarded(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                    out_types: Any) -> list[Any]:
             from tvm import relax
 
             if all(t.size == 0 for t in out_types):
                 return [relax.op.zeros(t.shape, t.dtype) for t in out_types]
-            return rule(spec, bb, ins, attrs, in_types, out_types)
+            return rule(spec, bb, ins, outs, attrs, in_types, out_types)
 
         RELAX.register(name)(guarded)
         return rule
@@ -72,7 +73,7 @@ def _in_range(bb: Any, idx: Any, dtype: str, size: Any) -> Any:
 
 
 @_register("gather_elements")
-def gather_elements(spec: GatherElements, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def gather_elements(spec: GatherElements, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                     out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -83,7 +84,8 @@ def gather_elements(spec: GatherElements, bb: Any, ins: list[Any], attrs: Attrs,
 
 
 @_register("gather_nd")
-def gather_nd(spec: GatherND, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def gather_nd(spec: GatherND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, it = in_types
@@ -104,7 +106,7 @@ def topi_scatter_layout_ok(data_shape: tuple[int, ...], upd_shape: tuple[int, ..
 
 
 @_register("scatter_elements")
-def scatter_elements(spec: ScatterElements, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def scatter_elements(spec: ScatterElements, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                      out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -125,7 +127,8 @@ def scatter_elements(spec: ScatterElements, bb: Any, ins: list[Any], attrs: Attr
 
 
 @_register("scatter_nd")
-def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     if in_types[1].size == 0:  # nothing to scatter
@@ -136,7 +139,8 @@ def scatter_nd(spec: ScatterND, bb: Any, ins: list[Any], attrs: Attrs, in_types:
 
 
 @_register("one_hot")
-def one_hot(spec: OneHot, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def one_hot(spec: OneHot, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -154,7 +158,8 @@ def one_hot(spec: OneHot, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, 
 
 
 @_register("compress")
-def compress(spec: Compress, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def compress(spec: Compress, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -166,7 +171,7 @@ def compress(spec: Compress, bb: Any, ins: list[Any], attrs: Attrs, in_types: An
 
 
 @_register("reverse_sequence")
-def reverse_sequence(spec: ReverseSequence, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def reverse_sequence(spec: ReverseSequence, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                      out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -175,7 +180,7 @@ def reverse_sequence(spec: ReverseSequence, bb: Any, ins: list[Any], attrs: Attr
 
 
 @_register("center_crop_pad")
-def center_crop_pad(spec: CenterCropPad, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def center_crop_pad(spec: CenterCropPad, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                     out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -195,7 +200,7 @@ def center_crop_pad(spec: CenterCropPad, bb: Any, ins: list[Any], attrs: Attrs, 
 
 
 @_register("tensor_scatter")
-def tensor_scatter(spec: TensorScatter, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def tensor_scatter(spec: TensorScatter, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                    out_types: Any) -> list[Any]:
     from tvm import relax
 

@@ -11,7 +11,8 @@ RELAX = target("relax")
 
 
 @RELAX.register("einsum")
-def einsum(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def einsum(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.einsum(list(ins), attrs["equation"].replace(" ", ""))]

@@ -24,13 +24,13 @@ def _nll(scores: Any, ins: list[Any], attrs: Attrs) -> Any:
 
 
 @RELAX.register("negative_log_likelihood_loss")
-def negative_log_likelihood_loss(spec: LossOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def negative_log_likelihood_loss(spec: LossOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                                  out_types: Any) -> list[Any]:
     return [_nll(ins[0], ins, attrs)]
 
 
 @RELAX.register("softmax_cross_entropy_loss")
-def softmax_cross_entropy_loss(spec: LossOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def softmax_cross_entropy_loss(spec: LossOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                                out_types: Any) -> list[Any]:
     from tvm import relax
 

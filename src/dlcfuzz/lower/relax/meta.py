@@ -14,7 +14,8 @@ RELAX = target("relax")
 
 
 @RELAX.register("shape", "size")
-def shape_or_size(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def shape_or_size(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                  out_types: Any) -> list[Any]:
     from tvm import relax
 
     # static shapes: the value is known here, as TVM's own ONNX frontend makes Shape of a static tensor a constant
@@ -23,14 +24,16 @@ def shape_or_size(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: An
 
 
 @RELAX.register("constant_of_shape")
-def constant_of_shape(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def constant_of_shape(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                      out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.full(tuple(attrs["shape"]), relax_dtype_const(attrs["value"], attrs["dtype"]), attrs["dtype"])]
 
 
 @RELAX.register("cast_like")
-def cast_like(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def cast_like(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.astype(ins[0], in_types[1].dtype)]

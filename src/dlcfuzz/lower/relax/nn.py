@@ -30,7 +30,8 @@ RELAX = target("relax")
 
 
 @RELAX.register("conv1d", "conv2d")
-def conv(spec: ConvOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def conv(spec: ConvOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = relax.op.nn.conv1d if spec.spatial == 1 else relax.op.nn.conv2d
@@ -42,7 +43,8 @@ def conv(spec: ConvOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("conv_transpose2d")
-def conv_transpose2d(spec: ConvTranspose2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def conv_transpose2d(spec: ConvTranspose2dOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                     out_types: Any) -> list[Any]:
     from tvm import relax
 
     y = relax.op.nn.conv2d_transpose(ins[0], ins[1], strides=attrs["strides"], padding=attrs["pads"],
@@ -99,12 +101,14 @@ def _pool_any(spec: Pool2dOp, bb: Any, x: Any, attrs: Attrs, t: Any) -> list[Any
 
 
 @RELAX.register("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def pool_nd(spec: Pool2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def pool_nd(spec: Pool2dOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     return _pool_any(spec, bb, ins[0], attrs, in_types[0])
 
 
 @RELAX.register("max_pool2d", "avg_pool2d")
-def pool2d(spec: Pool2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def pool2d(spec: Pool2dOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     if not spec.legacy(attrs):
@@ -116,7 +120,8 @@ def pool2d(spec: Pool2dOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @RELAX.register("global_avg_pool", "global_max_pool")
-def global_pool(spec: GlobalPoolOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def global_pool(spec: GlobalPoolOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                out_types: Any) -> list[Any]:
     from tvm import relax
 
     axes = list(range(2, in_types[0].rank))
@@ -124,14 +129,16 @@ def global_pool(spec: GlobalPoolOp, bb: Any, ins: list[Any], attrs: Attrs, in_ty
 
 
 @RELAX.register("matmul")
-def mat_mul(spec: MatMulOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def mat_mul(spec: MatMulOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.matmul(ins[0], ins[1])]
 
 
 @RELAX.register("gemm")
-def gemm(spec: GemmOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def gemm(spec: GemmOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     dt = in_types[0].dtype
@@ -144,7 +151,8 @@ def gemm(spec: GemmOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("batch_norm")
-def batch_norm(spec: BatchNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def batch_norm(spec: BatchNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     if not attrs.get("training_mode", 0):
@@ -168,7 +176,8 @@ def batch_norm(spec: BatchNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_type
 
 
 @RELAX.register("layer_norm")
-def layer_norm(spec: LayerNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def layer_norm(spec: LayerNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     rank = in_types[0].rank
@@ -190,7 +199,8 @@ def layer_norm(spec: LayerNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_type
 
 
 @RELAX.register("instance_norm")
-def instance_norm(spec: InstanceNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def instance_norm(spec: InstanceNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                  out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.nn.instance_norm(ins[0], ins[1], ins[2], channel_axis=1,
@@ -198,7 +208,8 @@ def instance_norm(spec: InstanceNormOp, bb: Any, ins: list[Any], attrs: Attrs, i
 
 
 @RELAX.register("lrn")
-def lrn(spec: LrnOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def lrn(spec: LrnOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+        out_types: Any) -> list[Any]:
     from tvm import relax
 
     # Relax has no LRN: the channel window sum is a matmul with a 0/1 band matrix.
@@ -214,14 +225,16 @@ def lrn(spec: LrnOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_t
 
 
 @RELAX.register("softmax", "log_softmax")
-def softmax(spec: SoftmaxOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def softmax(spec: SoftmaxOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [(relax.op.nn.log_softmax if spec.log else relax.op.nn.softmax)(ins[0], axis=attrs["axis"])]
 
 
 @RELAX.register("dropout")
-def dropout(spec: DropoutOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def dropout(spec: DropoutOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = bb.emit(relax.op.nn.dropout(ins[0], attrs["ratio"]))

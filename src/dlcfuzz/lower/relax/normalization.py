@@ -50,7 +50,8 @@ def _root(s: Any, p: int, dtype: str) -> Any:
 
 
 @RELAX.register("rms_norm")
-def rms_norm(spec: RmsNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def rms_norm(spec: RmsNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     from tvm import relax
 
     rank, dt = in_types[0].rank, in_types[0].dtype
@@ -68,7 +69,8 @@ def rms_norm(spec: RmsNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: A
 
 
 @RELAX.register("group_norm")
-def group_norm(spec: GroupNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def group_norm(spec: GroupNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, g = in_types[0], int(attrs["num_groups"])
@@ -90,7 +92,8 @@ def group_norm(spec: GroupNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_type
 
 
 @RELAX.register("lp_norm")
-def lp_norm(spec: LpNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def lp_norm(spec: LpNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     x, dt = ins[0], in_types[0].dtype
@@ -102,7 +105,7 @@ def lp_norm(spec: LpNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any
 
 
 @RELAX.register("mean_variance_norm")
-def mean_variance_norm(spec: MeanVarianceNormOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def mean_variance_norm(spec: MeanVarianceNormOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                        out_types: Any) -> list[Any]:
     from tvm import relax
 
@@ -114,7 +117,8 @@ def mean_variance_norm(spec: MeanVarianceNormOp, bb: Any, ins: list[Any], attrs:
 
 
 @RELAX.register("lp_pool")
-def lp_pool(spec: LpPoolOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def lp_pool(spec: LpPoolOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, dt, p = in_types[0], in_types[0].dtype, attrs["p"]
@@ -128,7 +132,7 @@ def lp_pool(spec: LpPoolOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any
 
 
 @RELAX.register("global_lp_pool")
-def global_lp_pool(spec: GlobalLpPoolOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def global_lp_pool(spec: GlobalLpPoolOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                    out_types: Any) -> list[Any]:
     from tvm import relax
 

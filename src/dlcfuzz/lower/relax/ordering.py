@@ -17,7 +17,8 @@ _TOPK_WIDER = {"int8": "int32", "int16": "int32", "uint8": "int32", "float16": "
 
 
 @RELAX.register("trilu")
-def trilu(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def trilu(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+          out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = relax.op.triu if attrs.get("upper", 1) else relax.op.tril
@@ -25,7 +26,8 @@ def trilu(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, ou
 
 
 @RELAX.register("cumsum", "cumprod")
-def cumulative(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def cumulative(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -39,7 +41,8 @@ def cumulative(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: An
 
 
 @RELAX.register("hardmax")
-def hardmax(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def hardmax(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -55,7 +58,8 @@ def hardmax(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, 
 
 
 @RELAX.register("topk")
-def topk(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def topk(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -78,7 +82,8 @@ def topk(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("eye_like")
-def eye_like(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def eye_like(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     from tvm import relax
 
     out = out_types[0]
@@ -89,7 +94,8 @@ def eye_like(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @RELAX.register("range")
-def range_(spec: OpSpec, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def range_(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     dt = out_types[0].dtype

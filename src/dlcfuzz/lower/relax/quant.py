@@ -24,7 +24,8 @@ def _per_tensor(bb: Any, x: Any, rank: int, qdq: Any) -> Any:
 
 
 @RELAX.register("quantize_linear")
-def quantize_linear(spec: QuantizeLinearOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def quantize_linear(spec: QuantizeLinearOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                    out_types: Any) -> list[Any]:
     from tvm import relax
 
     scale = relax.const(np.float32(attrs["scale"]), "float32")
@@ -34,7 +35,8 @@ def quantize_linear(spec: QuantizeLinearOp, bb: Any, ins: list[Any], attrs: Attr
 
 
 @RELAX.register("dequantize_linear")
-def dequantize_linear(spec: DequantizeLinearOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def dequantize_linear(spec: DequantizeLinearOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                      out_types: Any) -> list[Any]:
     from tvm import relax
 
     dt = in_types[0].dtype

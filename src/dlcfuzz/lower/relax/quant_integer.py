@@ -53,7 +53,8 @@ def _requantize(bb: Any, acc: Any, m: np.ndarray, zp: int, to: str, rank: int) -
 
 
 @RELAX.register("matmul_integer")
-def matmul_integer(spec: MatMulIntegerOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def matmul_integer(spec: MatMulIntegerOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                   out_types: Any) -> list[Any]:
     from tvm import relax
 
     a = _shifted(bb, ins[0], attrs["a_zero_point"])
@@ -62,14 +63,16 @@ def matmul_integer(spec: MatMulIntegerOp, bb: Any, ins: list[Any], attrs: Attrs,
 
 
 @RELAX.register("conv_integer")
-def conv_integer(spec: ConvIntegerOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def conv_integer(spec: ConvIntegerOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                 out_types: Any) -> list[Any]:
     x = _shifted(bb, ins[0], attrs["x_zero_point"])
     w = _shifted(bb, ins[1], attrs["w_zero_point"], (-1,) + (1,) * (in_types[1].rank - 1))
     return [_conv(bb, x, w, attrs, in_types[0].rank)]
 
 
 @RELAX.register("qlinear_matmul")
-def qlinear_matmul(spec: QLinearMatMulOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def qlinear_matmul(spec: QLinearMatMulOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                   out_types: Any) -> list[Any]:
     from tvm import relax
 
     acc = bb.emit(relax.op.matmul(_shifted(bb, ins[0], attrs["a_zero_point"]), _shifted(bb, ins[1], attrs["b_zero_point"]),
@@ -79,7 +82,8 @@ def qlinear_matmul(spec: QLinearMatMulOp, bb: Any, ins: list[Any], attrs: Attrs,
 
 
 @RELAX.register("qlinear_conv")
-def qlinear_conv(spec: QLinearConvOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def qlinear_conv(spec: QLinearConvOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                 out_types: Any) -> list[Any]:
     from tvm import relax
 
     rank = in_types[0].rank
@@ -91,8 +95,8 @@ def qlinear_conv(spec: QLinearConvOp, bb: Any, ins: list[Any], attrs: Attrs, in_
 
 
 @RELAX.register("dynamic_quantize_linear")
-def dynamic_quantize_linear(spec: DynamicQuantizeLinearOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
-                            out_types: Any) -> list[Any]:
+def dynamic_quantize_linear(spec: DynamicQuantizeLinearOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
+                            in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     op = relax.op

@@ -129,5 +129,6 @@ class RelaxOps:
 
 
 @RELAX.register("rnn", "gru", "lstm")
-def recurrent(spec: RecurrentOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def recurrent(spec: RecurrentOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     return unrolled(spec.kind, RelaxOps(bb, in_types[0].dtype), ins, attrs, in_types[0])

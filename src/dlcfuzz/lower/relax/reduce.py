@@ -14,7 +14,8 @@ RELAX = target("relax")
 
 
 @RELAX.register("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod")
-def reduce(spec: ReduceOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def reduce(spec: ReduceOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     axes = spec.reduced(in_types[0], attrs)
@@ -29,7 +30,8 @@ def reduce(spec: ReduceOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @RELAX.register("argmax", "argmin")
-def arg(spec: ArgOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def arg(spec: ArgOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+        out_types: Any) -> list[Any]:
     from tvm import relax
 
     fn = getattr(relax.op, spec.kind)

@@ -18,7 +18,8 @@ RELAX = target("relax")
 
 
 @RELAX.register("reduce_l1", "reduce_l2", "reduce_sum_square", "reduce_log_sum", "reduce_log_sum_exp")
-def reduce_lp(spec: ReduceLpOp, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def reduce_lp(spec: ReduceLpOp, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, x = in_types[0], ins[0]

@@ -38,28 +38,32 @@ def _relax_slice(x: Any, axes: list[int], begin: list[int], end: list[int], stri
 
 
 @RELAX.register("reshape")
-def reshape(spec: Reshape, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def reshape(spec: Reshape, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.reshape(ins[0], out_types[0].shape)]
 
 
 @RELAX.register("transpose")
-def transpose(spec: Transpose, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def transpose(spec: Transpose, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.permute_dims(ins[0], list(attrs["perm"]))]
 
 
 @RELAX.register("concat")
-def concat(spec: Concat, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def concat(spec: Concat, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.concat(list(ins), axis=attrs["axis"] % in_types[0].rank)]
 
 
 @RELAX.register("split")
-def split(spec: Split, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def split(spec: Split, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+          out_types: Any) -> list[Any]:
     from tvm import relax
 
     axis = attrs["axis"] % in_types[0].rank
@@ -71,7 +75,8 @@ def split(spec: Split, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out
 
 
 @RELAX.register("slice")
-def slice_(spec: Slice, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def slice_(spec: Slice, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     t = in_types[0]
     parts = spec.parse(t, attrs)
     if not parts:
@@ -88,7 +93,7 @@ def slice_(spec: Slice, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, ou
 
 
 @RELAX.register("pad")
-def pad(spec: Pad, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def pad(spec: Pad, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -112,14 +117,16 @@ def pad(spec: Pad, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_typ
 
 
 @RELAX.register("squeeze")
-def squeeze(spec: Squeeze, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def squeeze(spec: Squeeze, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.squeeze(ins[0], [a % in_types[0].rank for a in attrs["axes"]])]
 
 
 @RELAX.register("unsqueeze")
-def unsqueeze(spec: Unsqueeze, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def unsqueeze(spec: Unsqueeze, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm import relax
 
     r = out_types[0].rank
@@ -127,28 +134,32 @@ def unsqueeze(spec: Unsqueeze, bb: Any, ins: list[Any], attrs: Attrs, in_types: 
 
 
 @RELAX.register("expand")
-def expand(spec: Expand, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def expand(spec: Expand, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.broadcast_to(ins[0], out_types[0].shape)]
 
 
 @RELAX.register("flatten")
-def flatten(spec: Flatten, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def flatten(spec: Flatten, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.reshape(ins[0], out_types[0].shape)]
 
 
 @RELAX.register("tile")
-def tile(spec: Tile, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def tile(spec: Tile, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     return [relax.op.tile(ins[0], list(attrs["repeats"]))]
 
 
 @RELAX.register("gather")
-def gather(spec: Gather, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def gather(spec: Gather, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     # in-range negative indices count from the end; "wrap" maps exactly those and leaves the rest alone
@@ -179,7 +190,8 @@ def _resize_interp(spec: Resize, bb: Any, x: Any, attrs: Attrs, t: Any) -> Any:
 
 
 @RELAX.register("resize")
-def resize(spec: Resize, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def resize(spec: Resize, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     from tvm import relax
 
     t, out = in_types[0], out_types[0].shape
@@ -203,7 +215,8 @@ def resize(spec: Resize, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, o
 
 
 @RELAX.register("depth_to_space")
-def depth_to_space(spec: DepthToSpace, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def depth_to_space(spec: DepthToSpace, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                   out_types: Any) -> list[Any]:
     from tvm import relax
 
     a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"], attrs["mode"])
@@ -213,7 +226,8 @@ def depth_to_space(spec: DepthToSpace, bb: Any, ins: list[Any], attrs: Attrs, in
 
 
 @RELAX.register("space_to_depth")
-def space_to_depth(spec: SpaceToDepth, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def space_to_depth(spec: SpaceToDepth, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                   out_types: Any) -> list[Any]:
     from tvm import relax
 
     a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"], attrs.get("mode", "DCR"))
@@ -223,5 +237,6 @@ def space_to_depth(spec: SpaceToDepth, bb: Any, ins: list[Any], attrs: Attrs, in
 
 
 @RELAX.register("identity")
-def identity(spec: Identity, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def identity(spec: Identity, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+             out_types: Any) -> list[Any]:
     return [ins[0]]

@@ -36,12 +36,13 @@ def _register(name: str) -> Callable[[Callable[..., list[Any]]], Callable[..., l
     """RELAX.register, with empty outputs (no values to compute) written as zeros."""
 
     def deco(rule: Callable[..., list[Any]]) -> Callable[..., list[Any]]:
-        def guarded(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+        def guarded(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                    out_types: Any) -> list[Any]:
             from tvm import relax
 
             if all(t.size == 0 for t in out_types) or in_types[0].size == 0:
                 return [relax.op.zeros(t.shape, t.dtype) for t in out_types]
-            return rule(spec, bb, ins, attrs, in_types, out_types)
+            return rule(spec, bb, ins, outs, attrs, in_types, out_types)
 
         RELAX.register(name)(guarded)
         return rule
@@ -92,7 +93,8 @@ def _prepad_grid(bb: Any, grid: Any, dims: Sequence[int], padding: str, align: i
 
 
 @_register("grid_sample")
-def grid_sample(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def grid_sample(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     x_t = in_types[0]
@@ -112,7 +114,8 @@ def grid_sample(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
 
 
 @_register("affine_grid")
-def affine_grid(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def affine_grid(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     size, align = list(attrs["size"]), int(attrs["align_corners"])
@@ -140,12 +143,14 @@ def _gather_sum(bb: Any, x: Any, t: Any, src: np.ndarray, out_shape: Sequence[in
 
 
 @_register("col2im")
-def col2im(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def col2im(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+           out_types: Any) -> list[Any]:
     return [_gather_sum(bb, ins[0], in_types[0], spec.sources(in_types[0], attrs), out_types[0].shape)]
 
 
 @_register("roi_align")
-def roi_align(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def roi_align(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+              out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     t = in_types[0]
@@ -163,7 +168,8 @@ def roi_align(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, o
 
 
 @_register("max_roi_pool")
-def max_roi_pool(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def max_roi_pool(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                 out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     t = in_types[0]
@@ -177,7 +183,8 @@ def max_roi_pool(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any
 
 
 @_register("max_unpool")
-def max_unpool(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def max_unpool(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+               out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     t = in_types[0]
@@ -186,7 +193,8 @@ def max_unpool(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, 
 
 
 @_register("deform_conv")
-def deform_conv(spec: Any, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def deform_conv(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+                out_types: Any) -> list[Any]:
     from tvm.relax import op
 
     k, s, d, p, g, og = spec.geometry(in_types, attrs)

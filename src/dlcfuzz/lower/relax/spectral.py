@@ -52,7 +52,7 @@ def _fit_last(bb: Any, v: Any, rank: int, length: int, n: int) -> Any:
 
 
 @RELAX.register("dft")
-def dft(spec: DFT, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def dft(spec: DFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -83,7 +83,8 @@ def dft(spec: DFT, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_typ
 
 
 @RELAX.register("stft")
-def stft(spec: STFT, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def stft(spec: STFT, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+         out_types: Any) -> list[Any]:
     from tvm import relax
 
     t = in_types[0]
@@ -102,7 +103,8 @@ def stft(spec: STFT, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_t
     return [relax.op.stack([y_re, y_im], axis=3)]
 
 
-def _window(spec: Window, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any, out_types: Any) -> list[Any]:
+def _window(spec: Window, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
+            out_types: Any) -> list[Any]:
     from tvm import relax
 
     out, size = attrs["output_datatype"], int(attrs["size"])
@@ -125,7 +127,7 @@ for _name in ("hann_window", "hamming_window", "blackman_window"):
 
 
 @RELAX.register("mel_weight_matrix")
-def mel_weight_matrix(spec: MelWeightMatrix, bb: Any, ins: list[Any], attrs: Attrs, in_types: Any,
+def mel_weight_matrix(spec: MelWeightMatrix, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                       out_types: Any) -> list[Any]:
 
     return [_const(spec.reference([], attrs)[0])]

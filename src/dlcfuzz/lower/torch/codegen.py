@@ -1,124 +1,99 @@
 """Graph -> the source text of a plain PyTorch program, and that program as a Python function.
 
-The lowering writes Python source, one statement per node, so that the very text a campaign
-compiles is what a reproducer shows upstream (PyTorch's bug template asks for the model as
-readable torch code). Sub-functions become Python functions the main function calls; constants
-become module-level tensors (so Inductor sees them as constants it may fold or freeze).
-
-Rules (`lower/torch/rules.py`) are registered on `target("torch")`: each gets a `TorchEmitter`,
-the argument expressions and the node's types, and returns one expression per output.
+The lowering itself is the Python-source one (`lower/pysource`); this module holds torch's spelling,
+how its program becomes a callable and how it runs eagerly. Constants become module-level tensors
+(so Inductor sees them as constants it may fold or freeze).
 """
 
 from __future__ import annotations
 
-import keyword
-import re
 import sys
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.graph import CALL_OP, Graph
-from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ir.types import WIDE_UNSIGNED
+from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.torch.wide import wide_binary
 
 TARGET = target("torch")
-ENTRY = "model"  # the name of the lowered main function
+
+
+class TorchSpelling(Spelling):
+    """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
+    shift is a narrow and a concatenation."""
+
+    def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
+        flat: list[int] = []
+        for i in reversed(range(len(before))):  # F.pad lists the last dim first
+            flat += [before[i], after[i]]
+        return f"F.pad({x}, {literal(flat)}" + (f", value={value})" if value is not None else ")")
+
+    def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
+        first = f"torch.full_like({x}.narrow({axis}, 0, 1), {fill})"
+        return f"torch.cat([{first}, {x}.narrow({axis}, 0, {n - 1})], dim={axis})"
+
+
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
+SPELLING = TorchSpelling(
+    target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
+    dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
+    take="torch.index_select({x}, {axis}, {idx})",
+    renames={
+        "negative": "torch.neg", "arcsin": "torch.asin", "arccos": "torch.acos", "arctan": "torch.atan",
+        "arcsinh": "torch.asinh", "arccosh": "torch.acosh", "arctanh": "torch.atanh", "softsign": "F.softsign",
+        "softplus": "F.softplus", "subtract": "torch.sub", "multiply": "torch.mul", "equal": "torch.eq",
+        "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
+        "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
+        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin",
+    },
+    clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
+    casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
+)
+
+__all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",
+           "to_numpy", "to_torch", "to_torch_program", "torch_dtype"]
 
 
 def torch_dtype(dtype: str) -> str:
     """Our dtype name as torch source (every name in DTYPES is also a torch dtype attribute)."""
-    return f"torch.{dtype}"
+    return SPELLING.dtype(dtype)
 
 
-def literal(v: Any) -> str:
-    """A Python literal of an attribute value (ints, floats including inf/nan, lists, strings)."""
-    if isinstance(v, (bool, np.bool_)):
-        return repr(bool(v))
-    if isinstance(v, (int, np.integer)):
-        return repr(int(v))
-    if isinstance(v, (float, np.floating)):
-        f = float(v)
-        if f != f:
-            return 'float("nan")'
-        if f in (float("inf"), float("-inf")):
-            return 'float("inf")' if f > 0 else '-float("inf")'
-        return repr(f)
-    if isinstance(v, (list, tuple)):
-        inner = ", ".join(literal(x) for x in v)
-        return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
-    return repr(v)
+class TorchProgram(PyProgram):
+    """A graph lowered to PyTorch source."""
 
+    spelling = SPELLING
 
-@dataclass
-class TorchEmitter:
-    """Where a rule writes: statements of the current function, fresh names, module constants."""
+    def namespace(self) -> dict[str, Any]:
+        return _new_module().__dict__
 
-    lines: list[str] = field(default_factory=list)
-    consts: dict[str, np.ndarray] = field(default_factory=dict)
-    taken: set[str] = field(default_factory=set)
-    prefix: str = "t"
+    def filename(self, namespace: dict[str, Any]) -> str:
+        return f"<{namespace['__name__']}>"
 
-    def fresh(self, hint: str = "t") -> str:
-        i = len(self.taken)
-        while f"{hint}{i}" in self.taken:
-            i += 1
-        name = f"{hint}{i}"
-        self.taken.add(name)
-        return name
-
-    def bind(self, expr: str, hint: str = "t") -> str:
-        """Emit `name = expr` and return the name (a rule's intermediate value)."""
-        name = self.fresh(hint)
-        self.lines.append(f"{name} = {expr}")
-        return name
-
-    def const(self, array: np.ndarray, hint: str = "k") -> str:
-        """A module-level constant tensor holding `array` (exactly); returns its name."""
-        name = self.fresh(hint)
-        self.consts[name] = np.array(array, copy=True, order="C")  # keeps 0-d arrays 0-d
-        return name
-
-
-Rule = Callable[[TorchEmitter, list[str], dict, Sequence[TensorType], Sequence[TensorType]], list[str]]
-
-
-def _ident(name: str, used: set[str]) -> str:
-    """A Python identifier for an IR value name (IR names are free-form strings)."""
-    base = re.sub(r"\W", "_", name)
-    if not base or base[0].isdigit() or keyword.iskeyword(base) or base in ("torch", "F", ENTRY):
-        base = f"v_{base}"
-    out, i = base, 1
-    while out in used:
-        out, i = f"{base}_{i}", i + 1
-    used.add(out)
-    return out
-
-
-@dataclass
-class TorchProgram:
-    """A lowered graph: module source (without constants' data), the constants, the entry point."""
-
-    source: str  # defines the sub-functions and ENTRY; reads constants from module globals
-    consts: dict[str, np.ndarray]  # module global name -> data
-    input_names: list[str]  # IR input names, in ENTRY's parameter order
-    n_outputs: int
-
-    def function(self) -> Callable[..., tuple]:
-        """The program as a callable (exec of the source, constants bound as torch tensors)."""
+    def constant(self, a: np.ndarray) -> Any:
         import torch
 
-        module = _new_module()
-        namespace = module.__dict__
-        exec(PRELUDE, namespace)  # noqa: S102 - our own generated source
-        for k, a in self.consts.items():
-            namespace[k] = torch.from_numpy(a.copy())
-        exec(compile(self.source, f"<{module.__name__}>", "exec"), namespace)  # noqa: S102
-        return namespace[ENTRY]
+        return torch.from_numpy(a.copy())
+
+    def argument(self, a: np.ndarray) -> Any:
+        import torch
+
+        return torch.from_numpy(a)
+
+    def eager(self) -> AbstractContextManager[Any]:
+        import torch
+
+        return torch.no_grad()
+
+    @staticmethod
+    def to_numpy(x: Any) -> np.ndarray:
+        return to_numpy(x)
 
 
 _LIVE_MODULES: list[str] = []
@@ -143,49 +118,9 @@ def _new_module() -> types.ModuleType:
 _MODULE_COUNT = 0
 
 
-def _lower_function(g: Graph, fname: str, emit: TorchEmitter, fnames: dict[str, str]) -> list[str]:
-
-    used: set[str] = set(emit.taken)
-    env: dict[str, str] = {}
-    params = [_ident(v.name, used) for v in g.inputs]
-    env.update({v.name: p for v, p in zip(g.inputs, params)})
-    body = TorchEmitter(consts=emit.consts, taken=used)
-    for k, a in g.constants.items():
-        cname = emit.const(a, hint="c_")
-        used.add(cname)
-        env[k] = cname
-    types = g.types()
-    for n in g.nodes:
-        args = [env[i] for i in n.inputs]
-        outs = [_ident(v.name, used) for v in n.outputs]
-        if n.op == CALL_OP:
-            call = f"{fnames[n.attrs['callee']]}({', '.join(args)})"
-            body.lines.append(f"{', '.join(outs)}, = {call}" if len(outs) == 1 else f"{', '.join(outs)} = {call}")
-        else:
-            exprs = TARGET.rule(n.op)(body, args, n.attrs, [types[i] for i in n.inputs], [v.type for v in n.outputs])
-            if len(exprs) != len(outs):
-                raise AssertionError(f"torch rule of {n.op} returned {len(exprs)} values for {len(outs)} outputs")
-            for o, e in zip(outs, exprs):
-                body.lines.append(f"{o} = {e}")
-        env.update({v.name: o for v, o in zip(n.outputs, outs)})
-    ret = ", ".join(env[o] for o in g.outputs)
-    body.lines.append(f"return ({ret},)" if len(g.outputs) == 1 else f"return ({ret})")
-    emit.taken |= used
-    head = f"def {fname}({', '.join(params)}):"
-    return [head] + ["    " + ln for ln in body.lines]
-
-
-
-def to_torch_program(g: Graph) -> TorchProgram:
-    """Lower `g` (and its sub-functions) to PyTorch source; raises Unsupported for a documented gap."""
-    emit = TorchEmitter(taken={"torch", "F", ENTRY})
-    fnames: dict[str, str] = {}
-    chunks: list[str] = []
-    for f in g.call_order():
-        fnames[f] = _ident(f"fn_{f}", emit.taken)
-        chunks.append("\n".join(_lower_function(g.functions[f], fnames[f], emit, fnames)))
-    chunks.append("\n".join(_lower_function(g, ENTRY, emit, fnames)))
-    return TorchProgram("\n\n\n".join(chunks) + "\n", emit.consts, [v.name for v in g.inputs], len(g.outputs))
+def to_torch_program(g: Graph, overrides: dict[str, Rule] | None = None) -> TorchProgram:
+    """`g` lowered to PyTorch source (PyProgram.lower)."""
+    return TorchProgram.lower(g, overrides)
 
 
 def to_torch(g: Graph) -> Callable[..., tuple]:
@@ -195,13 +130,7 @@ def to_torch(g: Graph) -> Callable[..., tuple]:
 
 def run_eager(g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """Run the lowered program eagerly (no compiler): the torch-side counterpart of the reference."""
-    import torch
-
-    prog = to_torch_program(g)
-    fn = prog.function()
-    with torch.no_grad():
-        outs = fn(*[torch.from_numpy(np.array(inputs[n])) for n in prog.input_names])
-    return [to_numpy(o) for o in outs]
+    return to_torch_program(g).run_eager(inputs)
 
 
 def to_numpy(t: Any) -> np.ndarray:

@@ -10,15 +10,17 @@ composes torch ops, with the static index arithmetic done here.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource import rules as pyrules
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
+from dlcfuzz.lower.torch.wide import wide_binary
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -28,235 +30,71 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
+# the unary operators torch spells otherwise than the other Python targets (the rest: pysource/rules.py)
 _UNARY = {
-    "abs": "torch.abs({x})", "neg": "torch.neg({x})", "exp": "torch.exp({x})", "log": "torch.log({x})",
-    "sqrt": "torch.sqrt({x})", "reciprocal": "torch.reciprocal({x})", "sin": "torch.sin({x})",
-    "cos": "torch.cos({x})", "tan": "torch.tan({x})", "asin": "torch.asin({x})", "acos": "torch.acos({x})",
-    "atan": "torch.atan({x})", "sinh": "torch.sinh({x})", "cosh": "torch.cosh({x})", "tanh": "torch.tanh({x})",
-    "asinh": "torch.asinh({x})", "acosh": "torch.acosh({x})", "atanh": "torch.atanh({x})",
-    "sigmoid": "torch.sigmoid({x})", "relu": "torch.relu({x})", "softsign": "F.softsign({x})",
-    "erf": "torch.erf({x})", "floor": "torch.floor({x})", "ceil": "torch.ceil({x})",
-    "round": "torch.round({x})",  # half to even, as ONNX Round
-    "sign": "torch.sign({x})", "not": "torch.logical_not({x})", "bitwise_not": "torch.bitwise_not({x})",
-    "isnan": "torch.isnan({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
-    "softplus": "F.softplus({x})",  # beta 1, threshold 20: x itself past 20, where log1p(exp(x)) == x
+    "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
 }
 
 
-def _unary(template: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        return [template.format(x=ins[0])]
-
-    return rule
-
-
 for _name, _tpl in _UNARY.items():
-    if _name != "bitwise_not":
-        R(_name)(_unary(_tpl))
+    R(_name)(pyrules.templated(_tpl))
 
 
 @R("bitwise_not")
-def _bitwise_not(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
-        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(it[0])})"]
+def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
+        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(in_types[0])})"]
     return [f"torch.bitwise_not({ins[0]})"]
 
 
-@R("leaky_relu")
-def _leaky(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.leaky_relu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("elu")
-def _elu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.elu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("celu")
-def _celu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.celu({ins[0]}, {literal(a['alpha'])})"]
-
-
-@R("selu")
-def _selu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # F.selu fixes alpha and gamma; ONNX makes them attributes
-    x, al, ga = ins[0], literal(a["alpha"]), literal(a["gamma"])
-    return [f"{ga} * torch.where({x} > 0, {x}, {al} * torch.exp({x}) - {al})"]
-
-
 @R("gelu")
-def _gelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.gelu({ins[0]}, approximate={a['approximate']!r})"]
-
-
-@R("isinf")
-def _isinf(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = ins[0]
-    if a["detect_negative"] and a["detect_positive"]:
-        return [f"torch.isinf({x})"]
-    if a["detect_positive"]:
-        return [f"torch.isposinf({x})"]
-    if a["detect_negative"]:
-        return [f"torch.isneginf({x})"]
-    return [f"torch.zeros_like({x}, dtype=torch.bool)"]
+def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    return [f"F.gelu({ins[0]}, approximate={attrs['approximate']!r})"]
 
 
 @R("hard_sigmoid")
-def _hard_sigmoid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.clamp({literal(a['alpha'])} * {ins[0]} + {literal(a['beta'])}, 0.0, 1.0)"]
+def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    return [f"torch.clamp({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0.0, 1.0)"]
 
 
 @R("thresholded_relu")
-def _thresholded(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.threshold({ins[0]}, {literal(a['alpha'])}, 0.0)"]
-
-
-@R("shrink")
-def _shrink(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, dt = ins[0], it[0].dtype
-    lam, bias = literal(a["lambd"]), literal(a["bias"])
-    if dt in INTS:  # ONNX computes in float and converts back (truncating)
-        x = e.bind(f"{x}.to(torch.float64)")
-    y = f"torch.where({x} < -{lam}, {x} + {bias}, torch.where({x} > {lam}, {x} - {bias}, torch.zeros_like({x})))"
-    return [f"({y}).to({_dt(it[0])})" if dt in INTS else y]
+def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    return [f"F.threshold({ins[0]}, {literal(attrs['alpha'])}, 0.0)"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
 
-_BINARY = {
-    "add": "torch.add({a}, {b})", "sub": "torch.sub({a}, {b})", "mul": "torch.mul({a}, {b})",
-    "and": "torch.logical_and({a}, {b})", "or": "torch.logical_or({a}, {b})", "xor": "torch.logical_xor({a}, {b})",
-    "equal": "torch.eq({a}, {b})", "less": "torch.lt({a}, {b})", "less_equal": "torch.le({a}, {b})",
-    "greater": "torch.gt({a}, {b})", "greater_equal": "torch.ge({a}, {b})",
-    "bitwise_and": "torch.bitwise_and({a}, {b})", "bitwise_or": "torch.bitwise_or({a}, {b})",
-    "bitwise_xor": "torch.bitwise_xor({a}, {b})",
-}
-_COMPARISONS = ("equal", "less", "less_equal", "greater", "greater_equal")
-
-# torch has uint16/32/64 as storage dtypes only (no add/compare/shift kernels: "add_stub" not
-# implemented for 'UInt32'): rules compute them in int64, exactly. uint16/32 values fit; uint64
-# values keep their bits (wrapping add/sub/mul/bitwise are the same), and order by the int64 with
-# the sign bit flipped.
-_SIGN_BIT = -(2**63)
-_LOW63 = 2**63 - 1
-
-
-def _wide_int64(e: TorchEmitter, ins: list[str]) -> list[str]:
-    return [e.bind(f"{x}.to(torch.int64)", "w") for x in ins]
-
-
-def _wide_order(e: TorchEmitter, x64: str, dtype: str) -> str:
-    """An int64 whose signed order is the unsigned order of the value x64 holds."""
-    return e.bind(f"{x64} ^ {_SIGN_BIT}", "o") if dtype == "uint64" else x64
-
-
-def _wide_divmod(e: TorchEmitter, a: str, b: str, dtype: str) -> tuple[str, str]:
-    """Unsigned quotient and remainder of int64-held values (uint64: Hacker's Delight 9-3, since
-    int64 division cannot see values of 2**63 and more)."""
-    if dtype != "uint64":
-        return f"torch.div({a}, {b}, rounding_mode='floor')", f"torch.remainder({a}, {b})"
-    oa, ob = _wide_order(e, a, dtype), _wide_order(e, b, dtype)
-    big = e.bind(f"{b} < 0")  # a divisor of 2**63 or more: the quotient is 0 or 1
-    bs = e.bind(f"torch.where({big}, torch.ones_like({b}), {b})")
-    q = e.bind(f"torch.div(({a} >> 1) & {_LOW63}, {bs}, rounding_mode='floor') << 1")
-    r = e.bind(f"{a} - {q} * {bs}")
-    q = e.bind(f"{q} + ((({r} ^ {_SIGN_BIT}) >= ({bs} ^ {_SIGN_BIT})).to(torch.int64))")
-    q = e.bind(f"torch.where({big}, ({oa} >= {ob}).to(torch.int64), {q})")
-    return q, f"({a} - {q} * {b})"
-
-
-def _wide_binary(e: TorchEmitter, name: str, ins: list[str], a: dict, dtype: str) -> str:
-    x, y = _wide_int64(e, ins)
-    back = f".to({torch_dtype(dtype)})"
-    if name in ("add", "sub", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
-        return _BINARY[name].format(a=x, b=y) + back
-    if name in _COMPARISONS:
-        return _BINARY[name].format(a=_wide_order(e, x, dtype), b=_wide_order(e, y, dtype))
-    if name in ("max", "min"):
-        op = ">=" if name == "max" else "<="
-        return f"torch.where({_wide_order(e, x, dtype)} {op} {_wide_order(e, y, dtype)}, {x}, {y}){back}"
-    if name in ("div", "mod"):
-        q, r = _wide_divmod(e, x, y, dtype)
-        return (q if name == "div" else r) + back
-    if name == "bit_shift":
-        if a["direction"] == "LEFT":
-            return f"torch.bitwise_left_shift({x}, {y}){back}"
-        if dtype != "uint64":
-            return f"torch.bitwise_right_shift({x}, {y}){back}"
-        # a logical shift of the int64 bits: the first step clears the sign bit
-        logical = f"torch.bitwise_right_shift(({x} >> 1) & {_LOW63}, torch.clamp_min({y} - 1, 0))"
-        return f"torch.where({y} == 0, {x}, {logical}){back}"
-    raise KeyError(name)
-
-
-def _binary(name: str, template: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        if it[0].dtype in WIDE_UNSIGNED:
-            return [_wide_binary(e, name, ins, a, it[0].dtype)]
-        return [template.format(a=ins[0], b=ins[1])]
-
-    return rule
-
-
-for _name, _tpl in _BINARY.items():
-    R(_name)(_binary(_name, _tpl))
-
-
-def _variadic(name: str, fn: str):
-    """Max/Min/Sum/Mean of one or more operands: a chain of the binary function."""
-
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        y = ins[0]
-        for x in ins[1:]:
-            y = e.bind(_wide_binary(e, name, [y, x], a, it[0].dtype) if it[0].dtype in WIDE_UNSIGNED
-                       else f"{fn}({y}, {x})")
-        if name == "mean":
-            return [f"{y} / {len(ins)}"]  # a Python scalar: the tensor's dtype stays
-        return [y if len(ins) > 1 else f"{y}.clone()"]
-
-    return rule
-
-
-R("max")(_variadic("max", "torch.maximum"))
-R("min")(_variadic("min", "torch.minimum"))
-R("sum")(_variadic("sum", "torch.add"))
-R("mean")(_variadic("mean", "torch.add"))
-
-
-@R("swish")
-def _swish(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]})"]
-
-
-@R("swiglu")
-def _swiglu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]} * torch.sigmoid({literal(a['alpha'])} * {ins[0]}) * {ins[1]}"]
-
-
 @R("div")
-def _div(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:
-        return [_wide_binary(e, "div", ins, a, it[0].dtype)]
-    if it[0].dtype in INTS:  # ONNX integer Div truncates toward zero
+def _div(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:
+        return [wide_binary(e, "div", ins, attrs, in_types[0].dtype)]
+    if in_types[0].dtype in INTS:  # ONNX integer Div truncates toward zero
         return [f"torch.div({ins[0]}, {ins[1]}, rounding_mode='trunc')"]
     return [f"torch.div({ins[0]}, {ins[1]})"]
 
 
 @R("mod")
-def _mod(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
-        return [_wide_binary(e, "mod", ins, a, it[0].dtype)]
+def _mod(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].dtype in WIDE_UNSIGNED:  # both modes agree on unsigned values
+        return [wide_binary(e, "mod", ins, attrs, in_types[0].dtype)]
     # fmod=1: C fmod (sign of the dividend); fmod=0: the divisor's sign (Python's %)
-    fn = "torch.fmod" if a["fmod"] else "torch.remainder"
+    fn = "torch.fmod" if attrs["fmod"] else "torch.remainder"
     return [f"{fn}({ins[0]}, {ins[1]})"]
 
 
 @R("bit_shift")
-def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dt = it[0].dtype
+def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    dt = in_types[0].dtype
     if dt in WIDE_UNSIGNED:
-        return [_wide_binary(e, "bit_shift", ins, a, dt)]
-    fn = "torch.bitwise_left_shift" if a["direction"] == "LEFT" else "torch.bitwise_right_shift"
+        return [wide_binary(e, "bit_shift", ins, attrs, dt)]
+    fn = "torch.bitwise_left_shift" if attrs["direction"] == "LEFT" else "torch.bitwise_right_shift"
     x, y = ins
     if dt not in SIGNED_INTS:
         return [f"{fn}({x}, {y})"]
@@ -264,119 +102,29 @@ def _shift(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> li
     bits = np.dtype(dt).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
     shifted = f"{fn}({x}, torch.where({inside}, {y}, torch.zeros_like({y})))"
-    fill = "torch.zeros_like(" + x + ")" if a["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(it[0])})"
+    fill = "torch.zeros_like(" + x + ")" if attrs["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(in_types[0])})"
     return [f"torch.where({inside}, {shifted}, {fill})"]
 
 
-@R("pow")
-def _pow(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x, y = ins
-    dx, dy = it[0].dtype, it[1].dtype
-    if dx in INTS and dy in FLOATS:  # computed in floating point, truncated back (ONNX reference)
-        return [f"torch.pow({x}.to(torch.float64), {y}.to(torch.float64)).to({_dt(it[0])})"]
-    if dx != dy:  # torch would promote to the wider type; ONNX keeps the base's
-        y = f"{y}.to({_dt(it[0])})"
-    return [f"torch.pow({x}, {y})"]
-
-
-@R("prelu")
-def _prelu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    # F.prelu wants a per-channel weight; ONNX's slope broadcasts unidirectionally
-    x, s = ins
-    return [f"torch.where({x} < 0, {x} * {s}, {x})"]
-
-
-@R("where")
-def _where(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.where({ins[2]}, {ins[0]}, {ins[1]})"]
-
-
-@R("cast")
-def _cast(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.to({torch_dtype(a['to'])})"]  # float -> int truncates, as the reference
-
-
 @R("clip")
-def _clip(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
     x = ins[0]
-    if a["min"] is not None:
-        x = e.bind(f"torch.clamp_min({x}, {literal(a['min'])})")
-    if a["max"] is not None:
-        x = f"torch.clamp_max({x}, {literal(a['max'])})"
+    if attrs["min"] is not None:
+        x = e.bind(f"torch.clamp_min({x}, {literal(attrs['min'])})")
+    if attrs["max"] is not None:
+        x = f"torch.clamp_max({x}, {literal(attrs['max'])})"
     return [x if x != ins[0] else f"{x}.clone()"]
 
 
 # ---- reductions ------------------------------------------------------------------------------
 
 
-def _reduced_axes(t: TensorType, a: dict) -> tuple[int, ...] | None:
-    from dlcfuzz.ops import get_op
-
-    return get_op("reduce_sum").reduced(t, a)  # type: ignore[attr-defined]
-
-
-def _reduce(kind: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        axes = _reduced_axes(t, a)
-        if axes is None:  # noop_with_empty_axes with no axes: identity
-            return [f"{x}.clone()"]
-        keep = bool(a["keepdims"])
-        dims, dt, out = literal(list(axes)), _dt(t), ot[0]
-        n = int(np.prod([t.shape[i] for i in axes], dtype=np.int64))
-        if n == 0 and kind in ("max", "min"):  # the identity of an empty max/min (torch refuses)
-            if t.dtype in FLOATS:
-                fill = '-float("inf")' if kind == "max" else 'float("inf")'
-            elif t.dtype == "bool":
-                fill = literal(kind == "min")
-            else:
-                info = np.iinfo(t.dtype)
-                fill = literal(int(info.min if kind == "max" else info.max))
-            return [f"torch.full({literal(list(out.shape))}, {fill}, dtype={dt})"]
-        if kind == "sum":
-            return [f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype={dt})"]
-        if kind == "mean":
-            if t.dtype in INTS:  # integer mean truncates toward zero (as ONNXRuntime)
-                s = e.bind(f"torch.sum({x}, dim={dims}, keepdim={keep}, dtype=torch.int64)")
-                return [f"torch.div({s}, {max(n, 1)}, rounding_mode='trunc').to({dt})"]
-            return [f"torch.mean({x}, dim={dims}, keepdim={keep})"]
-        if kind in ("max", "min"):
-            return [f"torch.a{kind}({x}, dim={dims}, keepdim={keep})"]
-        # prod: torch.prod reduces one dim at a time (highest first, so lower indices stay valid)
-        y = x
-        for ax in sorted(axes, reverse=True):
-            y = e.bind(f"torch.prod({y}, dim={ax}, keepdim={keep}, dtype={dt})")
-        return [y if y != x else f"{x}.clone()"]
-
-    return rule
-
-
-for _name, _kind in (("reduce_sum", "sum"), ("reduce_mean", "mean"), ("reduce_max", "max"),
-                     ("reduce_min", "min"), ("reduce_prod", "prod")):
-    R(_name)(_reduce(_kind))
-
-
-def _arg(fn: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        axis, keep = int(a["axis"]), bool(a["keepdims"])
-        if not a.get("select_last_index", 0):  # torch returns the first index on ties, like ONNX's default
-            return [f"{fn}({ins[0]}, dim={axis}, keepdim={keep})"]
-        # the last index on ties: the first of the reversed axis, mirrored
-        n = it[0].shape[axis]
-        return [f"{n - 1} - {fn}(torch.flip({ins[0]}, [{axis}]), dim={axis}, keepdim={keep})"]
-
-    return rule
-
-
-R("argmax")(_arg("torch.argmax"))
-R("argmin")(_arg("torch.argmin"))
-
-
 # ---- nn ------------------------------------------------------------------------------------------
 
 
-def _pad_spatial(e: TorchEmitter, x: str, pads: Sequence[int], value: str = "0.0") -> tuple[str, list[int]]:
+def _pad_spatial(e: Emitter, x: str, pads: Sequence[int], value: str = "0.0") -> tuple[str, list[int]]:
     """Symmetric pads stay with the operator; asymmetric ones become an F.pad before it.
     Returns (input expression, per-dim symmetric padding for the operator)."""
     nd = len(pads) // 2
@@ -390,94 +138,50 @@ def _pad_spatial(e: TorchEmitter, x: str, pads: Sequence[int], value: str = "0.0
 
 
 @R("conv1d", "conv2d")
-def _conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    nd = it[0].rank - 2
-    x, pad = _pad_spatial(e, ins[0], a["pads"])
+def _conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    nd = in_types[0].rank - 2
+    x, pad = _pad_spatial(e, ins[0], attrs["pads"])
     bias = ins[2] if len(ins) == 3 else "None"
     fn = "F.conv1d" if nd == 1 else "F.conv2d"
-    return [f"{fn}({x}, {ins[1]}, {bias}, stride={literal(a['strides'])}, padding={literal(pad)}, "
-            f"dilation={literal(a['dilations'])}, groups={int(a['group'])})"]
+    return [f"{fn}({x}, {ins[1]}, {bias}, stride={literal(attrs['strides'])}, padding={literal(pad)}, "
+            f"dilation={literal(attrs['dilations'])}, groups={int(attrs['group'])})"]
 
 
 @R("conv_transpose2d")
-def _conv_t(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    p, op = list(a["pads"]), list(a.get("output_padding", [0, 0]))
-    s, d = list(a["strides"]), list(a["dilations"])
+def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    p, op = list(attrs["pads"]), list(attrs.get("output_padding", [0, 0]))
+    s, d = list(attrs["strides"]), list(attrs["dilations"])
     # torch's padding is symmetric and output_padding < stride or dilation: otherwise compute the
     # full transposed convolution and crop / zero-extend it as ONNX does (bias after the crop)
     native = p[:2] == p[2:] and all(o < max(si, di) for o, si, di in zip(op, s, d))
     if native:
         bias = ins[2] if len(ins) == 3 else "None"
         return [f"F.conv_transpose2d({ins[0]}, {ins[1]}, {bias}, stride={literal(s)}, padding={literal(p[:2])}, "
-                f"output_padding={literal(op)}, groups={int(a['group'])}, dilation={literal(d)})"]
-    y = e.bind(f"F.conv_transpose2d({ins[0]}, {ins[1]}, None, stride={literal(s)}, groups={int(a['group'])}, "
+                f"output_padding={literal(op)}, groups={int(attrs['group'])}, dilation={literal(d)})"]
+    y = e.bind(f"F.conv_transpose2d({ins[0]}, {ins[1]}, None, stride={literal(s)}, groups={int(attrs['group'])}, "
                f"dilation={literal(d)})")
     if any(op):
         y = e.bind(f"F.pad({y}, [0, {op[1]}, 0, {op[0]}])")
-    h, w = ot[0].shape[2], ot[0].shape[3]
+    h, w = out_types[0].shape[2], out_types[0].shape[3]
     y = e.bind(f"{y}[:, :, {p[0]}:{p[0] + h}, {p[1]}:{p[1] + w}]")
     if len(ins) == 3:
         return [f"{y} + {ins[2]}.reshape(1, -1, 1, 1)"]
     return [f"{y}.contiguous()"]
 
 
-def _pool_any(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> list[str]:
-    """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
-    padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
-    average divides by the static count of what each window reads, the Indices come from a constant
-    grid of ONNX's flat offsets (the first maximum in window order wins, as in ORT)."""
-    k, s, d, before, after, out = spec.geometry(t, a)  # type: ignore[attr-defined]
-    flat: list[int] = []
-    for i in reversed(range(len(k))):  # F.pad lists the last dim first
-        flat += [before[i], after[i]]
-
-    def views(src: str) -> list[str]:
-        return [f"{src}[:, :, " + ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}"
-                                           for o, dd, ss, n in zip(off, d, s, out)) + "]"
-                for off in itertools.product(*[range(kk) for kk in k])]
-
-    if spec.kind == "avg":  # type: ignore[attr-defined]
-        acc = "float32" if t.dtype == "float16" else t.dtype
-        xp = e.bind(f"F.pad({x}.to(torch.{acc}), {literal(flat)})")
-        total = e.bind(" + ".join(views(xp)))
-        count = e.const(spec.window_count(t, a).astype(acc), "count")  # type: ignore[attr-defined]
-        return [f"({total} / {count}).to({_dt(t)})"]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    xp = e.bind(f"F.pad({x}, {literal(flat)}, value={low})")
-    vs = views(xp)
-    y = vs[0]
-    for v in vs[1:]:
-        y = e.bind(f"torch.maximum({y}, {v})")
-    if not a.get("indices", 0):
-        return [y if len(vs) > 1 else f"{y}.clone()"]
-    grid = np.pad(spec.flat_index(t, a), [(0, 0), (0, 0)] + list(zip(before, after)), constant_values=-1)  # type: ignore[attr-defined]
-    ip = e.const(grid, "flat")
-    best, idx = vs[0], views(ip)[0]
-    for v, iv in zip(vs[1:], views(ip)[1:]):
-        better = e.bind(f"{v} > {best}")
-        best = e.bind(f"torch.where({better}, {v}, {best})")
-        idx = e.bind(f"torch.where({better}, {iv}, {idx})")
-    return [y if len(vs) > 1 else f"{y}.clone()", f"{idx}.clone()"]
-
-
-@R("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
-def _pool_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    name = ("avg" if "count_include_pad" in a else "max") + f"_pool{it[0].rank - 2}d"
-    return _pool_any(e, get_op(name), ins[0], a, it[0])
-
-
 @R("max_pool2d")
-def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("max_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("max_pool2d"), ins[0], a, it[0])
-    t = it[0]
+    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
+    t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    k, s, d = list(a["kernel"]), list(a["strides"]), list(a.get("dilations", [1, 1]))
-    pads = list(a["pads"])
+    k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
+    pads = list(attrs["pads"])
     # torch's own padding must be symmetric and at most half the kernel: other pads go before it
     if t.dtype in FLOATS and pads[:2] == pads[2:] and all(2 * pp <= kk for pp, kk in zip(pads[:2], k)):
         return [f"F.max_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
@@ -488,10 +192,10 @@ def _max_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
     if t.dtype in FLOATS:
         return [f"F.max_pool2d({x}, {literal(k)}, stride={literal(s)}, dilation={literal(d)})"]
     # torch's CPU max_pool2d is float-only: the windows as strided slices, combined by maximum
-    return [_window_reduce(e, x, k, s, d, ot[0].shape[2:], "torch.maximum")]
+    return [_window_reduce(e, x, k, s, d, out_types[0].shape[2:], "torch.maximum")]
 
 
-def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
+def _window_reduce(e: Emitter, x: str, k: Sequence[int], s: Sequence[int], d: Sequence[int],
                    out: Sequence[int], combine: str) -> str:
     acc = ""
     for i in range(k[0]):
@@ -503,13 +207,14 @@ def _window_reduce(e: TorchEmitter, x: str, k: Sequence[int], s: Sequence[int], 
 
 
 @R("avg_pool2d")
-def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    if not get_op("avg_pool2d").legacy(a):  # type: ignore[attr-defined]
-        return _pool_any(e, get_op("avg_pool2d"), ins[0], a, it[0])
-    k, s, pads = a["kernel"], a["strides"], list(a["pads"])
-    include = bool(a["count_include_pad"])
+    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
+        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
+    k, s, pads = attrs["kernel"], attrs["strides"], list(attrs["pads"])
+    include = bool(attrs["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
         return [f"F.avg_pool2d({ins[0]}, {literal(k)}, stride={literal(s)}, padding={literal(pads[:2])}, "
                 f"count_include_pad={include})"]
@@ -524,174 +229,119 @@ def _avg_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("global_avg_pool")
-def _gap(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 4:
+def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    if in_types[0].rank == 4:
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
-    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
-
-
-@R("global_max_pool")
-def _gmp(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.amax({ins[0]}, dim={literal(list(range(2, it[0].rank)))}, keepdim=True)"]
+    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
 
 
 @R("matmul")
-def _matmul(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     return [f"torch.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")
-def _gemm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = f"{ins[0]}.t()" if a["transA"] else ins[0]
-    w = f"{ins[1]}.t()" if a["transB"] else ins[1]
+def _gemm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    x = f"{ins[0]}.t()" if attrs["transA"] else ins[0]
+    w = f"{ins[1]}.t()" if attrs["transB"] else ins[1]
     if len(ins) == 3:
-        return [f"torch.addmm({ins[2]}, {x}, {w}, beta={literal(a['beta'])}, alpha={literal(a['alpha'])})"]
-    return [f"{literal(a['alpha'])} * torch.mm({x}, {w})"]
+        return [f"torch.addmm({ins[2]}, {x}, {w}, beta={literal(attrs['beta'])}, alpha={literal(attrs['alpha'])})"]
+    return [f"{literal(attrs['alpha'])} * torch.mm({x}, {w})"]
 
 
 @R("batch_norm")
-def _bn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     x, scale, bias, mean, var = ins
-    if not a.get("training_mode", 0):
-        return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"]
+    if not attrs.get("training_mode", 0):
+        return [f"F.batch_norm({x}, {mean}, {var}, {scale}, {bias}, training=False, eps={literal(attrs['epsilon'])})"]
     # training: the batch's statistics (population variance; torch's running_var would be unbiased
     # and its momentum the complement of ONNX's, so the running statistics are written out)
-    dims = literal([0, *range(2, it[0].rank)])
+    dims = literal([0, *range(2, in_types[0].rank)])
     bm = e.bind(f"torch.mean({x}, dim={dims})")
     bv = e.bind(f"torch.var({x}, dim={dims}, correction=0)")
-    y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(a['epsilon'])})"
-    m = literal(float(a.get("momentum", 0.9)))
+    y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(attrs['epsilon'])})"
+    m = literal(float(attrs.get("momentum", 0.9)))
     return [y, f"{mean} * {m} + {bm} * (1 - {m})", f"{var} * {m} + {bv} * (1 - {m})"]
 
 
 @R("layer_norm")
-def _ln(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    axis = a["axis"] % t.rank
+def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
+    axis = attrs["axis"] % t.rank
     norm = list(t.shape[axis:])
-    eps = literal(a["epsilon"])
-    if all(u.shape == tuple(norm) for u in it[1:]):
+    eps = literal(attrs["epsilon"])
+    if all(u.shape == tuple(norm) for u in in_types[1:]):
         bias = ins[2] if len(ins) == 3 else "None"
-        outs = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
+        ys = [f"F.layer_norm({ins[0]}, {literal(norm)}, {ins[1]}, {bias}, eps={eps})"]
     else:
         y = f"F.layer_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"  # scale broadcasts to the suffix
-        outs = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
-    if len(ot) > 1:  # Mean and InvStdDev, in the float32 stash type
+        ys = [f"{y} + {ins[2]}" if len(ins) == 3 else y]
+    if len(out_types) > 1:  # Mean and InvStdDev, in the float32 stash type
         dims = literal(list(range(axis, t.rank)))
         x32 = e.bind(f"{ins[0]}.to(torch.float32)")
-        outs.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
-        if len(ot) > 2:
-            outs.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
-    return outs
+        ys.append(f"torch.mean({x32}, dim={dims}, keepdim=True)")
+        if len(out_types) > 2:
+            ys.append(f"torch.rsqrt(torch.var({x32}, dim={dims}, correction=0, keepdim=True) + {eps})")
+    return ys
 
 
 @R("instance_norm")
-def _in(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
+def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
+    t = in_types[0]
     if int(np.prod(t.shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
         dims, shape = literal(list(range(2, t.rank))), literal([1, -1] + [1] * (t.rank - 2))
         x = ins[0]
         mean = e.bind(f"torch.mean({x}, dim={dims}, keepdim=True)")
         var = e.bind(f"torch.var({x}, dim={dims}, keepdim=True, correction=0)")
-        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(a['epsilon'])}) * {ins[1]}.reshape({shape}) "
+        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}.reshape({shape}) "
                 f"+ {ins[2]}.reshape({shape})"]
-    return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(a['epsilon'])})"]
+    return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(attrs['epsilon'])})"]
 
 
 @R("lrn")
-def _lrn(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    size = int(a["size"])
-    alpha, beta, bias = literal(a["alpha"]), literal(a["beta"]), literal(a["bias"])
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    size = int(attrs["size"])
+    alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
     # torch's window is centred like ONNX's only for odd sizes, and its CPU kernel (avg_pool3d) has
     # no float16 version
-    if size % 2 == 1 and it[0].dtype != "float16":
+    if size % 2 == 1 and in_types[0].dtype != "float16":
         return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
-    # otherwise ONNX's window is channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum
-    from dlcfuzz.ops import get_op
-
-    t = it[0]
-    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
-    sq = e.bind(f"torch.movedim(torch.movedim({ins[0]} * {ins[0]}, 1, -1) @ {band}, -1, 1)")
-    return [f"{ins[0]} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
-
-
-@R("softmax")
-def _softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.softmax({ins[0]}, dim={int(a['axis'])})"]
-
-
-@R("log_softmax")
-def _log_softmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"F.log_softmax({ins[0]}, dim={int(a['axis'])})"]
+    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]  # otherwise ONNX's window: a banded sum
 
 
 @R("dropout")
-def _dropout(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    y = f"F.dropout({ins[0]}, p={literal(a['ratio'])}, training=False)"  # inference: identity
-    if len(ot) > 1:  # the mask: nothing dropped
-        return [y, f"torch.ones({literal(list(it[0].shape))}, dtype=torch.bool)"]
+def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    y = f"F.dropout({ins[0]}, p={literal(attrs['ratio'])}, training=False)"  # inference: identity
+    if len(out_types) > 1:  # the mask: nothing dropped
+        return [y, f"torch.ones({literal(list(in_types[0].shape))}, dtype=torch.bool)"]
     return [y]
 
 
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("reshape", "flatten")
-def _reshape(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.reshape({ins[0]}, {literal(list(ot[0].shape))})"]
-
-
-@R("transpose")
-def _transpose(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.permute({ins[0]}, {literal(list(a['perm']))})"]
-
-
-@R("concat")
-def _concat(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.cat([{', '.join(ins)}], dim={int(a['axis'])})"]
-
-
 @R("split")
-def _split(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    parts = e.bind(f"torch.split({ins[0]}, {literal(list(a['split']))}, dim={int(a['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(a["split"]))]
-
-
-@R("slice")
-def _slice(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-    from dlcfuzz.ops.shape import slice_bounds
-
-    t = it[0]
-    x = ins[0]
-    index = [":"] * t.rank
-    flips: list[int] = []
-    for ax, s, en, st in get_op("slice").parse(t, a):  # type: ignore[attr-defined]
-        d = t.shape[ax]
-        start, end, n = slice_bounds(d, s, en, st)
-        if st > 0:
-            index[ax] = f"{start}:{start + (n - 1) * st + 1 if n else start}:{st}"
-        else:  # torch has no negative steps: flip the axis, then step forward from the mirrored start
-            flips.append(ax)
-            m = d - 1 - start
-            index[ax] = f"{m}:{m + (n - 1) * -st + 1 if n else m}:{-st}"
-    if flips:
-        x = e.bind(f"torch.flip({x}, {literal(flips)})")
-    return [f"{x}[{', '.join(index)}]" if t.rank else f"{x}.clone()"]
-
-
-def _gather_axis(e: TorchEmitter, x: str, axis: int, idx: np.ndarray) -> str:
-    """x indexed along `axis` by a static index list (skipped when it is the identity)."""
-    k = e.const(np.asarray(idx, dtype=np.int64), "idx")
-    return e.bind(f"torch.index_select({x}, {axis}, {k})")
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    parts = e.bind(f"torch.split({ins[0]}, {literal(list(attrs['split']))}, dim={int(attrs['axis'])})")
+    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
 
 
 @R("pad")
-def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    before, after, mode, value = get_op("pad").parse(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
     x = ins[0]
     if mode == "constant":
         flat: list[int] = []
@@ -699,62 +349,37 @@ def _pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list
             flat += [before[i], after[i]]
         v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
         return [f"F.pad({x}, {literal(flat)}, mode='constant', value={v})"]
-    # reflect / edge: ONNX pads any axis of any dtype; torch's only the last ones of float tensors.
-    # Written as a gather of static indices per padded axis.
-    for ax, (pb, pe) in enumerate(zip(before, after)):
-        if not (pb or pe):
-            continue
-        d = t.shape[ax]
-        src = np.arange(-pb, d + pe)
-        if mode == "reflect":
-            period = 2 * (d - 1)
-            src = np.abs(src) % period if period else np.zeros_like(src)
-            src = np.where(src >= d, period - src, src)
-        elif mode == "wrap":
-            src = src % d
-        else:
-            src = np.clip(src, 0, d - 1)
-        x = _gather_axis(e, x, ax, src)
+    x = pyrules.pad_by_gather(e, x, mode, t.shape, before, after)
     return [x if x != ins[0] else f"{x}.clone()"]
 
 
-@R("squeeze")
-def _squeeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    dims = tuple(sorted(int(ax) % it[0].rank for ax in a["axes"]))
-    return [f"torch.squeeze({ins[0]}, {literal(dims)})"]
-
-
 @R("unsqueeze")
-def _unsqueeze(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    r = it[0].rank + len(a["axes"])
+def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    r = in_types[0].rank + len(attrs["axes"])
     y = ins[0]
-    for ax in sorted(int(v) % r for v in a["axes"]):
+    for ax in sorted(int(v) % r for v in attrs["axes"]):
         y = f"torch.unsqueeze({y}, {ax})"
     return [y]
 
 
 @R("expand")
-def _expand(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.expand({literal(list(ot[0].shape))})"]
-
-
-@R("tile")
-def _tile(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    if it[0].rank == 0:
-        return [f"{ins[0]}.clone()"]
-    return [f"torch.tile({ins[0]}, {literal(tuple(a['repeats']))})"]
+def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"{ins[0]}.expand({literal(list(out_types[0].shape))})"]
 
 
 @R("gather")
-def _gather(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     data, idx = ins
-    t = it[0]
-    ax = int(a["axis"]) % t.rank
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; index_select does not
     i64 = e.bind(f"{idx}.to(torch.int64)")
     fixed = e.bind(f"torch.where({i64} < 0, {i64} + {n}, {i64}).reshape(-1)")
-    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(ot[0].shape))})"]
+    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(out_types[0].shape))})"]
 
 
 def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
@@ -770,80 +395,42 @@ def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
     return None
 
 
-def _resize_interp(e: TorchEmitter, spec: object, x: str, a: dict, t: TensorType) -> str:
-    """Linear/cubic Resize: the static interpolation matrix of each resized axis (float32 for float16)."""
+def _resize_interp(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType) -> str:
+    """Linear/cubic Resize (in float32 for float16)."""
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
-    for ax, m in enumerate(spec.interp(t, a)):  # type: ignore[attr-defined]
-        if m is not None:
-            w = e.const(m[0].T.astype(acc), "interp")
-            y = e.bind(f"torch.movedim(torch.movedim({y}, {ax}, -1) @ {w}, -1, {ax})")
-    mask = spec.extrapolated(t, a)  # type: ignore[attr-defined]
-    if mask is not None:
-        y = e.bind(f"torch.where({e.const(mask, 'outside')}, {literal(float(a.get('extrapolation_value', 0.0)))}, {y})")
+    y = pyrules.interpolate_axes(e, spec, y, attrs, t, acc)
     return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
 
 
 @R("resize")
-def _resize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("resize")
-    t, out = it[0], ot[0].shape
-    if a.get("mode", "nearest") != "nearest":
-        return [_resize_interp(e, spec, ins[0], a, t)]
-    indices = spec.indices(t, a)  # type: ignore[attr-defined]
-    changed = [ax for ax in range(t.rank)
-               if not (len(indices[ax]) == t.shape[ax] and np.array_equal(indices[ax], np.arange(t.shape[ax])))]
+    t, out = in_types[0], out_types[0].shape
+    if attrs.get("mode", "nearest") != "nearest":
+        return [_resize_interp(e, spec, ins[0], attrs, t)]
+    indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
+    changed = pyrules.resized_axes(t, indices)
     if t.rank in (3, 4) and changed and min(changed) >= 2 and t.dtype in FLOATS:
         modes = {_interpolate_mode(t.shape[ax], out[ax], indices[ax]) for ax in range(2, t.rank)}
         if len(modes) == 1 and None not in modes:  # ONNX's coordinates equal torch's mode here: use it
             return [f"F.interpolate({ins[0]}, size={literal(list(out[2:]))}, mode={modes.pop()!r})"]
-    x = ins[0]
-    for ax in changed:
-        x = _gather_axis(e, x, ax, indices[ax])
-    return [x if x != ins[0] else f"{x}.clone()"]
+    return [pyrules.nearest_by_gather(e, ins[0], indices, changed)]
 
 
 @R("depth_to_space")
-def _d2s(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _d2s(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops.shape import DepthToSpace
 
-    b = int(a["blocksize"])
-    if a["mode"] == "CRD":
+    b = int(attrs["blocksize"])
+    if attrs["mode"] == "CRD":
         return [f"F.pixel_shuffle({ins[0]}, {b})"]
-    shape, perm, out = DepthToSpace._steps(it[0].shape, b, a["mode"])
-    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
-            f"{literal(list(out))})"]
-
-
-@R("space_to_depth")
-def _s2d(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    from dlcfuzz.ops.shape import SpaceToDepth
-
-    # F.pixel_unshuffle orders channels (c, bh, bw); ONNX orders them (bh, bw, c)
-    shape, perm, out = SpaceToDepth._steps(it[0].shape, int(a["blocksize"]), a.get("mode", "DCR"))
-    return [f"torch.reshape(torch.permute(torch.reshape({ins[0]}, {literal(list(shape))}), {literal(list(perm))}), "
-            f"{literal(list(out))})"]
-
-
-@R("identity")
-def _identity(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.clone()"]
+    return [pyrules.reshape_permute(e.sp, ins[0], DepthToSpace._steps(in_types[0].shape, b, attrs["mode"]))]
 
 
 # ---- quantization ------------------------------------------------------------------------------------
 
-
-@R("quantize_linear")
-def _quantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    info = np.iinfo(a["to"])
-    scale = literal(float(np.float32(a["scale"])))
-    q = e.bind(f"torch.round({ins[0]} / {scale}) + {int(a['zero_point'])}")  # rint: half to even
-    return [f"torch.clamp({q}, {int(info.min)}, {int(info.max)}).to({torch_dtype(a['to'])})"]
-
-
-@R("dequantize_linear")
-def _dequantize(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    scale = literal(float(np.float32(a["scale"])))
-    return [f"({ins[0]}.to(torch.int32) - {int(a['zero_point'])}).to(torch.float32) * {scale}"]

@@ -10,41 +10,40 @@ except in the plain square-free case (offset 0, no other mask) where is_causal=T
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 _PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}
 
 
-def _heads(e: TorchEmitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+def _heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
     """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
     return x if rank == 4 else e.bind(f"{x}.reshape({b}, {s}, {h}, -1).transpose(1, 2)")
 
 
 @R("attention")
-def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    lay = attention_layout(it, a)
+def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    lay = attention_layout(in_types, attrs)
     dt = torch_dtype(lay.dtype)
     rest = list(ins[3:])
-    mask = rest.pop(0) if a.get("has_mask") else None
-    past = (rest.pop(0), rest.pop(0)) if a.get("has_past") else None
-    nonpad = rest.pop(0) if a.get("has_nonpad") else None
+    mask = rest.pop(0) if attrs.get("has_mask") else None
+    past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
+    nonpad = rest.pop(0) if attrs.get("has_nonpad") else None
     q = _heads(e, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
     k = _heads(e, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
     v = _heads(e, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
     if past is not None:
         k = e.bind(f"torch.cat([{past[0]}, {k}], dim=2)")
         v = e.bind(f"torch.cat([{past[1]}, {v}], dim=2)")
-    present = [k, v] if a.get("present") else []
+    present = [k, v] if attrs.get("present") else []
 
     # the additive bias: attn_mask, then the causal / window / padding frontier (None: no bias)
     bias: str | None = None
@@ -55,8 +54,8 @@ def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
             bias = e.bind(f"torch.where({m}, 0.0, -float('inf')).to({dt})")
         else:
             bias = e.bind(f"F.pad({mask}, (0, {width}), value=-float('inf'))") if width else mask
-    causal = bool(a.get("is_causal"))
-    left, right = int(a.get("left_window_size", -1)), int(a.get("right_window_size", -1))
+    causal = bool(attrs.get("is_causal"))
+    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
     plain_causal = causal and mask is None and past is None and nonpad is None and left < 0 and right < 0
     if (causal or left >= 0 or right >= 0 or nonpad is not None) and not plain_causal:
         if nonpad is not None:
@@ -78,17 +77,17 @@ def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
         bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
 
     rep = lay.hq // lay.hkv
-    softcap = float(a.get("softcap", 0.0))
-    precision = int(a.get("softmax_precision", 0))
-    if not softcap and not a.get("qk_output") and precision in (0, _PRECISION_OF[lay.dtype]):
-        root = attention_scale_root(lay, a)
+    softcap = float(attrs.get("softcap", 0.0))
+    precision = int(attrs.get("softmax_precision", 0))
+    if not softcap and not attrs.get("qk_output") and precision in (0, _PRECISION_OF[lay.dtype]):
+        root = attention_scale_root(lay, attrs)
         y = e.bind(f"F.scaled_dot_product_attention({q}, {k}, {v}, attn_mask={bias}, "
                    f"is_causal={plain_causal}, scale={literal(root * root)}, enable_gqa={rep > 1})")
         if bias is not None:  # SDPA's rows without an allowed key are NaN; ONNX makes them zero
             y = e.bind(f"torch.where(torch.isneginf({bias}).all(dim=-1, keepdim=True), 0.0, {y}).to({dt})")
         return [_merge(e, y, lay), *present]
 
-    root = literal(attention_scale_root(lay, a))
+    root = literal(attention_scale_root(lay, attrs))
     kr = e.bind(f"{k}.repeat_interleave({rep}, dim=1)") if rep > 1 else k
     vr = e.bind(f"{v}.repeat_interleave({rep}, dim=1)") if rep > 1 else v
     logits = e.bind(f"torch.matmul({q} * {root}, ({kr} * {root}).transpose(-1, -2))")
@@ -102,40 +101,41 @@ def _attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
     if bias is not None:  # rows without an allowed key: ONNX makes them zero (softmax gives NaN)
         probs = e.bind(f"torch.where(torch.isneginf({bias}).all(dim=-1, keepdim=True), 0.0, {probs}).to({dt})")
     y = e.bind(f"torch.matmul({probs}, {vr})")
-    outs = [_merge(e, y, lay), *present]
-    if a.get("qk_output"):
-        outs.append({0: logits, 1: capped, 2: x, 3: probs}[int(a.get("qk_matmul_output_mode", 0))])
-    return outs
+    ys = [_merge(e, y, lay), *present]
+    if attrs.get("qk_output"):
+        ys.append({0: logits, 1: capped, 2: x, 3: probs}[int(attrs.get("qk_matmul_output_mode", 0))])
+    return ys
 
 
-def _merge(e: TorchEmitter, y: str, lay: Any) -> str:
+def _merge(e: Emitter, y: str, lay: Any) -> str:
     """(B, H, S, Dv) -> (B, S, H*Dv) for 3-D inputs."""
     return y if lay.rank == 4 else f"{y}.transpose(1, 2).reshape({lay.b}, {lay.sq}, -1)"
 
 
 @R("rotary_embedding")
-def _rotary_embedding(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
     x, cos, sin = ins[:3]
     if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
         cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
-    t = it[0]
+    t = in_types[0]
     if t.rank == 4:
         b, _, s, d = t.shape
         x4 = e.bind(f"{x}.transpose(1, 2)")  # (B, S, H, D)
     else:
         b, s = t.shape[:2]
-        d = t.shape[2] // int(a["num_heads"])
-        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(a['num_heads'])}, {d})")
-    rot = int(a.get("rotary_embedding_dim", 0)) or d
+        d = t.shape[2] // int(attrs["num_heads"])
+        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(attrs['num_heads'])}, {d})")
+    rot = int(attrs.get("rotary_embedding_dim", 0)) or d
     cos, sin = e.bind(f"{cos}.unsqueeze(2)"), e.bind(f"{sin}.unsqueeze(2)")
     xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
-    if a.get("interleaved"):
+    if attrs.get("interleaved"):
         x1, x2 = e.bind(f"{xr}[..., 0::2]"), e.bind(f"{xr}[..., 1::2]")
     else:
         x1, x2 = e.bind(f"{xr}[..., :{rot // 2}]"), e.bind(f"{xr}[..., {rot // 2}:]")
     real = e.bind(f"{cos} * {x1} - {sin} * {x2}")
     imag = e.bind(f"{sin} * {x1} + {cos} * {x2}")
-    if a.get("interleaved"):
+    if attrs.get("interleaved"):
         rotated = e.bind(f"torch.stack([{real}, {imag}], dim=-1).flatten(-2)")
     else:
         rotated = e.bind(f"torch.cat([{real}, {imag}], dim=-1)")
@@ -144,37 +144,39 @@ def _rotary_embedding(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: T
 
 
 @R("causal_conv_with_state")
-def _causal_conv_with_state(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                            out_types: Types) -> list[str]:
     x, w = ins[:2]
     rest = list(ins[2:])
-    bias = rest.pop(0) if a.get("has_bias") else None
-    b, c, length = it[0].shape
-    k = it[1].shape[2]
-    past = rest.pop(0) if a.get("has_past") else f"torch.zeros({b}, {c}, {k - 1}, dtype={torch_dtype(it[0].dtype)})"
+    bias = rest.pop(0) if attrs.get("has_bias") else None
+    b, c, length = in_types[0].shape
+    k = in_types[1].shape[2]
+    past = rest.pop(0) if attrs.get("has_past") else f"torch.zeros({b}, {c}, {k - 1}, dtype={torch_dtype(in_types[0].dtype)})"
     padded = e.bind(f"torch.cat([{past}, {x}], dim=2)")
     conv = e.bind(f"F.conv1d({padded}, {w}, {bias}, groups={c})")
-    out = f"F.silu({conv})" if a.get("activation", "none") != "none" else conv
+    out = f"F.silu({conv})" if attrs.get("activation", "none") != "none" else conv
     return [out, f"{padded}[:, :, {length}:]"]
 
 
 @R("linear_attention")
-def _linear_attention(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    rule = a.get("update_rule", "gated_delta")
-    hq, hkv = int(a["q_num_heads"]), int(a["kv_num_heads"])
-    b, t, _ = it[0].shape
-    dk, dv = it[0].shape[2] // hq, it[2].shape[2] // hkv
-    dt = torch_dtype(it[0].dtype)
+def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    rule = attrs.get("update_rule", "gated_delta")
+    hq, hkv = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
+    b, t, _ = in_types[0].shape
+    dk, dv = in_types[0].shape[2] // hq, in_types[2].shape[2] // hkv
+    dt = torch_dtype(in_types[0].dtype)
     q = e.bind(f"{ins[0]}.reshape({b}, {t}, {hq}, {dk}).transpose(1, 2)")
     k = e.bind(f"{ins[1]}.reshape({b}, {t}, {hkv}, {dk}).transpose(1, 2)")
     v = e.bind(f"{ins[2]}.reshape({b}, {t}, {hkv}, {dv}).transpose(1, 2)")
     rest = list(ins[3:])
-    state = rest.pop(0) if a.get("has_past") else e.bind(f"torch.zeros({b}, {hkv}, {dk}, {dv}, dtype={dt})")
+    state = rest.pop(0) if attrs.get("has_past") else e.bind(f"torch.zeros({b}, {hkv}, {dk}, {dv}, dtype={dt})")
     decay = beta = None
     if rule in ("gated", "gated_delta"):
         decay = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, {hkv}, -1).transpose(1, 2)")  # (B, H, T, 1 or d_k)
     if rule in ("delta", "gated_delta"):
         beta = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, -1, 1).transpose(1, 2)")  # (B, H or 1, T, 1)
-    scale = literal(float(a.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))
+    scale = literal(float(attrs.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))
     steps = []
     for i in range(t):  # the recurrence, unrolled over the (static) sequence
         if decay is not None:

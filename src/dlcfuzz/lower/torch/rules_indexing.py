@@ -7,14 +7,14 @@ the data flattened over the indexed dims, at static or computed linear positions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.ir.types import FLOATS
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 TORCH_REDUCE = {"add": "sum", "mul": "prod", "max": "amax", "min": "amin"}
@@ -26,30 +26,32 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _scatter(e: TorchEmitter, data: str, dim: int, index: np.ndarray, src: str, reduction: str) -> str:
+def _scatter(e: Emitter, data: str, dim: int, index: np.ndarray, src: str, reduction: str) -> str:
     k = e.const(np.ascontiguousarray(index.astype(np.int64)), "idx")
     if reduction == "none":
         return f"torch.scatter({data}, {dim}, {k}, {src})"
     return f"torch.scatter_reduce({data}, {dim}, {k}, {src}, {TORCH_REDUCE[reduction]!r}, include_self=True)"
 
 
-def _scalar(e: TorchEmitter, value: float | int, dtype: str) -> str:
+def _scalar(e: Emitter, value: float | int, dtype: str) -> str:
     return e.const(np.asarray(value).astype(dtype), "v")
 
 
 @R("gather_elements")
-def _gather_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    ax = int(a["axis"]) % t.rank
+def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
     i64 = e.bind(f"{ins[1]}.to(torch.int64)")
     fixed = e.bind(f"torch.where({i64} < 0, {i64} + {t.shape[ax]}, {i64})")
     return [f"torch.gather({ins[0]}, {ax}, {fixed})"]
 
 
 @R("gather_nd")
-def _gather_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, itype = it
-    b, k = _spec("gather_nd").parse(t, itype, a)  # type: ignore[attr-defined]
+def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    t, itype = in_types
+    b, k = _spec("gather_nd").parse(t, itype, attrs)  # type: ignore[attr-defined]
     dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
     strides = np.asarray([int(np.prod(dims[j + 1:])) for j in range(k)], dtype=np.int64)
     batch = int(np.prod(t.shape[:b], dtype=np.int64))
@@ -60,46 +62,50 @@ def _gather_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
     linear = e.bind(f"({fixed} * {e.const(strides, 'strides')}).sum(-1).reshape({batch}, {count})")
     flat = e.bind(f"{ins[0]}.reshape({literal([batch, int(np.prod(dims))] + rest)})")
     rows = e.const(np.arange(batch, dtype=np.int64).reshape(batch, 1), "rows")
-    return [f"{flat}[{rows}, {linear}].reshape({literal(list(ot[0].shape))})"]
+    return [f"{flat}[{rows}, {linear}].reshape({literal(list(out_types[0].shape))})"]
 
 
 @R("scatter_elements")
-def _scatter_elements(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, u = it
-    where = _spec("scatter_elements").targets(t, u, a)  # type: ignore[attr-defined]
-    ax = int(a["axis"]) % t.rank
-    return [_scatter(e, ins[0], ax, where[ax], ins[1], a["reduction"])]
+def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    t, u = in_types
+    where = _spec("scatter_elements").targets(t, u, attrs)  # type: ignore[attr-defined]
+    ax = int(attrs["axis"]) % t.rank
+    return [_scatter(e, ins[0], ax, where[ax], ins[1], attrs["reduction"])]
 
 
 @R("scatter_nd")
-def _scatter_nd(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    tuples = _spec("scatter_nd").tuples(t, a)  # type: ignore[attr-defined]
+def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    t = in_types[0]
+    tuples = _spec("scatter_nd").tuples(t, attrs)  # type: ignore[attr-defined]
     k = tuples.shape[1]
     slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
     linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
     index = np.repeat(linear.reshape(-1, 1), width, axis=1)  # each slice lands on its row
     data = e.bind(f"{ins[0]}.reshape({slots}, {width})")
     upd = e.bind(f"{ins[1]}.reshape({len(tuples)}, {width})")
-    return [f"{_scatter(e, data, 0, index, upd, a['reduction'])}.reshape({literal(list(t.shape))})"]
+    return [f"{_scatter(e, data, 0, index, upd, attrs['reduction'])}.reshape({literal(list(t.shape))})"]
 
 
 @R("one_hot")
-def _one_hot(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    depth, axis, dtype = _spec("one_hot").parse(t, a)  # type: ignore[attr-defined]
+def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    t = in_types[0]
+    depth, axis, dtype = _spec("one_hot").parse(t, attrs)  # type: ignore[attr-defined]
     i64 = e.bind(f"{ins[0]}.to(torch.int64)")  # floats truncate toward zero
     fixed = e.bind(f"torch.where({i64} < 0, {i64} + {depth}, {i64})")
     shape = [1] * (t.rank + 1)
     shape[axis] = depth
     steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
-    off, on = (_scalar(e, v, dtype) for v in a["values"])
+    off, on = (_scalar(e, v, dtype) for v in attrs["values"])
     return [f"torch.where(torch.unsqueeze({fixed}, {axis}) == {steps}, {on}, {off})"]
 
 
 @R("compress")
-def _compress(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    axis, kept = _spec("compress").kept(it[0], a)  # type: ignore[attr-defined]
+def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
+    axis, kept = _spec("compress").kept(in_types[0], attrs)  # type: ignore[attr-defined]
     k = e.const(np.asarray(kept, dtype=np.int64), "kept")
     if axis is None:
         return [f"torch.index_select({ins[0]}.reshape(-1), 0, {k})"]
@@ -107,15 +113,17 @@ def _compress(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) ->
 
 
 @R("reverse_sequence")
-def _reverse_sequence(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    tm, src = _spec("reverse_sequence").source(it[0], a)  # type: ignore[attr-defined]
+def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    tm, src = _spec("reverse_sequence").source(in_types[0], attrs)  # type: ignore[attr-defined]
     return [f"torch.gather({ins[0]}, {tm}, {e.const(src, 'src')})"]
 
 
 @R("center_crop_pad")
-def _center_crop_pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    win = _spec("center_crop_pad").windows(t, a)  # type: ignore[attr-defined]
+def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    t = in_types[0]
+    win = _spec("center_crop_pad").windows(t, attrs)  # type: ignore[attr-defined]
     x = f"{ins[0]}[{', '.join(f'{s}:{s + n}' for s, n, _, _ in win)}]"
     flat: list[int] = []
     for _, _, pb, pe in reversed(win):  # F.pad lists the last dim first
@@ -127,9 +135,10 @@ def _center_crop_pad(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Ty
 
 
 @R("tensor_scatter")
-def _tensor_scatter(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    past, upd = it
-    ax, src = _spec("tensor_scatter").source(past, upd, a)  # type: ignore[attr-defined]
+def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    past, upd = in_types
+    ax, src = _spec("tensor_scatter").source(past, upd, attrs)  # type: ignore[attr-defined]
     if upd.shape[ax] == 0:
         return [f"{ins[0]}.clone()"]
     # gather's index may be longer than its input along the gathered dim: read update at each position

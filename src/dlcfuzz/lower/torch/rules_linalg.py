@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("einsum")
-def einsum(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    y = f"torch.einsum({literal(a['equation'].replace(' ', ''))}, {', '.join(ins)})"
+def einsum(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    y = f"torch.einsum({literal(attrs['equation'].replace(' ', ''))}, {', '.join(ins)})"
     # integer sums come back as int64 (torch.sum's promotion): ONNX keeps the input type
-    return [f"{y}.to({torch_dtype(ot[0].dtype)})" if ot[0].dtype.startswith("int") else y]
+    return [f"{y}.to({torch_dtype(out_types[0].dtype)})" if out_types[0].dtype.startswith("int") else y]
 
 
 @R("det")
-def det(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def det(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     return [f"torch.linalg.det({ins[0]})"]

@@ -6,28 +6,29 @@ which no generated target takes (targets lie in [0, C) there)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 
-Types = Sequence[TensorType]
 NO_IGNORE_INDEX = -100
 
 
-def _nll(scores: str, ins: list[str], a: dict) -> str:
+def _nll(scores: str, ins: list[str], attrs: dict) -> str:
     weight = ins[2] if len(ins) == 3 else "None"
-    ii = NO_IGNORE_INDEX if a["ignore_index"] is None else a["ignore_index"]
+    ii = NO_IGNORE_INDEX if attrs["ignore_index"] is None else attrs["ignore_index"]
     return (f"F.nll_loss({scores}, {ins[1]}.long(), weight={weight}, ignore_index={literal(ii)}, "
-            f"reduction={literal(a['reduction'])})")
+            f"reduction={literal(attrs['reduction'])})")
 
 
 @TARGET.register("negative_log_likelihood_loss")
-def negative_log_likelihood_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [_nll(ins[0], ins, a)]
+def negative_log_likelihood_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                                 out_types: Types) -> list[str]:
+    return [_nll(ins[0], ins, attrs)]
 
 
 @TARGET.register("softmax_cross_entropy_loss")
-def softmax_cross_entropy_loss(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def softmax_cross_entropy_loss(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                               out_types: Types) -> list[str]:
     logp = e.bind(f"torch.log_softmax({ins[0]}, dim=1)", "logp")
-    return [_nll(logp, ins, a)] + ([logp] if a["log_prob"] else [])
+    return [_nll(logp, ins, attrs)] + ([logp] if attrs["log_prob"] else [])

@@ -2,36 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, torch_dtype
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("shape")
-def _shape(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _shape(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     # read from the tensor, not from our static type: with dynamic=True the dims are symbolic
-    return [f"torch.tensor(list({ins[0]}.shape)[{a.get('start', 0)}:{a.get('end')}], dtype=torch.int64)"]
+    return [f"torch.tensor(list({ins[0]}.shape)[{attrs.get('start', 0)}:{attrs.get('end')}], dtype=torch.int64)"]
 
 
 @R("size")
-def _size(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _size(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
     return [f"torch.tensor({ins[0]}.numel(), dtype=torch.int64)"]
 
 
-@R("constant_of_shape")
-def _constant_of_shape(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"torch.full({literal(tuple(a['shape']))}, {literal(a['value'])}, dtype={torch_dtype(a['dtype'])})"]
-
-
-@R("cast_like")
-def _cast_like(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.to({ins[1]}.dtype)"]  # float -> int truncates, as the reference
-
-
 @R("bitcast")
-def _bitcast(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    return [f"{ins[0]}.view({torch_dtype(a['to'])})"]  # same width: view reinterprets the bytes
+def _bitcast(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    return [f"{ins[0]}.view({torch_dtype(attrs['to'])})"]  # same width: view reinterprets the bytes

@@ -8,15 +8,14 @@ dilation and F.lp_pool drops the absolute value."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
@@ -29,20 +28,22 @@ def _root(s: str, p: int) -> str:
 
 
 @R("rms_norm")
-def _rms_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    norm = list(t.shape[a["axis"] % t.rank:])
-    eps = literal(a["epsilon"])
-    if tuple(it[1].shape) == tuple(norm):
+def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
+    t = in_types[0]
+    norm = list(t.shape[attrs["axis"] % t.rank:])
+    eps = literal(attrs["epsilon"])
+    if tuple(in_types[1].shape) == tuple(norm):
         return [f"F.rms_norm({ins[0]}, {literal(norm)}, {ins[1]}, eps={eps})"]
     return [f"F.rms_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"]  # scale broadcasts to the suffix
 
 
 @R("group_norm")
-def _group_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t, g, eps = it[0], int(a["num_groups"]), literal(a["epsilon"])
+def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    t, g, eps = in_types[0], int(attrs["num_groups"]), literal(attrs["epsilon"])
     scale, bias = ins[1], ins[2]
-    if a.get("scale_per_group", 0):  # GroupNormalization-18's per-group parameters, per channel
+    if attrs.get("scale_per_group", 0):  # GroupNormalization-18's per-group parameters, per channel
         scale, bias = (f"torch.repeat_interleave({p}, {t.shape[1] // g})" for p in (scale, bias))
     if t.shape[1] // g * int(np.prod(t.shape[2:])) > 1:
         return [f"F.group_norm({ins[0]}, {g}, {scale}, {bias}, eps={eps})"]
@@ -57,31 +58,34 @@ def _group_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) 
 
 
 @R("lp_norm")
-def _lp_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
     x = ins[0]
-    norm = e.bind(f"torch.linalg.vector_norm({x}, ord={int(a['p'])}, dim={int(a['axis'])}, keepdim=True)")
+    norm = e.bind(f"torch.linalg.vector_norm({x}, ord={int(attrs['p'])}, dim={int(attrs['axis'])}, keepdim=True)")
     return [f"torch.where({norm} == 0, torch.zeros_like({x}), {x} / {norm})"]  # a zero vector stays zero
 
 
 @R("mean_variance_norm")
-def _mean_variance_norm(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                        out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    dims = literal(list(get_op("mean_variance_norm").axes(it[0], a)))  # type: ignore[attr-defined]
+    dims = literal(list(get_op("mean_variance_norm").axes(in_types[0], attrs)))  # type: ignore[attr-defined]
     centred = e.bind(f"{ins[0]} - torch.mean({ins[0]}, dim={dims}, keepdim=True)")
     var = e.bind(f"torch.mean({centred} * {centred}, dim={dims}, keepdim=True)")
     return [f"{centred} / (torch.sqrt({var}) + {literal(MVN_EPSILON)})"]
 
 
 @R("lp_pool")
-def _lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
     spec = get_op("lp_pool")
-    t, p = it[0], int(a["p"])
-    k, s, d, pads, out = spec.geometry(t, a)  # type: ignore[attr-defined]
+    t, p = in_types[0], int(attrs["p"])
+    k, s, d, pads, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
     nd = len(k)
-    ends = spec.padded_ends(t, a)  # type: ignore[attr-defined]
+    ends = spec.padded_ends(t, attrs)  # type: ignore[attr-defined]
     flat: list[int] = []
     for i in reversed(range(nd)):  # F.pad lists the last dim first
         flat += [pads[i], ends[i]]
@@ -96,7 +100,8 @@ def _lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> 
 
 
 @R("global_lp_pool")
-def _global_lp_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    p = int(a["p"])
-    dims = literal(list(range(2, it[0].rank)))
+def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    p = int(attrs["p"])
+    dims = literal(list(range(2, in_types[0].rank)))
     return [_root(e.bind(f"torch.sum({_powered(ins[0], p)}, dim={dims}, keepdim=True)"), p)]

@@ -1,51 +1,30 @@
 """PyTorch lowering rules of the ordering operators (ops/ordering.py).
 
 TopK is a stable sort and a narrow: torch.topk does not promise ONNX's tie order (the lower index
-first), a stable sort does. Exclusive scans shift the inclusive scan by one, the identity first."""
+first), a stable sort does. The scans are shared (pysource/rules_ordering.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
 @R("trilu")
-def trilu(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    fn = "torch.triu" if a.get("upper", 1) else "torch.tril"
-    return [f"{fn}({ins[0]}, diagonal={int(a.get('k', 0))})"]
-
-
-def _scan(fn: str, identity: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-        t, x = it[0], ins[0]
-        d = int(a.get("axis", 0)) % t.rank
-        n = t.shape[d]
-        if n == 0:
-            return [f"{x}.clone()"]
-        if a.get("reverse", 0):
-            x = e.bind(f"torch.flip({x}, [{d}])")
-        y = e.bind(f"{fn}({x}, dim={d}, dtype={torch_dtype(t.dtype)})")
-        if a.get("exclusive", 0):
-            first = f"torch.full_like({y}.narrow({d}, 0, 1), {identity})"
-            y = e.bind(f"torch.cat([{first}, {y}.narrow({d}, 0, {n - 1})], dim={d})")
-        return [f"torch.flip({y}, [{d}])" if a.get("reverse", 0) else y]
-
-    return rule
-
-
-R("cumsum")(_scan("torch.cumsum", "0"))
-R("cumprod")(_scan("torch.cumprod", "1"))
+def trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    fn = "torch.triu" if attrs.get("upper", 1) else "torch.tril"
+    return [f"{fn}({ins[0]}, diagonal={int(attrs.get('k', 0))})"]
 
 
 @R("hardmax")
-def hardmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    d = int(a.get("axis", -1)) % t.rank
+def hardmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    t = in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
     n = t.shape[d]
     if n == 0 or t.size == 0:
         return [f"{ins[0]}.clone()"]
@@ -55,32 +34,35 @@ def hardmax(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("topk")
-def topk(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    d = int(a.get("axis", -1)) % t.rank
-    k = int(a["k"])
+def topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    t = in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
+    k = int(attrs["k"])
     # keys in a type where negation is exact and the order is the values' order
     keys = ins[0] if t.dtype.startswith("float") else f"{ins[0]}.to(torch.int64)"
-    if a.get("largest", 1):
+    if attrs.get("largest", 1):
         keys = f"-{keys}"
     order = e.bind(f"torch.sort({keys}, dim={d}, stable=True).indices.narrow({d}, 0, {k})")
     return [f"torch.gather({ins[0]}, {d}, {order})", order]
 
 
 @R("eye_like")
-def eye_like(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    rows, cols = it[0].shape
-    k = int(a.get("k", 0))
+def eye_like(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    rows, cols = in_types[0].shape
+    k = int(attrs.get("k", 0))
     return [f"(torch.arange({cols})[None, :] - torch.arange({rows})[:, None] == {literal(k)})"
-            f".to({torch_dtype(ot[0].dtype)})"]
+            f".to({torch_dtype(out_types[0].dtype)})"]
 
 
 @R("range")
-def range_(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def range_(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
     import numpy as np
 
-    dt = ot[0].dtype
-    if ot[0].shape[0] == 0:  # torch.arange refuses a limit on the wrong side of start; ONNX gives []
+    dt = out_types[0].dtype
+    if out_types[0].shape[0] == 0:  # torch.arange refuses a limit on the wrong side of start; ONNX gives []
         return [f"torch.zeros(0, dtype={torch_dtype(dt)})"]
-    start, limit, delta = (np.asarray(a[k]).astype(dt).item() for k in ("start", "limit", "delta"))
+    start, limit, delta = (np.asarray(attrs[k]).astype(dt).item() for k in ("start", "limit", "delta"))
     return [f"torch.arange({literal(start)}, {literal(limit)}, {literal(delta)}, dtype={torch_dtype(dt)})"]

@@ -8,20 +8,18 @@ The requantization multiplies by the float32 multiplier and rounds half to even 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.quant_integer import multiplier
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 
-def _shifted(e: TorchEmitter, x: str, zp: Any, zp_shape: tuple[int, ...] | None = None) -> str:
+def _shifted(e: Emitter, x: str, zp: Any, zp_shape: tuple[int, ...] | None = None) -> str:
     """x - zp in float64 (exact: both are small integers)."""
     if isinstance(zp, list):
         k = e.const(np.asarray(zp, dtype=np.float64).reshape(zp_shape or (-1,)), hint="zp")
@@ -29,9 +27,9 @@ def _shifted(e: TorchEmitter, x: str, zp: Any, zp_shape: tuple[int, ...] | None 
     return e.bind(f"{x}.to(torch.float64) - {literal(float(zp))}")
 
 
-def _conv(e: TorchEmitter, x: str, w: str, a: dict, rank: int) -> str:
+def _conv(e: Emitter, x: str, w: str, attrs: dict, rank: int) -> str:
     nd = rank - 2
-    pads = list(a["pads"])
+    pads = list(attrs["pads"])
     if pads[:nd] != pads[nd:]:
         flat: list[int] = []
         for i in reversed(range(nd)):  # F.pad lists the last dim first
@@ -39,11 +37,11 @@ def _conv(e: TorchEmitter, x: str, w: str, a: dict, rank: int) -> str:
         x = e.bind(f"F.pad({x}, {literal(flat)})")  # zero: x is already shifted by its zero point
         pads = [0] * (2 * nd)
     fn = "F.conv1d" if nd == 1 else "F.conv2d"
-    return e.bind(f"{fn}({x}, {w}, None, stride={literal(list(a['strides']))}, padding={literal(pads[:nd])}, "
-                  f"dilation={literal(list(a['dilations']))}, groups={int(a.get('group', 1))})")
+    return e.bind(f"{fn}({x}, {w}, None, stride={literal(list(attrs['strides']))}, padding={literal(pads[:nd])}, "
+                  f"dilation={literal(list(attrs['dilations']))}, groups={int(attrs.get('group', 1))})")
 
 
-def _requantize(e: TorchEmitter, acc: str, m: np.ndarray, zp: int, to: str, rank: int) -> str:
+def _requantize(e: Emitter, acc: str, m: np.ndarray, zp: int, to: str, rank: int) -> str:
     info = np.iinfo(to)
     if m.ndim:  # per output channel (axis 1)
         scale = e.const(m.reshape((1, -1) + (1,) * (rank - 2)), hint="multiplier")
@@ -54,41 +52,46 @@ def _requantize(e: TorchEmitter, acc: str, m: np.ndarray, zp: int, to: str, rank
 
 
 @R("matmul_integer")
-def _matmul_integer(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = _shifted(e, ins[0], a["a_zero_point"])
-    w = _shifted(e, ins[1], a["b_zero_point"])
+def _matmul_integer(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    x = _shifted(e, ins[0], attrs["a_zero_point"])
+    w = _shifted(e, ins[1], attrs["b_zero_point"])
     return [f"torch.matmul({x}, {w}).to(torch.int32)"]
 
 
 @R("conv_integer")
-def _conv_integer(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    x = _shifted(e, ins[0], a["x_zero_point"])
-    w = _shifted(e, ins[1], a["w_zero_point"], (-1,) + (1,) * (it[1].rank - 1))
-    return [f"{_conv(e, x, w, a, it[0].rank)}.to(torch.int32)"]
+def _conv_integer(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    x = _shifted(e, ins[0], attrs["x_zero_point"])
+    w = _shifted(e, ins[1], attrs["w_zero_point"], (-1,) + (1,) * (in_types[1].rank - 1))
+    return [f"{_conv(e, x, w, attrs, in_types[0].rank)}.to(torch.int32)"]
 
 
 @R("qlinear_matmul")
-def _qlinear_matmul(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    acc = e.bind(f"torch.matmul({_shifted(e, ins[0], a['a_zero_point'])}, {_shifted(e, ins[1], a['b_zero_point'])})")
-    m = multiplier(a["a_scale"], a["b_scale"], out_scale=a["y_scale"])
-    return [_requantize(e, acc, m, a["y_zero_point"], a["to"], max(ot[0].rank, 2))]
+def _qlinear_matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    acc = e.bind(f"torch.matmul({_shifted(e, ins[0], attrs['a_zero_point'])}, {_shifted(e, ins[1], attrs['b_zero_point'])})")
+    m = multiplier(attrs["a_scale"], attrs["b_scale"], out_scale=attrs["y_scale"])
+    return [_requantize(e, acc, m, attrs["y_zero_point"], attrs["to"], max(out_types[0].rank, 2))]
 
 
 @R("qlinear_conv")
-def _qlinear_conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    rank = it[0].rank
-    acc = _conv(e, _shifted(e, ins[0], a["x_zero_point"]), _shifted(e, ins[1], a["w_zero_point"]), a, rank)
+def _qlinear_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    rank = in_types[0].rank
+    acc = _conv(e, _shifted(e, ins[0], attrs["x_zero_point"]), _shifted(e, ins[1], attrs["w_zero_point"]), attrs, rank)
     if len(ins) == 3:
         acc = e.bind(f"{acc} + {ins[2]}.to(torch.float64).reshape({literal((1, -1) + (1,) * (rank - 2))})")
-    m = multiplier(a["x_scale"], a["w_scale"], out_scale=a["y_scale"])
-    return [_requantize(e, acc, m, a["y_zero_point"], a["to"], rank)]
+    m = multiplier(attrs["x_scale"], attrs["w_scale"], out_scale=attrs["y_scale"])
+    return [_requantize(e, acc, m, attrs["y_zero_point"], attrs["to"], rank)]
 
 
 @R("dynamic_quantize_linear")
-def _dynamic_quantize_linear(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def _dynamic_quantize_linear(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                             out_types: Types) -> list[str]:
     x = ins[0]
-    if it[0].size == 0:  # no extremes: the range is [0, 0], the scale 1
-        return [f"torch.zeros({literal(it[0].shape)}, dtype=torch.uint8)", "torch.tensor(1.0, dtype=torch.float32)",
+    if in_types[0].size == 0:  # no extremes: the range is [0, 0], the scale 1
+        return [f"torch.zeros({literal(in_types[0].shape)}, dtype=torch.uint8)", "torch.tensor(1.0, dtype=torch.float32)",
                 "torch.tensor(0, dtype=torch.uint8)"]
     hi = e.bind(f"torch.clamp(torch.amax({x}), min=0.0)")
     lo = e.bind(f"torch.clamp(torch.amin({x}), max=0.0)")

@@ -12,14 +12,15 @@ explicit bilinear sampling and a grouped product."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.spatial import affine_base
 
-Types = Sequence[TensorType]
 R = TARGET.register
 
 TORCH_GRID_MODES = {"linear": "bilinear", "nearest": "nearest", "cubic": "bicubic"}
@@ -31,7 +32,7 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: TorchEmitter, g: str) -> str:
+def _reflect(e: Emitter, g: str) -> str:
     """ONNX's reflection of g into [-1, 1] (the image's extent in normalized coordinates)."""
     below, above = e.bind(f"{g} < -1"), e.bind(f"{g} > 1")
     dx = e.bind(f"torch.where({below}, -1 - {g}, torch.where({above}, {g} - 1, torch.zeros_like({g})))")
@@ -42,7 +43,7 @@ def _reflect(e: TorchEmitter, g: str) -> str:
                   f"torch.where({above}, torch.where({even}, 1 - {r}, -1 + {r}), {g}))")
 
 
-def _prepad_grid(e: TorchEmitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
+def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
     """The grid with ONNX's position padding applied (positions outside the image moved in)."""
     r = len(dims)
     parts = []
@@ -58,39 +59,42 @@ def _prepad_grid(e: TorchEmitter, grid: str, dims: Sequence[int], padding: str, 
 
 
 @R("grid_sample")
-def _grid_sample(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    mode, padding, align = a["mode"], a["padding_mode"], int(a["align_corners"])
+def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    mode, padding, align = attrs["mode"], attrs["padding_mode"], int(attrs["align_corners"])
     grid = ins[1]
     if mode == "cubic" and padding != "zeros":
-        grid = _prepad_grid(e, grid, it[0].shape[2:], padding, align)
+        grid = _prepad_grid(e, grid, in_types[0].shape[2:], padding, align)
     return [f"F.grid_sample({ins[0]}, {grid}, mode={TORCH_GRID_MODES[mode]!r}, padding_mode={padding!r}, "
             f"align_corners={bool(align)})"]
 
 
 @R("affine_grid")
-def _affine_grid(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    size, align = list(a["size"]), int(a["align_corners"])
+def _affine_grid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    size, align = list(attrs["size"]), int(attrs["align_corners"])
     # F.affine_grid's base positions (torch.linspace) have no CPU float16 kernel: the product there too
-    if align and 1 in size[2:] or 0 in size or it[0].dtype == "float16":
-        base = e.const(affine_base(size[2:], align).astype(it[0].dtype), "base")
+    if align and 1 in size[2:] or 0 in size or in_types[0].dtype == "float16":
+        base = e.const(affine_base(size[2:], align).astype(in_types[0].dtype), "base")
         return [f"torch.einsum('...j,nkj->n...k', {base}, {ins[0]})"]
     return [f"F.affine_grid({ins[0]}, {literal(size)}, align_corners={bool(align)})"]
 
 
-def _gather_sum(e: TorchEmitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int], dtype: str) -> str:
+def _gather_sum(e: Emitter, x: str, n: int, src: np.ndarray, out_shape: Sequence[int], dtype: str) -> str:
     """Each output element the sum of the input elements `src` lists (per batch; x.size is a zero)."""
     flat = e.bind(f"torch.cat([{x}.reshape({n}, -1), torch.zeros({n}, 1, dtype={x}.dtype)], dim=1)")
     return f"{flat}[:, {e.const(src, 'src')}].sum(-1).reshape({literal(list(out_shape))})"
 
 
 @R("col2im")
-def _col2im(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    img, block, s, d, p, _ = _spec("col2im").geometry(t, a)  # type: ignore[attr-defined]
+def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    t = in_types[0]
+    img, block, s, d, p, _ = _spec("col2im").geometry(t, attrs)  # type: ignore[attr-defined]
     nd = len(img)
     if nd != 2:  # F.fold folds 2-D images only
-        src = _spec("col2im").sources(t, a)  # type: ignore[attr-defined]
-        return [_gather_sum(e, ins[0], t.shape[0], src, ot[0].shape, t.dtype)]
+        src = _spec("col2im").sources(t, attrs)  # type: ignore[attr-defined]
+        return [_gather_sum(e, ins[0], t.shape[0], src, out_types[0].shape, t.dtype)]
     # fold into the padded image (pads may differ per side, F.fold's are symmetric), then crop
     padded = [img[i] + p[i] + p[nd + i] for i in range(nd)]
     y = e.bind(f"F.fold({ins[0]}, output_size={literal(padded)}, kernel_size={literal(block)}, "
@@ -99,15 +103,16 @@ def _col2im(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> l
 
 
 @R("roi_align")
-def _roi_align(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    rows, weights, valid, count = _spec("roi_align").plan(t, a)  # type: ignore[attr-defined]
-    if ot[0].size == 0 or t.size == 0:
-        return [f"torch.zeros({literal(list(ot[0].shape))}, dtype={ins[0]}.dtype)"]
+def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    t = in_types[0]
+    rows, weights, valid, count = _spec("roi_align").plan(t, attrs)  # type: ignore[attr-defined]
+    if out_types[0].size == 0 or t.size == 0:
+        return [f"torch.zeros({literal(list(out_types[0].shape))}, dtype={ins[0]}.dtype)"]
     table = e.bind(f"{ins[0]}.permute(0, 2, 3, 1).reshape(-1, {t.shape[1]})")
     terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
     ok = e.const(valid[..., None], "valid")
-    if a.get("mode", "avg") == "avg":
+    if attrs.get("mode", "avg") == "avg":
         y = e.bind(f"torch.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
     else:
         best = e.bind(f"torch.where({ok}, {terms}.amax(4), -float('inf')).amax(3)")
@@ -116,56 +121,59 @@ def _roi_align(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -
 
 
 @R("max_roi_pool")
-def _max_roi_pool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    batch, mask, empty = _spec("max_roi_pool").plan(t, a)  # type: ignore[attr-defined]
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    t = in_types[0]
+    batch, mask, empty = _spec("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
     n, c, h, w = t.shape
     picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
     m = e.const(mask[:, None], "bins")
     best = e.bind(f"torch.where({m}, {picked}[:, :, None, :], -float('inf')).amax(-1)")
-    return [f"torch.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(list(ot[0].shape))})"]
+    return [f"torch.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(list(out_types[0].shape))})"]
 
 
-def _unpool_native(t: TensorType, a: dict) -> bool:
+def _unpool_native(t: TensorType, attrs: dict) -> bool:
     """Whether F.max_unpoolNd means ONNX's MaxUnpool here: every index inside its own plane, the
     output grown (if at all) in its first spatial dim only, and within PyTorch's size check
     (strictly within the default size +- stride, the default without padding)."""
-    k, s, p, inferred, out = _spec("max_unpool").geometry(t, a)  # type: ignore[attr-defined]
+    k, s, p, inferred, out = _spec("max_unpool").geometry(t, attrs)  # type: ignore[attr-defined]
     nd = t.rank - 2
     if nd not in (1, 2, 3) or out[3:] != inferred[3:]:
         return False
     plane = int(np.prod(inferred[2:]))
-    idx = np.asarray(a["indices"], dtype=np.int64).reshape(t.shape[0] * t.shape[1], -1)
+    idx = np.asarray(attrs["indices"], dtype=np.int64).reshape(t.shape[0] * t.shape[1], -1)
     if idx.size and np.any(idx // plane != np.arange(idx.shape[0])[:, None]):
         return False
     return all(abs(out[2 + i] - ((t.shape[2 + i] - 1) * s[i] + k[i])) < s[i] for i in range(nd))
 
 
 @R("max_unpool")
-def _max_unpool(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    t = it[0]
-    out = list(ot[0].shape)
-    if _unpool_native(t, a):
-        k, s, _, inferred, _ = _spec("max_unpool").geometry(t, a)  # type: ignore[attr-defined]
+def _max_unpool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    t = in_types[0]
+    out = list(out_types[0].shape)
+    if _unpool_native(t, attrs):
+        k, s, _, inferred, _ = _spec("max_unpool").geometry(t, attrs)  # type: ignore[attr-defined]
         plane = int(np.prod(inferred[2:]))
-        idx = np.asarray(a["indices"], dtype=np.int64).reshape(t.shape[0] * t.shape[1], -1)
+        idx = np.asarray(attrs["indices"], dtype=np.int64).reshape(t.shape[0] * t.shape[1], -1)
         local = (idx - np.arange(idx.shape[0])[:, None] * plane).reshape(t.shape)
         # an index over the inferred plane is the same position in a plane grown in its first dim
         return [f"F.max_unpool{t.rank - 2}d({ins[0]}, {e.const(local, 'indices')}, {literal(k)}, {literal(s)}, "
                 f"0, {literal(out[2:])})"]
-    src = _spec("max_unpool").sources(t, a)  # type: ignore[attr-defined]
+    src = _spec("max_unpool").sources(t, attrs)  # type: ignore[attr-defined]
     flat = e.bind(f"torch.cat([{ins[0]}.reshape(-1), torch.zeros(1, dtype={ins[0]}.dtype)])")
     return [f"{flat}[{e.const(src, 'src')}].reshape({literal(out)})"]
 
 
 @R("deform_conv")
-def _deform_conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
-    k, s, d, p, g, og = _spec("deform_conv").geometry(it, a)  # type: ignore[attr-defined]
-    n, c, h, w = it[0].shape
-    m = it[1].shape[0]
-    oh, ow = ot[0].shape[2:]
+def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+    k, s, d, p, g, og = _spec("deform_conv").geometry(in_types, attrs)  # type: ignore[attr-defined]
+    n, c, h, w = in_types[0].shape
+    m = in_types[1].shape[0]
+    oh, ow = out_types[0].shape[2:]
     taps = k[0] * k[1] * oh * ow
-    dt = it[0].dtype
+    dt = in_types[0].dtype
     off = e.bind(f"{ins[2]}.reshape({n}, {og}, {k[0]}, {k[1]}, 2, {oh}, {ow})")
     base_y = ((np.arange(oh) * s[0] - p[0])[None, :] + (np.arange(k[0]) * d[0])[:, None]).reshape(1, 1, k[0], 1, oh, 1)
     base_x = ((np.arange(ow) * s[1] - p[1])[None, :] + (np.arange(k[1]) * d[1])[:, None]).reshape(1, 1, 1, k[1], 1, ow)
@@ -185,11 +193,11 @@ def _deform_conv(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types)
             weight = e.bind(f"torch.where({ok}, {wy} * {wx}, 0).reshape({n}, {og}, 1, {taps})")
             term = e.bind(f"{weight} * torch.where({ok}.reshape({n}, {og}, 1, {taps}), {vals}, 0)")
             cols = term if cols is None else e.bind(f"{cols} + {term}")
-    if a.get("mask", 0):
+    if attrs.get("mask", 0):
         cols = e.bind(f"{cols} * {ins[-1]}.reshape({n}, {og}, 1, {taps})")
     grouped = e.bind(f"{cols}.reshape({n}, {g}, {c // g}, {k[0] * k[1]}, {oh * ow})")
     wg = e.bind(f"{ins[1]}.reshape({g}, {m // g}, {c // g}, {k[0] * k[1]})")
     y = e.bind(f"torch.einsum('ngckp,gmck->ngmp', {grouped}, {wg}).reshape({n}, {m}, {oh}, {ow})")
-    if a.get("bias", 0):
+    if attrs.get("bias", 0):
         y = e.bind(f"{y} + {ins[3]}.reshape(1, {m}, 1, 1)")
     return [y]

@@ -9,19 +9,18 @@ has no such operator: it is a constant (the reference's matrix)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from typing import Any
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.torch.codegen import TARGET, TorchEmitter, literal, torch_dtype
-
-Types = Sequence[TensorType]
+from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 
 
 def _compute_dtype(dtype: str) -> str:
     return "torch.float32" if dtype == "float16" else torch_dtype(dtype)
 
 
-def _complex(e: TorchEmitter, x: str, t: TensorType) -> str:
+def _complex(e: Emitter, x: str, t: TensorType) -> str:
     """x (..., 1|2) as a real or complex tensor without the last dimension, in the compute dtype."""
     w = e.bind(f"{x}.to({_compute_dtype(t.dtype)})")
     if t.shape[-1] == 1:
@@ -35,11 +34,12 @@ def _pairs(z: str, dtype: str) -> str:
 
 
 @TARGET.register("dft")
-def dft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+        out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    axis, n, inverse, onesided = get_op("dft").resolved(t, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    axis, n, inverse, onesided = get_op("dft").resolved(t, attrs)  # type: ignore[attr-defined]
     z = _complex(e, ins[0], t)
     dt = torch_dtype(t.dtype)
     if inverse and onesided:
@@ -49,16 +49,17 @@ def dft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[
 
 
 @TARGET.register("stft")
-def stft(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    t = it[0]
-    fl = get_op("stft").frame_length(it, a)  # type: ignore[attr-defined]
+    t = in_types[0]
+    fl = get_op("stft").frame_length(in_types, attrs)  # type: ignore[attr-defined]
     z = _complex(e, ins[0], t)
-    frames = e.bind(f"{z}.unfold(1, {fl}, {a['frame_step']})", "frames")
+    frames = e.bind(f"{z}.unfold(1, {fl}, {attrs['frame_step']})", "frames")
     if len(ins) == 2:
         frames = e.bind(f"{frames} * {ins[1]}.to({_compute_dtype(t.dtype)})", "frames")
-    fn = "rfft" if a["onesided"] else "fft"
+    fn = "rfft" if attrs["onesided"] else "fft"
     return [_pairs(e.bind(f"torch.fft.{fn}({frames}, dim=-1)"), t.dtype)]
 
 
@@ -67,16 +68,17 @@ _WINDOWS = {"hann_window": ("hann_window", ""), "blackman_window": ("blackman_wi
 
 
 def _window(name: str):
-    def rule(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
         from dlcfuzz.ops import get_op
 
-        out = a["output_datatype"]
-        if a["size"] == 1:  # torch's windows of size 1 are [1]; ONNX's formula gives a0 - a1 + a2
-            value = get_op(name).reference([], a)[0]
+        out = attrs["output_datatype"]
+        if attrs["size"] == 1:  # torch's windows of size 1 are [1]; ONNX's formula gives a0 - a1 + a2
+            value = get_op(name).reference([], attrs)[0]
             return [f"torch.tensor({literal(value.tolist())}, dtype={torch_dtype(out)})"]
         fn, extra = _WINDOWS[name]
         compute = torch_dtype(out) if out in ("float32", "float64") else "torch.float64"
-        w = f"torch.{fn}({a['size']}, periodic={bool(a['periodic'])}{extra}, dtype={compute})"
+        w = f"torch.{fn}({attrs['size']}, periodic={bool(attrs['periodic'])}{extra}, dtype={compute})"
         return [w if compute == torch_dtype(out) else f"{w}.to({torch_dtype(out)})"]
 
     return rule
@@ -87,7 +89,8 @@ for _name in _WINDOWS:
 
 
 @TARGET.register("mel_weight_matrix")
-def mel_weight_matrix(e: TorchEmitter, ins: list[str], a: dict, it: Types, ot: Types) -> list[str]:
+def mel_weight_matrix(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
     from dlcfuzz.ops import get_op
 
-    return [e.const(get_op("mel_weight_matrix").reference([], a)[0], "mel")]
+    return [e.const(get_op("mel_weight_matrix").reference([], attrs)[0], "mel")]
