@@ -50,7 +50,7 @@ SPELLING = TorchSpelling(
         "softplus": "F.softplus", "subtract": "torch.sub", "multiply": "torch.mul", "equal": "torch.eq",
         "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
         "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
-        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin",
+        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin", "repeat": "torch.repeat_interleave",
     },
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
     casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
