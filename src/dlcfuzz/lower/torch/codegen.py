@@ -26,7 +26,8 @@ TARGET = target("torch")
 
 class TorchSpelling(Spelling):
     """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
-    shift is a narrow and a concatenation."""
+    shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
+    zeros."""
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
         flat: list[int] = []
@@ -38,12 +39,24 @@ class TorchSpelling(Spelling):
         first = f"torch.full_like({x}.narrow({axis}, 0, 1), {fill})"
         return f"torch.cat([{first}, {x}.narrow({axis}, 0, {n - 1})], dim={axis})"
 
+    def arange(self, start: str, limit: str, delta: str, dtype: str, n: int) -> str:
+        if n == 0:  # torch.arange refuses a limit on the wrong side of start; ONNX gives []
+            return f"torch.zeros(0, dtype={self.dtype(dtype)})"
+        return super().arange(start, limit, delta, dtype, n)
+
+    def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
+        return f"F.one_hot({idx}, {n}).movedim(-1, {axis}).to({self.dtype(dtype)})"
+
+    def stable_order(self, keys: str, axis: int, k: int) -> str:
+        return f"torch.sort({keys}, dim={axis}, stable=True).indices.narrow({axis}, 0, {k})"
+
 
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
 SPELLING = TorchSpelling(
     target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
     dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
-    take="torch.index_select({x}, {axis}, {idx})",
+    take="torch.index_select({x}, {axis}, {idx})", take_along="torch.gather({x}, {axis}, {idx})",
+    diagonal_kw="diagonal",
     renames={
         "negative": "torch.neg", "arcsin": "torch.asin", "arccos": "torch.acos", "arctan": "torch.atan",
         "arcsinh": "torch.asinh", "arccosh": "torch.acosh", "arctanh": "torch.atanh", "softsign": "F.softsign",
