@@ -40,7 +40,7 @@ SPELLING = JaxSpelling(
     target="jax", prelude=PRELUDE, reserved=frozenset({"jax", "jnp", "lax", "np", ENTRY}), mod="jnp", nn="jax.nn",
     dtype_names={"bool": "bool_"}, cast_method="astype", axis_kw="axis", keepdims_kw="keepdims", shape_type=tuple,
     copies=False, take="jnp.take({x}, {idx}, axis={axis})", take_along="jnp.take_along_axis({x}, {idx}, axis={axis})",
-    diagonal_kw="k",
+    swap="jnp.swapaxes({x}, {a}, {b})", diagonal_kw="k",
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
              "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp"},
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",

@@ -51,6 +51,7 @@ class Spelling:
     copies: bool  # whether an operator returning its input as is must copy it (torch tensors are mutable)
     take: str  # x indexed along an axis by an index tensor: a template of x, idx, axis
     take_along: str  # x read at idx (of x's rank) along an axis, elementwise: a template of x, idx, axis
+    swap: str  # x with its axes a and b exchanged: a template of x, a, b
     diagonal_kw: str  # the keyword of triu/tril's diagonal offset: "diagonal", "k"
     renames: dict[str, str]  # NumPy's function name -> this target's, where the module's own name differs
     clone: str  # a copy of x (a template of x)

@@ -56,7 +56,7 @@ SPELLING = TorchSpelling(
     target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
     dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
     take="torch.index_select({x}, {axis}, {idx})", take_along="torch.gather({x}, {axis}, {idx})",
-    diagonal_kw="diagonal",
+    swap="{x}.transpose({a}, {b})", diagonal_kw="diagonal",
     renames={
         "negative": "torch.neg", "arcsin": "torch.asin", "arccos": "torch.acos", "arctan": "torch.atan",
         "arcsinh": "torch.asinh", "arccosh": "torch.acosh", "arctanh": "torch.atanh", "softsign": "F.softsign",
