@@ -64,6 +64,7 @@ SPELLING = TorchSpelling(
         "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
         "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
         "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin", "repeat": "torch.repeat_interleave",
+        "expand_dims": "torch.unsqueeze",
     },
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
     casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
