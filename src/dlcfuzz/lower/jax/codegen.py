@@ -42,7 +42,7 @@ SPELLING = JaxSpelling(
     copies=False, take="jnp.take({x}, {idx}, axis={axis})", take_along="jnp.take_along_axis({x}, {idx}, axis={axis})",
     swap="jnp.swapaxes({x}, {a}, {b})", diagonal_kw="k",
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
-             "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp"},
+             "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp", "complex": "lax.complex"},
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
     casts_indices=True, prod_one_axis=False,
 )
