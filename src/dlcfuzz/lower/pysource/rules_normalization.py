@@ -41,6 +41,14 @@ def group_params(sp: Spelling, ins: list[str], t: TensorType, attrs: dict) -> tu
     return scale, bias
 
 
+@shared("global_lp_pool")
+def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    sp, p = e.sp, int(attrs["p"])
+    total = e.bind(f"{sp.mod}.sum({powered(sp, ins[0], p)}, {sp.axes(range(2, in_types[0].rank), True)})")
+    return [root(sp, total, p)]
+
+
 @shared("mean_variance_norm")
 def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                         out_types: Types) -> list[str]:
@@ -48,11 +56,3 @@ def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], 
     centred = e.bind(f"{ins[0]} - {sp.mod}.mean({ins[0]}, {sp.axes(axes, True)})")
     var = e.bind(f"{sp.mod}.mean({centred} * {centred}, {sp.axes(axes, True)})")
     return [f"{centred} / ({sp.mod}.sqrt({var}) + {literal(MVN_EPSILON)})"]
-
-
-@shared("global_lp_pool")
-def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                    out_types: Types) -> list[str]:
-    sp, p = e.sp, int(attrs["p"])
-    total = e.bind(f"{sp.mod}.sum({powered(sp, ins[0], p)}, {sp.axes(range(2, in_types[0].rank), True)})")
-    return [root(sp, total, p)]
