@@ -20,20 +20,29 @@ from dlcfuzz.lower.registry import target
 
 TARGET = target("jax")
 class JaxSpelling(Spelling):
-    """JAX's spelling of what is not NumPy's: a shift is a lax slice, padded."""
+    """JAX's spelling of what is not NumPy's: a shift is a lax slice, padded; argsort's positions come
+    in the default int."""
 
     def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
         pad = [(1, 0) if i == axis else (0, 0) for i in range(rank)]
         return f"jnp.pad(lax.slice_in_dim({x}, 0, {n - 1}, axis={axis}), {literal(pad)}, constant_values={fill})"
+
+    def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
+        return f"jax.nn.one_hot({idx}, {n}, axis={axis}, dtype={self.dtype(dtype)})"
+
+    def stable_order(self, keys: str, axis: int, k: int) -> str:
+        order = f"jnp.argsort({keys}, axis={axis}, stable=True)"
+        return f"lax.slice_in_dim({order}, 0, {k}, axis={axis}).astype(jnp.int64)"
 
 
 PRELUDE = "import jax\nimport jax.numpy as jnp\nfrom jax import lax\n"
 SPELLING = JaxSpelling(
     target="jax", prelude=PRELUDE, reserved=frozenset({"jax", "jnp", "lax", "np", ENTRY}), mod="jnp", nn="jax.nn",
     dtype_names={"bool": "bool_"}, cast_method="astype", axis_kw="axis", keepdims_kw="keepdims", shape_type=tuple,
-    copies=False, take="jnp.take({x}, {idx}, axis={axis})",
+    copies=False, take="jnp.take({x}, {idx}, axis={axis})", take_along="jnp.take_along_axis({x}, {idx}, axis={axis})",
+    swap="jnp.swapaxes({x}, {a}, {b})", diagonal_kw="k",
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
-             "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp"},
+             "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp", "complex": "lax.complex"},
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
     casts_indices=True, prod_one_axis=False,
 )

@@ -19,6 +19,7 @@ from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_indexing import wrapped
 
 R = TARGET.register
 
@@ -349,7 +350,7 @@ def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     ax = int(attrs["axis"]) % t.rank
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; made explicit rather than left to jnp.take's mode
-    fixed = e.bind(f"jnp.where({idx} < 0, {idx} + {n}, {idx})")
+    fixed = e.bind(wrapped(e.sp, idx, n))
     return [f"jnp.take({data}, {fixed}, axis={ax}, mode='clip')"]  # in bounds: clip is a no-op
 
 

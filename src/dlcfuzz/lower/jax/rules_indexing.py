@@ -13,6 +13,7 @@ import numpy as np
 
 from dlcfuzz.lower.jax.codegen import TARGET, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_indexing import wrapped
 
 R = TARGET.register
 
@@ -35,27 +36,9 @@ def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], att
                      out_types: Types) -> list[str]:
     t, itype = in_types
     ax = int(attrs["axis"]) % t.rank
-    fixed = e.bind(f"jnp.where({ins[1]} < 0, {ins[1]} + {t.shape[ax]}, {ins[1]})")
+    fixed = e.bind(wrapped(e.sp, ins[1], t.shape[ax]))
     block = e.bind(_block(ins[0], itype.shape, ax))  # take_along_axis needs equal dims off the axis
     return [f"jnp.take_along_axis({block}, {fixed}, axis={ax}, mode='clip')"]
-
-
-@R("gather_nd")
-def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    t, itype = in_types
-    b, k = _spec("gather_nd").parse(t, itype, attrs)  # type: ignore[attr-defined]
-    dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
-    strides = np.asarray([int(np.prod(dims[j + 1:])) for j in range(k)], dtype=np.int64)
-    batch = int(np.prod(t.shape[:b], dtype=np.int64))
-    count = int(np.prod(itype.shape[b:-1], dtype=np.int64))
-    rest = list(t.shape[b + k:])
-    i64 = e.bind(f"{ins[1]}.astype(jnp.int64)")
-    fixed = e.bind(f"jnp.where({i64} < 0, {i64} + {e.const(dims, 'dims')}, {i64})")
-    linear = e.bind(f"({fixed} * {e.const(strides, 'strides')}).sum(-1).reshape({batch}, {count})")
-    flat = e.bind(f"{ins[0]}.reshape({literal(tuple([batch, int(np.prod(dims))] + rest))})")
-    rows = e.const(np.arange(batch, dtype=np.int64).reshape(batch, 1), "rows")
-    return [f"{flat}[{rows}, {linear}].reshape({literal(tuple(out_types[0].shape))})"]
 
 
 def _scatter_rows(e: Emitter, data: str, shape: tuple[int, ...], rows: tuple[int, int], linear: np.ndarray,
@@ -85,20 +68,6 @@ def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: d
     linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
     return [_scatter_rows(e, ins[0], t.shape, (slots, width), linear, ins[1], (len(tuples), width),
                           attrs["reduction"])]
-
-
-@R("one_hot")
-def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-    t = in_types[0]
-    depth, axis, dtype = _spec("one_hot").parse(t, attrs)  # type: ignore[attr-defined]
-    i64 = e.bind(f"{ins[0]}.astype(jnp.int64)")  # floats truncate toward zero
-    fixed = e.bind(f"jnp.where({i64} < 0, {i64} + {depth}, {i64})")
-    shape = [1] * (t.rank + 1)
-    shape[axis] = depth
-    steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
-    off, on = (e.const(np.asarray(v).astype(dtype), "v") for v in attrs["values"])
-    return [f"jnp.where(jnp.expand_dims({fixed}, {axis}) == {steps}, {on}, {off})"]
 
 
 @R("compress")

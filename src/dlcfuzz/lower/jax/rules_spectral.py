@@ -12,20 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-
-
-def _compute_dtype(dtype: str) -> str:
-    return "jnp.float32" if dtype == "float16" else jnp_dtype(dtype)
-
-
-def _complex(e: Emitter, x: str, t: TensorType) -> str:
-    w = e.bind(f"{x}.astype({_compute_dtype(t.dtype)})")
-    if t.shape[-1] == 1:
-        return e.bind(f"{w}[..., 0]")
-    return e.bind(f"lax.complex({w}[..., 0], {w}[..., 1])")
+from dlcfuzz.lower.pysource.rules_spectral import complex_of, compute_dtype
 
 
 def _pairs(z: str, dtype: str) -> str:
@@ -39,7 +28,7 @@ def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 
     t = in_types[0]
     axis, n, inverse, onesided = get_op("dft").resolved(t, attrs)  # type: ignore[attr-defined]
-    z = _complex(e, ins[0], t)
+    z = complex_of(e, ins[0], t)
     if inverse and onesided:
         return [f"jnp.expand_dims(jnp.fft.irfft({z}, n={n}, axis={axis}), -1).astype({jnp_dtype(t.dtype)})"]
     fn = "ifft" if inverse else "rfft" if onesided else "fft"
@@ -56,10 +45,10 @@ def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     step = attrs["frame_step"]
     n_frames = (t.shape[1] - fl) // step + 1
     idx = e.const(np.arange(n_frames)[:, None] * step + np.arange(fl)[None, :], "frame_idx")
-    z = _complex(e, ins[0], t)
+    z = complex_of(e, ins[0], t)
     frames = e.bind(f"{z}[:, {idx}]", "frames")
     if len(ins) == 2:
-        frames = e.bind(f"{frames} * {ins[1]}.astype({_compute_dtype(t.dtype)})", "frames")
+        frames = e.bind(f"{frames} * {e.sp.cast(ins[1], compute_dtype(t.dtype))}", "frames")
     fn = "rfft" if attrs["onesided"] else "fft"
     return [_pairs(e.bind(f"jnp.fft.{fn}({frames}, axis=-1)"), t.dtype)]
 

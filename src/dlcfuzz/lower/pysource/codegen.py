@@ -50,6 +50,9 @@ class Spelling:
     shape_type: type  # static shapes and axis lists: torch writes lists, jax tuples
     copies: bool  # whether an operator returning its input as is must copy it (torch tensors are mutable)
     take: str  # x indexed along an axis by an index tensor: a template of x, idx, axis
+    take_along: str  # x read at idx (of x's rank) along an axis, elementwise: a template of x, idx, axis
+    swap: str  # x with its axes a and b exchanged: a template of x, a, b
+    diagonal_kw: str  # the keyword of triu/tril's diagonal offset: "diagonal", "k"
     renames: dict[str, str]  # NumPy's function name -> this target's, where the module's own name differs
     clone: str  # a copy of x (a template of x)
     flip: str  # x reversed along one axis: a template of x, axis
@@ -88,6 +91,18 @@ class Spelling:
     def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
         """`x` (of `n` elements along `axis`) shifted one place up along it, `fill` first (an exclusive scan)."""
         raise NotImplementedError(f"{self.target} spells no shift_in")
+
+    def arange(self, start: str, limit: str, delta: str, dtype: str, n: int) -> str:
+        """The `n` values start, start + delta, ... before limit, in our dtype `dtype`."""
+        return f"{self.mod}.arange({start}, {limit}, {delta}, dtype={self.dtype(dtype)})"
+
+    def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
+        """The one-hot vectors of `idx` (n classes) along a new axis `axis`, in our dtype `dtype`."""
+        raise NotImplementedError(f"{self.target} spells no one_hot")
+
+    def stable_order(self, keys: str, axis: int, k: int) -> str:
+        """The int64 positions of the `k` smallest `keys` along `axis`, ties in index order."""
+        raise NotImplementedError(f"{self.target} spells no stable_order")
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
         """`x` (N, C, spatial...) padded on its spatial axes by constant `value` (zero when None)."""

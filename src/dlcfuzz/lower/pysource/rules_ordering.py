@@ -1,12 +1,16 @@
 """The ordering operators (ops/ordering.py) that every Python target writes alike up to spelling.
 
-Exclusive scans shift the inclusive scan by one, the identity first."""
+Exclusive scans shift the inclusive scan by one, the identity first. TopK is a stable sort's first k
+positions and a gather at them: the targets' own top-k functions do not promise ONNX's tie order
+(the lower index first), a stable sort does."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Types
+import numpy as np
+
+from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
 
 
@@ -30,3 +34,43 @@ def _scan(np_name: str, identity: int) -> Rule:
 
 shared("cumsum")(_scan("cumsum", 0))
 shared("cumprod")(_scan("cumprod", 1))
+
+
+@shared("trilu")
+def _trilu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    fn = "triu" if attrs.get("upper", 1) else "tril"
+    return [f"{e.sp.mod}.{fn}({ins[0]}, {e.sp.diagonal_kw}={int(attrs.get('k', 0))})"]
+
+
+@shared("hardmax")
+def _hardmax(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+    sp, t = e.sp, in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
+    n = t.shape[d]
+    if n == 0 or t.size == 0:
+        return [sp.copy(ins[0])]
+    best = e.bind(f"{sp.mod}.argmax({ins[0]}, {sp.axis_kw}={d})")
+    return [sp.one_hot(best, n, d, t.dtype)]
+
+
+@shared("topk")
+def _topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    sp, t = e.sp, in_types[0]
+    d = int(attrs.get("axis", -1)) % t.rank
+    # keys in a type where negation is exact and the order is the values' order
+    keys = ins[0] if t.dtype.startswith("float") else sp.cast(ins[0], "int64")
+    if attrs.get("largest", 1):
+        keys = f"-{keys}"
+    order = e.bind(sp.stable_order(keys, d, int(attrs["k"])))
+    return [sp.take_along.format(x=ins[0], idx=order, axis=d), order]
+
+
+@shared("range")
+def _range(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    dt = out_types[0].dtype
+    start, limit, delta = (literal(np.asarray(attrs[k]).astype(dt).item()) for k in ("start", "limit", "delta"))
+    return [e.sp.arange(start, limit, delta, dt, out_types[0].shape[0])]

@@ -26,7 +26,8 @@ TARGET = target("torch")
 
 class TorchSpelling(Spelling):
     """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
-    shift is a narrow and a concatenation."""
+    shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
+    zeros."""
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
         flat: list[int] = []
@@ -38,19 +39,32 @@ class TorchSpelling(Spelling):
         first = f"torch.full_like({x}.narrow({axis}, 0, 1), {fill})"
         return f"torch.cat([{first}, {x}.narrow({axis}, 0, {n - 1})], dim={axis})"
 
+    def arange(self, start: str, limit: str, delta: str, dtype: str, n: int) -> str:
+        if n == 0:  # torch.arange refuses a limit on the wrong side of start; ONNX gives []
+            return f"torch.zeros(0, dtype={self.dtype(dtype)})"
+        return super().arange(start, limit, delta, dtype, n)
+
+    def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
+        return f"F.one_hot({idx}, {n}).movedim(-1, {axis}).to({self.dtype(dtype)})"
+
+    def stable_order(self, keys: str, axis: int, k: int) -> str:
+        return f"torch.sort({keys}, dim={axis}, stable=True).indices.narrow({axis}, 0, {k})"
+
 
 PRELUDE = "import torch\nimport torch.nn.functional as F\n"
 SPELLING = TorchSpelling(
     target="torch", prelude=PRELUDE, reserved=frozenset({"torch", "F", ENTRY}), mod="torch", nn="F",
     dtype_names={}, cast_method="to", axis_kw="dim", keepdims_kw="keepdim", shape_type=list, copies=True,
-    take="torch.index_select({x}, {axis}, {idx})",
+    take="torch.index_select({x}, {axis}, {idx})", take_along="torch.gather({x}, {axis}, {idx})",
+    swap="{x}.transpose({a}, {b})", diagonal_kw="diagonal",
     renames={
         "negative": "torch.neg", "arcsin": "torch.asin", "arccos": "torch.acos", "arctan": "torch.atan",
         "arcsinh": "torch.asinh", "arccosh": "torch.acosh", "arctanh": "torch.atanh", "softsign": "F.softsign",
         "softplus": "F.softplus", "subtract": "torch.sub", "multiply": "torch.mul", "equal": "torch.eq",
         "less": "torch.lt", "less_equal": "torch.le", "greater": "torch.gt", "greater_equal": "torch.ge",
         "power": "torch.pow", "moveaxis": "torch.movedim", "concatenate": "torch.cat", "transpose": "torch.permute",
-        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin",
+        "clip": "torch.clamp", "max": "torch.amax", "min": "torch.amin", "repeat": "torch.repeat_interleave",
+        "expand_dims": "torch.unsqueeze",
     },
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
     casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,

@@ -18,6 +18,7 @@ import numpy as np
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_indexing import wrapped
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.lower.torch.wide import wide_binary
 
@@ -378,7 +379,7 @@ def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     n = t.shape[ax]
     # ONNX allows negative indices in [-n, -1]; index_select does not
     i64 = e.bind(f"{idx}.to(torch.int64)")
-    fixed = e.bind(f"torch.where({i64} < 0, {i64} + {n}, {i64}).reshape(-1)")
+    fixed = e.bind(f"{wrapped(e.sp, i64, n)}.reshape(-1)")
     return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(out_types[0].shape))})"]
 
 

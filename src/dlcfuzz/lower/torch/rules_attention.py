@@ -15,6 +15,13 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_attention import (
+    allowed_keys,
+    attention_operands,
+    rotary_operands,
+    rotary_result,
+    rotated_halves,
+)
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
@@ -23,26 +30,12 @@ R = TARGET.register
 _PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}
 
 
-def _heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
-    """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
-    return x if rank == 4 else e.bind(f"{x}.reshape({b}, {s}, {h}, -1).transpose(1, 2)")
-
-
 @R("attention")
 def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
     lay = attention_layout(in_types, attrs)
     dt = torch_dtype(lay.dtype)
-    rest = list(ins[3:])
-    mask = rest.pop(0) if attrs.get("has_mask") else None
-    past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
-    nonpad = rest.pop(0) if attrs.get("has_nonpad") else None
-    q = _heads(e, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
-    k = _heads(e, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
-    v = _heads(e, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
-    if past is not None:
-        k = e.bind(f"torch.cat([{past[0]}, {k}], dim=2)")
-        v = e.bind(f"torch.cat([{past[1]}, {v}], dim=2)")
+    q, k, v, mask, has_past, nonpad = attention_operands(e, ins, attrs, lay)
     present = [k, v] if attrs.get("present") else []
 
     # the additive bias: attn_mask, then the causal / window / padding frontier (None: no bias)
@@ -56,24 +49,10 @@ def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
             bias = e.bind(f"F.pad({mask}, (0, {width}), value=-float('inf'))") if width else mask
     causal = bool(attrs.get("is_causal"))
     left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
-    plain_causal = causal and mask is None and past is None and nonpad is None and left < 0 and right < 0
+    plain_causal = causal and mask is None and not has_past and nonpad is None and left < 0 and right < 0
     if (causal or left >= 0 or right >= 0 or nonpad is not None) and not plain_causal:
-        if nonpad is not None:
-            offset = f"({nonpad} - {lay.sq}).reshape({lay.b}, 1, 1, 1)"
-        else:
-            offset = literal(lay.p)
-        pos = e.bind(f"torch.arange({lay.sq}).reshape(1, 1, {lay.sq}, 1) + {offset}")
-        j = e.bind(f"torch.arange({lay.t}).reshape(1, 1, 1, {lay.t})")
-        conds = []
-        if causal:
-            conds.append(f"({j} <= {pos})")
-        if left >= 0:
-            conds.append(f"({pos} - {j} <= {left})")
-        if right >= 0:
-            conds.append(f"({j} - {pos} <= {right})")
-        if nonpad is not None:
-            conds.append(f"({j} < {nonpad}.reshape({lay.b}, 1, 1, 1))")
-        frontier = e.bind(f"torch.where({' & '.join(conds)}, 0.0, -float('inf')).to({dt})")
+        allowed = allowed_keys(e, lay, attrs, nonpad)
+        frontier = e.bind(f"torch.where({allowed}, 0.0, -float('inf')).to({dt})")
         bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
 
     rep = lay.hq // lay.hkv
@@ -115,32 +94,17 @@ def _merge(e: Emitter, y: str, lay: Any) -> str:
 @R("rotary_embedding")
 def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                       out_types: Types) -> list[str]:
-    x, cos, sin = ins[:3]
-    if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
-        cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
     t = in_types[0]
-    if t.rank == 4:
-        b, _, s, d = t.shape
-        x4 = e.bind(f"{x}.transpose(1, 2)")  # (B, S, H, D)
-    else:
-        b, s = t.shape[:2]
-        d = t.shape[2] // int(attrs["num_heads"])
-        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(attrs['num_heads'])}, {d})")
+    x4, cos, sin, b, s, d = rotary_operands(e, ins, attrs, t)
     rot = int(attrs.get("rotary_embedding_dim", 0)) or d
     cos, sin = e.bind(f"{cos}.unsqueeze(2)"), e.bind(f"{sin}.unsqueeze(2)")
     xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
-    if attrs.get("interleaved"):
-        x1, x2 = e.bind(f"{xr}[..., 0::2]"), e.bind(f"{xr}[..., 1::2]")
-    else:
-        x1, x2 = e.bind(f"{xr}[..., :{rot // 2}]"), e.bind(f"{xr}[..., {rot // 2}:]")
-    real = e.bind(f"{cos} * {x1} - {sin} * {x2}")
-    imag = e.bind(f"{sin} * {x1} + {cos} * {x2}")
+    real, imag = rotated_halves(e, xr, cos, sin, rot, bool(attrs.get("interleaved")))
     if attrs.get("interleaved"):
         rotated = e.bind(f"torch.stack([{real}, {imag}], dim=-1).flatten(-2)")
     else:
         rotated = e.bind(f"torch.cat([{real}, {imag}], dim=-1)")
-    out = e.bind(f"torch.cat([{rotated}, {x4}[..., {rot}:]], dim=-1)") if rot < d else rotated
-    return [f"{out}.transpose(1, 2)" if t.rank == 4 else f"{out}.reshape({literal(t.shape)})"]
+    return [rotary_result(e, rotated, x4, rot, d, t)]
 
 
 @R("causal_conv_with_state")

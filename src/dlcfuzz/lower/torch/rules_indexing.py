@@ -13,6 +13,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_indexing import wrapped
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
@@ -33,36 +34,14 @@ def _scatter(e: Emitter, data: str, dim: int, index: np.ndarray, src: str, reduc
     return f"torch.scatter_reduce({data}, {dim}, {k}, {src}, {TORCH_REDUCE[reduction]!r}, include_self=True)"
 
 
-def _scalar(e: Emitter, value: float | int, dtype: str) -> str:
-    return e.const(np.asarray(value).astype(dtype), "v")
-
-
 @R("gather_elements")
 def _gather_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                      out_types: Types) -> list[str]:
     t = in_types[0]
     ax = int(attrs["axis"]) % t.rank
     i64 = e.bind(f"{ins[1]}.to(torch.int64)")
-    fixed = e.bind(f"torch.where({i64} < 0, {i64} + {t.shape[ax]}, {i64})")
+    fixed = e.bind(wrapped(e.sp, i64, t.shape[ax]))
     return [f"torch.gather({ins[0]}, {ax}, {fixed})"]
-
-
-@R("gather_nd")
-def _gather_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    t, itype = in_types
-    b, k = _spec("gather_nd").parse(t, itype, attrs)  # type: ignore[attr-defined]
-    dims = np.asarray(t.shape[b:b + k], dtype=np.int64)
-    strides = np.asarray([int(np.prod(dims[j + 1:])) for j in range(k)], dtype=np.int64)
-    batch = int(np.prod(t.shape[:b], dtype=np.int64))
-    count = int(np.prod(itype.shape[b:-1], dtype=np.int64))
-    rest = list(t.shape[b + k:])
-    i64 = e.bind(f"{ins[1]}.to(torch.int64)")
-    fixed = e.bind(f"torch.where({i64} < 0, {i64} + {e.const(dims, 'dims')}, {i64})")
-    linear = e.bind(f"({fixed} * {e.const(strides, 'strides')}).sum(-1).reshape({batch}, {count})")
-    flat = e.bind(f"{ins[0]}.reshape({literal([batch, int(np.prod(dims))] + rest)})")
-    rows = e.const(np.arange(batch, dtype=np.int64).reshape(batch, 1), "rows")
-    return [f"{flat}[{rows}, {linear}].reshape({literal(list(out_types[0].shape))})"]
 
 
 @R("scatter_elements")
@@ -86,20 +65,6 @@ def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: d
     data = e.bind(f"{ins[0]}.reshape({slots}, {width})")
     upd = e.bind(f"{ins[1]}.reshape({len(tuples)}, {width})")
     return [f"{_scatter(e, data, 0, index, upd, attrs['reduction'])}.reshape({literal(list(t.shape))})"]
-
-
-@R("one_hot")
-def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-             out_types: Types) -> list[str]:
-    t = in_types[0]
-    depth, axis, dtype = _spec("one_hot").parse(t, attrs)  # type: ignore[attr-defined]
-    i64 = e.bind(f"{ins[0]}.to(torch.int64)")  # floats truncate toward zero
-    fixed = e.bind(f"torch.where({i64} < 0, {i64} + {depth}, {i64})")
-    shape = [1] * (t.rank + 1)
-    shape[axis] = depth
-    steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
-    off, on = (_scalar(e, v, dtype) for v in attrs["values"])
-    return [f"torch.where(torch.unsqueeze({fixed}, {axis}) == {steps}, {on}, {off})"]
 
 
 @R("compress")

@@ -11,21 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_spectral import complex_of, compute_dtype
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
-
-
-def _compute_dtype(dtype: str) -> str:
-    return "torch.float32" if dtype == "float16" else torch_dtype(dtype)
-
-
-def _complex(e: Emitter, x: str, t: TensorType) -> str:
-    """x (..., 1|2) as a real or complex tensor without the last dimension, in the compute dtype."""
-    w = e.bind(f"{x}.to({_compute_dtype(t.dtype)})")
-    if t.shape[-1] == 1:
-        return e.bind(f"{w}[..., 0]")
-    return e.bind(f"torch.complex({w}[..., 0], {w}[..., 1])")
 
 
 def _pairs(z: str, dtype: str) -> str:
@@ -40,7 +28,7 @@ def dft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 
     t = in_types[0]
     axis, n, inverse, onesided = get_op("dft").resolved(t, attrs)  # type: ignore[attr-defined]
-    z = _complex(e, ins[0], t)
+    z = complex_of(e, ins[0], t)
     dt = torch_dtype(t.dtype)
     if inverse and onesided:
         return [f"torch.fft.irfft({z}, n={n}, dim={axis}).unsqueeze(-1).to({dt})"]
@@ -55,10 +43,10 @@ def stft(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
 
     t = in_types[0]
     fl = get_op("stft").frame_length(in_types, attrs)  # type: ignore[attr-defined]
-    z = _complex(e, ins[0], t)
+    z = complex_of(e, ins[0], t)
     frames = e.bind(f"{z}.unfold(1, {fl}, {attrs['frame_step']})", "frames")
     if len(ins) == 2:
-        frames = e.bind(f"{frames} * {ins[1]}.to({_compute_dtype(t.dtype)})", "frames")
+        frames = e.bind(f"{frames} * {e.sp.cast(ins[1], compute_dtype(t.dtype))}", "frames")
     fn = "rfft" if attrs["onesided"] else "fft"
     return [_pairs(e.bind(f"torch.fft.{fn}({frames}, dim=-1)"), t.dtype)]
 

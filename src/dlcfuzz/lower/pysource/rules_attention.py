@@ -1,0 +1,87 @@
+"""The pieces of the attention operators (ops/attention.py) that every Python target writes alike up
+to spelling: the operands in (B, H, S, D) with the cache in front, the bottom-right causal / window /
+padding frontier, and RotaryEmbedding's rotated halves. The rules themselves stay per target (torch
+calls F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.pysource.codegen import Emitter, literal
+
+
+def heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
+    """(B, S, H*D) -> (B, H, S, D); 4-D operands pass through."""
+    return x if rank == 4 else e.bind(e.sp.swap.format(x=f"{x}.reshape({b}, {s}, {h}, -1)", a=1, b=2))
+
+
+def attention_operands(e: Emitter, ins: list[str], attrs: dict,
+                       lay: Any) -> tuple[str, str, str, str | None, bool, str | None]:
+    """Attention's q, k, v in (B, H, S, D) (k and v after the past cache), its mask, whether it has a
+    past cache, and its non-padded lengths (None where absent)."""
+    sp = e.sp
+    rest = list(ins[3:])
+    mask = rest.pop(0) if attrs.get("has_mask") else None
+    past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
+    nonpad = rest.pop(0) if attrs.get("has_nonpad") else None
+    q = heads(e, ins[0], lay.b, lay.sq, lay.hq, lay.rank)
+    k = heads(e, ins[1], lay.b, lay.skv, lay.hkv, lay.rank)
+    v = heads(e, ins[2], lay.b, lay.skv, lay.hkv, lay.rank)
+    if past is not None:
+        k = e.bind(f"{sp.fn('concatenate')}([{past[0]}, {k}], {sp.axis_kw}=2)")
+        v = e.bind(f"{sp.fn('concatenate')}([{past[1]}, {v}], {sp.axis_kw}=2)")
+    return q, k, v, mask, past is not None, nonpad
+
+
+def allowed_keys(e: Emitter, lay: Any, attrs: dict, nonpad: str | None) -> str:
+    """Whether query i may see key j under the causal / window / padding frontier (bottom-right: offset
+    by the cache length, or by each batch's padding), as a boolean expression of shape (B, 1, Sq, T)."""
+    m = e.sp.mod
+    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
+    offset = f"({nonpad} - {lay.sq}).reshape({lay.b}, 1, 1, 1)" if nonpad is not None else literal(lay.p)
+    pos = e.bind(f"{m}.arange({lay.sq}).reshape(1, 1, {lay.sq}, 1) + {offset}")
+    j = e.bind(f"{m}.arange({lay.t}).reshape(1, 1, 1, {lay.t})")
+    conds = []
+    if attrs.get("is_causal"):
+        conds.append(f"({j} <= {pos})")
+    if left >= 0:
+        conds.append(f"({pos} - {j} <= {left})")
+    if right >= 0:
+        conds.append(f"({j} - {pos} <= {right})")
+    if nonpad is not None:
+        conds.append(f"({j} < {nonpad}.reshape({lay.b}, 1, 1, 1))")
+    return " & ".join(conds)
+
+
+def rotated_halves(e: Emitter, xr: str, cos: str, sin: str, rot: int, interleaved: bool) -> tuple[str, str]:
+    """RotaryEmbedding's rotated pair (x1 cos - x2 sin, x1 sin + x2 cos) of the rotated part `xr`: its
+    even and odd elements when interleaved, else its halves."""
+    if interleaved:
+        x1, x2 = e.bind(f"{xr}[..., 0::2]"), e.bind(f"{xr}[..., 1::2]")
+    else:
+        x1, x2 = e.bind(f"{xr}[..., :{rot // 2}]"), e.bind(f"{xr}[..., {rot // 2}:]")
+    return e.bind(f"{cos} * {x1} - {sin} * {x2}"), e.bind(f"{sin} * {x1} + {cos} * {x2}")
+
+
+def rotary_operands(e: Emitter, ins: list[str], attrs: dict, t: TensorType) -> tuple[str, str, str, int, int, int]:
+    """RotaryEmbedding's input as (B, S, H, D), its cos and sin caches (B, S, rot/2) (indexed by the
+    position ids where given), and B, S, D."""
+    x, cos, sin = ins[:3]
+    if len(ins) == 4:  # caches indexed by position: (B, S, rot/2)
+        cos, sin = e.bind(f"{cos}[{ins[3]}]"), e.bind(f"{sin}[{ins[3]}]")
+    if t.rank == 4:
+        b, _, s, d = t.shape
+        x4 = e.bind(e.sp.swap.format(x=x, a=1, b=2))  # (B, S, H, D)
+    else:
+        b, s = t.shape[:2]
+        d = t.shape[2] // int(attrs["num_heads"])
+        x4 = e.bind(f"{x}.reshape({b}, {s}, {int(attrs['num_heads'])}, {d})")
+    return x4, cos, sin, b, s, d
+
+
+def rotary_result(e: Emitter, rotated: str, x4: str, rot: int, d: int, t: TensorType) -> str:
+    """The rotated part and the rest of (B, S, H, D) `x4`, in the input's layout."""
+    sp = e.sp
+    out = e.bind(f"{sp.fn('concatenate')}([{rotated}, {x4}[..., {rot}:]], {sp.axis_kw}=-1)") if rot < d else rotated
+    return sp.swap.format(x=out, a=1, b=2) if t.rank == 4 else f"{out}.reshape({literal(t.shape)})"

@@ -1,0 +1,58 @@
+"""The normalization operators (ops/normalization.py) that every Python target writes alike up to
+spelling, and the pieces the targets' own rules share (|x|^p and its root, the group-norm formula)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlcfuzz.ir.types import TensorType
+from dlcfuzz.lower.pysource.codegen import Emitter, Spelling, Types, literal
+from dlcfuzz.lower.pysource.rules import shared
+from dlcfuzz.ops.normalization import MVN_EPSILON
+
+
+def powered(sp: Spelling, x: str, p: int) -> str:
+    """|x|^p (x * x for p = 2, exact for every sign)."""
+    return f"{sp.mod}.abs({x})" if p == 1 else f"({x} * {x})" if p == 2 else f"{sp.mod}.abs({x}) ** {p}"
+
+
+def root(sp: Spelling, s: str, p: int) -> str:
+    """The p-th root of s."""
+    return s if p == 1 else f"{sp.mod}.sqrt({s})" if p == 2 else f"{s} ** {literal(1.0 / p)}"
+
+
+def group_norm_formula(e: Emitter, x: str, t: TensorType, groups: int, eps: str, scale: str, bias: str) -> str:
+    """GroupNormalization as its formula: statistics per (batch, group), then the per-channel affine."""
+    sp = e.sp
+    grouped = e.bind(f"{x}.reshape({sp.shape([t.shape[0], groups, -1])})")
+    centred = e.bind(f"{grouped} - {sp.mod}.mean({grouped}, {sp.axis_kw}=2, {sp.keepdims_kw}=True)")
+    var = e.bind(f"{sp.mod}.mean({centred} * {centred}, {sp.axis_kw}=2, {sp.keepdims_kw}=True)")
+    normalized = e.bind(f"({centred} / {sp.mod}.sqrt({var} + {eps})).reshape({sp.shape(t.shape)})")
+    channel = sp.shape([1, -1] + [1] * (t.rank - 2))
+    return f"{normalized} * ({scale}).reshape({channel}) + ({bias}).reshape({channel})"
+
+
+def group_params(sp: Spelling, ins: list[str], t: TensorType, attrs: dict) -> tuple[str, str]:
+    """GroupNormalization's scale and bias per channel (GroupNormalization-18's are per group)."""
+    scale, bias = ins[1], ins[2]
+    if attrs.get("scale_per_group", 0):
+        per = t.shape[1] // int(attrs["num_groups"])
+        scale, bias = (f"{sp.fn('repeat')}({p}, {per})" for p in (scale, bias))
+    return scale, bias
+
+
+@shared("global_lp_pool")
+def _global_lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    sp, p = e.sp, int(attrs["p"])
+    total = e.bind(f"{sp.mod}.sum({powered(sp, ins[0], p)}, {sp.axes(range(2, in_types[0].rank), True)})")
+    return [root(sp, total, p)]
+
+
+@shared("mean_variance_norm")
+def _mean_variance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                        out_types: Types) -> list[str]:
+    sp, axes = e.sp, spec.axes(in_types[0], attrs)
+    centred = e.bind(f"{ins[0]} - {sp.mod}.mean({ins[0]}, {sp.axes(axes, True)})")
+    var = e.bind(f"{sp.mod}.mean({centred} * {centred}, {sp.axes(axes, True)})")
+    return [f"{centred} / ({sp.mod}.sqrt({var}) + {literal(MVN_EPSILON)})"]
