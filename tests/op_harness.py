@@ -162,6 +162,26 @@ def lowered_ops(name: str) -> list[OpSpec]:
 __all__ = ["DTYPES", "check_instance", "instances", "lowered_ops", "run_ort", "run_relax", "side_by_side_outputs"]
 
 
+
+def observations_side_by_side(backend, cases: list[tuple[Graph, dict]], configs: list) -> list[list]:
+    """Each (graph, inputs) case's observations under `configs`, all cases compiled side by side into one
+    program per configuration (`side_by_side_outputs`' idea for a backend's configurations)."""
+    from dataclasses import replace
+
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.strategies.probe import side_by_side
+
+    inputs = {f"p{i}_{name}": a for i, (_, x) in enumerate(cases) for name, a in x.items()}
+    obs = run_configs(backend, TestCase(side_by_side([g for g, _ in cases]), inputs, configs, seed=0))
+    per_case, at = [], 0
+    for g, _ in cases:
+        n = len(g.outputs)
+        per_case.append([replace(o, outputs=o.outputs[at:at + n]) if o.status == "ok" else o for o in obs])
+        at += n
+    return per_case
+
+
 def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], configs_of: Callable[[Graph], list],
                         batch: int = 24) -> int:
     """Judge (graph, inputs, reference) cases on `backend`, `batch` graphs compiled side by side into one
@@ -169,8 +189,6 @@ def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], config
     bug in a batch fails the test, naming the graph and whether it also shows when compiled alone (its
     own bug) or only side by side. `reference` is `oracle.policy.reference_of`'s result (outputs known).
     Returns the number of judged cases."""
-    from dataclasses import replace
-
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.ir import to_text
     from dlcfuzz.oracle.testcase import TestCase
@@ -184,16 +202,9 @@ def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], config
     judged = 0
     for k in range(0, len(cases), batch):
         part = cases[k:k + batch]
-        merged = side_by_side([g for g, _, _ in part])
-        configs = configs_of(merged)
-        inputs = {f"p{i}_{name}": a for i, (_, x, _) in enumerate(part) for name, a in x.items()}
-        obs = run_configs(backend, TestCase(merged, inputs, configs, seed=0))
-        at = 0
-        for g, x, ref in part:
-            n = len(g.outputs)
-            mine = [replace(o, outputs=o.outputs[at:at + n]) if o.status == "ok" else o for o in obs]
-            at += n
-            bad = bugs_of(ref, mine)
+        configs = configs_of(side_by_side([g for g, _, _ in part]))
+        for (g, x, ref), obs in zip(part, observations_side_by_side(backend, [(g, x) for g, x, _ in part], configs)):
+            bad = bugs_of(ref, obs)
             if bad:
                 alone = bugs_of(ref, run_configs(backend, TestCase(g, x, configs, seed=0)))
                 where = "also compiled alone" if alone else "only side by side with other graphs"

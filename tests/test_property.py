@@ -24,12 +24,13 @@ SETTINGS = settings(max_examples=500, deadline=None, derandomize=True,
 
 @functools.cache
 def supported(compiler: str):
-    """Capability probe (in process): which (op, dtype) pairs the compiler implements."""
+    """Capability probe (in process): which (op, dtype) pairs the compiler implements. Through the probe
+    cache, keyed as a default campaign's probe: the suite's campaigns on the compiler probe it once."""
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.strategies.probe import probe
+    from dlcfuzz.strategies.probe import load_or_probe
 
     backend = get_backend(compiler)
-    caps = probe(backend, [backend.default_pair()[0]])
+    caps = load_or_probe(None, backend, [backend.default_pair()[0]])
     return lambda op, dt: caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
 
