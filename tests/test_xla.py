@@ -26,7 +26,6 @@ from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import judge  # noqa: E402
 from tests.op_harness import judged_side_by_side, observations_side_by_side  # noqa: E402
 
-
 # graphs compiled side by side in one module: XLA's compile time grows faster than linearly with a module's
 # size (20 graphs: 6.5 s with the default passes, 17 s without, against 0.5-1 s for one), so a few per module
 SIDE = 6
@@ -113,10 +112,11 @@ def test_planted_pass_fault_is_found_minimized_to_its_pass_and_real_xla_stays_qu
 
     # SIDE graphs side by side, one module per configuration
     both = [(g, x) for g, x, _ in cases]
-    good = [o for k in range(0, len(both), SIDE) for o in observations_side_by_side(real, both[k:k + SIDE], pair)]
-    bad = [o for k in range(0, len(both), SIDE) for o in observations_side_by_side(planted, both[k:k + SIDE], pair)]
+    of_real = [o for k in range(0, len(both), SIDE) for o in observations_side_by_side(real, both[k:k + SIDE], pair)]
+    of_planted = [o for k in range(0, len(both), SIDE)
+                  for o in observations_side_by_side(planted, both[k:k + SIDE], pair)]
     found = []
-    for (g, x, ref), good, bad in zip(cases, good, bad):
+    for (g, x, ref), good, bad in zip(cases, of_real, of_planted):
         assert not bugs(real, ref, good), to_text(g)
         wrong = bugs(planted, ref, bad)
         if wrong:  # the off-by-one can vanish (e.g. an add whose result is only compared)
