@@ -78,6 +78,6 @@ def test_ops_table_in_readme_is_fresh():
     assert p.returncode == 0, p.stdout
 
 
-@pytest.mark.parametrize("bad", ["--jobs=0", "--ops=0"])
+@pytest.mark.parametrize("bad", ["--jobs=0", "--ops=0", "--max-tests=0", "--max-tests=-5"])
 def test_bad_numbers(tmp_path, bad):
     assert_usage_error(dlcfuzz("fuzz", bad, "--out", str(tmp_path / "r")), "must be at least 1")

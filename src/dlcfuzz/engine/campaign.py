@@ -98,6 +98,8 @@ class Campaign:
         cls = self.strategy_cls
         if opts.jobs < 1:
             raise UsageError("--jobs must be at least 1")
+        if opts.max_tests is not None and opts.max_tests < 1:
+            raise UsageError("--max-tests must be at least 1")
         if cls.compilers is not None and opts.compiler not in cls.compilers:
             raise UsageError(f"--strategy {cls.name} needs --compiler {' or '.join(cls.compilers)}")
         backend: Backend | None = None
