@@ -207,3 +207,21 @@ def test_every_packaged_register_entry_is_specific():
     a broad match once labelled a GatherND cluster with an unrelated entry."""
     for b in Register(use_env=False).bugs:
         assert not b.match or {"ops_all", "ops_any", "ops_subset", "message", "config"} & set(b.match), b.id
+    ids = [b.id for b in Register(use_env=False).bugs]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+def test_an_operator_beside_the_known_one_is_not_its_bug():
+    """TVM's min/max over an empty axis is a graph of reductions alone: a GatherND cluster whose graph also
+    holds a ReduceMax (once labelled with it) is not that bug."""
+    reg = Register(use_env=False)
+
+    def known(ops: set[str]) -> str | None:
+        f = FindingFacts(1, "tvm", "wrong-result", ("tvm-unopt", "tvm-opt"), "", frozenset(ops),
+                         frozenset({"float32"}), "", "wrong|tvm|tvm-unopt,tvm-opt|value", "value")
+        k = reg.match(f)
+        return k.id if k else None
+
+    assert known({"reduce_max"}) == "tvm-reduce-min-max-empty-axis-uninitialized"
+    assert known({"reduce_min", "reduce_max"}) == "tvm-reduce-min-max-empty-axis-uninitialized"
+    assert known({"gather_nd", "reduce_max"}) is None
