@@ -145,3 +145,44 @@ def test_lowering_and_reproducer_carry_the_malformed_model():
     plain = type(tc.configs[0])(tc.configs[0].name, {k: v for k, v in tc.configs[0].options.items()
                                                        if k != "malformed"})
     assert check_strict(onnx.load_from_string(backend.lower(tc.graph, plain))) is None
+
+
+def test_an_accepted_malformed_model_is_reduced_around_its_node_and_reduced_txt_shows_the_node(tmp_path):
+    """A malformed node lives in the lowered model, not in the graph: the graph around it is reduced (the same
+    node on any graph that offers it a float value to read) and reduced.txt names the node it breaks."""
+    from dlcfuzz.exec.pool import TaskResult
+    from dlcfuzz.oracle.testcase import TestCase, observations_to_bytes
+    from dlcfuzz.reduce.budget import ReductionBudget
+    from dlcfuzz.strategies.base import Finding
+
+    silent = SilentOrt()
+
+    class InProcess:  # the reducer's worker, in this process, on the planted compiler
+        def run(self, payload: bytes, timeout_s: float | None = None) -> TaskResult:
+            obs = run_configs(silent, TestCase.from_bytes(payload), invalid=True)
+            return TaskResult(0, "ok", observations_to_bytes(obs, silent.version()))
+
+    s = strategy(get_backend("onnxruntime"))
+    s.ctx.reduce, s.ctx.reducer_pool = True, InProcess
+    s.ctx.budget_box[0] = ReductionBudget(seconds=120, checks=400)
+    reduced = 0
+    for seed in range(12):
+        test = s.malformed_test(seed, seed, np.random.default_rng(seed), ["axis-out-of-range"])
+        if test is None or len(test.payload.graph.nodes) < 3:
+            continue
+        tc = test.payload
+        broken = tc.meta["broken"]
+        v = judge_rejection("onnxruntime", broken, run_configs(silent, tc, invalid=True), s.per_op_rules,
+                            s.lenient(broken))[0]
+        assert v.category == "accepted-invalid"
+        red = s.reduce(test, v)
+        assert red.reduced_nodes < red.nodes, red.summary
+        folder = tmp_path / f"f{seed}"
+        folder.mkdir()
+        red.write(Finding(1, seed, "sig", v.key, "title", folder))
+        text = (folder / "reduced.txt").read_text()
+        assert "malformed_axis_out_of_range" in text and KINDS["axis-out-of-range"] in text, text
+        reduced += 1
+        if reduced == 2:
+            break
+    assert reduced == 2

@@ -325,7 +325,8 @@ class GraphStrategy(Strategy):
         return shows
 
     def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
-                  untyped_outputs: tuple[str, ...] = ()) -> Reduction:
+                  untyped_outputs: tuple[str, ...] = (), note: str = "") -> Reduction:
+        """`note`: lines reduced.txt adds below the graph (what the lowered model holds beside it)."""
         tc: TestCase = test.payload
         key = self.numeric_key(test, v, g, inputs) if v.category in NUMERIC else v.key
         configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
@@ -355,7 +356,7 @@ class GraphStrategy(Strategy):
             save(tc.graph, f.folder / "original.json")
             save(g, f.folder / "reduced.json")
             np.savez(f.folder / "reduced_inputs.npz", **inputs)
-            (f.folder / "reduced.txt").write_text(to_text(g) + "\n")
+            (f.folder / "reduced.txt").write_text(to_text(g) + "\n" + (note + "\n" if note else ""))
             return script
 
         return Reduction(key, len(tc.graph.nodes), len(g.nodes), write,

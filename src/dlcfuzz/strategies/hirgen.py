@@ -281,24 +281,48 @@ class DisruptiveHirgen(HirgenStrategy):
         return predicate
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
-        """The broken node alone, with fresh inputs, when that still shows the finding."""
-        from dlcfuzz.reduce.graph import isolate_node
+        """The broken node alone, with fresh inputs, when that still shows the finding. A malformed node
+        is added to the lowered ONNX model, not to the graph (the same node on any graph that offers it a
+        float value to read): the graph around it is reduced as a whole."""
+        from dlcfuzz.reduce.graph import isolate_node, reduce_graph
 
         tc: TestCase = test.payload
         broken = tc.meta["broken"]
         g, inputs = tc.graph, tc.inputs
-        if self.ctx.reduce and "malformed" not in tc.meta:  # a malformed node is not in the graph
+        if self.ctx.reduce and "malformed" in tc.meta:
+            g, inputs = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v), budget=self.ctx.budget)
+        elif self.ctx.reduce:
             cand, cand_in = isolate_node(tc.graph, tc.inputs, broken["node"])
             if cand.nodes != g.nodes and self.still_fails(tc, v)(cand, cand_in):
                 g, inputs = cand, cand_in
-        return self.reduction(test, v, g, inputs, untyped_outputs=(broken["output"],))
+        return self.reduction(test, v, g, inputs, untyped_outputs=(broken["output"],), note=malformed_note(tc, g))
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         tc: TestCase = test.payload
-        return self.reduction(test, v, tc.graph, tc.inputs, untyped_outputs=(tc.meta["broken"]["output"],))
+        return self.reduction(test, v, tc.graph, tc.inputs, untyped_outputs=(tc.meta["broken"]["output"],),
+                              note=malformed_note(tc, tc.graph))
 
     def progress_fields(self) -> str:
         return f"rejected {self.counts['rejected']}"
+
+
+def malformed_note(tc: TestCase, g: Graph) -> str:
+    """For reduced.txt: the malformed node the lowered model of `g` gets (it is not in the graph); "" for a
+    test without one."""
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.mutate.malformed import malform
+
+    spec = tc.meta.get("malformed")
+    if not spec:
+        return ""
+    done = malform(to_onnx(g), spec["kind"], int(spec["seed"]))
+    if done is None:
+        return ""
+    model, m = done
+    node = next(n for n in model.graph.node if n.name == m.node)
+    return (f"# and, added to the lowered ONNX model (below dlcfuzz's IR): {m.node}: {node.op_type}"
+            f"({', '.join(repr(i) for i in node.input)}) -> {', '.join(node.output)}\n"
+            f"#   it breaks: {m.rule} ({m.detail})")
 
 
 class DisruptiveHirgenRandom(DisruptiveHirgen):
