@@ -453,6 +453,9 @@ def test_capability_cache_is_per_probed_configuration(tmp_path, monkeypatch):
         def version(self) -> str:
             return "0.27"
 
+        def known_form_gaps(self, op: str) -> tuple:
+            return ()
+
     assert load_or_probe(None, Backend(), [Config()]) == {("ms_fused_conv", "float32"): (True, "")}  # its own cache
 
 
