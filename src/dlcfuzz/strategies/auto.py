@@ -1,23 +1,45 @@
 """`auto`, the default strategy: one campaign interleaves random, hirgen (strict and disruptive),
 oatest and metamorphic (and tzer on TVM) in one store and one report, giving time to each by its
-recent yield of new coverage and new distinct findings (a bandit schedule, as AFL++/MOpt schedule
-mutators).
+recent yield of new coverage, new root causes and optimizations fired for the first time (a bandit
+schedule, as AFL++/MOpt schedule mutators).
 
 The schedule is reproducible from the master seed, whatever the timing: tests come in blocks of
 BLOCK, and the arms of block b are drawn from the yields of blocks up to b-2 only (the campaign
-waits for those to be judged), with costs from a fixed table rather than measured seconds.
+waits for those to be judged), with costs from a fixed table rather than measured seconds. In each
+block one test per arm is the arm's by position (`floor_arm`): a floor of the tests, beside the
+floor of the time, so that an arm 100 times dearer than `random` (metamorphic) still runs.
+
+Yield counts root causes, not distinct findings: on an old release `random` finds dozens of distinct
+findings per kernel bug (one `noop_with_empty_axes` bug gave 20 clusters of signatures), and a
+reward per signature gave it nearly all the time. The engine clusters findings into root causes
+after the campaign (engine/clusters.py); when the strategy learns from a test, its finding is
+reduced (its stored key is known) but not clustered, so `root_cause` is a proxy of the cluster key
+from what the finding row holds: the category; for an error-like finding the minimal
+optimization/pass set and the message class (`message_class`, the clusters' own normalization); for
+a numeric finding the optimization set (or, for a wrong result, none: every configuration is
+wrong), the mismatch reason and the reduced graph's operators. It is coarser than the clusters only
+in leaving out the reduced graph's dtype class (in reduced.json, written after) and finer in not
+merging an operator superset into its subset. Only a distinct finding can open a new proxy (a
+duplicate has a signature, hence a proxy, seen before), and only the first one in the campaign,
+whichever arm found it, is rewarded. A finding the known-bugs register matches counts too: the
+register is the engine's (a floor above), matched after the finding is written, and on an old
+release most root causes are known ones, so leaving them out would leave no finding yield at all.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import DedupKey, clustered_by_ops, message_key_tags
+from dlcfuzz.oracle.signature import message_class
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strategy, StrategyStore, Test
 
@@ -33,10 +55,17 @@ BLOCK = 32  # tests per scheduling block
 # a decay per block (0.9, before) forgot a finding within a few seconds on ONNXRuntime (~100 tests/s)
 HALF_LIFE_S = 30.0
 FLOOR = 0.04  # every arm keeps at least this share of the time (exploration)
-# A new distinct finding is worth this many coverage-adding tests: about what a graph arm's coverage
-# yields in 5 s on ONNXRuntime (0.15 per test at 100 tests/s); findings are what a campaign is for,
-# and at 20 an arm that found bugs got no more time than one that only reached new shapes
-FINDING_WEIGHT = 100.0
+TEST_FLOOR = 1  # tests of each block that are each arm's by position (1 of 32: 3% of the tests)
+# A new root cause is worth this many coverage-adding tests: about what a graph arm's coverage yields
+# in 10 s on ONNXRuntime (0.15 per test at 100 tests/s). It was 100 per distinct finding; a 30-minute
+# campaign has about a fifth as many root causes as distinct findings (40 and 213), so twice the weight
+# still gives findings less of the yield than before, and none to a signature of a known root cause
+ROOT_CAUSE_WEIGHT = 200.0
+# An optimization that fires for the first time in the campaign (OATest's trigger report) shows the arm
+# reached compiler code no earlier test reached, where its bugs are: an eighth of a root cause. One
+# compiler has a few dozen targets (37 on ONNXRuntime), so all of them together are worth a few root
+# causes, early in the campaign, and never again
+FIRST_FIRED_WEIGHT = 25.0
 # Coverage kinds too fine to count as a yield (almost every graph has a new output shape or path)
 FINE_KINDS = ("op-shape", "path3")
 # Typical seconds per test, to turn a time share into test probabilities deterministically
@@ -79,6 +108,8 @@ class ArmStats:
     made: int = 0
     rewarded: int = 0
     distinct: int = 0
+    roots: int = 0  # new root causes (the `root_cause` proxy) its tests found first
+    first_fired: int = 0  # optimizations its tests fired first
 
 
 class AutoStrategy(Strategy):
@@ -112,7 +143,10 @@ class AutoStrategy(Strategy):
             self.subs.append(cls(sub_ctx))
         self.stats = [ArmStats() for _ in self.arms]
         self.folded = -1  # the last block whose yields are in the stats
-        self.new_distinct: dict[int, int] = {}  # test id -> distinct findings it made
+        self.roots_seen: set[tuple[str, ...]] = set()  # root causes (the proxy) found so far
+        self.fired_seen: set[str] = set()  # optimizations fired so far
+        self.new_roots: dict[int, int] = {}  # test id -> new root causes it found
+        self.reduced: tuple[int, Verdict, str] | None = None  # (test id, verdict, key) of the last reduction
         self.judged: dict[int, int] = {}  # block -> tests judged
         self.block_rewards: dict[int, list[tuple[int, float]]] = {}  # block -> (arm, reward) of its tests
         self.schedule: dict[int, int] = {}  # seq -> arm index, of the blocks not yet folded (the store has all)
@@ -151,6 +185,12 @@ class AutoStrategy(Strategy):
                 self.schedule[seq] = arm
                 if reward is not None:
                     self.account(seq, arm, reward)
+            for test_id, root in first_roots(self.ctx.store):
+                self.roots_seen.add(root)
+                arm = self.arm_of(test_id - 1)
+                if arm is not None:
+                    self.stats[arm].roots += 1
+            self.fired_seen.update(opt for opt, (fired, _) in self.ctx.store.trigger_rates().items() if fired)
 
     def close(self) -> None:
         for sub in self.subs:
@@ -168,6 +208,15 @@ class AutoStrategy(Strategy):
         shares = [max(FLOOR, r / total) for r in rates]
         return [x / sum(shares) for x in shares]
 
+    def floor_arm(self, seq: int) -> int | None:
+        """The arm whose floor test `seq` is, by its position in its block (TEST_FLOOR tests per arm,
+        spread over the block), or None: a test the bandit draws."""
+        step = BLOCK // (TEST_FLOOR * len(self.arms))
+        pos = seq % BLOCK
+        if pos % step or pos // step >= TEST_FLOOR * len(self.arms):
+            return None
+        return pos // step % len(self.arms)
+
     def choose(self, seq: int, seed: int) -> int:
         b = seq // BLOCK
         if self.folded < b - 2 or not self._shares:
@@ -176,6 +225,9 @@ class AutoStrategy(Strategy):
                 self.fold(self.folded)
             self.prune((self.folded + 1) * BLOCK)
             self._shares = self.shares()
+        floor = self.floor_arm(seq)
+        if floor is not None:
+            return floor
         # time shares -> test probabilities (a slow arm gets fewer tests for the same time)
         p = np.array([s / COST_S.get(a.name, 0.05) for a, s in zip(self.arms, self._shares)])
         return int(np.random.default_rng([seed, 0xA070]).choice(len(self.arms), p=p / p.sum()))
@@ -248,7 +300,11 @@ class AutoStrategy(Strategy):
         from dlcfuzz.gen.coverage import kind
 
         scarce = any(kind(i) not in FINE_KINDS for i in [*test.added, *new])
-        reward = (1.0 if scarce else 0.0) + FINDING_WEIGHT * self.new_distinct.pop(test.test_id, 0)
+        first_fired = sorted(set(j.fired) - self.fired_seen)
+        self.fired_seen.update(first_fired)
+        self.stats[arm].first_fired += len(first_fired)
+        reward = ((1.0 if scarce else 0.0) + ROOT_CAUSE_WEIGHT * self.new_roots.pop(test.test_id, 0)
+                  + FIRST_FIRED_WEIGHT * len(first_fired))
         self.account(test.seq, arm, reward)  # first: the schedule must go on whatever the arm does
         self.ctx.store.set_reward(test.seq, reward)
         sub.learn(sub_test, j, new)
@@ -297,22 +353,39 @@ class AutoStrategy(Strategy):
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
-        return sub.reduce(sub_test, v)
+        red = sub.reduce(sub_test, v)
+        self.reduced = (test.test_id, v, red.key)  # `found` follows with whether it is distinct
+        return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
-        return sub.unreduced(sub_test, v)
+        red = sub.unreduced(sub_test, v)
+        self.reduced = (test.test_id, v, red.key)
+        return red
 
     def found(self, test: Test, distinct: bool) -> None:
-        if distinct:
-            arm, _, _ = self.inner(test)
-            self.stats[arm].distinct += 1
-            self.new_distinct[test.test_id] = self.new_distinct.get(test.test_id, 0) + 1
+        """A distinct finding is a new root cause when its proxy is new to the campaign (a duplicate's
+        signature, hence its proxy, was seen before)."""
+        reduced, self.reduced = self.reduced, None
+        if not distinct or reduced is None or reduced[0] != test.test_id:
+            return
+        arm, _, _ = self.inner(test)
+        self.stats[arm].distinct += 1
+        _, v, key = reduced
+        root = root_cause(v.category, key, v.detail, v.configs)
+        if root not in self.roots_seen:
+            self.roots_seen.add(root)
+            self.stats[arm].roots += 1
+            self.new_roots[test.test_id] = self.new_roots.get(test.test_id, 0) + 1
 
     # ---- output --------------------------------------------------------
     def progress_fields(self) -> str:
-        shares = self._shares or self.shares()
-        return "arms " + " ".join(f"{a.name}:{100 * s:.0f}%" for a, s in zip(self.arms, shares))
+        """Per arm: its share of the tests, of the (virtual) time, and the new root causes it found."""
+        made = [s.made for s in self.stats]
+        virtual = [n * COST_S.get(a.name, 0.05) for a, n in zip(self.arms, made)]
+        return "arms (tests/time/new roots) " + " ".join(
+            f"{a.name}:{100 * n / max(sum(made), 1):.0f}%/{100 * t / max(sum(virtual), 1e-9):.0f}%/{s.roots}"
+            for a, n, t, s in zip(self.arms, made, virtual, self.stats))
 
     @classmethod
     def report_section(cls, store: StrategyStore) -> str:
@@ -320,11 +393,52 @@ class AutoStrategy(Strategy):
         if not rows:
             return ""
         names = dict(enumerate(a.name for a in ARMS))  # arms only ever drop off the end (tzer)
-        body = "".join(f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td><td>{rewarded}</td>"
-                       f"<td>{reward:.0f}</td></tr>" for arm, n, rewarded, reward in rows)
-        return ("<h2>Strategies (auto)</h2><p>Tests per strategy, tests that added coverage or a distinct finding, "
-                "and their yield.</p><table><tr><th>strategy</th><th>tests</th><th>rewarded</th><th>yield</th></tr>"
+        roots: dict[int, int] = {}
+        for test_id, _ in first_roots(store):
+            arm = store.arm_of(test_id - 1)
+            if arm is not None:
+                roots[arm] = roots.get(arm, 0) + 1
+        tests = sum(n for _, n, _, _ in rows)
+        virtual = {arm: n * COST_S.get(names.get(arm, ""), 0.05) for arm, n, _, _ in rows}
+        body = "".join(f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td>"
+                       f"<td>{100 * n / tests:.1f}%</td><td>{100 * virtual[arm] / sum(virtual.values()):.1f}%</td>"
+                       f"<td>{roots.get(arm, 0)}</td><td>{rewarded}</td><td>{reward:.0f}</td></tr>"
+                       for arm, n, rewarded, reward in rows)
+        return ("<h2>Strategies (auto)</h2><p>Tests per strategy, their share of the tests and of the schedule's "
+                "virtual time (typical seconds per test), the new root causes they found first (the schedule's "
+                "proxy of a cluster), tests that added coverage, a new root cause or a first-fired optimization, "
+                "and their yield.</p><table><tr><th>strategy</th><th>tests</th><th>share of tests</th>"
+                "<th>share of time</th><th>new root causes</th><th>rewarded</th><th>yield</th></tr>"
                 f"{body}</table>")
+
+
+def root_cause(category: str, key: str, detail: str, configs: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """A proxy of a finding's root-cause cluster (engine/clusters.py's cluster key) from what is known
+    when the strategy learns: its category, its stored key (after reduction), detail and configurations."""
+    k = DedupKey.parse(key)
+    opts = k.option("opts") or k.option("passes") or ""
+    opts = "" if opts == "none" else opts
+    if clustered_by_ops(category):
+        where = opts or ("every-config" if category == C.WRONG_RESULT else ",".join(sorted(configs)))
+        reason = next((f for f in k.fields if f in ("shape", "dtype", "nan", "inf", "value")), "")
+        ops = ",".join(sorted(o for o in (k.option("ops") or "").split(",") if o))
+        return ("numeric", category, where, reason, ops)
+    # the key's message when the detail holds none (as clusters.py reads it)
+    key_message = k.fields[1] if len(k.fields) > 1 and k.tag in message_key_tags() else ""
+    return ("error", category, opts, message_class(detail) or message_class(key_message))
+
+
+def first_roots(store: StrategyStore) -> list[tuple[int, tuple[str, ...]]]:
+    """(test id, root cause) of the stored distinct findings that were first with their root cause."""
+    seen: set[tuple[str, ...]] = set()
+    out = []
+    for row in store.findings():
+        root = root_cause(row["category"] or "", row["key"] or "", row["detail"] or "",
+                          json.loads(row["configs"] or "[]"))
+        if root not in seen:
+            seen.add(root)
+            out.append((int(row["test_id"]), root))
+    return out
 
 
 @dataclass
