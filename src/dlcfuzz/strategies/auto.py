@@ -5,9 +5,11 @@ schedule, as AFL++/MOpt schedule mutators).
 
 The schedule is reproducible from the master seed, whatever the timing: tests come in blocks of
 BLOCK, and the arms of block b are drawn from the yields of blocks up to b-2 only (the campaign
-waits for those to be judged), with costs from a fixed table rather than measured seconds. In each
-block one test per arm is the arm's by position (`floor_arm`): a floor of the tests, beside the
-floor of the time, so that an arm 100 times dearer than `random` (metamorphic) still runs.
+waits for those to be judged), with costs from a fixed table rather than measured seconds. Beside
+the floor of the time, each arm has a floor of the tests, by position (`floor_arm`): one test of
+every block, or of every few blocks for an arm dearer than FLOOR_TEST_COST_S, so that an arm 100
+times dearer than `random` (metamorphic) still runs (a time share of 4% gave it one test in three
+minutes) and does not take most of the time either (one test of every block: 70%).
 
 Yield counts root causes, not distinct findings: on an old release `random` finds dozens of distinct
 findings per kernel bug (one `noop_with_empty_axes` bug gave 20 clusters of signatures), and a
@@ -31,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,7 +58,10 @@ BLOCK = 32  # tests per scheduling block
 # a decay per block (0.9, before) forgot a finding within a few seconds on ONNXRuntime (~100 tests/s)
 HALF_LIFE_S = 30.0
 FLOOR = 0.04  # every arm keeps at least this share of the time (exploration)
-TEST_FLOOR = 1  # tests of each block that are each arm's by position (1 of 32: 3% of the tests)
+# An arm's floor is one test of every block (3% of the tests) while that costs at most this (virtual)
+# time; a dearer arm's floor test comes every COST_S / FLOOR_TEST_COST_S blocks (ONNXRuntime:
+# metamorphic one test in 27 blocks, about 9% of the time; oatest, at 0.018 s, every block)
+FLOOR_TEST_COST_S = 0.02
 # A new root cause is worth this many coverage-adding tests: about what a graph arm's coverage yields
 # in 10 s on ONNXRuntime (0.15 per test at 100 tests/s). It was 100 per distinct finding; a 30-minute
 # campaign has about a fifth as many root causes as distinct findings (40 and 213), so twice the weight
@@ -208,14 +214,19 @@ class AutoStrategy(Strategy):
         shares = [max(FLOOR, r / total) for r in rates]
         return [x / sum(shares) for x in shares]
 
+    def floor_every(self, arm: int) -> int:
+        """Arm `arm` has a floor test in every this many blocks."""
+        return max(1, math.ceil(COST_S.get(self.arms[arm].name, 0.05) / FLOOR_TEST_COST_S - 1e-9))
+
     def floor_arm(self, seq: int) -> int | None:
-        """The arm whose floor test `seq` is, by its position in its block (TEST_FLOOR tests per arm,
-        spread over the block), or None: a test the bandit draws."""
-        step = BLOCK // (TEST_FLOOR * len(self.arms))
-        pos = seq % BLOCK
-        if pos % step or pos // step >= TEST_FLOOR * len(self.arms):
+        """The arm whose floor test `seq` is, or None (a test the bandit draws): arm i owns position
+        i * BLOCK // arms of the blocks that are multiples of its `floor_every`."""
+        step = BLOCK // len(self.arms)
+        pos, b = seq % BLOCK, seq // BLOCK
+        arm = pos // step
+        if pos % step or arm >= len(self.arms) or b % self.floor_every(arm):
             return None
-        return pos // step % len(self.arms)
+        return arm
 
     def choose(self, seq: int, seed: int) -> int:
         b = seq // BLOCK
