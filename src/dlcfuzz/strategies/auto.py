@@ -197,6 +197,9 @@ class AutoStrategy(Strategy):
                 if arm is not None:
                     self.stats[arm].roots += 1
             self.fired_seen.update(opt for opt, (fired, _) in self.ctx.store.trigger_rates().items() if fired)
+            for arm, made, _, _ in self.ctx.store.arm_totals():  # the progress line's shares are the campaign's
+                if arm < len(self.stats):
+                    self.stats[arm].made = made
 
     def close(self) -> None:
         for sub in self.subs:
