@@ -16,14 +16,18 @@ findings per kernel bug (one `noop_with_empty_axes` bug gave 20 clusters of sign
 reward per signature gave it nearly all the time. The engine clusters findings into root causes
 after the campaign (engine/clusters.py); when the strategy learns from a test, its finding is
 reduced (its stored key is known) but not clustered, so `root_cause` is a proxy of the cluster key
-from what the finding row holds: the category; for an error-like finding the minimal
+from what a finding row holds: the category; for an error-like finding the minimal
 optimization/pass set and the message class (`message_class`, the clusters' own normalization); for
 a numeric finding the optimization set (or, for a wrong result, none: every configuration is
 wrong), the mismatch reason and the reduced graph's operators. It is coarser than the clusters only
 in leaving out the reduced graph's dtype class (in reduced.json, written after) and finer in not
-merging an operator superset into its subset. Only a distinct finding can open a new proxy (a
-duplicate has a signature, hence a proxy, seen before), and only the first one in the campaign,
-whichever arm found it, is rewarded. A finding the known-bugs register matches counts too: the
+merging an operator superset into its subset. Only the first test in the campaign to hold a proxy,
+whichever arm made it, is rewarded. Which test is first is decided when its block is folded, in test
+order, from each test's proxies (every finding's, duplicates too: which of two tests in flight at once
+records a signature first is timing), and the same for first-fired optimizations; so the yields stay
+a function of the seed and the tests' results, and a resumed campaign reads them back from the store
+(the first test of each proxy, from `findings`; of each optimization, from `oatest_triggers`; the
+`schedule` table's reward is the coverage yield alone). A finding the known-bugs register matches counts too: the
 register is the engine's (a floor above), matched after the finding is written, and on an old
 release most root causes are known ones, so leaving them out would leave no finding yield at all.
 """
@@ -149,12 +153,14 @@ class AutoStrategy(Strategy):
             self.subs.append(cls(sub_ctx))
         self.stats = [ArmStats() for _ in self.arms]
         self.folded = -1  # the last block whose yields are in the stats
-        self.roots_seen: set[tuple[str, ...]] = set()  # root causes (the proxy) found so far
-        self.fired_seen: set[str] = set()  # optimizations fired so far
-        self.new_roots: dict[int, int] = {}  # test id -> new root causes it found
-        self.reduced: tuple[int, Verdict, str] | None = None  # (test id, verdict, key) of the last reduction
+        self.roots_seen: set[tuple[str, ...]] = set()  # root causes (the proxy) of the folded blocks
+        self.fired_seen: set[str] = set()  # optimizations fired in the folded blocks
+        # seq -> (root causes, fired optimizations) of a judged test not yet folded
+        self.candidates: dict[int, tuple[set[tuple[str, ...]], set[str]]] = {}
+        self.keyed: tuple[int, Verdict, str] | None = None  # (test id, verdict, key) of the finding being recorded
         self.judged: dict[int, int] = {}  # block -> tests judged
-        self.block_rewards: dict[int, list[tuple[int, float]]] = {}  # block -> (arm, reward) of its tests
+        # block -> (seq, arm, coverage yield) of its judged tests
+        self.block_rewards: dict[int, list[tuple[int, int, float]]] = {}
         self.schedule: dict[int, int] = {}  # seq -> arm index, of the blocks not yet folded (the store has all)
         self.pruned_below = 0  # the schedule's entries below this seq were dropped (the store keeps them)
         self._shares: list[float] = []
@@ -191,12 +197,11 @@ class AutoStrategy(Strategy):
                 self.schedule[seq] = arm
                 if reward is not None:
                     self.account(seq, arm, reward)
+            # the first test of each root cause and optimization: folding again from block 0 rewards them
             for test_id, root in first_roots(self.ctx.store):
-                self.roots_seen.add(root)
-                arm = self.arm_of(test_id - 1)
-                if arm is not None:
-                    self.stats[arm].roots += 1
-            self.fired_seen.update(opt for opt, (fired, _) in self.ctx.store.trigger_rates().items() if fired)
+                self.candidate(test_id - 1)[0].add(root)
+            for test_id, optimization in self.ctx.store.first_fired():
+                self.candidate(test_id - 1)[1].add(optimization)
             for arm, made, _, _ in self.ctx.store.arm_totals():  # the progress line's shares are the campaign's
                 if arm < len(self.stats):
                     self.stats[arm].made = made
@@ -247,16 +252,28 @@ class AutoStrategy(Strategy):
         return int(np.random.default_rng([seed, 0xA070]).choice(len(self.arms), p=p / p.sum()))
 
     def fold(self, b: int) -> None:
-        """Decay every arm's yield by block b's virtual time and add block b's rewards."""
-        rewards = self.block_rewards.pop(b, [])
-        span = sum(COST_S.get(self.arms[arm].name, 0.05) for arm, _ in rewards)
+        """Decay every arm's yield by block b's virtual time and add block b's rewards: its tests'
+        coverage yields and, in test order, the root causes and optimizations no earlier test had."""
+        rewards = sorted(self.block_rewards.pop(b, []))
+        span = sum(COST_S.get(self.arms[arm].name, 0.05) for _, arm, _ in rewards)
         decay = 0.5 ** (span / HALF_LIFE_S)
         for s in self.stats:
             s.reward *= decay
             s.tests *= decay
-        for arm, reward in rewards:
-            self.stats[arm].reward += reward
-            self.stats[arm].tests += 1
+        for seq, arm, reward in rewards:
+            roots, fired = self.candidates.pop(seq, (set(), set()))
+            new_roots, new_fired = roots - self.roots_seen, fired - self.fired_seen
+            self.roots_seen |= new_roots
+            self.fired_seen |= new_fired
+            stats = self.stats[arm]
+            stats.roots += len(new_roots)
+            stats.first_fired += len(new_fired)
+            stats.reward += yield_of(reward, len(new_roots), len(new_fired))
+            stats.tests += 1
+
+    def candidate(self, seq: int) -> tuple[set[tuple[str, ...]], set[str]]:
+        """The root causes and fired optimizations of test `seq`, to be rewarded when its block folds."""
+        return self.candidates.setdefault(seq, (set(), set()))
 
     def prune(self, below: int) -> None:
         """Forget the arms and judged counts of folded blocks: a campaign of days must not keep one
@@ -270,7 +287,7 @@ class AutoStrategy(Strategy):
     def account(self, seq: int, arm: int, reward: float) -> None:
         b = seq // BLOCK
         self.judged[b] = self.judged.get(b, 0) + 1
-        self.block_rewards.setdefault(b, []).append((arm, reward))
+        self.block_rewards.setdefault(b, []).append((seq, arm, reward))
         self.stats[arm].rewarded += reward > 0
 
     # ---- tests ---------------------------------------------------------
@@ -314,11 +331,9 @@ class AutoStrategy(Strategy):
         from dlcfuzz.gen.coverage import kind
 
         scarce = any(kind(i) not in FINE_KINDS for i in [*test.added, *new])
-        first_fired = sorted(set(j.fired) - self.fired_seen)
-        self.fired_seen.update(first_fired)
-        self.stats[arm].first_fired += len(first_fired)
-        reward = ((1.0 if scarce else 0.0) + ROOT_CAUSE_WEIGHT * self.new_roots.pop(test.test_id, 0)
-                  + FIRST_FIRED_WEIGHT * len(first_fired))
+        if j.fired:
+            self.candidate(test.seq)[1].update(j.fired)
+        reward = 1.0 if scarce else 0.0  # the coverage yield; root causes and optimizations are `fold`'s
         self.account(test.seq, arm, reward)  # first: the schedule must go on whatever the arm does
         self.ctx.store.set_reward(test.seq, reward)
         sub.learn(sub_test, j, new)
@@ -361,36 +376,34 @@ class AutoStrategy(Strategy):
         return sub.size(sub_test)
 
     # ---- findings ------------------------------------------------------
+    # The engine asks for a finding's early key, then, unless it is a duplicate of it, reduces it; then
+    # it calls `found`. The last key given is the finding's stored key, which `found` reads.
     def early_key(self, test: Test, v: Verdict) -> str | None:
         _, sub, sub_test = self.inner(test)
-        return sub.early_key(sub_test, v)
+        key = sub.early_key(sub_test, v)
+        self.keyed = None if key is None else (test.test_id, v, key)
+        return key
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
         red = sub.reduce(sub_test, v)
-        self.reduced = (test.test_id, v, red.key)  # `found` follows with whether it is distinct
+        self.keyed = (test.test_id, v, red.key)
         return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
         red = sub.unreduced(sub_test, v)
-        self.reduced = (test.test_id, v, red.key)
+        self.keyed = (test.test_id, v, red.key)
         return red
 
     def found(self, test: Test, distinct: bool) -> None:
-        """A distinct finding is a new root cause when its proxy is new to the campaign (a duplicate's
-        signature, hence its proxy, was seen before)."""
-        reduced, self.reduced = self.reduced, None
-        if not distinct or reduced is None or reduced[0] != test.test_id:
-            return
+        """The finding's root cause is a candidate of its test (new or not is `fold`'s to say)."""
+        keyed, self.keyed = self.keyed, None
         arm, _, _ = self.inner(test)
-        self.stats[arm].distinct += 1
-        _, v, key = reduced
-        root = root_cause(v.category, key, v.detail, v.configs)
-        if root not in self.roots_seen:
-            self.roots_seen.add(root)
-            self.stats[arm].roots += 1
-            self.new_roots[test.test_id] = self.new_roots.get(test.test_id, 0) + 1
+        self.stats[arm].distinct += distinct
+        if keyed is not None and keyed[0] == test.test_id:
+            _, v, key = keyed
+            self.candidate(test.seq)[0].add(root_cause(v.category, key, v.detail, v.configs))
 
     # ---- output --------------------------------------------------------
     def progress_fields(self) -> str:
@@ -408,22 +421,31 @@ class AutoStrategy(Strategy):
             return ""
         names = dict(enumerate(a.name for a in ARMS))  # arms only ever drop off the end (tzer)
         roots: dict[int, int] = {}
-        for test_id, _ in first_roots(store):
-            arm = store.arm_of(test_id - 1)
-            if arm is not None:
-                roots[arm] = roots.get(arm, 0) + 1
+        fired: dict[int, int] = {}
+        for counts, firsts in ((roots, first_roots(store)), (fired, store.first_fired())):
+            for test_id, _ in firsts:
+                arm = store.arm_of(test_id - 1)
+                if arm is not None:
+                    counts[arm] = counts.get(arm, 0) + 1
         tests = sum(n for _, n, _, _ in rows)
         virtual = {arm: n * COST_S.get(names.get(arm, ""), 0.05) for arm, n, _, _ in rows}
-        body = "".join(f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td>"
-                       f"<td>{100 * n / tests:.1f}%</td><td>{100 * virtual[arm] / sum(virtual.values()):.1f}%</td>"
-                       f"<td>{roots.get(arm, 0)}</td><td>{rewarded}</td><td>{reward:.0f}</td></tr>"
-                       for arm, n, rewarded, reward in rows)
+        body = "".join(
+            f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td><td>{100 * n / tests:.1f}%</td>"
+            f"<td>{100 * virtual[arm] / sum(virtual.values()):.1f}%</td><td>{roots.get(arm, 0)}</td>"
+            f"<td>{fired.get(arm, 0)}</td><td>{rewarded}</td><td>{yield_of(reward, roots.get(arm, 0), fired.get(arm, 0)):.0f}"
+            "</td></tr>" for arm, n, rewarded, reward in rows)
         return ("<h2>Strategies (auto)</h2><p>Tests per strategy, their share of the tests and of the schedule's "
                 "virtual time (typical seconds per test), the new root causes they found first (the schedule's "
-                "proxy of a cluster), tests that added coverage, a new root cause or a first-fired optimization, "
-                "and their yield.</p><table><tr><th>strategy</th><th>tests</th><th>share of tests</th>"
-                "<th>share of time</th><th>new root causes</th><th>rewarded</th><th>yield</th></tr>"
+                "proxy of a cluster), the optimizations they fired first, the tests that added coverage, and "
+                "their yield (undecayed).</p><table><tr><th>strategy</th><th>tests</th><th>share of tests</th>"
+                "<th>share of time</th><th>new root causes</th><th>first-fired optimizations</th>"
+                "<th>added coverage</th><th>yield</th></tr>"
                 f"{body}</table>")
+
+
+def yield_of(coverage: float, roots: int, first_fired: int) -> float:
+    """An arm's yield: coverage-adding tests, new root causes and first-fired optimizations, weighted."""
+    return coverage + ROOT_CAUSE_WEIGHT * roots + FIRST_FIRED_WEIGHT * first_fired
 
 
 def root_cause(category: str, key: str, detail: str, configs: list[str] | tuple[str, ...]) -> tuple[str, ...]:
@@ -443,16 +465,13 @@ def root_cause(category: str, key: str, detail: str, configs: list[str] | tuple[
 
 
 def first_roots(store: StrategyStore) -> list[tuple[int, tuple[str, ...]]]:
-    """(test id, root cause) of the stored distinct findings that were first with their root cause."""
-    seen: set[tuple[str, ...]] = set()
-    out = []
-    for row in store.findings():
+    """(test id, root cause) of each root cause's first test (the lowest number) among the stored findings."""
+    first: dict[tuple[str, ...], int] = {}
+    for row in store.findings(distinct_only=False):
         root = root_cause(row["category"] or "", row["key"] or "", row["detail"] or "",
                           json.loads(row["configs"] or "[]"))
-        if root not in seen:
-            seen.add(root)
-            out.append((int(row["test_id"]), root))
-    return out
+        first[root] = min(first.get(root, row["test_id"]), row["test_id"])
+    return sorted((test_id, root) for root, test_id in first.items())
 
 
 @dataclass
