@@ -22,14 +22,16 @@ a numeric finding the optimization set (or, for a wrong result, none: every conf
 wrong), the mismatch reason and the reduced graph's operators. It is coarser than the clusters only
 in leaving out the reduced graph's dtype class (in reduced.json, written after) and finer in not
 merging an operator superset into its subset. Only the first test in the campaign to hold a proxy,
-whichever arm made it, is rewarded. Which test is first is decided when its block is folded, in test
-order, from each test's proxies (every finding's, duplicates too: which of two tests in flight at once
-records a signature first is timing), and the same for first-fired optimizations; so the yields stay
-a function of the seed and the tests' results, and a resumed campaign reads them back from the store
-(the first test of each proxy, from `findings`; of each optimization, from `oatest_triggers`; the
-`schedule` table's reward is the coverage yield alone). A finding the known-bugs register matches counts too: the
-register is the engine's (a floor above), matched after the finding is written, and on an old
-release most root causes are known ones, so leaving them out would leave no finding yield at all.
+whichever arm made it, is rewarded. Which test is first is decided when its block is folded, in
+test order, from each test's proxies (every finding's, duplicates too: which of two tests in flight
+at once records a signature first is timing), and the same for first-fired optimizations; so the
+yields stay a function of the seed and the tests' results, and a resumed campaign reads them back
+from the store (the first test of each proxy, from `findings`; of each optimization, from
+`oatest_triggers`; the `schedule` table's reward is the coverage yield alone).
+
+A finding the known-bugs register matches counts as a root cause too: the register is the engine's (a
+floor above), matched after the finding is written, and on an old release most root causes are known
+ones, so leaving them out would leave next to no finding yield to schedule by.
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ FLOOR_TEST_COST_S = 0.02
 # A new root cause is worth this many coverage-adding tests: about what a graph arm's coverage yields
 # in 10 s on ONNXRuntime (0.15 per test at 100 tests/s). It was 100 per distinct finding; a 30-minute
 # campaign has about a fifth as many root causes as distinct findings (40 and 213), so twice the weight
-# still gives findings less of the yield than before, and none to a signature of a known root cause
+# still gives findings less of the yield than before, and none to a new signature of a root cause seen before
 ROOT_CAUSE_WEIGHT = 200.0
 # An optimization that fires for the first time in the campaign (OATest's trigger report) shows the arm
 # reached compiler code no earlier test reached, where its bugs are: an eighth of a root cause. One
