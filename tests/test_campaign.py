@@ -149,9 +149,15 @@ def test_auto_reduces_through_the_campaigns_one_reducer(tmp_path):
     """`auto` reduces each arm's findings in the campaign's one reducer pool (tagged by arm), not in a
     pool per arm: the 30-minute memory run peaked at 1.26 GB with a reducer worker per arm."""
     out = campaign(tmp_path, "planted:wrong@add", tests=80, strategy="auto", model="tiny_vgg")
-    distinct = [f for f in findings(out) if f["duplicate_of"] is None]
+    # the graph arms' findings are inconsistencies; the metamorphic arm (its floor test in block 0) finds
+    # the planted Add as a mutant that differs from its seed. Every one is reduced to its fixed point; the
+    # planted Add's to two nodes at most (a graph arm may also find ORT's own float16 inconsistency, e.g.
+    # a Mish whose rounding flips a LessEqual between ort-disable and ort-all, minimal at 6 nodes)
+    every = [f for f in findings(out) if f["duplicate_of"] is None]
+    assert all(f["not_minimal"] is None for f in every), every
+    distinct = [f for f in every if f["category"] != "metamorphic"]
     assert distinct and {f["category"] for f in distinct} == {"inconsistency"}
-    assert all(f["reduced_nodes"] <= 2 for f in distinct), distinct
+    assert distinct[0]["reduced_nodes"] <= 2, distinct
     repro = next((out / "findings").glob(f"{distinct[0]['id']:04d}-*/repro.py"))
     p = run_repro(repro)
     assert p is not None and p.returncode == 1 and "BUG REPRODUCED" in p.stdout, p and p.stdout[-800:]

@@ -26,7 +26,7 @@ from typing import Any
 
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import clustered_by_ops, message_key_tags
-from dlcfuzz.oracle.signature import normalize
+from dlcfuzz.oracle.signature import message_class
 
 DTYPE_CLASSES = {
     "float16": "half", "bfloat16": "half", "float32": "float", "float64": "float",
@@ -40,13 +40,6 @@ _OPS = re.compile(r"\|ops=([^|]*)")
 _REASON = re.compile(r"\|(shape|dtype|nan|inf|value)\|")
 _SHAPES = re.compile(r"shape \(([^()]*)\) != \(([^()]*)\)")
 _DTYPES = re.compile(r"dtype (\w+) != (\w+)")
-# the compiler's message in a detail text: the first line that is not dlcfuzz's own header
-_HEADER = re.compile(r"^(dlcfuzz finding|signature |key |test \d|Traceback|\s*File \"|\s*\^)")
-# numbered names and node names that survive `normalize` (v9, _IsNaN8, n4, lv3)
-_NAMES = re.compile(r"\b_?[A-Za-z]+_?N\b|\b[a-z]{1,3}N\b")
-# shapes, element types and node names in short brackets differ between instances of one bug (long
-# parentheses hold the message itself: "rejects (Fail: ...)")
-_BRACKETS = re.compile(r"\[[^\[\]]{0,60}\]|\([^()]{0,40}\)")
 
 
 @dataclass(frozen=True)
@@ -124,17 +117,6 @@ class Cluster:
         else:
             what = (f.message[:90] or "(no message)")
         return f"{f.category} in {f.compiler} [{where}]: {what}"
-
-
-def message_class(text: str) -> str:
-    """The compiler's message without names, numbers, paths, shapes and node lists."""
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not _HEADER.match(ln)]
-    msg = " ".join(lines[:4])
-    msg = normalize(msg)
-    msg = _NAMES.sub("<name>", msg)
-    for _ in range(3):  # nested brackets, innermost first
-        msg = _BRACKETS.sub("<..>", msg)
-    return re.sub(r"\s+", " ", msg).strip()[:200]
 
 
 def _key_message(key: str) -> str:

@@ -247,6 +247,11 @@ class Store:
                                "GROUP BY optimization ORDER BY optimization").fetchall()
         return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
+    def first_fired(self) -> list[tuple[int, str]]:
+        """(test id, optimization) of the first test (the lowest number) that fired each optimization."""
+        return self.db.execute("SELECT MIN(test_id), optimization FROM oatest_triggers WHERE fired "
+                               "GROUP BY optimization ORDER BY 1, 2").fetchall()
+
     # ---- the auto strategy's schedule --------------------------------------
     def set_arm(self, seq: int, arm: int) -> None:
         self.db.execute("INSERT OR REPLACE INTO schedule VALUES (?, ?, NULL)", (seq, arm))

@@ -17,6 +17,13 @@ _MASKS = [
     (re.compile(r"\b(?!(?:u?int|b?float|complex)\d+\b)([A-Za-z_]+)\d+\b"), r"\1N"),
     (re.compile(r"\s+"), " "),
 ]
+# the compiler's message in a detail text: the first line that is not dlcfuzz's own header
+_HEADER = re.compile(r"^(dlcfuzz finding|signature |key |test \d|Traceback|\s*File \"|\s*\^)")
+# numbered names and node names that survive `normalize` (v9, _IsNaN8, n4, lv3)
+_NAMES = re.compile(r"\b_?[A-Za-z]+_?N\b|\b[a-z]{1,3}N\b")
+# shapes, element types and node names in short brackets differ between instances of one bug (long
+# parentheses hold the message itself: "rejects (Fail: ...)")
+_BRACKETS = re.compile(r"\[[^\[\]]{0,60}\]|\([^()]{0,40}\)")
 # Python traceback frames, then the compiler's native frames (its backend's `frame_patterns`), then
 # numbered backtrace lines ("  0: name")
 _PY_FRAME = r"(?:File \"[^\"]+\", line \d+, in ([\w<>.]+))"
@@ -58,3 +65,14 @@ def error_key(error: str, trace: str | None = None, native: tuple[str, ...] = ()
 
 def digest(*parts: str) -> str:
     return hashlib.sha1("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def message_class(text: str) -> str:
+    """The compiler's message without names, numbers, paths, shapes and node lists."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not _HEADER.match(ln)]
+    msg = " ".join(lines[:4])
+    msg = normalize(msg)
+    msg = _NAMES.sub("<name>", msg)
+    for _ in range(3):  # nested brackets, innermost first
+        msg = _BRACKETS.sub("<..>", msg)
+    return re.sub(r"\s+", " ", msg).strip()[:200]

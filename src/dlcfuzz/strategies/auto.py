@@ -1,23 +1,54 @@
 """`auto`, the default strategy: one campaign interleaves random, hirgen (strict and disruptive),
 oatest and metamorphic (and tzer on TVM) in one store and one report, giving time to each by its
-recent yield of new coverage and new distinct findings (a bandit schedule, as AFL++/MOpt schedule
-mutators).
+recent yield of new coverage, new root causes and optimizations fired for the first time (a bandit
+schedule, as AFL++/MOpt schedule mutators).
 
 The schedule is reproducible from the master seed, whatever the timing: tests come in blocks of
 BLOCK, and the arms of block b are drawn from the yields of blocks up to b-2 only (the campaign
-waits for those to be judged), with costs from a fixed table rather than measured seconds.
+waits for those to be judged), with costs from a fixed table rather than measured seconds. Beside
+the floor of the time, each arm has a floor of the tests, by position (`floor_arm`): one test of
+every block, or of every few blocks for an arm dearer than FLOOR_TEST_COST_S, so that an arm 100
+times dearer than `random` (metamorphic) still runs (a time share of 4% gave it one test in three
+minutes) and does not take most of the time either (one test of every block: 70%).
+
+Yield counts root causes, not distinct findings: on an old release `random` finds dozens of distinct
+findings per kernel bug (one `noop_with_empty_axes` bug gave 20 clusters of signatures), and a
+reward per signature gave it nearly all the time. The engine clusters findings into root causes
+after the campaign (engine/clusters.py); when the strategy learns from a test, its finding is
+reduced (its stored key is known) but not clustered, so `root_cause` is a proxy of the cluster key
+from what a finding row holds: the category; for an error-like finding the minimal
+optimization/pass set and the message class (`message_class`, the clusters' own normalization); for
+a numeric finding the optimization set (or, for a wrong result, none: every configuration is
+wrong), the mismatch reason and the reduced graph's operators. It is coarser than the clusters only
+in leaving out the reduced graph's dtype class (in reduced.json, written after) and finer in not
+merging an operator superset into its subset. Only the first test in the campaign to hold a proxy,
+whichever arm made it, is rewarded. Which test is first is decided when its block is folded, in
+test order, from each test's proxies (every finding's, duplicates too: which of two tests in flight
+at once records a signature first is timing), and the same for first-fired optimizations; so the
+yields stay a function of the seed and the tests' results, and a resumed campaign reads them back
+from the store (the first test of each proxy, from `findings`; of each optimization, from
+`oatest_triggers`; the `schedule` table's reward is the coverage yield alone).
+
+A finding the known-bugs register matches counts as a root cause too: the register is the engine's (a
+floor above), matched after the finding is written, and on an old release most root causes are known
+ones, so leaving them out would leave next to no finding yield to schedule by.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import html
+import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.categories import DedupKey, clustered_by_ops, message_key_tags
+from dlcfuzz.oracle.signature import message_class
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strategy, StrategyStore, Test
 
@@ -33,10 +64,20 @@ BLOCK = 32  # tests per scheduling block
 # a decay per block (0.9, before) forgot a finding within a few seconds on ONNXRuntime (~100 tests/s)
 HALF_LIFE_S = 30.0
 FLOOR = 0.04  # every arm keeps at least this share of the time (exploration)
-# A new distinct finding is worth this many coverage-adding tests: about what a graph arm's coverage
-# yields in 5 s on ONNXRuntime (0.15 per test at 100 tests/s); findings are what a campaign is for,
-# and at 20 an arm that found bugs got no more time than one that only reached new shapes
-FINDING_WEIGHT = 100.0
+# An arm's floor is one test of every block (3% of the tests) while that costs at most this (virtual)
+# time; a dearer arm's floor test comes every COST_S / FLOOR_TEST_COST_S blocks (ONNXRuntime:
+# metamorphic one test in 27 blocks, about 9% of the time; oatest, at 0.018 s, every block)
+FLOOR_TEST_COST_S = 0.02
+# A new root cause is worth this many coverage-adding tests: about what a graph arm's coverage yields
+# in 10 s on ONNXRuntime (0.15 per test at 100 tests/s). It was 100 per distinct finding; a 30-minute
+# campaign has about a fifth as many root causes as distinct findings (40 and 213), so twice the weight
+# still gives findings less of the yield than before, and none to a new signature of a root cause seen before
+ROOT_CAUSE_WEIGHT = 200.0
+# An optimization that fires for the first time in the campaign (OATest's trigger report) shows the arm
+# reached compiler code no earlier test reached, where its bugs are: an eighth of a root cause. One
+# compiler has a few dozen targets (37 on ONNXRuntime), so all of them together are worth a few root
+# causes, early in the campaign, and never again
+FIRST_FIRED_WEIGHT = 25.0
 # Coverage kinds too fine to count as a yield (almost every graph has a new output shape or path)
 FINE_KINDS = ("op-shape", "path3")
 # Typical seconds per test, to turn a time share into test probabilities deterministically
@@ -79,6 +120,8 @@ class ArmStats:
     made: int = 0
     rewarded: int = 0
     distinct: int = 0
+    roots: int = 0  # new root causes (the `root_cause` proxy) its tests found first
+    first_fired: int = 0  # optimizations its tests fired first
 
 
 class AutoStrategy(Strategy):
@@ -112,9 +155,14 @@ class AutoStrategy(Strategy):
             self.subs.append(cls(sub_ctx))
         self.stats = [ArmStats() for _ in self.arms]
         self.folded = -1  # the last block whose yields are in the stats
-        self.new_distinct: dict[int, int] = {}  # test id -> distinct findings it made
+        self.roots_seen: set[tuple[str, ...]] = set()  # root causes (the proxy) of the folded blocks
+        self.fired_seen: set[str] = set()  # optimizations fired in the folded blocks
+        # seq -> (root causes, fired optimizations) of a judged test not yet folded
+        self.candidates: dict[int, tuple[set[tuple[str, ...]], set[str]]] = {}
+        self.keyed: tuple[int, Verdict, str] | None = None  # (test id, verdict, key) of the finding being recorded
         self.judged: dict[int, int] = {}  # block -> tests judged
-        self.block_rewards: dict[int, list[tuple[int, float]]] = {}  # block -> (arm, reward) of its tests
+        # block -> (seq, arm, coverage yield) of its judged tests
+        self.block_rewards: dict[int, list[tuple[int, int, float]]] = {}
         self.schedule: dict[int, int] = {}  # seq -> arm index, of the blocks not yet folded (the store has all)
         self.pruned_below = 0  # the schedule's entries below this seq were dropped (the store keeps them)
         self._shares: list[float] = []
@@ -151,6 +199,14 @@ class AutoStrategy(Strategy):
                 self.schedule[seq] = arm
                 if reward is not None:
                     self.account(seq, arm, reward)
+            # the first test of each root cause and optimization: folding again from block 0 rewards them
+            for test_id, root in first_roots(self.ctx.store):
+                self.candidate(test_id - 1)[0].add(root)
+            for test_id, optimization in self.ctx.store.first_fired():
+                self.candidate(test_id - 1)[1].add(optimization)
+            for arm, made, _, _ in self.ctx.store.arm_totals():  # the progress line's shares are the campaign's
+                if arm < len(self.stats):
+                    self.stats[arm].made = made
 
     def close(self) -> None:
         for sub in self.subs:
@@ -168,6 +224,20 @@ class AutoStrategy(Strategy):
         shares = [max(FLOOR, r / total) for r in rates]
         return [x / sum(shares) for x in shares]
 
+    def floor_every(self, arm: int) -> int:
+        """Arm `arm` has a floor test in every this many blocks."""
+        return max(1, math.ceil(COST_S.get(self.arms[arm].name, 0.05) / FLOOR_TEST_COST_S - 1e-9))
+
+    def floor_arm(self, seq: int) -> int | None:
+        """The arm whose floor test `seq` is, or None (a test the bandit draws): arm i owns position
+        i * BLOCK // arms of the blocks that are multiples of its `floor_every`."""
+        step = BLOCK // len(self.arms)
+        pos, b = seq % BLOCK, seq // BLOCK
+        arm = pos // step
+        if pos % step or arm >= len(self.arms) or b % self.floor_every(arm):
+            return None
+        return arm
+
     def choose(self, seq: int, seed: int) -> int:
         b = seq // BLOCK
         if self.folded < b - 2 or not self._shares:
@@ -176,21 +246,36 @@ class AutoStrategy(Strategy):
                 self.fold(self.folded)
             self.prune((self.folded + 1) * BLOCK)
             self._shares = self.shares()
+        floor = self.floor_arm(seq)
+        if floor is not None:
+            return floor
         # time shares -> test probabilities (a slow arm gets fewer tests for the same time)
         p = np.array([s / COST_S.get(a.name, 0.05) for a, s in zip(self.arms, self._shares)])
         return int(np.random.default_rng([seed, 0xA070]).choice(len(self.arms), p=p / p.sum()))
 
     def fold(self, b: int) -> None:
-        """Decay every arm's yield by block b's virtual time and add block b's rewards."""
-        rewards = self.block_rewards.pop(b, [])
-        span = sum(COST_S.get(self.arms[arm].name, 0.05) for arm, _ in rewards)
+        """Decay every arm's yield by block b's virtual time and add block b's rewards: its tests'
+        coverage yields and, in test order, the root causes and optimizations no earlier test had."""
+        rewards = sorted(self.block_rewards.pop(b, []))
+        span = sum(COST_S.get(self.arms[arm].name, 0.05) for _, arm, _ in rewards)
         decay = 0.5 ** (span / HALF_LIFE_S)
         for s in self.stats:
             s.reward *= decay
             s.tests *= decay
-        for arm, reward in rewards:
-            self.stats[arm].reward += reward
-            self.stats[arm].tests += 1
+        for seq, arm, reward in rewards:
+            roots, fired = self.candidates.pop(seq, (set(), set()))
+            new_roots, new_fired = roots - self.roots_seen, fired - self.fired_seen
+            self.roots_seen |= new_roots
+            self.fired_seen |= new_fired
+            stats = self.stats[arm]
+            stats.roots += len(new_roots)
+            stats.first_fired += len(new_fired)
+            stats.reward += yield_of(reward, len(new_roots), len(new_fired))
+            stats.tests += 1
+
+    def candidate(self, seq: int) -> tuple[set[tuple[str, ...]], set[str]]:
+        """The root causes and fired optimizations of test `seq`, to be rewarded when its block folds."""
+        return self.candidates.setdefault(seq, (set(), set()))
 
     def prune(self, below: int) -> None:
         """Forget the arms and judged counts of folded blocks: a campaign of days must not keep one
@@ -204,7 +289,7 @@ class AutoStrategy(Strategy):
     def account(self, seq: int, arm: int, reward: float) -> None:
         b = seq // BLOCK
         self.judged[b] = self.judged.get(b, 0) + 1
-        self.block_rewards.setdefault(b, []).append((arm, reward))
+        self.block_rewards.setdefault(b, []).append((seq, arm, reward))
         self.stats[arm].rewarded += reward > 0
 
     # ---- tests ---------------------------------------------------------
@@ -248,7 +333,9 @@ class AutoStrategy(Strategy):
         from dlcfuzz.gen.coverage import kind
 
         scarce = any(kind(i) not in FINE_KINDS for i in [*test.added, *new])
-        reward = (1.0 if scarce else 0.0) + FINDING_WEIGHT * self.new_distinct.pop(test.test_id, 0)
+        if j.fired:
+            self.candidate(test.seq)[1].update(j.fired)
+        reward = 1.0 if scarce else 0.0  # the coverage yield; root causes and optimizations are `fold`'s
         self.account(test.seq, arm, reward)  # first: the schedule must go on whatever the arm does
         self.ctx.store.set_reward(test.seq, reward)
         sub.learn(sub_test, j, new)
@@ -291,28 +378,43 @@ class AutoStrategy(Strategy):
         return sub.size(sub_test)
 
     # ---- findings ------------------------------------------------------
+    # The engine asks for a finding's early key, then, unless it is a duplicate of it, reduces it; then
+    # it calls `found`. The last key given is the finding's stored key, which `found` reads.
     def early_key(self, test: Test, v: Verdict) -> str | None:
         _, sub, sub_test = self.inner(test)
-        return sub.early_key(sub_test, v)
+        key = sub.early_key(sub_test, v)
+        self.keyed = None if key is None else (test.test_id, v, key)
+        return key
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
-        return sub.reduce(sub_test, v)
+        red = sub.reduce(sub_test, v)
+        self.keyed = (test.test_id, v, red.key)
+        return red
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         _, sub, sub_test = self.inner(test)
-        return sub.unreduced(sub_test, v)
+        red = sub.unreduced(sub_test, v)
+        self.keyed = (test.test_id, v, red.key)
+        return red
 
     def found(self, test: Test, distinct: bool) -> None:
-        if distinct:
-            arm, _, _ = self.inner(test)
-            self.stats[arm].distinct += 1
-            self.new_distinct[test.test_id] = self.new_distinct.get(test.test_id, 0) + 1
+        """The finding's root cause is a candidate of its test (new or not is `fold`'s to say)."""
+        keyed, self.keyed = self.keyed, None
+        arm, _, _ = self.inner(test)
+        self.stats[arm].distinct += distinct
+        if keyed is not None and keyed[0] == test.test_id:
+            _, v, key = keyed
+            self.candidate(test.seq)[0].add(root_cause(v.category, key, v.detail, v.configs))
 
     # ---- output --------------------------------------------------------
     def progress_fields(self) -> str:
-        shares = self._shares or self.shares()
-        return "arms " + " ".join(f"{a.name}:{100 * s:.0f}%" for a, s in zip(self.arms, shares))
+        """Per arm: its share of the tests, of the (virtual) time, and the new root causes it found."""
+        made = [s.made for s in self.stats]
+        virtual = [n * COST_S.get(a.name, 0.05) for a, n in zip(self.arms, made)]
+        return "arms (tests/time/new roots) " + " ".join(
+            f"{a.name}:{100 * n / max(sum(made), 1):.0f}%/{100 * t / max(sum(virtual), 1e-9):.0f}%/{s.roots}"
+            for a, n, t, s in zip(self.arms, made, virtual, self.stats))
 
     @classmethod
     def report_section(cls, store: StrategyStore) -> str:
@@ -320,11 +422,58 @@ class AutoStrategy(Strategy):
         if not rows:
             return ""
         names = dict(enumerate(a.name for a in ARMS))  # arms only ever drop off the end (tzer)
-        body = "".join(f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td><td>{rewarded}</td>"
-                       f"<td>{reward:.0f}</td></tr>" for arm, n, rewarded, reward in rows)
-        return ("<h2>Strategies (auto)</h2><p>Tests per strategy, tests that added coverage or a distinct finding, "
-                "and their yield.</p><table><tr><th>strategy</th><th>tests</th><th>rewarded</th><th>yield</th></tr>"
+        roots: dict[int, int] = {}
+        fired: dict[int, int] = {}
+        for counts, firsts in ((roots, first_roots(store)), (fired, store.first_fired())):
+            for test_id, _ in firsts:
+                arm = store.arm_of(test_id - 1)
+                if arm is not None:
+                    counts[arm] = counts.get(arm, 0) + 1
+        tests = sum(n for _, n, _, _ in rows)
+        virtual = {arm: n * COST_S.get(names.get(arm, ""), 0.05) for arm, n, _, _ in rows}
+        body = "".join(
+            f"<tr><td>{html.escape(names.get(arm, str(arm)))}</td><td>{n}</td><td>{100 * n / tests:.1f}%</td>"
+            f"<td>{100 * virtual[arm] / sum(virtual.values()):.1f}%</td><td>{roots.get(arm, 0)}</td>"
+            f"<td>{fired.get(arm, 0)}</td><td>{rewarded}</td><td>{yield_of(reward, roots.get(arm, 0), fired.get(arm, 0)):.0f}"
+            "</td></tr>" for arm, n, rewarded, reward in rows)
+        return ("<h2>Strategies (auto)</h2><p>Tests per strategy, their share of the tests and of the schedule's "
+                "virtual time (typical seconds per test), the new root causes they found first (the schedule's "
+                "proxy of a cluster), the optimizations they fired first, the tests that added coverage, and "
+                "their yield (undecayed).</p><table><tr><th>strategy</th><th>tests</th><th>share of tests</th>"
+                "<th>share of time</th><th>new root causes</th><th>first-fired optimizations</th>"
+                "<th>added coverage</th><th>yield</th></tr>"
                 f"{body}</table>")
+
+
+def yield_of(coverage: float, roots: int, first_fired: int) -> float:
+    """An arm's yield: coverage-adding tests, new root causes and first-fired optimizations, weighted."""
+    return coverage + ROOT_CAUSE_WEIGHT * roots + FIRST_FIRED_WEIGHT * first_fired
+
+
+def root_cause(category: str, key: str, detail: str, configs: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """A proxy of a finding's root-cause cluster (engine/clusters.py's cluster key) from what is known
+    when the strategy learns: its category, its stored key (after reduction), detail and configurations."""
+    k = DedupKey.parse(key)
+    opts = k.option("opts") or k.option("passes") or ""
+    opts = "" if opts == "none" else opts
+    if clustered_by_ops(category):
+        where = opts or ("every-config" if category == C.WRONG_RESULT else ",".join(sorted(configs)))
+        reason = next((f for f in k.fields if f in ("shape", "dtype", "nan", "inf", "value")), "")
+        ops = ",".join(sorted(o for o in (k.option("ops") or "").split(",") if o))
+        return ("numeric", category, where, reason, ops)
+    # the key's message when the detail holds none (as clusters.py reads it)
+    key_message = k.fields[1] if len(k.fields) > 1 and k.tag in message_key_tags() else ""
+    return ("error", category, opts, message_class(detail) or message_class(key_message))
+
+
+def first_roots(store: StrategyStore) -> list[tuple[int, tuple[str, ...]]]:
+    """(test id, root cause) of each root cause's first test (the lowest number) among the stored findings."""
+    first: dict[tuple[str, ...], int] = {}
+    for row in store.findings(distinct_only=False):
+        root = root_cause(row["category"] or "", row["key"] or "", row["detail"] or "",
+                          json.loads(row["configs"] or "[]"))
+        first[root] = min(first.get(root, row["test_id"]), row["test_id"])
+    return sorted((test_id, root) for root, test_id in first.items())
 
 
 @dataclass

@@ -48,6 +48,10 @@ class StrategyStore(Protocol):
 
     def trigger_rates(self) -> dict[str, tuple[int, int]]: ...
 
+    def first_fired(self) -> list[tuple[int, str]]: ...
+
+    def findings(self, distinct_only: bool = True) -> list[dict[str, Any]]: ...  # rows of `findings`, by id
+
     def set_arm(self, seq: int, arm: int) -> None: ...
 
     def set_reward(self, seq: int, reward: float) -> None: ...
@@ -95,6 +99,7 @@ class Judgement:
     coverage: list[str] = field(default_factory=list)  # items measured while it ran (inside the compiler)
     blob: bytes | None = None  # the test as it really ran, when the worker changed it (re-sampled inputs)
     compiler_s: float = 0.0  # time inside the compiler's own calls
+    fired: list[str] = field(default_factory=list)  # targeted optimizations it fired (OATest's trigger report)
 
 
 @dataclass

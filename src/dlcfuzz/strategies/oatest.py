@@ -104,17 +104,20 @@ class OatestStrategy(GraphStrategy):
     def judge(self, test: Test, res: TaskResult) -> Judgement:
         j = super().judge(test, res)
         if res.status == "ok":
-            self.record_triggers(test, res.payload)
+            j.fired = self.record_triggers(test, res.payload)
         return j
 
-    def record_triggers(self, test: Test, reply: bytes) -> None:
-        """Which targeted optimizations fired in the optimized configuration (trigger rates)."""
+    def record_triggers(self, test: Test, reply: bytes) -> list[str]:
+        """Which targeted optimizations fired in the optimized configuration (trigger rates); returns
+        those that fired."""
         from dlcfuzz.ir.blob import unpack
 
         fired = (unpack(reply)[0].get("oatest") or {}).get("fired")
-        if fired:
-            pattern = test.payload.meta.get("oatest", {}).get("pattern", "")
-            self.ctx.store.add_triggers(test.test_id, pattern, fired)
+        if not fired:
+            return []
+        pattern = test.payload.meta.get("oatest", {}).get("pattern", "")
+        self.ctx.store.add_triggers(test.test_id, pattern, fired)
+        return sorted(opt for opt, f in fired.items() if f)
 
     @classmethod
     def report_section(cls, store: StrategyStore) -> str:
