@@ -45,9 +45,12 @@ def second_opinion(ctx: Context, tc: TestCase, v: Verdict, g: Graph, inputs: dic
     reference, cand.inputs = r["outputs"], new_inputs or cand.inputs
     ran = {o.config: o.outputs for o in obs if o.status == "ok" and o.outputs is not None}
     off = [name for name, outs in ran.items() if compare(outs, reference)]
-    departing = next((n for n in off if n in v.configs), off[0] if off else None)
-    if departing is None:
+    if not off:
         return None
+    # judged: a configuration of the finding, rather one that is no evaluator itself (where every compared
+    # configuration departs, ONNXRuntime's optimized one, so that its unoptimized one can give its opinion)
+    own = {ev.config for name in off for ev in ctx.backend.independent_evaluators(name)}
+    departing = min(off, key=lambda n: (n not in v.configs, n in own))
     compiler = ran[departing]
     evaluators = list(ctx.backend.independent_evaluators(departing))
     said: dict[str, Opinion] = {}
