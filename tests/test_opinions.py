@@ -64,8 +64,18 @@ def test_a_planted_wrong_compiler_is_confirmed_by_the_independent_evaluators(tmp
 def test_a_planted_reference_error_is_a_suspected_reference_error(tmp_path, monkeypatch, capsys):
     spec = get_op(wrong_reference_plugin.WRONG_OP)
     monkeypatch.setattr(spec, "ref", spec.ref)  # building the compiler breaks this process's reference: restored
-    out, rows = run(tmp_path, "wrong-reference", wrong_reference_plugin.WRONG_OP, tests=3)
+    from dlcfuzz.cli import main
+
+    out = tmp_path / "run"
+    assert main(["--plugin", "wrong_reference_plugin", "fuzz", "--compiler", "wrong-reference", "--strategy", "random",
+                 "--only-ops", wrong_reference_plugin.WRONG_OP, "--ops", "2", "--max-tests", "3", "--jobs", "1",
+                 "--seed", "0", "--time", "600s", "--out", str(out), "--quiet"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-2:]  # counted apart, above the internal errors line
+    store = Store(out / "store.sqlite", create=False)
+    rows = store.findings(distinct_only=True)
+    store.close()
     assert rows, "the planted reference error gave no finding"
+    assert last[0].startswith(f"suspected reference errors: {len(rows)} ") and last[1] == "internal errors: 0"
     for row in rows:
         opinion = SecondOpinion.from_json(row["opinions"])
         assert opinion is not None and opinion.summary == SUSPECTED, opinion
@@ -74,8 +84,6 @@ def test_a_planted_reference_error_is_a_suspected_reference_error(tmp_path, monk
         issue = issue_for(out, row)
         assert issue.title.startswith("[SUSPECTED REFERENCE ERROR: DO NOT FILE UPSTREAM]")
         assert "dlcfuzz's bug until shown otherwise" in issue.markdown
-    from dlcfuzz.cli import main
-
     assert main(["list", str(out)]) == 0
     listed = capsys.readouterr().out
     assert "SUSPECTED REFERENCE ERROR" in listed and f"{len(rows)} {SUSPECTED}(s)" in listed
@@ -137,3 +145,21 @@ def test_a_reference_error_on_another_compiler_is_judged_by_every_evaluator(monk
     assert said == {ONNX_REFERENCE.name: AGREES_COMPILER, "onnxruntime (ORT_DISABLE_ALL)": AGREES_COMPILER,
                     "jax eager (jax.disable_jit)": AGREES_COMPILER}, opinion.text()
     assert opinion.suspected_reference_error
+
+
+def test_a_store_without_the_opinions_column_still_opens(tmp_path):
+    """A store of an older dlcfuzz (no `opinions` column) gains it when opened; its findings have no opinion."""
+    import sqlite3
+
+    path = tmp_path / "store.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE findings (id INTEGER PRIMARY KEY, test_id INTEGER, category TEXT, signature TEXT, key TEXT,"
+               " compiler TEXT, version TEXT, configs TEXT, detail TEXT, created REAL, duplicate_of INTEGER,"
+               " reduced BLOB, reproducer TEXT, nodes INTEGER, reduced_nodes INTEGER)")
+    db.execute("INSERT INTO findings (id, category, signature, key) VALUES (1, 'wrong-result', 'abc', 'wrong|x')")
+    db.commit()
+    db.close()
+    store = Store(path, create=False)
+    row = store.finding(1)
+    store.close()
+    assert "opinions" in row and row["opinions"] is None and SecondOpinion.from_json(row["opinions"]) is None
