@@ -1,5 +1,5 @@
 """A planted *reference* error, for tests/test_opinions.py: the compilers `wrong-reference` and
-`wrong-reference-xla` are the real ONNXRuntime and XLA, but building one makes dlcfuzz's NumPy reference of `relu` wrong (its result plus one), in the
+`wrong-reference-xla`/`-inductor` are the real ONNXRuntime, XLA and Inductor, but building one makes dlcfuzz's NumPy reference of `relu` wrong (its result plus one), in the
 process that builds it: the campaign's driver and each of its workers (which import this module, since it
 registered a compiler). The test restores the reference of its own process afterwards."""
 
@@ -30,5 +30,11 @@ def wrong_reference_xla() -> Any:
     return get_backend("xla")
 
 
+def wrong_reference_inductor() -> Any:
+    break_reference()
+    return get_backend("inductor")
+
+
 register_backend("wrong-reference", wrong_reference)
 register_backend("wrong-reference-xla", wrong_reference_xla)
+register_backend("wrong-reference-inductor", wrong_reference_inductor)

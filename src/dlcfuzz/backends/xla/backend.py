@@ -14,6 +14,7 @@ for equality.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -105,7 +106,8 @@ class XlaBackend(BackendBase):
     sub_functions = True
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
-        return (*DEFAULT_EVALUATORS, JAX_EAGER)  # the program XLA compiles, run op by op without jit
+        # the program XLA compiles, run eagerly: that is its configuration "eager" (read where the test compared it)
+        return (*DEFAULT_EVALUATORS, dataclasses.replace(JAX_EAGER, config="eager"))
 
     def __init__(self) -> None:
         from dlcfuzz.lower.jax import enable_x64
