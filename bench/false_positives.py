@@ -6,10 +6,13 @@ reference; another compiler with its default configurations. Every finding of an
 (the pair must agree and every configuration must match the reference), except one that the
 compiler's known-bugs register matches: a real bug, reproduced with the compiler's API alone and
 listed with its evidence (printed apart, with its register id, so that a too-broad entry shows).
-Unjudged tests (unknowns) stay out of the judged count. Prints the counts, the non-finite share,
-then, last: `false positives: N in T judged tests`.
+Unjudged tests (unknowns) stay out of the judged count. Per compiler, the distinct unregistered findings
+are split by their second opinion (independent evaluators of the reduced graph, oracle/opinions.py):
+reference confirmed (a compiler bug the register lacks), suspected reference error (dlcfuzz's bug until
+shown otherwise), no opinion. Prints the counts, the non-finite share, then, last:
+`false positives: N in T judged tests` (all compilers together).
 
-  python bench/false_positives.py [--tests 2000] [--compiler onnxruntime] [--configs A,B] [--strategy random]
+  python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random]
 """
 
 from __future__ import annotations
@@ -25,25 +28,34 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tests", type=int, default=2000)
     ap.add_argument("--configs", default=None, help="configurations to compare (default: a pair that must agree)")
-    ap.add_argument("--compiler", default="onnxruntime")
+    ap.add_argument("--compiler", default="onnxruntime", help="a compiler, or several separated by commas")
     ap.add_argument("--strategy", default="random")
     a = ap.parse_args()
-    from dlcfuzz.engine.campaign import Campaign, campaign_options
-    from dlcfuzz.engine.store import Store
+    counted = judged = 0
+    for compiler in a.compiler.split(","):
+        n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy)
+        counted, judged = counted + n, judged + j
+    print(f"false positives: {counted} in {judged} judged tests")
 
-    configs = a.configs or QUIET_PAIR.get(a.compiler, "")
+
+def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str) -> tuple[int, int]:
+    """One compiler's campaign: prints its counts; (findings counted, judged tests)."""
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.engine.clusters import facts_of, finding_folder
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.engine.report import second_opinion_counts
+    from dlcfuzz.engine.store import Store
+    from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED
+
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        Campaign(campaign_options(compiler=a.compiler, strategy=a.strategy, seconds=36000, jobs=2, seed=3, out=out,
-                                  max_tests=a.tests, quiet=True, configs=[c for c in configs.split(",") if c])).run()
+        Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
+                                  max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c])).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()
         tests, verdicts, unknowns = totals["tests"], totals["verdicts"], totals["unknowns"]
         judged = verdicts.get("pass", 0) + verdicts.get("bug", 0)  # unknowns and internal errors are not judged
         findings = store.findings(distinct_only=False)
-        from dlcfuzz.engine.clusters import facts_of, finding_folder
-        from dlcfuzz.engine.known import Register
-
         register, real = Register(), {}
         for f in list(findings):
             hit = register.match(facts_of(f, finding_folder(out, f)), f["detail"] or "")
@@ -59,11 +71,16 @@ def main() -> None:
             print(f"findings {cat}: {n}")
         for cat, n in sorted(unknowns.items()):
             print(f"unknown {cat}: {n}")
-        for f in [f for f in findings if f["duplicate_of"] is None][:5]:  # the counted ones
+        distinct = [f for f in findings if f["duplicate_of"] is None]  # the counted ones
+        for f in distinct[:5]:
             print("  e.g.", f["category"], (f["detail"] or "").splitlines()[0][:200])
+        split = second_opinion_counts(distinct)
+        print(f"{compiler}: {len(distinct)} distinct unregistered findings by second opinion: {split[CONFIRMED]} "
+              f"{CONFIRMED}, {split[SUSPECTED]} {SUSPECTED}, {split[UNDECIDED]} {UNDECIDED}")
         print(f"judged {judged} of {tests} tests; internal errors {len(store.internal_errors())}")
         print(f"non-finite share: {100.0 * unknowns.get('nonfinite-reference', 0) / max(tests, 1):.1f}%")
-    print(f"false positives: {len(findings)} in {judged} judged tests")
+        store.close()
+    return len(findings), judged
 
 
 if __name__ == "__main__":

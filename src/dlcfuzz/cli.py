@@ -102,6 +102,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
+    print(f"suspected reference errors: {_suspected(Path(camp.out))} (dlcfuzz's bugs until shown otherwise: "
+          "`dlcfuzz list` marks them)")
     print(f"internal errors: {camp.internal.count}")  # the last line; exit status 3 when there were any
     return 3 if camp.internal.count else 0
 
@@ -123,7 +125,8 @@ def _register(a: argparse.Namespace):
 
 def cmd_list(a: argparse.Namespace) -> int:
     """Root-cause clusters first (`cluster K: ...`), their distinct findings inside, known bugs marked."""
-    from dlcfuzz.engine.report import classify, cluster_known
+    from dlcfuzz.engine.report import classify, cluster_known, second_opinion_counts
+    from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED, summary_of
 
     register = _register(a)
     store = _open_store(a.run)
@@ -140,6 +143,7 @@ def cmd_list(a: argparse.Namespace) -> int:
             f = rows[m.id]
             first = (f["detail"] or "").splitlines()[0][:70] if f["detail"] else ""
             mark = f"  known: {known[m.id].ref}" if m.id in known and k is None else ""
+            mark += f"  {SUSPECTED.upper()}" if summary_of(f) == SUSPECTED else ""
             print(f"  #{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} "
                   f"{f['reduced_nodes'] or f['nodes']:>3}{'+' if f.get('not_minimal') else ' '}nodes  "
                   f"{', '.join(json.loads(f['configs'] or '[]'))}  "
@@ -147,8 +151,24 @@ def cmd_list(a: argparse.Namespace) -> int:
     if any(f.get("not_minimal") for f in rows.values()):
         print("(N+ nodes: not reduced to a minimal form; `dlcfuzz issue RUN N` says why)")
     n_known = sum(1 for c in clusters if cluster_known(c, known) is not None)
+    split = second_opinion_counts(rows.values())
+    print(f"second opinions: {split[CONFIRMED]} {CONFIRMED}, {split[SUSPECTED]} {SUSPECTED}(s) (dlcfuzz's bugs "
+          f"until shown otherwise), {split[UNDECIDED]} {UNDECIDED}")
     print(f"{len(rows)} distinct findings in {len(clusters)} clusters: {len(clusters) - n_known} new, {n_known} known")
     return 0
+
+
+def _suspected(run: Path) -> int:
+    """The campaign's distinct findings whose second opinion suspects our reference (all its runs)."""
+    from dlcfuzz.engine.report import second_opinion_counts
+    from dlcfuzz.engine.store import Store
+    from dlcfuzz.oracle.opinions import SUSPECTED
+
+    store = Store(run / "store.sqlite", create=False)
+    try:
+        return second_opinion_counts(store.findings(distinct_only=True))[SUSPECTED]
+    finally:
+        store.close()
 
 
 def cmd_report(a: argparse.Namespace) -> int:

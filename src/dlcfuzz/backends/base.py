@@ -11,8 +11,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.opinions import Evaluator
 from dlcfuzz.oracle.testcase import Config  # the test case record carries its configurations
 
 
@@ -179,6 +181,10 @@ class Backend(Protocol):
         or None: a numeric difference it shows is then not a bug but an unknown, counted apart."""
         ...
 
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        """The evaluators that give a numeric finding of configuration `config` a second opinion."""
+        ...
+
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,
                    untyped_outputs: tuple[str, ...] = ()) -> str:
@@ -252,6 +258,11 @@ class BackendBase:
 
     def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
         return None
+
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        """onnx's ReferenceEvaluator and unoptimized ONNXRuntime on the ONNX lowering (a graph that does not
+        lower to ONNX gets no opinion from them); a compiler fed by a framework adds the framework run eagerly."""
+        return DEFAULT_EVALUATORS
 
     def lower_key(self, config: Config) -> str:
         return "default"

@@ -126,7 +126,8 @@ class Campaign:
         self.strategy: Strategy = cls(self.ctx)
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
-        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0}
+        self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0,
+                       "suspected": 0}
         self._register: Register | None = None
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
@@ -189,7 +190,8 @@ class Campaign:
         valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
         extra = self.strategy.progress_fields()
         line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) valid {valid:.0f}% "
-                f"findings {c['findings']} (distinct {c['distinct']}, known {c['known']}) unknown {c['unknown']} coverage "
+                f"findings {c['findings']} (distinct {c['distinct']}, known {c['known']}"
+                f"{', suspected reference errors ' + str(c['suspected']) if c['suspected'] else ''}) unknown {c['unknown']} coverage "
                 f"{len(self.ctx.coverage)}{' ' + extra if extra else ''} internal errors {self.internal.count}")
         tty = sys.stderr.isatty()
         print(("\r" if tty else "") + line, end="" if tty and not final else "\n", file=sys.stderr, flush=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from dlcfuzz.engine.scrub import scrub
+from dlcfuzz.oracle.opinions import SUSPECTED, SecondOpinion
 from dlcfuzz.oracle.signature import digest
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies import Context, Reduction, Strategy, Test
@@ -95,20 +96,45 @@ def write_finding(camp: FindingRecorder, test: Test, v: Verdict, red: Reduction,
     except Exception as e:  # the folder keeps what was written; the finding stays in the store
         camp.internal.add(test.test_id, test.seq, test.seed, "write", f"{type(e).__name__}: {e}", traceback.format_exc())
         script = None
+    opinion = second_opinion(camp, test, red)
     detail = folder / "detail.txt"
     if not detail.exists():
         detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n"
                           f"{reduction_line(red.nodes, red.reduced_nodes, red.not_minimal)}\n\n{v.detail}\n")
+    if opinion is not None:
+        with detail.open("a") as f:
+            f.write(f"\n{opinion.text()}\n")
     for path in (detail, folder / "repro.py"):  # no dlcfuzz frames, no paths of this machine
         if path.exists():
             path.write_text(scrub(path.read_text()))
-    camp.store.update_finding(fid, reproducer=scrub(script) if script else script)
+    camp.store.update_finding(fid, reproducer=scrub(script) if script else script,
+                              opinions=opinion.to_json() if opinion is not None else None)
+    suspected = opinion is not None and opinion.suspected_reference_error
+    if suspected:
+        camp.counts["suspected"] += 1
     known = known_bug(camp, fid, folder)
     if known is not None:
         camp.counts["known"] += 1
     camp.log(f"\n{'known' if known else 'new'} finding {fid}: {v.category} ({', '.join(v.configs)})"
              f"{', ' + red.summary if red.summary else ''}{' (not minimal: ' + red.not_minimal + ')' if red.not_minimal else ''}"
-             f"{', known: ' + known if known else ''}: {folder}")
+             f"{', known: ' + known if known else ''}"
+             f"{', ' + SUSPECTED.upper() + ' (our bug until shown otherwise)' if suspected else ''}: {folder}")
+
+
+def second_opinion(camp: FindingRecorder, test: Test, red: Reduction) -> SecondOpinion | None:
+    """The reduction's second opinion (independent evaluators of the reduced graph), once per distinct
+    finding; its time counts as reduction time (outside the campaign's testing time). A failure is ours."""
+    if red.second_opinion is None:
+        return None
+    t0 = time.monotonic()
+    try:
+        return red.second_opinion()
+    except Exception as e:
+        camp.internal.add(test.test_id, test.seq, test.seed, "second-opinion", f"{type(e).__name__}: {e}",
+                          traceback.format_exc())
+        return None
+    finally:
+        camp.ctx.reduce_s[0] += time.monotonic() - t0
 
 
 def reduction_line(nodes: int | None, reduced_nodes: int | None, not_minimal: str | None) -> str:

@@ -21,6 +21,7 @@ from dlcfuzz.engine.known import KnownBug
 from dlcfuzz.engine.scrub import scrub
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import expected_text
+from dlcfuzz.oracle.opinions import SUSPECTED, SecondOpinion
 
 # why the model is valid, by the compiler's front door (ONNX models are checked by onnx's checker)
 VALID_BECAUSE = {"onnx": "ONNX's checker and the operators' specification accept it",
@@ -126,9 +127,17 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
             else (facts.message[:60] or facts.category))
     where = facts.opts or ", ".join(facts.configs)
     title = f"[{version}] {facts.category} on {what} with {where}"
+    opinion = SecondOpinion.from_json(row.get("opinions"))
+    suspected = opinion is not None and opinion.suspected_reference_error
+    if suspected:  # first thing anyone reads: not for upstream until our reference is cleared
+        title = f"[{SUSPECTED.upper()}: DO NOT FILE UPSTREAM] {title}"
     repro_path = folder / "repro.py"
     repro = scrub(repro_path.read_text()) if repro_path.exists() else None
     md = [f"# {title}", ""]
+    if suspected:
+        md += [f"> **dlcfuzz: {SUSPECTED.upper()}.** Independent evaluators agree with the compiler, not with "
+               "dlcfuzz's NumPy reference: this is dlcfuzz's bug until shown otherwise. Check the reference of "
+               "these operators before filing anything upstream (second opinion below).", ""]
     if known is not None:
         md += [f"> dlcfuzz: this matches a known bug ({known.ref}): `{known.id}`.", ""]
     md += ["## Describe the bug", "",
@@ -153,6 +162,8 @@ def issue_for(run: Path, row: dict[str, Any], known: KnownBug | None = None, run
     if run_repro and repro:
         code, out = run_reproducer(folder)
         md += [f"Output of `python repro.py` (exit status {code}):", "", "```", out.strip(), "```", ""]
+    if opinion is not None:
+        md += ["## Second opinion (independent evaluators of the reduced model)", "", "```", opinion.text(), "```", ""]
     md += ["## Minimal configuration difference", ""]
     md += [f"- {line}" for line in configuration_difference(facts, backend, tested, row.get("detail") or "")] + [""]
     checklist = next((c for c in map(backend.issue_checklist, facts.configs or ("",)) if c is not None), None)

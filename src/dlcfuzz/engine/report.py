@@ -11,7 +11,7 @@ import html
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from dlcfuzz.engine.clusters import Cluster, FindingFacts, finding_folder, run_c
 from dlcfuzz.engine.known import KnownBug, Register
 from dlcfuzz.engine.scrub import scrub
 from dlcfuzz.engine.store import Store
+from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED, summary_of
 
 COLORS = ("#2a6", "#c52", "#36c", "#a3a")
 STYLE = (
@@ -254,8 +255,18 @@ def _statistics(store: Store, totals: dict, rows_by_id: dict, clusters: list, kn
         parts.append(f"<tr><th>elapsed</th><td>{last[0]:.0f} s ({rate:.1f} tests/s)</td></tr>")
     parts.append(f"<tr><th>distinct findings</th><td>{len(rows_by_id)}</td></tr>"
                  f"<tr><th>root-cause clusters</th><td>{len(clusters)}: <span class='new'>{n_new} new</span>, "
-                 f"<span class='known'>{len(clusters) - n_new} known</span></td></tr></table>")
+                 f"<span class='known'>{len(clusters) - n_new} known</span></td></tr>")
+    split = second_opinion_counts(rows_by_id.values())
+    parts.append(f"<tr><th>second opinions</th><td>{split[CONFIRMED]} {CONFIRMED}, <span class='new'>"
+                 f"{split[SUSPECTED]} {SUSPECTED}{'s' if split[SUSPECTED] != 1 else ''} (dlcfuzz's bugs until shown "
+                 f"otherwise)</span>, {split[UNDECIDED]} {UNDECIDED}</td></tr></table>")
     return parts
+
+
+def second_opinion_counts(rows: Iterable[dict[str, Any]]) -> Counter:
+    """Distinct findings by what their second opinion says (oracle/opinions.py: CONFIRMED, SUSPECTED or
+    UNDECIDED, which a finding without one counts as)."""
+    return Counter({CONFIRMED: 0, SUSPECTED: 0, UNDECIDED: 0, **Counter(map(summary_of, rows))})
 
 
 def _charts(store: Store, rows_by_id: dict, clusters: list, stats: list) -> str:
@@ -371,4 +382,5 @@ def _member_html(f: FindingFacts, row: dict[str, Any], dups: int, k: KnownBug | 
             f"ops {html.escape(','.join(sorted(f.ops)) or '?')}; dtypes {html.escape(','.join(sorted(f.dtypes)) or '?')};"
             f" seen {1 + dups} time{'s' if dups else ''}; reduced {row['nodes']} &rarr; {row['reduced_nodes']} nodes"
             f"{' (not minimal: ' + html.escape(row['not_minimal']) + ')' if row.get('not_minimal') else ''}; "
-            f"signature <code>{row['signature']}</code>{known}</li>")
+            f"signature <code>{row['signature']}</code>{known}"
+            f"{' <span class=new>' + SUSPECTED.upper() + '</span>' if summary_of(row) == SUSPECTED else ''}</li>")

@@ -35,7 +35,8 @@ CREATE TABLE IF NOT EXISTS observations (
 CREATE TABLE IF NOT EXISTS findings (
   id INTEGER PRIMARY KEY, test_id INTEGER, category TEXT, signature TEXT, key TEXT,
   compiler TEXT, version TEXT, configs TEXT, detail TEXT, created REAL,
-  duplicate_of INTEGER, reduced BLOB, reproducer TEXT, nodes INTEGER, reduced_nodes INTEGER, not_minimal TEXT);
+  duplicate_of INTEGER, reduced BLOB, reproducer TEXT, nodes INTEGER, reduced_nodes INTEGER, not_minimal TEXT,
+  opinions TEXT);
 CREATE INDEX IF NOT EXISTS findings_sig ON findings(signature);
 CREATE TABLE IF NOT EXISTS stats (
   run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
@@ -72,8 +73,10 @@ class Store:
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
-            if "not_minimal" not in {r[1] for r in self.db.execute("PRAGMA table_info(findings)")}:
-                self.db.execute("ALTER TABLE findings ADD COLUMN not_minimal TEXT")  # a store of an older dlcfuzz
+            columns = {r[1] for r in self.db.execute("PRAGMA table_info(findings)")}
+            for column in ("not_minimal", "opinions"):  # a store of an older dlcfuzz: the columns it lacks
+                if column not in columns:
+                    self.db.execute(f"ALTER TABLE findings ADD COLUMN {column} TEXT")
         except sqlite3.DatabaseError as e:
             raise UsageError(f"{self.path} is not a readable dlcfuzz store: {e}") from None
 

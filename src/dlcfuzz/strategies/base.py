@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from dlcfuzz.backends.base import BackendBase
 from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.opinions import SecondOpinion
 from dlcfuzz.oracle.testcase import Observation
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.reduce.budget import ReductionBudget
@@ -127,6 +128,9 @@ class Reduction:
     # why the reduced form may not be minimal (the budget ran out, reduction was off or failed, the
     # finding did not show again alone); None when reduction ran to its fixed point
     not_minimal: str | None = None
+    # the second opinion of a numeric finding on its reduced form (strategies/opinions.py): the engine calls
+    # it once, for a distinct finding, after reduction; None where the strategy has none to give
+    second_opinion: Callable[[], SecondOpinion | None] | None = None
 
 
 @dataclass

@@ -17,6 +17,7 @@ from dlcfuzz.ir import save, to_text
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import DedupKey, with_option
+from dlcfuzz.oracle.opinions import SecondOpinion
 from dlcfuzz.oracle.policy import (
     IMPLEMENTATION_DEFINED,
     NUMERIC,
@@ -31,6 +32,7 @@ from dlcfuzz.oracle.policy import (
 from dlcfuzz.oracle.testcase import Config, TestCase, reply_coverage, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.strategies.opinions import second_opinion
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend
@@ -359,8 +361,12 @@ class GraphStrategy(Strategy):
             (f.folder / "reduced.txt").write_text(to_text(g) + "\n" + (note + "\n" if note else ""))
             return script
 
+        def opinion() -> SecondOpinion | None:
+            return second_opinion(self.ctx, tc, v, g, inputs, tc.configs)  # all compared: their outputs are read
+
         return Reduction(key, len(tc.graph.nodes), len(g.nodes), write,
-                         f"reduced {len(tc.graph.nodes)} -> {len(g.nodes)} nodes", not_minimal=self.ctx.budget.stopped)
+                         f"reduced {len(tc.graph.nodes)} -> {len(g.nodes)} nodes", not_minimal=self.ctx.budget.stopped,
+                         second_opinion=opinion)
 
 
 class RandomStrategy(GraphStrategy):

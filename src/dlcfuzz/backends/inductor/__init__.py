@@ -18,12 +18,13 @@ rejecting the program itself (a documented rejection, never a compiler bug).
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,8 +32,10 @@ import torch  # a missing torch makes `--compiler inductor` a clear usage error
 
 from dlcfuzz.backends.base import BackendBase, Config, IssueChecklist, Knob
 from dlcfuzz.backends.inductor.knobs import FAULTS, INDUCTOR_KNOBS, MODES, sample_knobs, split_knobs
+from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.backends.torch_compile import TORCH_COMPILE_CHECKLIST, TORCH_FRAMES
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.opinions import Evaluator
 
 LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 STAGE_RE = re.compile(r"^\[stage (\w+)\] ")
@@ -147,6 +150,10 @@ class InductorBackend(BackendBase):
 
     def issue_checklist(self, config: str) -> IssueChecklist | None:
         return TORCH_COMPILE_CHECKLIST  # Inductor's bugs are filed with PyTorch
+
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        # the program Inductor compiles, run eagerly: that is its configuration "eager" (read where the test compared it)
+        return (*DEFAULT_EVALUATORS, dataclasses.replace(TORCH_EAGER, config="eager"))
     # measured: a fresh worker's first compile takes 14 s on an idle 2-core machine, 37 s at load 8 and
     # over 60 s at load 13 (then every later one 0.5-3 s; a cpp_wrapper compile 10-40 s)
     deadline_s = 120.0

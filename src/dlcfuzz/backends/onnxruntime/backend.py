@@ -16,10 +16,12 @@ from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
 from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers
+from dlcfuzz.backends.opinions import ort_config_evaluator
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.onnx import to_onnx
+from dlcfuzz.oracle.opinions import ONNX_REFERENCE, Evaluator
 
 # Documented rejections: a missing kernel or a model that fails validation is not a bug.
 EXPECTED = [
@@ -92,6 +94,10 @@ class OnnxRuntimeBackend(BackendBase):
 
         extra = sample_transformer_config(rng)
         return list(configs) + ([extra] if extra and extra.name not in {c.name for c in configs} else [])
+
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        # its unoptimized configuration is one of the compared ones (the default pair's first): read, not re-run
+        return (ONNX_REFERENCE, ort_config_evaluator(self.default_pair()[0].name))
 
     def default_pair(self) -> tuple[Config, Config]:
         c = self.configs()

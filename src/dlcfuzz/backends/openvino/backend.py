@@ -9,7 +9,7 @@ import contextlib
 import importlib.util
 import io
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,10 @@ import openvino as ov
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, I64_IN_I32, KNOWN_GAPS
+from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
+from dlcfuzz.oracle.opinions import Evaluator
 
 # One thread and one stream per worker: --jobs decides parallelism. f32 precision: on CPUs with
 # bf16 support the plugin's default is bf16 (~4e-3 relative error), which no f32 tolerance admits.
@@ -217,6 +219,10 @@ class OpenVinoBackend(BackendBase):
 
     def issue_packages(self, config: str) -> tuple[str, ...]:
         return (*self.distributions, "torch") if self._torch_front(config) else self.distributions
+
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        # a torch-front configuration compiles the torch program: eager torch is its framework's own reading
+        return (*DEFAULT_EVALUATORS, TORCH_EAGER) if self._torch_front(config) else DEFAULT_EVALUATORS
 
     def _torch_front(self, config: str) -> bool:
         c = self.configs().get(config)

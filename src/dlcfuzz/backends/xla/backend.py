@@ -14,16 +14,19 @@ for equality.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax  # a missing jax makes `--compiler xla` a clear usage error
 import numpy as np
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
+from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, JAX_EAGER
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.opinions import Evaluator
 
 OPT_LEVELS = (0, 1, 2, 3)
 FAST_MATH = ("xla_cpu_enable_fast_math", "xla_cpu_fast_math_honor_nans", "xla_cpu_fast_math_honor_infs",
@@ -101,6 +104,10 @@ class XlaBackend(BackendBase):
     deadline_s = 30.0  # measured: compiles take 0.05-0.5 s; the first in a worker ~1 s more (import, init)
     reduction_checks = 120
     sub_functions = True
+
+    def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
+        # the program XLA compiles, run eagerly: that is its configuration "eager" (read where the test compared it)
+        return (*DEFAULT_EVALUATORS, dataclasses.replace(JAX_EAGER, config="eager"))
 
     def __init__(self) -> None:
         from dlcfuzz.lower.jax import enable_x64
