@@ -192,6 +192,16 @@ class PyProgram:
         gap. `overrides` replace the registered rule of some operators (planted faults)."""
         return lower_source(g, cls.spelling, cls, overrides)
 
+    @classmethod
+    def callable_of(cls, g: Graph) -> Callable[..., tuple]:
+        """`g` as this target's function of its inputs (in `g.inputs` order) returning a tuple."""
+        return cls.lower(g).function()
+
+    @classmethod
+    def eager_results(cls, g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """`g` lowered and run without its compiler (`run_eager`)."""
+        return cls.lower(g).run_eager(inputs)
+
     def function(self) -> Callable[..., tuple]:
         """The program as a callable (exec of the source in a fresh namespace, constants bound as the
         target's arrays)."""
