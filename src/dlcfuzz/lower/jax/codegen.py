@@ -42,7 +42,8 @@ SPELLING = JaxSpelling(
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
              "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp", "complex": "lax.complex"},
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
-    casts_indices=True, prod_one_axis=False,
+    casts_indices=True, prod_one_axis=False, tensor="jnp.asarray", numel="{x}.size",
+    bitcast="lax.bitcast_convert_type({x}, {dtype})",
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",

@@ -66,7 +66,8 @@ SPELLING = TorchSpelling(
         "expand_dims": "torch.unsqueeze",
     },
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
-    casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
+    casts_indices=False, prod_one_axis=True, tensor="torch.tensor", numel="{x}.numel()",
+    bitcast="{x}.view({dtype})", wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",
