@@ -16,6 +16,7 @@ import numpy as np
 
 from dlcfuzz.lower.jax.codegen import TARGET, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_spatial import reflected
 from dlcfuzz.ops.spatial import CUBIC_A, affine_base
 
 R = TARGET.register
@@ -25,20 +26,6 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     from dlcfuzz.ops import get_op
 
     return get_op(name)
-
-
-def _reflect(e: Emitter, p: str, lo: float, hi: float) -> str:
-    """ONNX GridSample's reflection of p into [lo, hi]."""
-    span = hi - lo
-    if span <= 0:
-        return e.bind(f"jnp.full_like({p}, {lo!r})")
-    below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
-    dx = e.bind(f"jnp.where({below}, {lo!r} - {p}, jnp.where({above}, {p} - {hi!r}, jnp.zeros_like({p})))")
-    n = e.bind(f"jnp.trunc({dx} / {span!r})")
-    r = e.bind(f"{dx} - {n} * {span!r}")
-    even = e.bind(f"jnp.fmod({n}, 2) == 0")
-    return e.bind(f"jnp.where({below}, jnp.where({even}, {lo!r} + {r}, {hi!r} - {r}), "
-                  f"jnp.where({above}, jnp.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
 
 
 def _cubic(e: Emitter, t: str) -> list[str]:
@@ -71,7 +58,7 @@ def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
         if padding == "border":
             p = e.bind(f"jnp.where({outside}, jnp.clip({p}, 0, {d - 1}), {p})")
         elif padding == "reflection":
-            p = e.bind(f"jnp.where({outside}, {_reflect(e, p, lo, hi)}, {p})")
+            p = e.bind(f"jnp.where({outside}, {reflected(e, p, lo, hi)}, {p})")
         if mode == "nearest":
             taps = [(p, None)]
         else:
@@ -87,7 +74,7 @@ def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
             if padding == "zeros":
                 valid = e.bind(f"({idx} >= 0) & ({idx} <= {d - 1})")
             elif padding == "reflection":
-                idx = e.bind(f"jnp.trunc({_reflect(e, idx, lo, hi)})")
+                idx = e.bind(f"jnp.trunc({reflected(e, idx, lo, hi)})")
             pos = e.bind(f"jnp.clip(jnp.nan_to_num({idx}), 0, {d - 1}).astype(jnp.int64)")
             padded.append((pos, w, valid))
         taps_per_dim.append(padded)

@@ -14,6 +14,20 @@ from dlcfuzz.lower.pysource.codegen import Emitter, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
 
 
+def reflected(e: Emitter, p: str, lo: float, hi: float) -> str:
+    """ONNX GridSample's reflection of the positions p into [lo, hi]."""
+    sp, span = e.sp, hi - lo
+    if span <= 0:
+        return e.bind(f"{sp.mod}.full_like({p}, {lo!r})")
+    below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
+    dx = e.bind(f"{sp.mod}.where({below}, {lo!r} - {p}, {sp.mod}.where({above}, {p} - {hi!r}, {sp.mod}.zeros_like({p})))")
+    n = e.bind(f"{sp.mod}.trunc({dx} / {span!r})")
+    r = e.bind(f"{dx} - {n} * {span!r}")
+    even = e.bind(f"{sp.mod}.fmod({n}, 2) == 0")
+    return e.bind(f"{sp.mod}.where({below}, {sp.mod}.where({even}, {lo!r} + {r}, {hi!r} - {r}), "
+                  f"{sp.mod}.where({above}, {sp.mod}.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
+
+
 @shared("deform_conv")
 def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                  out_types: Types) -> list[str]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_spatial import reflected
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.spatial import affine_base
 
@@ -31,17 +32,6 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: Emitter, g: str) -> str:
-    """ONNX's reflection of g into [-1, 1] (the image's extent in normalized coordinates)."""
-    below, above = e.bind(f"{g} < -1"), e.bind(f"{g} > 1")
-    dx = e.bind(f"torch.where({below}, -1 - {g}, torch.where({above}, {g} - 1, torch.zeros_like({g})))")
-    n = e.bind(f"torch.trunc({dx} / 2)")
-    r = e.bind(f"{dx} - {n} * 2")
-    even = e.bind(f"torch.remainder({n}, 2) == 0")
-    return e.bind(f"torch.where({below}, torch.where({even}, -1 + {r}, 1 - {r}), "
-                  f"torch.where({above}, torch.where({even}, 1 - {r}, -1 + {r}), {g}))")
-
-
 def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
     """The grid with ONNX's position padding applied (positions outside the image moved in)."""
     r = len(dims)
@@ -49,7 +39,7 @@ def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align
     for j in range(r):
         g = e.bind(f"{grid}[..., {j}]")
         if padding == "reflection":
-            parts.append(_reflect(e, g))
+            parts.append(reflected(e, g, -1.0, 1.0))  # the image's extent in normalized coordinates
             continue
         d = dims[r - 1 - j]
         edge = 1.0 if align else 1.0 - 1.0 / d  # the first and last pixel centres
