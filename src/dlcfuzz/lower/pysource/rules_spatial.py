@@ -20,7 +20,8 @@ def reflected(e: Emitter, p: str, lo: float, hi: float) -> str:
     if span <= 0:
         return e.bind(f"{sp.mod}.full_like({p}, {lo!r})")
     below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
-    dx = e.bind(f"{sp.mod}.where({below}, {lo!r} - {p}, {sp.mod}.where({above}, {p} - {hi!r}, {sp.mod}.zeros_like({p})))")
+    past_hi = f"{sp.mod}.where({above}, {p} - {hi!r}, {sp.mod}.zeros_like({p}))"
+    dx = e.bind(f"{sp.mod}.where({below}, {lo!r} - {p}, {past_hi})")
     n = e.bind(f"{sp.mod}.trunc({dx} / {span!r})")
     r = e.bind(f"{dx} - {n} * {span!r}")
     even = e.bind(f"{sp.mod}.fmod({n}, 2) == 0")
@@ -66,6 +67,21 @@ def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
     return [y]
 
 
+@shared("max_roi_pool")
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t, sp = in_types[0], e.sp
+    batch, mask, empty = get_op("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
+    n, c, h, w = t.shape
+    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
+    bins = e.const(mask[:, None], "bins")
+    best = e.bind(f"{sp.fn('max')}({sp.mod}.where({bins}, {picked}[:, :, None, :], {literal(-np.inf)}), "
+                  f"{sp.axis_kw}=-1)")
+    return [f"{sp.mod}.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({sp.shape(out_types[0].shape)})"]
+
+
 @shared("roi_align")
 def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
@@ -85,17 +101,3 @@ def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
         best = e.bind(f"{sp.fn('max')}({sp.mod}.where({ok}, {high}, {literal(-np.inf)}), {sp.axis_kw}=3)")
         y = e.bind(f"{sp.mod}.where({e.const(valid.any(axis=3)[..., None], 'any')}, {best}, 0.0)")
     return [f"{sp.fn('transpose')}({y}, {sp.shape([0, 3, 1, 2])})"]
-
-
-@shared("max_roi_pool")
-def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    t, sp = in_types[0], e.sp
-    batch, mask, empty = get_op("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
-    n, c, h, w = t.shape
-    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
-    bins = f"{sp.mod}.where({e.const(mask[:, None], 'bins')}, {picked}[:, :, None, :], {literal(-np.inf)})"
-    best = e.bind(f"{sp.fn('max')}({bins}, {sp.axis_kw}=-1)")
-    return [f"{sp.mod}.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({sp.shape(out_types[0].shape)})"]
