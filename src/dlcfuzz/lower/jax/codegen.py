@@ -8,13 +8,11 @@ captures as HLO constants (XLA may fold them).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
 from dlcfuzz.lower.registry import target
 
@@ -44,7 +42,8 @@ SPELLING = JaxSpelling(
     renames={"sigmoid": "jax.nn.sigmoid", "softsign": "jax.nn.soft_sign", "softplus": "jax.nn.softplus",
              "erf": "lax.erf", "logsumexp": "jax.nn.logsumexp", "complex": "lax.complex"},
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
-    casts_indices=True, prod_one_axis=False,
+    casts_indices=True, prod_one_axis=False, tensor="jnp.asarray", numel="{x}.size",
+    bitcast="lax.bitcast_convert_type({x}, {dtype})",
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",
@@ -94,23 +93,11 @@ class JaxProgram(PyProgram):
 
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
-        return to_numpy(x)
+        return np.array(x, copy=True)
 
 
-def to_jax_program(g: Graph, overrides: dict[str, Rule] | None = None) -> JaxProgram:
-    """`g` lowered to JAX source (PyProgram.lower)."""
-    return JaxProgram.lower(g, overrides)
-
-
-def to_jax(g: Graph) -> Callable[..., tuple]:
-    """`g` as a JAX function of its inputs (in `g.inputs` order) returning a tuple."""
-    return to_jax_program(g).function()
-
-
-def run_eager(g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run the lowered program op by op under `jax.disable_jit()` (JaxProgram.eager)."""
-    return to_jax_program(g).run_eager(inputs)
-
-
-def to_numpy(a: Any) -> np.ndarray:
-    return np.array(a, copy=True)
+# the module's entry points (PyProgram's, for JAX)
+to_jax_program = JaxProgram.lower  # `g` lowered to JAX source
+to_jax = JaxProgram.callable_of  # `g` as a JAX function of its inputs returning a tuple
+run_eager = JaxProgram.eager_results  # the lowered program run op by op under `jax.disable_jit()`
+to_numpy = JaxProgram.to_numpy

@@ -103,38 +103,3 @@ def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[st
         conv = e.bind(f"{conv} + {bias}[None, :, None]")
     out = f"jax.nn.silu({conv})" if attrs.get("activation", "none") != "none" else conv
     return [out, f"{padded}[:, :, {length}:]"]
-
-
-@R("linear_attention")
-def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    rule = attrs.get("update_rule", "gated_delta")
-    hq, hkv = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
-    b, t, _ = in_types[0].shape
-    dk, dv = in_types[0].shape[2] // hq, in_types[2].shape[2] // hkv
-    dt = jnp_dtype(in_types[0].dtype)
-    q = e.bind(f"jnp.swapaxes({ins[0]}.reshape({b}, {t}, {hq}, {dk}), 1, 2)")
-    k = e.bind(f"jnp.swapaxes({ins[1]}.reshape({b}, {t}, {hkv}, {dk}), 1, 2)")
-    v = e.bind(f"jnp.swapaxes({ins[2]}.reshape({b}, {t}, {hkv}, {dv}), 1, 2)")
-    rest = list(ins[3:])
-    state = rest.pop(0) if attrs.get("has_past") else e.bind(f"jnp.zeros(({b}, {hkv}, {dk}, {dv}), dtype={dt})")
-    decay = beta = None
-    if rule in ("gated", "gated_delta"):
-        decay = e.bind(f"jnp.swapaxes({rest.pop(0)}.reshape({b}, {t}, {hkv}, -1), 1, 2)")  # (B, H, T, 1 or d_k)
-    if rule in ("delta", "gated_delta"):
-        beta = e.bind(f"jnp.swapaxes({rest.pop(0)}.reshape({b}, {t}, -1, 1), 1, 2)")  # (B, H or 1, T, 1)
-    scale = f"jnp.asarray({literal(float(attrs.get('scale', 0.0)) or 1.0 / float(dk) ** 0.5)}, {dt})"
-    steps = []
-    for i in range(t):  # the recurrence, unrolled over the (static) sequence
-        if decay is not None:
-            state = e.bind(f"{state} * jnp.exp({decay}[:, :, {i}, :])[..., None]")
-        v_t = f"{v}[:, :, {i}, :]"
-        k_t = f"{k}[:, :, {i}, :]"
-        if beta is not None:
-            retrieved = e.bind(f"jnp.einsum('bhdm,bhd->bhm', {state}, {k_t})")
-            v_t = e.bind(f"{beta}[:, :, {i}, :] * ({v_t} - {retrieved})")
-        state = e.bind(f"{state} + {k_t}[..., :, None] * {v_t}[..., None, :]")
-        read = e.bind(f"jnp.repeat({state}, {hq // hkv}, axis=1)") if hq != hkv else state
-        steps.append(e.bind(f"{scale} * jnp.einsum('bhd,bhdm->bhm', {q}[:, :, {i}, :], {read})"))
-    out = e.bind(f"jnp.stack([{', '.join(steps)}], axis=1)")  # (B, T, H_q, d_v)
-    return [f"{out}.reshape({b}, {t}, {hq * dv})", state]

@@ -13,7 +13,7 @@ import numpy as np
 
 from dlcfuzz.lower.jax.codegen import TARGET, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_indexing import wrapped
+from dlcfuzz.lower.pysource.rules_indexing import scatter_nd_rows, wrapped
 
 R = TARGET.register
 
@@ -62,29 +62,8 @@ def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], at
 def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                 out_types: Types) -> list[str]:
     t = in_types[0]
-    tuples = _spec("scatter_nd").tuples(t, attrs)  # type: ignore[attr-defined]
-    k = tuples.shape[1]
-    slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
-    linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
-    return [_scatter_rows(e, ins[0], t.shape, (slots, width), linear, ins[1], (len(tuples), width),
-                          attrs["reduction"])]
-
-
-@R("compress")
-def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-              out_types: Types) -> list[str]:
-    axis, kept = _spec("compress").kept(in_types[0], attrs)  # type: ignore[attr-defined]
-    k = e.const(np.asarray(kept, dtype=np.int64), "kept")
-    if axis is None:
-        return [f"jnp.take({ins[0]}.reshape(-1), {k}, axis=0, mode='clip')"]
-    return [f"jnp.take({ins[0]}, {k}, axis={axis}, mode='clip')"]
-
-
-@R("reverse_sequence")
-def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    tm, src = _spec("reverse_sequence").source(in_types[0], attrs)  # type: ignore[attr-defined]
-    return [f"jnp.take_along_axis({ins[0]}, {e.const(src, 'src')}, axis={tm}, mode='clip')"]
+    slots, width, linear, n = scatter_nd_rows(t, attrs)
+    return [_scatter_rows(e, ins[0], t.shape, (slots, width), linear, ins[1], (n, width), attrs["reduction"])]
 
 
 @R("center_crop_pad")
@@ -96,14 +75,3 @@ def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], att
     if not any(pb or pe for pb, pe in width):
         return [x]
     return [f"jnp.pad({x}, {literal(width)}, mode='constant')"]
-
-
-@R("tensor_scatter")
-def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                    out_types: Types) -> list[str]:
-    past, upd = in_types
-    ax, src = _spec("tensor_scatter").source(past, upd, attrs)  # type: ignore[attr-defined]
-    if upd.shape[ax] == 0:
-        return [ins[0]]
-    picked = e.bind(f"jnp.take_along_axis({ins[1]}, {e.const(np.clip(src, 0, None), 'src')}, axis={ax}, mode='clip')")
-    return [f"jnp.where({e.const(src >= 0, 'written')}, {picked}, {ins[0]})"]

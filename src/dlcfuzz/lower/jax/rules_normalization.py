@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.lower.pysource import rules_normalization as pynorm
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_normalization import group_norm_formula, group_params, powered, root
 
 R = TARGET.register
 
@@ -29,30 +29,26 @@ def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
 def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                 out_types: Types) -> list[str]:
     t = in_types[0]
-    scale, bias = group_params(e.sp, ins, t, attrs)
-    return [group_norm_formula(e, ins[0], t, int(attrs["num_groups"]), literal(attrs["epsilon"]), scale, bias)]
+    scale, bias = pynorm.group_params(e.sp, ins, t, attrs)
+    return [pynorm.group_norm_formula(e, ins[0], t, int(attrs["num_groups"]), literal(attrs["epsilon"]), scale, bias)]
 
 
 @R("lp_norm")
 def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
     x, p = ins[0], int(attrs["p"])
-    norm = e.bind(root(e.sp, f"jnp.sum({powered(e.sp, x, p)}, axis={int(attrs['axis'])}, keepdims=True)", p))
-    return [f"jnp.where({norm} == 0, jnp.zeros_like({x}), {x} / {norm})"]  # a zero vector stays zero
+    total = f"jnp.sum({pynorm.powered(e.sp, x, p)}, axis={int(attrs['axis'])}, keepdims=True)"
+    norm = e.bind(pynorm.root(e.sp, total, p))
+    return [pynorm.unit_or_zero(e.sp, x, norm)]
 
 
 @R("lp_pool")
 def _lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    spec = get_op("lp_pool")
     t, p = in_types[0], int(attrs["p"])
-    k, s, d, pads, _ = spec.geometry(t, attrs)  # type: ignore[attr-defined]
-    nd = len(k)
-    ends = spec.padded_ends(t, attrs)  # type: ignore[attr-defined]
-    padding = literal([(0, 0), (0, 0)] + [(pads[i], ends[i]) for i in range(nd)])
+    k, s, d, begins, ends, _ = pynorm.lp_pool_window(t, attrs)
+    padding = literal([(0, 0), (0, 0)] + list(zip(begins, ends)))
     zero = f"jnp.array(0, dtype={jnp_dtype(t.dtype)})"
-    total = e.bind(f"lax.reduce_window({powered(e.sp, ins[0], p)}, {zero}, lax.add, {literal((1, 1, *k))}, "
+    total = e.bind(f"lax.reduce_window({pynorm.powered(e.sp, ins[0], p)}, {zero}, lax.add, {literal((1, 1, *k))}, "
                    f"{literal((1, 1, *s))}, {padding}, window_dilation={literal((1, 1, *d))})")
-    return [root(e.sp, total, p)]
+    return [pynorm.root(e.sp, total, p)]

@@ -3,8 +3,8 @@
 JAX has no grid-sample, fold, RoI or unpool primitive: all are explicit math. GridSample follows
 ONNX's steps (denormalize, round for nearest, pad the position, read each tap through the padding
 mode) and sums the taps' weighted gathers; AffineGrid is the product with the base positions;
-Col2Im, the RoI operators and MaxUnpool gather at the static positions of their plans (ops/spatial.py);
-DeformConv samples bilinearly at the offset positions and contracts per group."""
+Col2Im and MaxUnpool gather at the static positions of their plans (ops/spatial.py). The RoI
+operators and DeformConv are written alike for every Python target (pysource/rules_spatial.py)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 
 from dlcfuzz.lower.jax.codegen import TARGET, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_spatial import reflected
 from dlcfuzz.ops.spatial import CUBIC_A, affine_base
 
 R = TARGET.register
@@ -25,20 +26,6 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     from dlcfuzz.ops import get_op
 
     return get_op(name)
-
-
-def _reflect(e: Emitter, p: str, lo: float, hi: float) -> str:
-    """ONNX GridSample's reflection of p into [lo, hi]."""
-    span = hi - lo
-    if span <= 0:
-        return e.bind(f"jnp.full_like({p}, {lo!r})")
-    below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
-    dx = e.bind(f"jnp.where({below}, {lo!r} - {p}, jnp.where({above}, {p} - {hi!r}, jnp.zeros_like({p})))")
-    n = e.bind(f"jnp.trunc({dx} / {span!r})")
-    r = e.bind(f"{dx} - {n} * {span!r}")
-    even = e.bind(f"jnp.fmod({n}, 2) == 0")
-    return e.bind(f"jnp.where({below}, jnp.where({even}, {lo!r} + {r}, {hi!r} - {r}), "
-                  f"jnp.where({above}, jnp.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
 
 
 def _cubic(e: Emitter, t: str) -> list[str]:
@@ -71,7 +58,7 @@ def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
         if padding == "border":
             p = e.bind(f"jnp.where({outside}, jnp.clip({p}, 0, {d - 1}), {p})")
         elif padding == "reflection":
-            p = e.bind(f"jnp.where({outside}, {_reflect(e, p, lo, hi)}, {p})")
+            p = e.bind(f"jnp.where({outside}, {reflected(e, p, lo, hi)}, {p})")
         if mode == "nearest":
             taps = [(p, None)]
         else:
@@ -87,7 +74,7 @@ def _grid_sample(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
             if padding == "zeros":
                 valid = e.bind(f"({idx} >= 0) & ({idx} <= {d - 1})")
             elif padding == "reflection":
-                idx = e.bind(f"jnp.trunc({_reflect(e, idx, lo, hi)})")
+                idx = e.bind(f"jnp.trunc({reflected(e, idx, lo, hi)})")
             pos = e.bind(f"jnp.clip(jnp.nan_to_num({idx}), 0, {d - 1}).astype(jnp.int64)")
             padded.append((pos, w, valid))
         taps_per_dim.append(padded)
@@ -127,35 +114,6 @@ def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
             out_types: Types) -> list[str]:
     src = _spec("col2im").sources(in_types[0], attrs)  # type: ignore[attr-defined]
     return [_gather_sum(e, ins[0], in_types[0].shape[0], src, out_types[0].shape)]
-
-
-@R("roi_align")
-def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    t = in_types[0]
-    rows, weights, valid, count = _spec("roi_align").plan(t, attrs)  # type: ignore[attr-defined]
-    if out_types[0].size == 0 or t.size == 0:
-        return [f"jnp.zeros({literal(tuple(out_types[0].shape))}, {ins[0]}.dtype)"]
-    table = e.bind(f"{ins[0]}.transpose(0, 2, 3, 1).reshape(-1, {t.shape[1]})")
-    terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
-    ok = e.const(valid[..., None], "valid")
-    if attrs.get("mode", "avg") == "avg":
-        y = e.bind(f"jnp.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
-    else:
-        best = e.bind(f"jnp.where({ok}, {terms}.max(4), -jnp.inf).max(3)")
-        y = e.bind(f"jnp.where({e.const(valid.any(axis=3)[..., None], 'any')}, {best}, 0.0)")
-    return [f"{y}.transpose(0, 3, 1, 2)"]
-
-
-@R("max_roi_pool")
-def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    t = in_types[0]
-    batch, mask, empty = _spec("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
-    n, c, h, w = t.shape
-    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
-    best = e.bind(f"jnp.where({e.const(mask[:, None], 'bins')}, {picked}[:, :, None, :], -jnp.inf).max(-1)")
-    return [f"jnp.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(tuple(out_types[0].shape))})"]
 
 
 @R("max_unpool")

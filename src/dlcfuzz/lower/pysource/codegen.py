@@ -59,6 +59,9 @@ class Spelling:
     trunc_div_int: str  # an integer tensor x divided by a Python int n, truncating toward zero (template)
     casts_indices: bool  # index results (argmax, argsort) need a cast to int64 (jnp's come in the default int)
     prod_one_axis: bool  # the module's prod reduces one axis per call (torch.prod)
+    tensor: str  # the function making an array of Python data (a list, an int): "torch.tensor", "jnp.asarray"
+    numel: str  # the number of elements of x, as a Python int (a template of x)
+    bitcast: str  # x's bytes read as another dtype of the same width (a template of x, dtype)
     # a binary operator (a key of BINARY, or max/min/div/mod/bit_shift) on an unsigned dtype the module
     # has no kernels for, as (e, name, ins, attrs, dtype) -> source; None where the module has them all
     wide_binary: Callable[..., str] | None = None
@@ -191,6 +194,16 @@ class PyProgram:
         """Lower `g` (and its sub-functions) to this target's source; raises Unsupported for a documented
         gap. `overrides` replace the registered rule of some operators (planted faults)."""
         return lower_source(g, cls.spelling, cls, overrides)
+
+    @classmethod
+    def callable_of(cls, g: Graph) -> Callable[..., tuple]:
+        """`g` as this target's function of its inputs (in `g.inputs` order) returning a tuple."""
+        return cls.lower(g).function()
+
+    @classmethod
+    def eager_results(cls, g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """`g` lowered and run without its compiler (`run_eager`)."""
+        return cls.lower(g).run_eager(inputs)
 
     def function(self) -> Callable[..., tuple]:
         """The program as a callable (exec of the source in a fresh namespace, constants bound as the

@@ -1,14 +1,18 @@
 """The pieces of the attention operators (ops/attention.py) that every Python target writes alike up
 to spelling: the operands in (B, H, S, D) with the cache in front, the bottom-right causal / window /
-padding frontier, and RotaryEmbedding's rotated halves. The rules themselves stay per target (torch
-calls F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
+padding frontier, and RotaryEmbedding's rotated halves; and LinearAttention's recurrence, unrolled over
+the static sequence. The Attention rules themselves stay per target (torch calls
+F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter, literal
+from dlcfuzz.lower.pysource.codegen import Emitter, Types, literal
+from dlcfuzz.lower.pysource.rules import shared
 
 
 def heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
@@ -85,3 +89,38 @@ def rotary_result(e: Emitter, rotated: str, x4: str, rot: int, d: int, t: Tensor
     sp = e.sp
     out = e.bind(f"{sp.fn('concatenate')}([{rotated}, {x4}[..., {rot}:]], {sp.axis_kw}=-1)") if rot < d else rotated
     return sp.swap.format(x=out, a=1, b=2) if t.rank == 4 else f"{out}.reshape({literal(t.shape)})"
+
+
+@shared("linear_attention")
+def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    sp = e.sp
+    rule = attrs.get("update_rule", "gated_delta")
+    hq, hkv = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
+    b, t, _ = in_types[0].shape
+    dk, dv = in_types[0].shape[2] // hq, in_types[2].shape[2] // hkv
+
+    def per_head(x: str, h: int | str, d: int | str) -> str:  # (B, T, H*d) -> (B, H, T, d)
+        return e.bind(sp.swap.format(x=f"{x}.reshape({b}, {t}, {h}, {d})", a=1, b=2))
+
+    q, k, v = per_head(ins[0], hq, dk), per_head(ins[1], hkv, dk), per_head(ins[2], hkv, dv)
+    rest = list(ins[3:])
+    zeros = f"{sp.mod}.zeros({sp.shape([b, hkv, dk, dv])}, dtype={sp.dtype(in_types[0].dtype)})"
+    state = rest.pop(0) if attrs.get("has_past") else e.bind(zeros)
+    decay = per_head(rest.pop(0), hkv, -1) if rule in ("gated", "gated_delta") else None  # (B, H, T, 1 or d_k)
+    beta = per_head(rest.pop(0), -1, 1) if rule in ("delta", "gated_delta") else None  # (B, H or 1, T, 1)
+    scale = literal(float(attrs.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))  # weakly typed: the input's dtype
+    steps = []
+    for i in range(t):  # the recurrence, unrolled over the (static) sequence
+        if decay is not None:
+            state = e.bind(f"{state} * {sp.mod}.exp({decay}[:, :, {i}, :])[..., None]")
+        v_t = f"{v}[:, :, {i}, :]"
+        k_t = f"{k}[:, :, {i}, :]"
+        if beta is not None:
+            retrieved = e.bind(f"{sp.mod}.einsum('bhdm,bhd->bhm', {state}, {k_t})")
+            v_t = e.bind(f"{beta}[:, :, {i}, :] * ({v_t} - {retrieved})")
+        state = e.bind(f"{state} + {k_t}[..., :, None] * {v_t}[..., None, :]")
+        read = e.bind(f"{sp.fn('repeat')}({state}, {hq // hkv}, {sp.axis_kw}=1)") if hq != hkv else state
+        steps.append(e.bind(f"{scale} * {sp.mod}.einsum('bhd,bhdm->bhm', {q}[:, :, {i}, :], {read})"))
+    out = e.bind(f"{sp.mod}.stack([{', '.join(steps)}], {sp.axis_kw}=1)")  # (B, T, H_q, d_v)
+    return [f"{out}.reshape({b}, {t}, {hq * dv})", state]

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Spelling, Types
 from dlcfuzz.lower.pysource.rules import shared
 
@@ -47,3 +48,50 @@ def _one_hot(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict
     steps = e.const(np.arange(depth, dtype=np.int64).reshape(shape), "steps")
     off, on = (e.const(np.asarray(v).astype(dtype), "v") for v in attrs["values"])
     return [f"{sp.mod}.where({sp.fn('expand_dims')}({fixed}, {axis}) == {steps}, {on}, {off})"]
+
+
+def scatter_nd_rows(t: TensorType, attrs: dict) -> tuple[int, int, np.ndarray, int]:
+    """ScatterND as rows: the data's (slots, width) rows, the row each update slice lands on, and the
+    number of update slices."""
+    from dlcfuzz.ops import get_op
+
+    tuples = get_op("scatter_nd").tuples(t, attrs)  # type: ignore[attr-defined]
+    k = tuples.shape[1]
+    slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
+    linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
+    return slots, width, linear, len(tuples)
+
+
+@shared("compress")
+def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+              out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    axis, kept = get_op("compress").kept(in_types[0], attrs)  # type: ignore[attr-defined]
+    k = e.const(np.asarray(kept, dtype=np.int64), "kept")
+    if axis is None:
+        return [e.sp.take.format(x=f"{ins[0]}.reshape(-1)", idx=k, axis=0)]
+    return [e.sp.take.format(x=ins[0], idx=k, axis=axis)]
+
+
+@shared("reverse_sequence")
+def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    tm, src = get_op("reverse_sequence").source(in_types[0], attrs)  # type: ignore[attr-defined]
+    return [e.sp.take_along.format(x=ins[0], idx=e.const(src, "src"), axis=tm)]
+
+
+@shared("tensor_scatter")
+def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                    out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    past, upd = in_types
+    ax, src = get_op("tensor_scatter").source(past, upd, attrs)  # type: ignore[attr-defined]
+    if upd.shape[ax] == 0:
+        return [e.sp.copy(ins[0])]
+    # the gather's index may be longer than its input along the gathered axis: read update at each position
+    picked = e.bind(e.sp.take_along.format(x=ins[1], idx=e.const(np.clip(src, 0, None), "src"), axis=ax))
+    return [f"{e.sp.mod}.where({e.const(src >= 0, 'written')}, {picked}, {ins[0]})"]

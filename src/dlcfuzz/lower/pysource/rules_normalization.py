@@ -1,5 +1,6 @@
 """The normalization operators (ops/normalization.py) that every Python target writes alike up to
-spelling, and the pieces the targets' own rules share (|x|^p and its root, the group-norm formula)."""
+spelling, and the pieces the targets' own rules share (|x|^p and its root, Lp normalization's division,
+LpPool's window, the group-norm formula)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,21 @@ def powered(sp: Spelling, x: str, p: int) -> str:
 def root(sp: Spelling, s: str, p: int) -> str:
     """The p-th root of s."""
     return s if p == 1 else f"{sp.mod}.sqrt({s})" if p == 2 else f"{s} ** {literal(1.0 / p)}"
+
+
+def unit_or_zero(sp: Spelling, x: str, norm: str) -> str:
+    """`x` divided by its `norm` (LpNormalization), a zero vector staying zero."""
+    return f"{sp.mod}.where({norm} == 0, {sp.mod}.zeros_like({x}), {x} / {norm})"
+
+
+def lp_pool_window(t: TensorType, attrs: dict) -> tuple[list[int], ...]:
+    """LpPool's kernel, strides and dilations, its begin pads, its end pads widened so that ceil_mode's
+    last windows lie inside (they count as 0 in ONNX), and the output's spatial shape."""
+    from dlcfuzz.ops import get_op
+
+    spec = get_op("lp_pool")
+    k, s, d, pads, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
+    return k, s, d, pads[:len(k)], spec.padded_ends(t, attrs), out  # type: ignore[attr-defined]
 
 
 def group_norm_formula(e: Emitter, x: str, t: TensorType, groups: int, eps: str, scale: str, bias: str) -> str:

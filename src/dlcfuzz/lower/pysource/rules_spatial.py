@@ -1,7 +1,8 @@
 """The spatial operators (ops/spatial.py) that every Python target writes alike up to spelling.
 
 DeformConv is explicit bilinear sampling at the offset positions (zero outside the image) and a
-grouped product."""
+grouped product; the RoI operators are explicit math over the static plans of ops/spatial.py (torch
+has no RoI operator without torchvision, which is not a dependency; JAX has none)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,23 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.codegen import Emitter, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
+
+
+def reflected(e: Emitter, p: str, lo: float, hi: float) -> str:
+    """ONNX GridSample's reflection of the positions p into [lo, hi]."""
+    sp, span = e.sp, hi - lo
+    if span <= 0:
+        return e.bind(f"{sp.mod}.full_like({p}, {lo!r})")
+    below, above = e.bind(f"{p} < {lo!r}"), e.bind(f"{p} > {hi!r}")
+    past_hi = f"{sp.mod}.where({above}, {p} - {hi!r}, {sp.mod}.zeros_like({p}))"
+    dx = e.bind(f"{sp.mod}.where({below}, {lo!r} - {p}, {past_hi})")
+    n = e.bind(f"{sp.mod}.trunc({dx} / {span!r})")
+    r = e.bind(f"{dx} - {n} * {span!r}")
+    even = e.bind(f"{sp.mod}.fmod({n}, 2) == 0")
+    return e.bind(f"{sp.mod}.where({below}, {sp.mod}.where({even}, {lo!r} + {r}, {hi!r} - {r}), "
+                  f"{sp.mod}.where({above}, {sp.mod}.where({even}, {hi!r} - {r}, {lo!r} + {r}), {p}))")
 
 
 @shared("deform_conv")
@@ -49,3 +65,39 @@ def _deform_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
     if attrs.get("bias", 0):
         y = e.bind(f"{y} + {ins[3]}.reshape(1, {m}, 1, 1)")
     return [y]
+
+
+@shared("max_roi_pool")
+def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                  out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t, sp = in_types[0], e.sp
+    batch, mask, empty = get_op("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
+    n, c, h, w = t.shape
+    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
+    bins = e.const(mask[:, None], "bins")
+    best = e.bind(f"{sp.fn('max')}({sp.mod}.where({bins}, {picked}[:, :, None, :], {literal(-np.inf)}), "
+                  f"{sp.axis_kw}=-1)")
+    return [f"{sp.mod}.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({sp.shape(out_types[0].shape)})"]
+
+
+@shared("roi_align")
+def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+               out_types: Types) -> list[str]:
+    from dlcfuzz.ops import get_op
+
+    t, sp = in_types[0], e.sp
+    rows, weights, valid, count = get_op("roi_align").plan(t, attrs)  # type: ignore[attr-defined]
+    if out_types[0].size == 0 or t.size == 0:
+        return [f"{sp.mod}.zeros({sp.shape(out_types[0].shape)}, dtype={ins[0]}.dtype)"]
+    table = e.bind(f"{sp.fn('transpose')}({ins[0]}, {sp.shape([0, 2, 3, 1])}).reshape(-1, {t.shape[1]})")
+    terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
+    ok = e.const(valid[..., None], "valid")
+    if attrs.get("mode", "avg") == "avg":
+        y = e.bind(f"{sp.mod}.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
+    else:
+        high = f"{sp.fn('max')}({terms}, {sp.axis_kw}=4)"
+        best = e.bind(f"{sp.fn('max')}({sp.mod}.where({ok}, {high}, {literal(-np.inf)}), {sp.axis_kw}=3)")
+        y = e.bind(f"{sp.mod}.where({e.const(valid.any(axis=3)[..., None], 'any')}, {best}, 0.0)")
+    return [f"{sp.fn('transpose')}({y}, {sp.shape([0, 3, 1, 2])})"]

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import sys
 import types
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import WIDE_UNSIGNED
 from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
 from dlcfuzz.lower.registry import target
@@ -67,7 +66,8 @@ SPELLING = TorchSpelling(
         "expand_dims": "torch.unsqueeze",
     },
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
-    casts_indices=False, prod_one_axis=True, wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
+    casts_indices=False, prod_one_axis=True, tensor="torch.tensor", numel="{x}.numel()",
+    bitcast="{x}.view({dtype})", wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",
@@ -107,7 +107,7 @@ class TorchProgram(PyProgram):
 
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
-        return to_numpy(x)
+        return x.detach().cpu().contiguous().numpy().copy()
 
 
 _LIVE_MODULES: list[str] = []
@@ -132,20 +132,8 @@ def _new_module() -> types.ModuleType:
 _MODULE_COUNT = 0
 
 
-def to_torch_program(g: Graph, overrides: dict[str, Rule] | None = None) -> TorchProgram:
-    """`g` lowered to PyTorch source (PyProgram.lower)."""
-    return TorchProgram.lower(g, overrides)
-
-
-def to_torch(g: Graph) -> Callable[..., tuple]:
-    """`g` as a plain PyTorch function of its inputs (in `g.inputs` order) returning a tuple."""
-    return to_torch_program(g).function()
-
-
-def run_eager(g: Graph, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
-    """Run the lowered program eagerly (no compiler): the torch-side counterpart of the reference."""
-    return to_torch_program(g).run_eager(inputs)
-
-
-def to_numpy(t: Any) -> np.ndarray:
-    return t.detach().cpu().contiguous().numpy().copy()
+# the module's entry points (PyProgram's, for torch)
+to_torch_program = TorchProgram.lower  # `g` lowered to PyTorch source
+to_torch = TorchProgram.callable_of  # `g` as a plain PyTorch function of its inputs returning a tuple
+run_eager = TorchProgram.eager_results  # the lowered program run eagerly: the torch-side counterpart of the reference
+to_numpy = TorchProgram.to_numpy

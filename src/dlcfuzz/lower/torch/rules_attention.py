@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_attention import (
     allowed_keys,
@@ -120,38 +118,3 @@ def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[st
     conv = e.bind(f"F.conv1d({padded}, {w}, {bias}, groups={c})")
     out = f"F.silu({conv})" if attrs.get("activation", "none") != "none" else conv
     return [out, f"{padded}[:, :, {length}:]"]
-
-
-@R("linear_attention")
-def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    rule = attrs.get("update_rule", "gated_delta")
-    hq, hkv = int(attrs["q_num_heads"]), int(attrs["kv_num_heads"])
-    b, t, _ = in_types[0].shape
-    dk, dv = in_types[0].shape[2] // hq, in_types[2].shape[2] // hkv
-    dt = torch_dtype(in_types[0].dtype)
-    q = e.bind(f"{ins[0]}.reshape({b}, {t}, {hq}, {dk}).transpose(1, 2)")
-    k = e.bind(f"{ins[1]}.reshape({b}, {t}, {hkv}, {dk}).transpose(1, 2)")
-    v = e.bind(f"{ins[2]}.reshape({b}, {t}, {hkv}, {dv}).transpose(1, 2)")
-    rest = list(ins[3:])
-    state = rest.pop(0) if attrs.get("has_past") else e.bind(f"torch.zeros({b}, {hkv}, {dk}, {dv}, dtype={dt})")
-    decay = beta = None
-    if rule in ("gated", "gated_delta"):
-        decay = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, {hkv}, -1).transpose(1, 2)")  # (B, H, T, 1 or d_k)
-    if rule in ("delta", "gated_delta"):
-        beta = e.bind(f"{rest.pop(0)}.reshape({b}, {t}, -1, 1).transpose(1, 2)")  # (B, H or 1, T, 1)
-    scale = literal(float(attrs.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))
-    steps = []
-    for i in range(t):  # the recurrence, unrolled over the (static) sequence
-        if decay is not None:
-            state = e.bind(f"{state} * torch.exp({decay}[:, :, {i}, :]).unsqueeze(-1)")
-        v_t = f"{v}[:, :, {i}, :]"
-        k_t = f"{k}[:, :, {i}, :]"
-        if beta is not None:
-            retrieved = e.bind(f"torch.einsum('bhdm,bhd->bhm', {state}, {k_t})")
-            v_t = e.bind(f"{beta}[:, :, {i}, :] * ({v_t} - {retrieved})")
-        state = e.bind(f"{state} + {k_t}.unsqueeze(-1) * {v_t}.unsqueeze(-2)")
-        read = e.bind(f"{state}.repeat_interleave({hq // hkv}, dim=1)") if hq != hkv else state
-        steps.append(e.bind(f"{scale} * torch.einsum('bhd,bhdm->bhm', {q}[:, :, {i}, :], {read})"))
-    out = e.bind(f"torch.stack([{', '.join(steps)}], dim=1)")  # (B, T, H_q, d_v)
-    return [f"{out}.reshape({b}, {t}, {hq * dv})", state]

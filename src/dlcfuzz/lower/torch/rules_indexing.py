@@ -13,7 +13,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_indexing import wrapped
+from dlcfuzz.lower.pysource.rules_indexing import scatter_nd_rows, wrapped
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
@@ -57,31 +57,11 @@ def _scatter_elements(spec: Any, e: Emitter, ins: list[str], outs: list[str], at
 def _scatter_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                 out_types: Types) -> list[str]:
     t = in_types[0]
-    tuples = _spec("scatter_nd").tuples(t, attrs)  # type: ignore[attr-defined]
-    k = tuples.shape[1]
-    slots, width = int(np.prod(t.shape[:k], dtype=np.int64)), int(np.prod(t.shape[k:], dtype=np.int64))
-    linear = np.ravel_multi_index(tuple(tuples.T), t.shape[:k]) if len(tuples) else np.zeros(0, np.int64)
+    slots, width, linear, n = scatter_nd_rows(t, attrs)
     index = np.repeat(linear.reshape(-1, 1), width, axis=1)  # each slice lands on its row
     data = e.bind(f"{ins[0]}.reshape({slots}, {width})")
-    upd = e.bind(f"{ins[1]}.reshape({len(tuples)}, {width})")
+    upd = e.bind(f"{ins[1]}.reshape({n}, {width})")
     return [f"{_scatter(e, data, 0, index, upd, attrs['reduction'])}.reshape({literal(list(t.shape))})"]
-
-
-@R("compress")
-def _compress(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-              out_types: Types) -> list[str]:
-    axis, kept = _spec("compress").kept(in_types[0], attrs)  # type: ignore[attr-defined]
-    k = e.const(np.asarray(kept, dtype=np.int64), "kept")
-    if axis is None:
-        return [f"torch.index_select({ins[0]}.reshape(-1), 0, {k})"]
-    return [f"torch.index_select({ins[0]}, {axis}, {k})"]
-
-
-@R("reverse_sequence")
-def _reverse_sequence(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    tm, src = _spec("reverse_sequence").source(in_types[0], attrs)  # type: ignore[attr-defined]
-    return [f"torch.gather({ins[0]}, {tm}, {e.const(src, 'src')})"]
 
 
 @R("center_crop_pad")
@@ -97,15 +77,3 @@ def _center_crop_pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], att
         return [f"{x}.clone()"]
     zero = "False" if t.dtype == "bool" else "0.0" if t.dtype in FLOATS else "0"
     return [f"F.pad({x}, {literal(flat)}, mode='constant', value={zero})"]
-
-
-@R("tensor_scatter")
-def _tensor_scatter(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                    out_types: Types) -> list[str]:
-    past, upd = in_types
-    ax, src = _spec("tensor_scatter").source(past, upd, attrs)  # type: ignore[attr-defined]
-    if upd.shape[ax] == 0:
-        return [f"{ins[0]}.clone()"]
-    # gather's index may be longer than its input along the gathered dim: read update at each position
-    picked = e.bind(f"torch.gather({ins[1]}, {ax}, {e.const(np.clip(src, 0, None), 'src')})")
-    return [f"torch.where({e.const(src >= 0, 'written')}, {picked}, {ins[0]})"]

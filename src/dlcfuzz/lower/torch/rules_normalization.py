@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.lower.pysource import rules_normalization as pynorm
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_normalization import group_norm_formula, group_params, powered, root
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
@@ -34,37 +34,31 @@ def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
 def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                 out_types: Types) -> list[str]:
     t, g, eps = in_types[0], int(attrs["num_groups"]), literal(attrs["epsilon"])
-    scale, bias = group_params(e.sp, ins, t, attrs)
+    scale, bias = pynorm.group_params(e.sp, ins, t, attrs)
     if t.shape[1] // g * int(np.prod(t.shape[2:])) > 1:
         return [f"F.group_norm({ins[0]}, {g}, {scale}, {bias}, eps={eps})"]
     # F.group_norm refuses groups of one element ("Expected more than 1 value per channel"): the
     # formula, whose normalized value is 0 there
-    return [group_norm_formula(e, ins[0], t, g, eps, scale, bias)]
+    return [pynorm.group_norm_formula(e, ins[0], t, g, eps, scale, bias)]
 
 
 @R("lp_norm")
 def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
-    x = ins[0]
-    norm = e.bind(f"torch.linalg.vector_norm({x}, ord={int(attrs['p'])}, dim={int(attrs['axis'])}, keepdim=True)")
-    return [f"torch.where({norm} == 0, torch.zeros_like({x}), {x} / {norm})"]  # a zero vector stays zero
+    norm = e.bind(f"torch.linalg.vector_norm({ins[0]}, ord={int(attrs['p'])}, dim={int(attrs['axis'])}, keepdim=True)")
+    return [pynorm.unit_or_zero(e.sp, ins[0], norm)]
 
 
 @R("lp_pool")
 def _lp_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    spec = get_op("lp_pool")
-    t, p = in_types[0], int(attrs["p"])
-    k, s, d, pads, out = spec.geometry(t, attrs)  # type: ignore[attr-defined]
-    nd = len(k)
-    ends = spec.padded_ends(t, attrs)  # type: ignore[attr-defined]
-    xp = e.bind(e.sp.pad(powered(e.sp, ins[0], p), pads[:nd], ends))
+    p = int(attrs["p"])
+    k, s, d, begins, ends, out = pynorm.lp_pool_window(in_types[0], attrs)
+    xp = e.bind(e.sp.pad(pynorm.powered(e.sp, ins[0], p), begins, ends))
     total = ""
     for off in itertools.product(*[range(kk) for kk in k]):
         view = ", ".join(f"{o * dd}:{o * dd + ss * (n - 1) + 1}:{ss}" for o, dd, ss, n in zip(off, d, s, out))
         total = f"{xp}[:, :, {view}]" if not total else e.bind(f"{total} + {xp}[:, :, {view}]")
     if int(np.prod(k)) == 1:
         total = f"{total}.contiguous()"
-    return [root(e.sp, total, p)]
+    return [pynorm.root(e.sp, total, p)]

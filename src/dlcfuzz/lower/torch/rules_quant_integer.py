@@ -10,80 +10,48 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
-from dlcfuzz.ops.quant_integer import multiplier
+from dlcfuzz.lower.pysource.rules_quant_integer import INTEGER_PRODUCTS, IntegerProducts
+from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
 
 
-def _shifted(e: Emitter, x: str, zp: Any, zp_shape: tuple[int, ...] | None = None) -> str:
-    """x - zp in float64 (exact: both are small integers)."""
-    if isinstance(zp, list):
-        k = e.const(np.asarray(zp, dtype=np.float64).reshape(zp_shape or (-1,)), hint="zp")
-        return e.bind(f"{x}.to(torch.float64) - {k}")
-    return e.bind(f"{x}.to(torch.float64) - {literal(float(zp))}")
+class _TorchIntegerProducts(IntegerProducts):
+    """Products in float64 (exact: every partial sum is an integer far below 2**53)."""
+
+    acc_dtype = "float64"
+
+    def float64_scalar(self, v: float) -> str:
+        return literal(v)
+
+    def as_float64(self, e: Emitter, acc: str) -> str:
+        return acc
+
+    def conv(self, e: Emitter, x: str, w: str, attrs: dict, rank: int) -> str:
+        nd = rank - 2
+        pads = list(attrs["pads"])
+        if pads[:nd] != pads[nd:]:
+            flat: list[int] = []
+            for i in reversed(range(nd)):  # F.pad lists the last dim first
+                flat += [pads[i], pads[nd + i]]
+            x = e.bind(f"F.pad({x}, {literal(flat)})")  # zero: x is already shifted by its zero point
+            pads = [0] * (2 * nd)
+        fn = "F.conv1d" if nd == 1 else "F.conv2d"
+        return e.bind(f"{fn}({x}, {w}, None, stride={literal(list(attrs['strides']))}, padding={literal(pads[:nd])}, "
+                      f"dilation={literal(list(attrs['dilations']))}, groups={int(attrs.get('group', 1))})")
+
+    def matmul(self, x: str, w: str) -> str:
+        return f"torch.matmul({x}, {w})"
+
+    def as_int32(self, acc: str) -> str:
+        return f"{acc}.to(torch.int32)"
+
+    def plus_bias(self, acc: str, bias: str, rank: int) -> str:
+        return f"{acc} + {bias}.to(torch.float64).reshape({literal((1, -1) + (1,) * (rank - 2))})"
 
 
-def _conv(e: Emitter, x: str, w: str, attrs: dict, rank: int) -> str:
-    nd = rank - 2
-    pads = list(attrs["pads"])
-    if pads[:nd] != pads[nd:]:
-        flat: list[int] = []
-        for i in reversed(range(nd)):  # F.pad lists the last dim first
-            flat += [pads[i], pads[nd + i]]
-        x = e.bind(f"F.pad({x}, {literal(flat)})")  # zero: x is already shifted by its zero point
-        pads = [0] * (2 * nd)
-    fn = "F.conv1d" if nd == 1 else "F.conv2d"
-    return e.bind(f"{fn}({x}, {w}, None, stride={literal(list(attrs['strides']))}, padding={literal(pads[:nd])}, "
-                  f"dilation={literal(list(attrs['dilations']))}, groups={int(attrs.get('group', 1))})")
-
-
-def _requantize(e: Emitter, acc: str, m: np.ndarray, zp: int, to: str, rank: int) -> str:
-    info = np.iinfo(to)
-    if m.ndim:  # per output channel (axis 1)
-        scale = e.const(m.reshape((1, -1) + (1,) * (rank - 2)), hint="multiplier")
-    else:
-        scale = literal(float(m))
-    v = e.bind(f"torch.round({acc} * {scale}) + {int(zp)}")  # half to even, as ONNX
-    return f"torch.clamp({v}, {int(info.min)}, {int(info.max)}).to({torch_dtype(to)})"
-
-
-@R("matmul_integer")
-def _matmul_integer(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                    out_types: Types) -> list[str]:
-    x = _shifted(e, ins[0], attrs["a_zero_point"])
-    w = _shifted(e, ins[1], attrs["b_zero_point"])
-    return [f"torch.matmul({x}, {w}).to(torch.int32)"]
-
-
-@R("conv_integer")
-def _conv_integer(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    x = _shifted(e, ins[0], attrs["x_zero_point"])
-    w = _shifted(e, ins[1], attrs["w_zero_point"], (-1,) + (1,) * (in_types[1].rank - 1))
-    return [f"{_conv(e, x, w, attrs, in_types[0].rank)}.to(torch.int32)"]
-
-
-@R("qlinear_matmul")
-def _qlinear_matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                    out_types: Types) -> list[str]:
-    acc = e.bind(f"torch.matmul({_shifted(e, ins[0], attrs['a_zero_point'])}, {_shifted(e, ins[1], attrs['b_zero_point'])})")
-    m = multiplier(attrs["a_scale"], attrs["b_scale"], out_scale=attrs["y_scale"])
-    return [_requantize(e, acc, m, attrs["y_zero_point"], attrs["to"], max(out_types[0].rank, 2))]
-
-
-@R("qlinear_conv")
-def _qlinear_conv(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    rank = in_types[0].rank
-    acc = _conv(e, _shifted(e, ins[0], attrs["x_zero_point"]), _shifted(e, ins[1], attrs["w_zero_point"]), attrs, rank)
-    if len(ins) == 3:
-        acc = e.bind(f"{acc} + {ins[2]}.to(torch.float64).reshape({literal((1, -1) + (1,) * (rank - 2))})")
-    m = multiplier(attrs["x_scale"], attrs["w_scale"], out_scale=attrs["y_scale"])
-    return [_requantize(e, acc, m, attrs["y_zero_point"], attrs["to"], rank)]
+INTEGER_PRODUCTS["torch"] = _TorchIntegerProducts()
 
 
 @R("dynamic_quantize_linear")

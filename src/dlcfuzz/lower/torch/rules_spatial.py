@@ -5,9 +5,8 @@ F.max_unpoolNd where those mean the same. Where they do not: ONNX's cubic GridSa
 reflection padding first moves a position outside the image inside (then reads each tap through
 the padding mode), F.grid_sample only the taps: the grid is padded first here, in normalized
 coordinates. F.affine_grid puts a single position at 0, ONNX's reference at -1 with align_corners,
-and has no CPU float16 kernel: written as the product with the base positions there. The RoI operators are explicit math over
-static plans (torchvision, which has roi_align and roi_pool, is not a dependency), DeformConv is
-explicit bilinear sampling and a grouped product."""
+and has no CPU float16 kernel: written as the product with the base positions there. The RoI
+operators and DeformConv are written alike for every Python target (pysource/rules_spatial.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +17,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules_spatial import reflected
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 from dlcfuzz.ops.spatial import affine_base
 
@@ -32,17 +32,6 @@ def _spec(name: str):  # noqa: ANN202 - the spec class varies
     return get_op(name)
 
 
-def _reflect(e: Emitter, g: str) -> str:
-    """ONNX's reflection of g into [-1, 1] (the image's extent in normalized coordinates)."""
-    below, above = e.bind(f"{g} < -1"), e.bind(f"{g} > 1")
-    dx = e.bind(f"torch.where({below}, -1 - {g}, torch.where({above}, {g} - 1, torch.zeros_like({g})))")
-    n = e.bind(f"torch.trunc({dx} / 2)")
-    r = e.bind(f"{dx} - {n} * 2")
-    even = e.bind(f"torch.remainder({n}, 2) == 0")
-    return e.bind(f"torch.where({below}, torch.where({even}, -1 + {r}, 1 - {r}), "
-                  f"torch.where({above}, torch.where({even}, 1 - {r}, -1 + {r}), {g}))")
-
-
 def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align: int) -> str:
     """The grid with ONNX's position padding applied (positions outside the image moved in)."""
     r = len(dims)
@@ -50,7 +39,7 @@ def _prepad_grid(e: Emitter, grid: str, dims: Sequence[int], padding: str, align
     for j in range(r):
         g = e.bind(f"{grid}[..., {j}]")
         if padding == "reflection":
-            parts.append(_reflect(e, g))
+            parts.append(reflected(e, g, -1.0, 1.0))  # the image's extent in normalized coordinates
             continue
         d = dims[r - 1 - j]
         edge = 1.0 if align else 1.0 - 1.0 / d  # the first and last pixel centres
@@ -100,36 +89,6 @@ def _col2im(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     y = e.bind(f"F.fold({ins[0]}, output_size={literal(padded)}, kernel_size={literal(block)}, "
                f"dilation={literal(d)}, padding=0, stride={literal(s)})")
     return [f"{y}[:, :, {p[0]}:{p[0] + img[0]}, {p[1]}:{p[1] + img[1]}]"]
-
-
-@R("roi_align")
-def _roi_align(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-               out_types: Types) -> list[str]:
-    t = in_types[0]
-    rows, weights, valid, count = _spec("roi_align").plan(t, attrs)  # type: ignore[attr-defined]
-    if out_types[0].size == 0 or t.size == 0:
-        return [f"torch.zeros({literal(list(out_types[0].shape))}, dtype={ins[0]}.dtype)"]
-    table = e.bind(f"{ins[0]}.permute(0, 2, 3, 1).reshape(-1, {t.shape[1]})")
-    terms = e.bind(f"{table}[{e.const(rows, 'rows')}] * {e.const(weights.astype(t.dtype)[..., None], 'w')}")
-    ok = e.const(valid[..., None], "valid")
-    if attrs.get("mode", "avg") == "avg":
-        y = e.bind(f"torch.where({ok}, {terms}.sum(4), 0.0).sum(3) / {e.const(count[..., None].astype(t.dtype), 'count')}")
-    else:
-        best = e.bind(f"torch.where({ok}, {terms}.amax(4), -float('inf')).amax(3)")
-        y = e.bind(f"torch.where({e.const(valid.any(axis=3)[..., None], 'any')}, {best}, 0.0)")
-    return [f"{y}.permute(0, 3, 1, 2)"]
-
-
-@R("max_roi_pool")
-def _max_roi_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    t = in_types[0]
-    batch, mask, empty = _spec("max_roi_pool").plan(t, attrs)  # type: ignore[attr-defined]
-    n, c, h, w = t.shape
-    picked = e.bind(f"{ins[0]}.reshape({n}, {c}, {h * w})[{e.const(batch, 'batch')}]")
-    m = e.const(mask[:, None], "bins")
-    best = e.bind(f"torch.where({m}, {picked}[:, :, None, :], -float('inf')).amax(-1)")
-    return [f"torch.where({e.const(empty[:, None], 'empty')}, 0.0, {best}).reshape({literal(list(out_types[0].shape))})"]
 
 
 def _unpool_native(t: TensorType, attrs: dict) -> bool:
