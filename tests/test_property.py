@@ -44,9 +44,21 @@ def policy_reference(g, x):
     return (ref if ref.outputs is not None else None), tc.inputs
 
 
-def graph_and_inputs(seed: int, n: int, ok=None):
+@functools.cache
+def compiler_choices(compiler: str, op: str | None = None) -> list:
+    """What a campaign on `compiler` generates (of `op` alone, when given): the (operator, dtypes) pairs its
+    probe supports, each sampled around the compiler's known form gaps (strategies.graph does the same)."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.gen.random import allowed_choices, avoiding_choices
+    from dlcfuzz.ops import get_op
+
+    ops = None if op is None else [get_op(op)]
+    return avoiding_choices(allowed_choices(ops, None, supported(compiler)), get_backend(compiler).known_form_gaps)
+
+
+def graph_and_inputs(seed: int, n: int, compiler: str | None = None):
     rng = np.random.default_rng(seed)
-    g = generate(rng, n, supported=ok)
+    g = generate(rng, n, choices=None if compiler is None else compiler_choices(compiler))
     return g, sample_inputs(g, rng)
 
 
@@ -73,9 +85,9 @@ def test_onnxruntime_unoptimized_agrees_with_reference():
 
     from tests.op_harness import run_ort
 
-    ok, judged = supported("onnxruntime"), 0
+    judged = 0
     for seed in range(80):
-        g, x = graph_and_inputs(seed, 1 + seed % 12, ok)
+        g, x = graph_and_inputs(seed, 1 + seed % 12, "onnxruntime")
         ref, x = policy_reference(g, x)
         if ref is None:
             continue
@@ -85,17 +97,34 @@ def test_onnxruntime_unoptimized_agrees_with_reference():
             # a kernel missing for one attribute value (e.g. Erf in float64, only for exact gelu) is a
             # documented rejection the per-(op, dtype) probe cannot see; campaigns count it as unknown
             continue
-        assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+        bad = [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
+        if bad and known_wrong_result("onnxruntime", g, bad[0].index):
+            continue  # a bug of the compiler's register (e.g. ort-col2im-nd-dilation), not of the lowering
+        assert not bad, to_text(g)
         judged += 1
     assert judged >= 60
 
 
-def per_operator_graphs(ok, per_op: int = 2, tries: int = 12):
+def known_wrong_result(compiler: str, g, index: int) -> bool:
+    """Whether the compiler's known-bugs register holds a wrong result of the node computing output `index`."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    node = next((n for n in g.nodes if g.outputs[index] in [v.name for v in n.outputs]), None)
+    if node is None:
+        return False
+    f = FindingFacts(0, compiler, "wrong-result", (), "", frozenset({node.op}),
+                     frozenset(g.types()[i].dtype for i in node.inputs), "", "", "value")
+    return Register(use_env=False).match(f) is not None
+
+
+def per_operator_graphs(compiler: str, per_op: int = 2, tries: int = 12):
     """For every operator the compiler supports: up to `per_op` random graphs of it (1-3 nodes; the
     generator draws only that operator) whose reference is defined, with their inputs and reference.
     Seeds derive from the operator's name, not hash(): the same graphs in every process."""
     from dlcfuzz.ops import all_ops
 
+    ok = supported(compiler)
     for spec in all_ops():
         if not any(ok(spec.name, d) for d in spec.dtypes):
             continue
@@ -104,7 +133,7 @@ def per_operator_graphs(ok, per_op: int = 2, tries: int = 12):
             if found >= per_op:
                 break
             rng = np.random.default_rng([k, *spec.name.encode()])
-            g = generate(rng, 1 + k % 3, ops=[spec], supported=ok)
+            g = generate(rng, 1 + k % 3, choices=compiler_choices(compiler, spec.name))
             if spec.name not in g.ops_used():
                 continue
             ref, x = policy_reference(g, sample_inputs(g, rng))
@@ -121,8 +150,8 @@ def test_every_operator_in_random_graphs_agrees_on_onnxruntime():
 
     from tests.op_harness import run_ort
 
-    ok, judged = supported("onnxruntime"), {}
-    for op, g, x, ref in per_operator_graphs(ok, per_op=4):  # 4: some attribute values lack a kernel
+    judged: dict[str, int] = {}
+    for op, g, x, ref in per_operator_graphs("onnxruntime", per_op=4):  # 4: some attribute values lack a kernel
         judged.setdefault(op, 0)
         try:
             got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
@@ -140,7 +169,7 @@ def test_every_operator_in_random_graphs_agrees_on_relax():
     pytest.importorskip("tvm")
     from tests.op_harness import run_relax, side_by_side_outputs
 
-    cases = list(per_operator_graphs(supported("tvm")))
+    cases = list(per_operator_graphs("tvm"))
     judged: dict[str, int] = {}
     for (op, one, _, ref), mine in zip(cases, side_by_side_outputs([(c[1], c[2]) for c in cases], run_relax)):
         assert not [m for m in compare(mine, ref.outputs) if m.index not in ref.unstable], to_text(one)
@@ -153,9 +182,9 @@ def test_relax_llvm_agrees_with_reference():
     pytest.importorskip("tvm")
     from tests.op_harness import run_relax
 
-    ok, judged = supported("tvm"), 0
+    judged = 0
     for seed in range(14):
-        g, x = graph_and_inputs(seed, 1 + seed % 8, ok)
+        g, x = graph_and_inputs(seed, 1 + seed % 8, "tvm")
         ref, x = policy_reference(g, x)
         if ref is None:
             continue
