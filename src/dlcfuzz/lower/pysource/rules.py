@@ -116,16 +116,11 @@ def _shrink(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     return [e.sp.cast(f"({y})", dt) if dt in INTS else y]
 
 
-@shared("swish")
+@shared("swish", "swiglu")
 def _swish(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
            out_types: Types) -> list[str]:
-    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(attrs['alpha'])} * {ins[0]})"]
-
-
-@shared("swiglu")
-def _swiglu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    return [f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(attrs['alpha'])} * {ins[0]}) * {ins[1]}"]
+    gated = f"{ins[0]} * {e.sp.fn('sigmoid')}({literal(attrs['alpha'])} * {ins[0]})"
+    return [f"{gated} * {ins[1]}" if spec.name == "swiglu" else gated]  # SwiGLU: Swish(x) gating y
 
 
 @shared("pow")
