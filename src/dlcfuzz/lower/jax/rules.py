@@ -181,12 +181,9 @@ def _window_padding(in_types: Types, out_types: Types, attrs: dict) -> str:
 
 
 @R("max_pool2d")
+@pyrules.any_pool_unless_legacy
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -196,12 +193,9 @@ def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
 
 
 @R("avg_pool2d")
+@pyrules.any_pool_unless_legacy
 def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     k, s = list(attrs["kernel"]), list(attrs["strides"])
     pad = _window_padding(in_types, out_types, attrs)
@@ -220,12 +214,6 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
 def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
     return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
-
-
-@R("matmul")
-def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    return [f"jnp.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")

@@ -15,9 +15,7 @@ from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_attention import (
     allowed_keys,
     attention_operands,
-    rotary_operands,
-    rotary_result,
-    rotated_halves,
+    causal_conv_operands,
 )
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
 
@@ -71,32 +69,10 @@ def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
     return ys
 
 
-@R("rotary_embedding")
-def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    t = in_types[0]
-    x4, cos, sin, b, s, d = rotary_operands(e, ins, attrs, t)
-    rot = int(attrs.get("rotary_embedding_dim", 0)) or d
-    cos, sin = e.bind(f"{cos}[:, :, None, :]"), e.bind(f"{sin}[:, :, None, :]")
-    xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
-    real, imag = rotated_halves(e, xr, cos, sin, rot, bool(attrs.get("interleaved")))
-    if attrs.get("interleaved"):
-        rotated = e.bind(f"jnp.stack([{real}, {imag}], axis=-1).reshape({b}, {s}, -1, {rot})")
-    else:
-        rotated = e.bind(f"jnp.concatenate([{real}, {imag}], axis=-1)")
-    return [rotary_result(e, rotated, x4, rot, d, t)]
-
-
 @R("causal_conv_with_state")
 def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                             out_types: Types) -> list[str]:
-    x, w = ins[:2]
-    rest = list(ins[2:])
-    bias = rest.pop(0) if attrs.get("has_bias") else None
-    b, c, length = in_types[0].shape
-    k = in_types[1].shape[2]
-    past = rest.pop(0) if attrs.get("has_past") else f"jnp.zeros(({b}, {c}, {k - 1}), dtype={jnp_dtype(in_types[0].dtype)})"
-    padded = e.bind(f"jnp.concatenate([{past}, {x}], axis=2)")
+    padded, w, bias, c, length = causal_conv_operands(e, ins, attrs, in_types)
     conv = e.bind(f"lax.conv_general_dilated({padded}, {w}, (1,), 'VALID', "
                   f"dimension_numbers=('NCH', 'OIH', 'NCH'), feature_group_count={c})")
     if bias is not None:

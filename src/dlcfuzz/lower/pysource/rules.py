@@ -428,6 +428,19 @@ def pool_any(e: Emitter, spec: Any, x: str, attrs: dict, t: TensorType) -> list[
     return [y, sp.copy(idx)]
 
 
+def any_pool_unless_legacy(fn: Rule) -> Rule:
+    """A target's rule of MaxPool/AveragePool 2-D written for the legacy form (`spec.legacy`: no ceil_mode,
+    auto_pad or Indices); every other form is `pool_any`'s."""
+
+    def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+             out_types: Types) -> list[str]:
+        if not spec.legacy(attrs):
+            return pool_any(e, spec, ins[0], attrs, in_types[0])
+        return fn(spec, e, ins, outs, attrs, in_types, out_types)
+
+    return rule
+
+
 @shared("max_pool1d", "max_pool3d", "avg_pool1d", "avg_pool3d")
 def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
@@ -438,6 +451,12 @@ def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict
 def _global_max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                      out_types: Types) -> list[str]:
     return [f"{e.sp.fn('max')}({ins[0]}, {e.sp.axes(range(2, in_types[0].rank), True)})"]
+
+
+@shared("matmul")
+def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    return [f"{e.sp.fn('matmul')}({ins[0]}, {ins[1]})"]
 
 
 def lrn_banded(e: Emitter, x: str, attrs: dict, t: TensorType) -> str:

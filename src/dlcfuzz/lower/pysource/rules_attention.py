@@ -1,7 +1,8 @@
 """The pieces of the attention operators (ops/attention.py) that every Python target writes alike up
 to spelling: the operands in (B, H, S, D) with the cache in front, the bottom-right causal / window /
 padding frontier, and RotaryEmbedding's rotated halves; and LinearAttention's recurrence, unrolled over
-the static sequence. The Attention rules themselves stay per target (torch calls
+the static sequence; RotaryEmbedding whole, and CausalConvWithState's padded input. The Attention
+rules themselves stay per target (torch calls
 F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
 
 from __future__ import annotations
@@ -89,6 +90,37 @@ def rotary_result(e: Emitter, rotated: str, x4: str, rot: int, d: int, t: Tensor
     sp = e.sp
     out = e.bind(f"{sp.fn('concatenate')}([{rotated}, {x4}[..., {rot}:]], {sp.axis_kw}=-1)") if rot < d else rotated
     return sp.swap.format(x=out, a=1, b=2) if t.rank == 4 else f"{out}.reshape({literal(t.shape)})"
+
+
+@shared("rotary_embedding")
+def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                      out_types: Types) -> list[str]:
+    sp, t = e.sp, in_types[0]
+    x4, cos, sin, b, s, d = rotary_operands(e, ins, attrs, t)
+    rot = int(attrs.get("rotary_embedding_dim", 0)) or d
+    cos, sin = e.bind(f"{cos}[:, :, None, :]"), e.bind(f"{sin}[:, :, None, :]")  # over the heads
+    xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
+    real, imag = rotated_halves(e, xr, cos, sin, rot, bool(attrs.get("interleaved")))
+    if attrs.get("interleaved"):
+        rotated = e.bind(f"{sp.fn('stack')}([{real}, {imag}], {sp.axis_kw}=-1).reshape({b}, {s}, -1, {rot})")
+    else:
+        rotated = e.bind(f"{sp.fn('concatenate')}([{real}, {imag}], {sp.axis_kw}=-1)")
+    return [rotary_result(e, rotated, x4, rot, d, t)]
+
+
+def causal_conv_operands(e: Emitter, ins: list[str], attrs: dict, in_types: Types) -> tuple[str, str, str | None, int, int]:
+    """CausalConvWithState's input with its past state (or zeros) in front along the sequence, the
+    weight, the bias (None without one), the channels and the input's length."""
+    sp = e.sp
+    x, w = ins[:2]
+    rest = list(ins[2:])
+    bias = rest.pop(0) if attrs.get("has_bias") else None
+    b, c, length = in_types[0].shape
+    k = in_types[1].shape[2]
+    zeros = f"{sp.mod}.zeros({sp.shape([b, c, k - 1])}, dtype={sp.dtype(in_types[0].dtype)})"
+    past = rest.pop(0) if attrs.get("has_past") else zeros
+    padded = e.bind(f"{sp.fn('concatenate')}([{past}, {x}], {sp.axis_kw}=2)")
+    return padded, w, bias, c, length
 
 
 @shared("linear_attention")

@@ -173,12 +173,9 @@ def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
 
 
 @R("max_pool2d")
+@pyrules.any_pool_unless_legacy
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    if not get_op("max_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pyrules.pool_any(e, get_op("max_pool2d"), ins[0], attrs, in_types[0])
     t = in_types[0]
     low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
@@ -208,12 +205,9 @@ def _window_reduce(e: Emitter, x: str, k: Sequence[int], s: Sequence[int], d: Se
 
 
 @R("avg_pool2d")
+@pyrules.any_pool_unless_legacy
 def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    if not get_op("avg_pool2d").legacy(attrs):  # type: ignore[attr-defined]
-        return pyrules.pool_any(e, get_op("avg_pool2d"), ins[0], attrs, in_types[0])
     k, s, pads = attrs["kernel"], attrs["strides"], list(attrs["pads"])
     include = bool(attrs["count_include_pad"])
     if pads[:2] == pads[2:] and all(pp <= kk // 2 for pp, kk in zip(pads[:2], k)):
@@ -235,12 +229,6 @@ def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
     if in_types[0].rank == 4:
         return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
     return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
-
-
-@R("matmul")
-def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    return [f"torch.matmul({ins[0]}, {ins[1]})"]
 
 
 @R("gemm")

@@ -16,9 +16,7 @@ from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_attention import (
     allowed_keys,
     attention_operands,
-    rotary_operands,
-    rotary_result,
-    rotated_halves,
+    causal_conv_operands,
 )
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
 from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
@@ -89,32 +87,10 @@ def _merge(e: Emitter, y: str, lay: Any) -> str:
     return y if lay.rank == 4 else f"{y}.transpose(1, 2).reshape({lay.b}, {lay.sq}, -1)"
 
 
-@R("rotary_embedding")
-def _rotary_embedding(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                      out_types: Types) -> list[str]:
-    t = in_types[0]
-    x4, cos, sin, b, s, d = rotary_operands(e, ins, attrs, t)
-    rot = int(attrs.get("rotary_embedding_dim", 0)) or d
-    cos, sin = e.bind(f"{cos}.unsqueeze(2)"), e.bind(f"{sin}.unsqueeze(2)")
-    xr = e.bind(f"{x4}[..., :{rot}]") if rot < d else x4
-    real, imag = rotated_halves(e, xr, cos, sin, rot, bool(attrs.get("interleaved")))
-    if attrs.get("interleaved"):
-        rotated = e.bind(f"torch.stack([{real}, {imag}], dim=-1).flatten(-2)")
-    else:
-        rotated = e.bind(f"torch.cat([{real}, {imag}], dim=-1)")
-    return [rotary_result(e, rotated, x4, rot, d, t)]
-
-
 @R("causal_conv_with_state")
 def _causal_conv_with_state(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                             out_types: Types) -> list[str]:
-    x, w = ins[:2]
-    rest = list(ins[2:])
-    bias = rest.pop(0) if attrs.get("has_bias") else None
-    b, c, length = in_types[0].shape
-    k = in_types[1].shape[2]
-    past = rest.pop(0) if attrs.get("has_past") else f"torch.zeros({b}, {c}, {k - 1}, dtype={torch_dtype(in_types[0].dtype)})"
-    padded = e.bind(f"torch.cat([{past}, {x}], dim=2)")
+    padded, w, bias, c, length = causal_conv_operands(e, ins, attrs, in_types)
     conv = e.bind(f"F.conv1d({padded}, {w}, {bias}, groups={c})")
     out = f"F.silu({conv})" if attrs.get("activation", "none") != "none" else conv
     return [out, f"{padded}[:, :, {length}:]"]
