@@ -30,41 +30,25 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
-# the unary operators jax spells otherwise than the other Python targets (the rest: pysource/rules.py)
-_UNARY = {
+# the one-expression operators jax spells otherwise than the other Python targets (pysource/rules.py: the rest)
+_TEMPLATES = {
     "bitwise_not": "jnp.bitwise_not({x})",
     "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
     "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
+    "relu": "jnp.maximum({x}, 0)",  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
+    "hard_sigmoid": "jnp.clip({alpha} * {x} + {beta}, 0, 1)",
+    "thresholded_relu": "jnp.where({x} > {alpha}, {x}, jnp.zeros_like({x}))",
+    "expand": "jnp.broadcast_to({x}, {out_shape})",
 }
 
 
-for _name, _tpl in _UNARY.items():
-    R(_name)(pyrules.templated(_tpl))
-
-
-@R("relu")
-def _relu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-          out_types: Types) -> list[str]:
-    return [f"jnp.maximum({ins[0]}, 0)"]  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
+pyrules.register_templates(TARGET, _TEMPLATES)
 
 
 @R("gelu")
 def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
           out_types: Types) -> list[str]:
     return [f"jax.nn.gelu({ins[0]}, approximate={attrs['approximate'] == 'tanh'})"]
-
-
-@R("hard_sigmoid")
-def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    return [f"jnp.clip({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0, 1)"]
-
-
-@R("thresholded_relu")
-def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                 out_types: Types) -> list[str]:
-    x = ins[0]
-    return [f"jnp.where({x} > {literal(attrs['alpha'])}, {x}, jnp.zeros_like({x}))"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
@@ -322,12 +306,6 @@ def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
     r = in_types[0].rank + len(attrs["axes"])
     dims = tuple(sorted(int(v) % r for v in attrs["axes"]))
     return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
-
-
-@R("expand")
-def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    return [f"jnp.broadcast_to({ins[0]}, {literal(tuple(out_types[0].shape))})"]
 
 
 @R("gather")

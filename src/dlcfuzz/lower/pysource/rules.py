@@ -14,7 +14,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Spelling, Types, literal
-from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.registry import Target, target
 
 PY_TARGETS = ("torch", "jax")
 
@@ -64,13 +64,22 @@ for _op, _np_name in UNARY.items():
 
 
 def templated(template: str) -> Rule:
-    """The rule of a one-input operator that is `template` of the input x (a target's own spelling)."""
+    """The rule of a one-output operator that is `template` (a target's own spelling) of its input `{x}`,
+    its output's static shape `{out_shape}` and its attributes by name, each as a Python literal
+    (`{alpha}`)."""
 
     def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
-        return [template.format(x=ins[0])]
+        named = {k: literal(v) for k, v in attrs.items()}
+        return [template.format(x=ins[0], out_shape=e.sp.shape(out_types[0].shape), **named)]
 
     return rule
+
+
+def register_templates(tgt: Target, templates: dict[str, str]) -> None:
+    """Register on `tgt` the `templated` rule of each operator -> template of `templates`."""
+    for op, template in templates.items():
+        tgt.register(op)(templated(template))
 
 
 def binary(sp: Spelling, op: str, x: str, y: str) -> str:

@@ -31,14 +31,17 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
-# the unary operators torch spells otherwise than the other Python targets (the rest: pysource/rules.py)
-_UNARY = {
+# the one-expression operators torch spells otherwise than the other Python targets (pysource/rules.py: the rest)
+_TEMPLATES = {
     "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
+    "gelu": "F.gelu({x}, approximate={approximate})",
+    "hard_sigmoid": "torch.clamp({alpha} * {x} + {beta}, 0.0, 1.0)",
+    "thresholded_relu": "F.threshold({x}, {alpha}, 0.0)",
+    "expand": "{x}.expand({out_shape})",
 }
 
 
-for _name, _tpl in _UNARY.items():
-    R(_name)(pyrules.templated(_tpl))
+pyrules.register_templates(TARGET, _TEMPLATES)
 
 
 @R("bitwise_not")
@@ -47,24 +50,6 @@ def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: 
     if in_types[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
         return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(in_types[0])})"]
     return [f"torch.bitwise_not({ins[0]})"]
-
-
-@R("gelu")
-def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-          out_types: Types) -> list[str]:
-    return [f"F.gelu({ins[0]}, approximate={attrs['approximate']!r})"]
-
-
-@R("hard_sigmoid")
-def _hard_sigmoid(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                  out_types: Types) -> list[str]:
-    return [f"torch.clamp({literal(attrs['alpha'])} * {ins[0]} + {literal(attrs['beta'])}, 0.0, 1.0)"]
-
-
-@R("thresholded_relu")
-def _thresholded(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                 out_types: Types) -> list[str]:
-    return [f"F.threshold({ins[0]}, {literal(attrs['alpha'])}, 0.0)"]
 
 
 # ---- elementwise, binary -----------------------------------------------------------------
@@ -350,12 +335,6 @@ def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
     for ax in sorted(int(v) % r for v in attrs["axes"]):
         y = f"torch.unsqueeze({y}, {ax})"
     return [y]
-
-
-@R("expand")
-def _expand(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    return [f"{ins[0]}.expand({literal(list(out_types[0].shape))})"]
 
 
 @R("gather")
