@@ -12,6 +12,7 @@ import numpy as np
 
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Backend
+from dlcfuzz.errors import LoweringGap
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes
 
 
@@ -70,6 +71,11 @@ def run_configs(backend: Backend, tc: TestCase, note: Callable[[str], None] = la
             raise  # the pool classifies it as out-of-memory
         except Exception as e:  # the oracle decides expected vs unexpected
             t2 = time.perf_counter()
+            if stage == "lower" and isinstance(e, LoweringGap):
+                # our lowering documents that it cannot write this form for this configuration (often a
+                # gap of the installed release): the configuration is not tested, nothing failed
+                obs.append(Observation(config.name, "skipped", error=f"{type(e).__name__}: {e}"))
+                continue
             if stage == "lower" and not (invalid and raised_inside(e, backend.packages)):
                 if invalid:
                     # our lowering cannot express this broken graph for this front door: not tested

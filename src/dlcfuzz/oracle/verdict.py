@@ -64,6 +64,8 @@ def judge(
             return bad
         return [m for m in bad if m.index < 0 or compare_one(m.index, got[m.index], other_reading[m.index]) is not None]
 
+    if observations and all(o.status == "skipped" for o in observations):  # no configuration could be tried
+        return [Verdict("unknown", C.NOT_LOWERABLE, "; ".join(o.error or "" for o in observations))]
     verdicts: list[Verdict] = []
     ok = [o for o in observations if o.status == "ok"]
     unexpected: dict[str, Verdict] = {}  # one finding per distinct message, naming every config that raised it

@@ -12,3 +12,14 @@ def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
     from tvm import relax
 
     return relax.const(np.array(value, dtype=dtype), dtype)
+
+
+def reshape_to(x: Any, shape: tuple[int, ...], dtype: str) -> Any:
+    """`x` reshaped to the static `shape`. relax.op.reshape reads a 0 in the new shape as "copy the input's
+    dimension" (ONNX's allowzero=0 reading; its docstring names only -1), so an empty result is written as
+    zeros of its shape: there is no value to move."""
+    from tvm import relax
+
+    if 0 in shape:
+        return relax.op.zeros(shape, dtype)
+    return relax.op.reshape(x, shape)

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.relax.common import reshape_to
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.shape import (
     Concat,
@@ -40,9 +41,8 @@ def _relax_slice(x: Any, axes: list[int], begin: list[int], end: list[int], stri
 @RELAX.register("reshape")
 def reshape(spec: Reshape, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
             out_types: Any) -> list[Any]:
-    from tvm import relax
 
-    return [relax.op.reshape(ins[0], out_types[0].shape)]
+    return [reshape_to(ins[0], out_types[0].shape, out_types[0].dtype)]
 
 
 @RELAX.register("transpose")
@@ -144,9 +144,8 @@ def expand(spec: Expand, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
 @RELAX.register("flatten")
 def flatten(spec: Flatten, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
             out_types: Any) -> list[Any]:
-    from tvm import relax
 
-    return [relax.op.reshape(ins[0], out_types[0].shape)]
+    return [reshape_to(ins[0], out_types[0].shape, out_types[0].dtype)]
 
 
 @RELAX.register("tile")
@@ -220,9 +219,9 @@ def depth_to_space(spec: DepthToSpace, bb: Any, ins: list[Any], outs: list[str],
     from tvm import relax
 
     a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"], attrs["mode"])
-    x = bb.emit(relax.op.reshape(ins[0], a))
+    x = bb.emit(reshape_to(ins[0], a, in_types[0].dtype))
     x = bb.emit(relax.op.permute_dims(x, list(p)))
-    return [relax.op.reshape(x, o)]
+    return [reshape_to(x, o, in_types[0].dtype)]
 
 
 @RELAX.register("space_to_depth")
@@ -231,9 +230,9 @@ def space_to_depth(spec: SpaceToDepth, bb: Any, ins: list[Any], outs: list[str],
     from tvm import relax
 
     a, p, o = spec._steps(in_types[0].shape, attrs["blocksize"], attrs.get("mode", "DCR"))
-    x = bb.emit(relax.op.reshape(ins[0], a))
+    x = bb.emit(reshape_to(ins[0], a, in_types[0].dtype))
     x = bb.emit(relax.op.permute_dims(x, list(p)))
-    return [relax.op.reshape(x, o)]
+    return [reshape_to(x, o, in_types[0].dtype)]
 
 
 @RELAX.register("identity")

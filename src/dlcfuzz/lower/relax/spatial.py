@@ -16,14 +16,16 @@ and contracts per group with a matmul. Empty outputs are written as zeros."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.errors import LoweringGap
+from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.registry import target
-from dlcfuzz.lower.relax.common import relax_dtype_const
+from dlcfuzz.lower.relax.common import relax_dtype_const, reshape_to
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.spatial import affine_base
 
@@ -92,6 +94,28 @@ def _prepad_grid(bb: Any, grid: Any, dims: Sequence[int], padding: str, align: i
     return bb.emit(op.stack(parts, axis=r + 1))
 
 
+@functools.cache
+def _volumetric_grid_sample() -> bool:
+    """Whether this TVM's relax.op.image.grid_sample takes 5-D inputs (layout "NCDHW"): apache-tvm 0.25's
+    documents NCHW alone and fails its layout check on NCDHW when the call is emitted; 0.27 takes it."""
+    import tvm
+    from tvm import relax
+
+    from dlcfuzz.lower.relax import relax_type
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax_type(TensorType("float32", (1, 1, 2, 2, 2))))
+    grid = relax.Var("grid", relax_type(TensorType("float32", (1, 3, 1, 1, 1))))
+    with bb.function("probe", [x, grid]):
+        try:
+            y = bb.emit(relax.op.image.grid_sample(x, grid, method="bilinear", layout="NCDHW"))
+        except tvm.error.InternalError:
+            bb.emit_func_output(x)
+            return False
+        bb.emit_func_output(y)
+    return True
+
+
 @_register("grid_sample")
 def grid_sample(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs, in_types: Any,
                 out_types: Any) -> list[Any]:
@@ -99,6 +123,8 @@ def grid_sample(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attr
 
     x_t = in_types[0]
     r = x_t.rank - 2
+    if r == 3 and not _volumetric_grid_sample():
+        raise LoweringGap("grid_sample: this TVM's relax.op.image.grid_sample has no 3-D (NCDHW) layout")
     mode, padding, align = attrs["mode"], attrs["padding_mode"], int(attrs["align_corners"])
     grid = ins[1]
     if mode == "cubic" and padding != "zeros":
@@ -123,7 +149,7 @@ def affine_grid(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Attr
     if align and 1 in size[2:]:
         base = affine_base(size[2:], align).reshape(-1, r + 1).T.astype(in_types[0].dtype)  # (r + 1, P)
         y = bb.emit(op.matmul(ins[0], _const(base)))  # (N, r, P)
-        return [op.reshape(op.permute_dims(y, [0, 2, 1]), out_types[0].shape)]
+        return [reshape_to(op.permute_dims(y, [0, 2, 1]), out_types[0].shape, out_types[0].dtype)]
     try:
         grid = op.image.affine_grid(ins[0], tuple(size[2:]), align_corners=bool(align))
     except TypeError:  # apache-tvm 0.25: no align_corners parameter (its convention is undocumented)
@@ -179,7 +205,7 @@ def max_roi_pool(spec: Any, bb: Any, ins: list[Any], outs: list[str], attrs: Att
     spread = bb.emit(op.expand_dims(picked, axis=2))
     best = bb.emit(op.max(op.where(_const(mask[:, None]), spread, relax_dtype_const(-np.inf, t.dtype)), axis=[3]))
     y = bb.emit(op.where(_const(empty[:, None]), relax_dtype_const(0.0, t.dtype), best))
-    return [op.reshape(y, out_types[0].shape)]
+    return [reshape_to(y, out_types[0].shape, out_types[0].dtype)]
 
 
 @_register("max_unpool")
