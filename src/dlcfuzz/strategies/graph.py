@@ -202,9 +202,10 @@ class GraphStrategy(Strategy):
             tc.inputs = new_inputs
         sets = [(tc.inputs, Reference(**r))] + [(inputs, Reference(**ref)) for ref, inputs in reply_more_sets(res.payload)]
         verdicts, deciding = self.judge_sets(tc, sets, observations)
-        if deciding:  # the set that shows it becomes the test's inputs: reduction, replay and the reproducer use it
+        shows = deciding > 0 and any(v.kind == "bug" for v in verdicts)
+        if shows:  # the set that shows a bug becomes the test's inputs: reduction, replay and the reproducer use it
             tc.inputs = sets[deciding][0]
-        blob = tc.to_bytes() if new_inputs is not None or deciding else None
+        blob = tc.to_bytes() if new_inputs is not None or shows else None
         coverage = reply_coverage(res.payload) if self.ctx.backend.collects_coverage else []
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), coverage, blob=blob,
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
