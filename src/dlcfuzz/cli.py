@@ -87,6 +87,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         raise UsageError("--jobs must be at least 1")
     reduce_budget = None if a.reduce_budget is None else parse_duration(a.reduce_budget)
     if a.resume:
+        if a.input_sets is not None:
+            given["input_sets"] = a.input_sets
         if given:
             flags = ", ".join("--" + k.replace("_", "-") for k in given)
             raise UsageError(f"--resume continues a campaign with its own options: {flags} cannot change")
@@ -98,7 +100,8 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
                                seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
                                configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
-                               reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given, cluster=a.cluster)
+                               reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given, cluster=a.cluster,
+                               input_sets=a.input_sets)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -351,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--resume", metavar="RUN", help="continue the campaign stored in RUN")
     s.add_argument("--configs", help="comma-separated configuration names to compare (default: the backend's pair)")
     s.add_argument("--max-tests", type=int, dest="max_tests", help="stop at this many tests in all (a resumed campaign counts its earlier ones)")
+    s.add_argument("--input-sets", type=int, dest="input_sets", metavar="K",
+                   help="input sets each compiled test runs, each judged against the reference (default: the "
+                        "compiler's own, 8 where a compile costs seconds and a run milliseconds, else 1)")
     s.add_argument("--no-reduce", action="store_true")
     s.add_argument("--reduce-budget", dest="reduce_budget", metavar="TIME",
                    help="wall-clock budget of one finding's reduction, e.g. 30s, 5m (default: the compiler's own, "

@@ -66,6 +66,11 @@ class Backend(Protocol):
         """Wall-clock seconds one finding's reduction may spend."""
 
     @property
+    def input_sets(self) -> int:
+        """Input sets a campaign runs each compiled program on, each judged against the reference: its
+        compile/run ratio (1 where compiling is as cheap as running)."""
+
+    @property
     def sub_functions(self) -> bool:
         """Whether graphs with sub-functions mean something to it."""
 
@@ -229,6 +234,9 @@ class BackendBase:
     # a finding's budget holds three stages' worth), fewer for slow compilers
     reduction_checks = 150
     reduction_s = 120.0  # wall-clock seconds one finding's reduction may spend (`--reduce-budget` overrides)
+    # input sets each compiled program runs, each judged against the reference (`--input-sets` overrides):
+    # where a compile costs seconds and a run milliseconds, K sets cost little more than one
+    input_sets = 1
     sub_functions = False  # whether graphs with sub-functions (calls, closures) mean something to it
     lowers_through_onnx = False  # whether every test reaches it as an ONNX model (one opset per model)
 

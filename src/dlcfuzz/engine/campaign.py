@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 HANG_FACTOR = 4.0  # a timeout is re-run with this many times the deadline before it is called a hang
 REDUCER_IDLE_S = 60.0  # the reducer's worker is closed when no reduction used it for this long
 CORPUS_MAX = 500  # tests that added coverage whose blobs are kept (the most coverage first), as AFL++ keeps a queue
-IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests")  # restored on --resume; the budget may change
+IDENTITY = ("compiler", "strategy", "seed", "configs", "params", "keep_tests", "input_sets")  # restored on --resume; the budget may change
 
 
 @dataclass
@@ -55,6 +55,7 @@ class CampaignOptions:
     keep_tests: bool = False  # keep every test's blob (no compaction of routine tests)
     params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
     cluster: str | None = None  # Ray cluster address ("auto" or ADDRESS): workers are actors on its nodes
+    input_sets: int | None = None  # input sets each compiled test runs (None: the compiler's `input_sets`)
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -100,6 +101,8 @@ class Campaign:
             raise UsageError("--jobs must be at least 1")
         if opts.max_tests is not None and opts.max_tests < 1:
             raise UsageError("--max-tests must be at least 1")
+        if opts.input_sets is not None and opts.input_sets < 1:
+            raise UsageError("--input-sets must be at least 1")
         if cls.compilers is not None and opts.compiler not in cls.compilers:
             raise UsageError(f"--strategy {cls.name} needs --compiler {' or '.join(cls.compilers)}")
         backend: Backend | None = None
@@ -122,12 +125,14 @@ class Campaign:
                            configs_picked=bool(opts.configs), backend=backend, version=version, store=self.store,
                            coverage=Coverage(self.store.coverage()), out=self.out, reduce=opts.reduce,
                            seconds=opts.seconds, max_tests=opts.max_tests, reducer_pool=self.reducer_pool,
-                           log=self.log, reduce_budget_s=opts.reduce_budget_s)
+                           log=self.log, reduce_budget_s=opts.reduce_budget_s,
+                           input_sets=opts.input_sets or (backend.input_sets if backend is not None else 1))
         self.strategy: Strategy = cls(self.ctx)
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
+        # executions: the runs of a compiled program on one input set that were judged
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0,
-                       "suspected": 0}
+                       "suspected": 0, "executions": 0}
         self._register: Register | None = None
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
@@ -301,6 +306,7 @@ class Campaign:
             self.store.update_blob(test.test_id, j.blob)
         self.compiler_s += j.compiler_s
         self.counts["valid"] += j.valid
+        self.counts["executions"] += j.executions
         bugs = [v for v in j.verdicts if v.kind == "bug"]
         unknowns = [v for v in j.verdicts if v.kind == "unknown"]
         for v in unknowns:

@@ -50,7 +50,7 @@ def record_finding(camp: FindingRecorder, test: Test, v: Verdict) -> None:
         camp.finding_counts(distinct=False)
         return
     common = dict(test_id=test.test_id, category=v.category, compiler=ctx.compiler, version=ctx.version,
-                  configs=json.dumps(v.configs), detail=v.detail[:4000])
+                  configs=json.dumps(v.configs), detail=v.detail[:4000], input_set=v.input_set)
     early = strategy.early_key(test, v)
     if early is not None:
         existing = store.find_signature(digest(early))
@@ -99,7 +99,8 @@ def write_finding(camp: FindingRecorder, test: Test, v: Verdict, red: Reduction,
     opinion = second_opinion(camp, test, red)
     detail = folder / "detail.txt"
     if not detail.exists():
-        detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}\n"
+        detail.write_text(f"{title}\nsignature {signature}\nkey {red.key}\ntest {test.test_id}, seed {test.seed}"
+                          f"{input_set_note(v.input_set)}\n"
                           f"{reduction_line(red.nodes, red.reduced_nodes, red.not_minimal)}\n\n{v.detail}\n")
     if opinion is not None:
         with detail.open("a") as f:
@@ -135,6 +136,11 @@ def second_opinion(camp: FindingRecorder, test: Test, red: Reduction) -> SecondO
         return None
     finally:
         camp.ctx.reduce_s[0] += time.monotonic() - t0
+
+
+def input_set_note(index: int) -> str:
+    """Which of its test's input sets shows a finding: the stored test holds that set as its inputs."""
+    return f", input set {index} (the stored test's inputs)" if index else ""
 
 
 def reduction_line(nodes: int | None, reduced_nodes: int | None, not_minimal: str | None) -> str:

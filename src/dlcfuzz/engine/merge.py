@@ -90,8 +90,9 @@ def merge_campaigns(out: Path, shard_paths: list[Path]) -> MergeSummary:
         for row in _rows(s, "SELECT id, run_id, seq, seed, created, status, verdict, seconds, blob FROM tests"):
             db.execute("INSERT INTO tests VALUES (?,?,?,?,?,?,?,?,?)",
                        (row[0] + offset, run_ids.get(row[1], row[1]), row[2] + offset, *row[3:]))
-        db.executemany("INSERT INTO observations VALUES (?,?,?,?,?,?)",
-                       [(r[0] + offset, *r[1:]) for r in _rows(s, "SELECT * FROM observations")])
+        db.executemany("INSERT INTO observations VALUES (?,?,?,?,?,?,?)",
+                       [(r[0] + offset, *r[1:]) for r in _rows(s, "SELECT test_id, config, status, error, compile_s, "
+                                                                  "run_s, input_set FROM observations")])
         db.executemany("INSERT INTO compact_tests VALUES (?,?,?,?)",
                        [(r[0] + offset, *r[1:]) for r in _rows(s, "SELECT * FROM compact_tests")])
         db.executemany("INSERT INTO corpus VALUES (?,?)", [(r[0] + offset, r[1]) for r in _rows(s, "SELECT * FROM corpus")])

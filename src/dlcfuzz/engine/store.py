@@ -22,21 +22,22 @@ from typing import Any
 
 from dlcfuzz.errors import UsageError
 
-SCHEMA = """
+# one row per configuration and input set of a test
+OBSERVATIONS = """CREATE TABLE IF NOT EXISTS observations (
+  test_id INTEGER, config TEXT, status TEXT, error TEXT, compile_s REAL, run_s REAL, input_set INTEGER DEFAULT 0,
+  PRIMARY KEY (test_id, config, input_set))"""
+SCHEMA = OBSERVATIONS + """;
 CREATE TABLE IF NOT EXISTS runs (
   id INTEGER PRIMARY KEY, started REAL, seed INTEGER, compiler TEXT, version TEXT,
   strategy TEXT, args TEXT);
 CREATE TABLE IF NOT EXISTS tests (
   id INTEGER PRIMARY KEY, run_id INTEGER, seq INTEGER UNIQUE, seed INTEGER, created REAL,
   status TEXT, verdict TEXT, seconds REAL, blob BLOB);
-CREATE TABLE IF NOT EXISTS observations (
-  test_id INTEGER, config TEXT, status TEXT, error TEXT, compile_s REAL, run_s REAL,
-  PRIMARY KEY (test_id, config));
 CREATE TABLE IF NOT EXISTS findings (
   id INTEGER PRIMARY KEY, test_id INTEGER, category TEXT, signature TEXT, key TEXT,
   compiler TEXT, version TEXT, configs TEXT, detail TEXT, created REAL,
   duplicate_of INTEGER, reduced BLOB, reproducer TEXT, nodes INTEGER, reduced_nodes INTEGER, not_minimal TEXT,
-  opinions TEXT);
+  opinions TEXT, input_set INTEGER);
 CREATE INDEX IF NOT EXISTS findings_sig ON findings(signature);
 CREATE TABLE IF NOT EXISTS stats (
   run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
@@ -74,11 +75,24 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")
             self.db.executescript(SCHEMA)
             columns = {r[1] for r in self.db.execute("PRAGMA table_info(findings)")}
-            for column in ("not_minimal", "opinions"):  # a store of an older dlcfuzz: the columns it lacks
-                if column not in columns:
-                    self.db.execute(f"ALTER TABLE findings ADD COLUMN {column} TEXT")
+            for column, kind in (("not_minimal", "TEXT"), ("opinions", "TEXT"), ("input_set", "INTEGER")):
+                if column not in columns:  # a store of an older dlcfuzz: the columns it lacks
+                    self.db.execute(f"ALTER TABLE findings ADD COLUMN {column} {kind}")
+            if "input_set" not in {r[1] for r in self.db.execute("PRAGMA table_info(observations)")}:
+                self._migrate_observations()
         except sqlite3.DatabaseError as e:
             raise UsageError(f"{self.path} is not a readable dlcfuzz store: {e}") from None
+
+    def _migrate_observations(self) -> None:
+        """A store of an older dlcfuzz keys observations by (test, configuration): rebuilt keyed by the input
+        set too (one per configuration and set), its rows as set 0."""
+        self.db.execute("BEGIN")
+        self.db.execute("ALTER TABLE observations RENAME TO observations_one_set")
+        self.db.execute(OBSERVATIONS)
+        self.db.execute("INSERT INTO observations SELECT test_id, config, status, error, compile_s, run_s, 0 "
+                        "FROM observations_one_set")
+        self.db.execute("DROP TABLE observations_one_set")
+        self.db.execute("COMMIT")
 
     def close(self) -> None:
         self.db.close()
@@ -289,8 +303,8 @@ class Store:
         self.db.execute("BEGIN")
         self.db.execute("DELETE FROM observations WHERE test_id = ?", (test_id,))
         self.db.executemany(
-            "INSERT INTO observations VALUES (?,?,?,?,?,?)",
-            [(test_id, o.config, o.status, o.error, o.compile_s, o.run_s) for o in observations],
+            "INSERT INTO observations VALUES (?,?,?,?,?,?,?)",
+            [(test_id, o.config, o.status, o.error, o.compile_s, o.run_s, o.input_set) for o in observations],
         )
         self.db.execute("UPDATE tests SET status='done', verdict=?, seconds=? WHERE id=?", (verdict, seconds, test_id))
         self.db.execute("COMMIT")

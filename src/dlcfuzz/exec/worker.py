@@ -35,10 +35,13 @@ def raised_inside(e: BaseException, packages: tuple[str, ...]) -> bool:
 
 
 def run_configs(backend: Backend, tc: TestCase, note: Callable[[str], None] = lambda s: None,
-                invalid: bool = False) -> list[Observation]:
-    """Compile and run every configuration; compile_s/run_s time only the compiler's own calls.
+                invalid: bool = False, input_sets: list[dict[str, np.ndarray]] | None = None) -> list[Observation]:
+    """Compile every configuration once and run it on each input set (`input_sets`, default the test's
+    own inputs): an observation per configuration and set, compile_s on set 0's; compile_s/run_s time only
+    the compiler's own calls. A configuration that fails before it runs has one observation, of set 0.
     `invalid`: the graph breaks a type rule on purpose, so an exception the compiler's own code
     raises while we lower (e.g. the Relax BlockBuilder) is its rejection."""
+    sets = input_sets if input_sets is not None else [tc.inputs]
     obs: list[Observation] = []
     lowered: dict[str, Any] = {}
     for config in tc.configs:
@@ -56,17 +59,7 @@ def run_configs(backend: Backend, tc: TestCase, note: Callable[[str], None] = la
             t1 = time.perf_counter()
             stage = "run"
             note(f"{config.name}:run")
-            # each configuration gets its own copy: a compiler may write into a fed buffer (ORT's
-            # training-mode BatchNormalization updates the running mean in place of its mean input),
-            # and the next configuration must not see the changed values
-            outs = compiled.run({name: value.copy() for name, value in tc.inputs.items()})
-            t2 = time.perf_counter()
-            for k, o in enumerate(outs):  # e.g. onnxruntime 1.20.1 returned None for an empty folded Div
-                if np.asarray(o).dtype == object:
-                    raise NonTensorOutput(f"output {k} is {np.asarray(o).ravel()[:1].tolist()} (dtype object), "
-                                          "not a tensor")
-            info = compiled.info() if hasattr(compiled, "info") else {}  # e.g. the kernels that ran
-            obs.append(Observation(config.name, "ok", outputs=outs, compile_s=t1 - t0, run_s=t2 - t1, info=info))
+            obs.extend(run_sets(compiled, config.name, sets, t1 - t0))
         except MemoryError:
             raise  # the pool classifies it as out-of-memory
         except Exception as e:  # the oracle decides expected vs unexpected
@@ -89,6 +82,33 @@ def run_configs(backend: Backend, tc: TestCase, note: Callable[[str], None] = la
     return obs
 
 
+def run_sets(compiled: Any, config: str, sets: list[dict[str, np.ndarray]], compile_s: float) -> list[Observation]:
+    """One compiled configuration run on each input set: an observation per set (an exception while
+    running one set is that set's error; the next set still runs)."""
+    obs = []
+    for index, inputs in enumerate(sets):
+        t1 = time.perf_counter()
+        try:
+            # each run gets its own copy: a compiler may write into a fed buffer (ORT's training-mode
+            # BatchNormalization updates the running mean in place of its mean input), and the next
+            # configuration must not see the changed values
+            outs = compiled.run({name: value.copy() for name, value in inputs.items()})
+            t2 = time.perf_counter()
+            for k, o in enumerate(outs):  # e.g. onnxruntime 1.20.1 returned None for an empty folded Div
+                if np.asarray(o).dtype == object:
+                    raise NonTensorOutput(f"output {k} is {np.asarray(o).ravel()[:1].tolist()} (dtype object), "
+                                          "not a tensor")
+            info = compiled.info() if hasattr(compiled, "info") else {}  # e.g. the kernels that ran
+            obs.append(Observation(config, "ok", outputs=outs, compile_s=compile_s if index == 0 else 0.0,
+                                   run_s=t2 - t1, info=info, input_set=index))
+        except MemoryError:
+            raise  # the pool classifies it as out-of-memory
+        except Exception as e:  # the oracle decides expected vs unexpected
+            obs.append(Observation(config, "error", error=f"{type(e).__name__}: {e}",
+                                   traceback=traceback.format_exc(limit=12), input_set=index))
+    return obs
+
+
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
     """Pool factory: init = {"compiler": NAME, "invalid": bool}. Imports the compiler here, once per
     worker. Valid graphs get the reference policy here (in parallel with the other workers);
@@ -103,26 +123,30 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     # the compiler's own code coverage while it compiles and runs (where the backend can measure it)
     measure = bool(init.get("compiler_coverage")) and backend.collects_coverage
 
-    def run(tc: TestCase) -> tuple[list[Observation], list[str]]:
+    def run(tc: TestCase, sets: list[dict[str, np.ndarray]] | None = None) -> tuple[list[Observation], list[str]]:
         if not measure:
-            return run_configs(backend, tc, progress, invalid=invalid), []
+            return run_configs(backend, tc, progress, invalid=invalid, input_sets=sets), []
         backend.start_coverage()
         try:
-            obs = run_configs(backend, tc, progress, invalid=invalid)
+            obs = run_configs(backend, tc, progress, invalid=invalid, input_sets=sets)
         finally:
             items = backend.stop_coverage()
         return obs, items
 
     def handle(payload: bytes) -> bytes:
-        from dlcfuzz.oracle.policy import reference_of
+        from dlcfuzz.oracle.policy import drawn_input_set, reference_of
 
         tc = TestCase.from_bytes(payload)
-        if invalid:
+        if invalid:  # no semantics, so nothing to judge on more inputs
             obs, items = run(tc)
             return observations_to_bytes(obs, version, coverage=items)
         sampled = tc.inputs
         ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
-        obs, items = run(tc)
-        return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None, items)
+        more = []
+        for index in range(1, tc.input_sets):
+            one = TestCase(tc.graph, drawn_input_set(tc, index), tc.configs, seed=tc.seed, compiler=tc.compiler)
+            more.append((reference_of(one, stability=False), one.inputs))  # each set's own re-sampling
+        obs, items = run(tc, [tc.inputs, *(inputs for _, inputs in more)])
+        return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None, items, more)
 
     return handle

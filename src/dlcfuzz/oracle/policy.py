@@ -42,6 +42,16 @@ def test_seed(master: int, seq: int) -> int:
     return int(np.random.SeedSequence([master, seq]).generate_state(1, dtype=np.uint64)[0]) >> 1
 
 
+INPUT_SET_STREAM = 0x1A5E7  # keeps the extra input sets' random stream apart from the test's own
+
+
+def drawn_input_set(tc: TestCase, index: int) -> dict[str, np.ndarray]:
+    """Input set `index` (>= 1) of a test of several (`TestCase.input_sets`; set 0 is `tc.inputs`): drawn
+    by the inputs' own sampler from the test's seed and the index, so the worker, a replay and a
+    regenerated test draw the same sets, and making the test draws nothing more."""
+    return sample_inputs(tc.graph, np.random.default_rng([tc.seed, INPUT_SET_STREAM, index]))
+
+
 @dataclass
 class Reference:
     """The reference verdict on a test: outputs (None when unusable), why not, and unstable outputs."""

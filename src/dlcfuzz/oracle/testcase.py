@@ -49,6 +49,9 @@ class TestCase:
     compiler: str = ""
     strategy: str = "random"
     meta: dict[str, Any] = field(default_factory=dict)
+    # input sets each compiled program runs: set 0 is `inputs`, sets 1.. are drawn from the seed
+    # (oracle/policy.input_sets); each is judged against the reference
+    input_sets: int = 1
 
     def to_bytes(self) -> bytes:
         arrays = {f"in/{k}": v for k, v in self.inputs.items()}
@@ -61,6 +64,8 @@ class TestCase:
             "meta": self.meta,
             "input_order": list(self.inputs),
         }
+        if self.input_sets != 1:  # a one-set test's blob stays as older dlcfuzz wrote it
+            meta["input_sets"] = self.input_sets
         return _pack(meta, arrays)
 
     @staticmethod
@@ -76,6 +81,7 @@ class TestCase:
                 compiler=meta["compiler"],
                 strategy=meta["strategy"],
                 meta=meta.get("meta", {}),
+                input_sets=int(meta.get("input_sets", 1)),
             )
         except KeyError as e:
             raise IRError(f"corrupt test-case blob: missing {e}") from None
@@ -93,12 +99,17 @@ class Observation:
     compile_s: float = 0.0
     run_s: float = 0.0
     info: dict[str, Any] = field(default_factory=dict)  # backend facts a report names (e.g. executed kernels)
+    # the input set it ran (TestCase.input_sets); a configuration that failed before running has one
+    # observation, of set 0, which stands for every set
+    input_set: int = 0
 
 
 def observations_to_bytes(obs: list[Observation], version: str, reference: Any = None,
-                          inputs: dict[str, np.ndarray] | None = None, coverage: list[str] | None = None) -> bytes:
+                          inputs: dict[str, np.ndarray] | None = None, coverage: list[str] | None = None,
+                          more_sets: list[tuple[Any, dict[str, np.ndarray]]] = ()) -> bytes:
     """A worker's reply: observations, and optionally the reference verdict, re-sampled inputs and the
-    compiler's own coverage items while it compiled and ran the test."""
+    compiler's own coverage items while it compiled and ran the test; `more_sets`: the reference and the
+    inputs of each input set after the first (what the judge compares them with)."""
     arrays: dict[str, np.ndarray] = {}
     meta: dict[str, Any] = {"version": version, "observations": []}
     if coverage:
@@ -106,21 +117,42 @@ def observations_to_bytes(obs: list[Observation], version: str, reference: Any =
     for i, o in enumerate(obs):
         meta["observations"].append({
             "config": o.config, "status": o.status, "error": o.error, "traceback": o.traceback,
-            "compile_s": o.compile_s, "run_s": o.run_s, "info": o.info,
+            "compile_s": o.compile_s, "run_s": o.run_s, "info": o.info, "input_set": o.input_set,
             "n_outputs": None if o.outputs is None else len(o.outputs),
         })
         for k, a in enumerate(o.outputs or []):
             arrays[f"{i}/{k}"] = np.asarray(a)
     if reference is not None:
-        outs = reference.outputs
-        meta["reference"] = {"reason": reference.reason, "unstable": sorted(reference.unstable),
-                             "n": None if outs is None else len(outs)}
-        for k, a in enumerate(outs or []):
-            arrays[f"ref/{k}"] = np.asarray(a)
+        meta["reference"] = _put_reference(reference, arrays, "ref")
     if inputs is not None:
         meta["inputs"] = list(inputs)
         arrays.update({f"in/{k}": v for k, v in inputs.items()})
+    if more_sets:
+        meta["sets"] = []
+        for i, (ref, set_inputs) in enumerate(more_sets, start=1):
+            meta["sets"].append({"reference": _put_reference(ref, arrays, f"set{i}/ref"), "inputs": list(set_inputs)})
+            arrays.update({f"set{i}/in/{k}": v for k, v in set_inputs.items()})
     return _pack(meta, arrays)
+
+
+def _put_reference(reference: Any, arrays: dict[str, np.ndarray], prefix: str) -> dict[str, Any]:
+    outs = reference.outputs
+    for k, a in enumerate(outs or []):
+        arrays[f"{prefix}/{k}"] = np.asarray(a)
+    return {"reason": reference.reason, "unstable": sorted(reference.unstable), "n": None if outs is None else len(outs)}
+
+
+def _get_reference(r: dict[str, Any], arrays: dict[str, np.ndarray], prefix: str) -> dict[str, Any]:
+    return {"outputs": None if r["n"] is None else [arrays[f"{prefix}/{k}"] for k in range(r["n"])],
+            "reason": r["reason"], "unstable": set(r["unstable"])}
+
+
+def reply_more_sets(data: bytes) -> list[tuple[dict[str, Any], dict[str, np.ndarray]]]:
+    """(reference {outputs, reason, unstable}, inputs) of each input set after the first of a worker's reply
+    ([] for a one-set test)."""
+    meta, arrays = _unpack(data)
+    return [(_get_reference(d["reference"], arrays, f"set{i}/ref"), {k: arrays[f"set{i}/in/{k}"] for k in d["inputs"]})
+            for i, d in enumerate(meta.get("sets", []), start=1)]
 
 
 def observations_from_bytes(data: bytes) -> tuple[list[Observation], str]:
@@ -141,10 +173,6 @@ def reply_from_bytes(data: bytes) -> tuple[list[Observation], str, dict[str, Any
         n = d.pop("n_outputs")
         outputs = None if n is None else [arrays[f"{i}/{k}"] for k in range(n)]
         out.append(Observation(outputs=outputs, **d))
-    ref = None
-    if "reference" in meta:
-        r = meta["reference"]
-        ref = {"outputs": None if r["n"] is None else [arrays[f"ref/{k}"] for k in range(r["n"])],
-               "reason": r["reason"], "unstable": set(r["unstable"])}
+    ref = _get_reference(meta["reference"], arrays, "ref") if "reference" in meta else None
     inputs = {k: arrays[f"in/{k}"] for k in meta["inputs"]} if "inputs" in meta else None
     return out, meta["version"], ref, inputs

@@ -23,6 +23,7 @@ class Verdict:
     configs: list[str] = field(default_factory=list)
     output_index: int = -1
     key: str = ""  # dedup key (before the graph's operator signature is added)
+    input_set: int = 0  # the input set that shows it (TestCase.input_sets)
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()

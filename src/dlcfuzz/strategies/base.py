@@ -102,6 +102,11 @@ class Judgement:
     compiler_s: float = 0.0  # time inside the compiler's own calls
     fired: list[str] = field(default_factory=list)  # targeted optimizations it fired (OATest's trigger report)
 
+    @property
+    def executions(self) -> int:
+        """Runs of a compiled program on one input set whose outputs were judged."""
+        return sum(o.status == "ok" for o in self.observations)
+
 
 @dataclass
 class Finding:
@@ -155,6 +160,7 @@ class Context:
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
     reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing, all findings
     reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the backend's reduction_s)
+    input_sets: int = 1  # input sets each compiled test runs (`--input-sets`, else the backend's `input_sets`)
     # the budget of the finding being reduced: the engine gives each finding a new one; a list, so that
     # the copies of the context `auto` gives its strategies share it
     budget_box: list[ReductionBudget] = field(

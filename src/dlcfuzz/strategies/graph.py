@@ -29,7 +29,7 @@ from dlcfuzz.oracle.policy import (
     reference_of,
     unstable_outputs,
 )
-from dlcfuzz.oracle.testcase import Config, TestCase, reply_coverage, reply_from_bytes
+from dlcfuzz.oracle.testcase import Config, Observation, TestCase, reply_coverage, reply_from_bytes, reply_more_sets
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 from dlcfuzz.strategies.opinions import second_opinion
@@ -67,6 +67,13 @@ def minimal_optimization_set(backend: Backend, v: Verdict, reference: Config, op
     if opts and not shows(minimized):
         return None
     return minimized, opts
+
+
+def observations_of_set(observations: list[Observation], index: int) -> list[Observation]:
+    """The observations of input set `index`, in configuration order: a configuration's run on that set, or
+    its one observation of set 0 when it failed before running (its compile stands for every set)."""
+    ran = {o.config for o in observations if o.input_set == index}
+    return [o for o in observations if o.input_set == index or (o.input_set == 0 and o.config not in ran)]
 
 
 class GraphStrategy(Strategy):
@@ -145,7 +152,7 @@ class GraphStrategy(Strategy):
     def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
                   meta: dict[str, Any] | None = None) -> TestCase:
         return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
-                        compiler=self.ctx.compiler, strategy=self.name, meta=meta or {})
+                        compiler=self.ctx.compiler, strategy=self.name, meta=meta or {}, input_sets=self.ctx.input_sets)
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
         """Inputs sampled in the operators' domains, and the graph repaired so that computed values
@@ -191,15 +198,38 @@ class GraphStrategy(Strategy):
                 j.verdicts.append(Verdict("unknown", ref.reason))
             return j
         observations, _, r, new_inputs = reply_from_bytes(res.payload)
-        blob = None
         if new_inputs is not None:
             tc.inputs = new_inputs
-            blob = tc.to_bytes()
-        ref = Reference(**r)
-        verdicts = self.differential(tc, ref, observations)
+        sets = [(tc.inputs, Reference(**r))] + [(inputs, Reference(**ref)) for ref, inputs in reply_more_sets(res.payload)]
+        verdicts, deciding = self.judge_sets(tc, sets, observations)
+        shows = deciding > 0 and any(v.kind == "bug" for v in verdicts)
+        if shows:  # the set that shows a bug becomes the test's inputs: reduction, replay and the reproducer use it
+            tc.inputs = sets[deciding][0]
+        blob = tc.to_bytes() if new_inputs is not None or shows else None
         coverage = reply_coverage(res.payload) if self.ctx.backend.collects_coverage else []
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), coverage, blob=blob,
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
+
+    def judge_sets(self, tc: TestCase, sets: list[tuple[dict[str, np.ndarray], Reference]],
+                   observations: list[Any]) -> tuple[list[Verdict], int]:
+        """Each input set judged against its reference, in order: the first set that shows a bug decides
+        (an unknown of another set, a non-finite reference say, hides no bug); else the first set that
+        passes; else set 0 (an unknown of the compile, such as an expected error, is every set's).
+        Returns the deciding set's verdicts, which carry its index, and the index."""
+        first: list[Verdict] = []
+        passed = None
+        for index, (inputs, ref) in enumerate(sets):
+            one = tc if index == 0 else TestCase(tc.graph, inputs, tc.configs, seed=tc.seed, compiler=tc.compiler)
+            verdicts = self.differential(one, ref, observations_of_set(observations, index))
+            for v in verdicts:
+                v.input_set = index
+            if any(v.kind == "bug" for v in verdicts):
+                return verdicts, index
+            if index == 0:
+                first = verdicts
+            if passed is None and all(v.kind == "pass" for v in verdicts):
+                passed = verdicts, index
+        return passed or (first, 0)
 
     def differential(self, tc: TestCase, ref: Reference, observations: list[Any]) -> list[Verdict]:
         if ref.reason in UNDEFINED_BEHAVIOUR:  # every output or error is legal

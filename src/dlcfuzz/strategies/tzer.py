@@ -343,6 +343,7 @@ class _Obs:
         self.compile_s = o.get("compile_s", 0.0)
         run_s = o.get("run_s")
         self.run_s = run_s if run_s is not None and run_s != float("inf") else 0.0
+        self.input_set = 0  # one input per test
 
 
 def reproducer(script: str, passes: list[str], seed: int, v: Verdict, title: str, version: str) -> str:

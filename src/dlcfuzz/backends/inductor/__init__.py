@@ -159,6 +159,7 @@ class InductorBackend(BackendBase):
     deadline_s = 120.0
     reduction_checks = 60  # each check compiles (~1 s)
     reduction_s = 300.0
+    input_sets = 8  # a torch.compile costs 0.5-7 s, a run of the compiled function milliseconds
     sub_functions = True
     collects_coverage = True  # torch/_inductor, _dynamo and fx, with coverage.py's C tracer
 

@@ -228,6 +228,7 @@ class OpenVinoBackend(BackendBase):
         c = self.configs().get(config)
         return c is not None and c.options.get("front") == "torch"
     deadline_s = 20.0  # compile + run of one test (measured: tens of ms; convert_model of a large graph ~1 s)
+    input_sets = 8  # convert + compile_model cost most of a test (74% of a campaign's wall), a run little
 
     def __init__(self) -> None:
         self._core: Any = None

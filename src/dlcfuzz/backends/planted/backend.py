@@ -5,7 +5,8 @@ Name syntax: "planted:FAULT@OP", e.g. "planted:segfault@relu". The fault fires o
 optimized configuration ("ort-all") and only when the graph contains OP, like a real
 optimization bug. FAULT is one of: segfault, abort, hang, alloc, raise, wrong (output 0 of the
 whole graph is off by one), stale (as wrong, but right on the process's first run: output memory
-a kernel leaves unwritten), miseval (every ONNX node of OP's kind computes its result plus one: a
+a kernel leaves unwritten), signed (as wrong, but only when the first element of the graph's first
+input is negative: a value-dependent fault, which one input set per compile may miss), miseval (every ONNX node of OP's kind computes its result plus one: a
 mis-evaluated operator, wherever it sits in the graph), fusion (a wrong optimization: OP names an
 ONNXRuntime optimization of `PLANTED_FUSIONS`, e.g. "planted:fusion@MatMulAddFusion"; wherever its
 pattern occurs, the pattern's result is off by one, unless `disabled_optimizers` names OP, like the
@@ -25,7 +26,7 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "miseval", "fusion", "none")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none")
 _RUNS = [0]  # runs of a "stale" configuration in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
@@ -38,16 +39,21 @@ PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
 
 class _Wrong:
     """Output 0 off by one; `none`: output 0 is None; `stale`: correct on the process's first run only
-    (as an ORT 1.20.1 kernel that left its output unwritten showed once the process reused memory)."""
+    (as an ORT 1.20.1 kernel that left its output unwritten showed once the process reused memory);
+    `signed`: only when the first element of the first input is negative."""
 
-    def __init__(self, inner: Any, none: bool = False, stale: bool = False) -> None:
+    def __init__(self, inner: Any, none: bool = False, stale: bool = False, signed: bool = False) -> None:
         self.inner = inner
         self.none = none
         self.stale = stale
+        self.signed = signed
 
     def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
         outs = self.inner.run(inputs)
         o = outs[0]
+        first = next(iter(inputs.values()), np.zeros(1)).ravel()[:1]
+        if self.signed and not (first.size and first[0] < 0):
+            return outs
         if self.stale:
             _RUNS[0] += 1
             if _RUNS[0] == 1:
@@ -140,7 +146,7 @@ class PlantedBackend(OnnxRuntimeBackend):
                 hog[-1][::4096] = b"x" * len(hog[-1][::4096])
         elif self.fault == "raise":
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
-        return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale")
+        return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale", signed=self.fault == "signed")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
                    configs: list[Config], category: str, title: str, detail: str,

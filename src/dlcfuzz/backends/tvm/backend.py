@@ -137,6 +137,7 @@ class TvmBackend(BackendBase):
         return "onnx"  # both methods take the test as an ONNX model checked by onnx's checker
     deadline_s = 60.0  # LLVM builds of a whole Relax module: seconds each, several configurations per test
     reduction_checks = 60  # each check builds several modules
+    input_sets = 8  # a build costs seconds, a run of the built module milliseconds (issue 42)
     sub_functions = True  # Relax has functions, calls and closures
 
     def version(self) -> str:

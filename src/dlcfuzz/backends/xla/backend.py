@@ -103,6 +103,7 @@ class XlaBackend(BackendBase):
                       r"^\s*@\s+0x[0-9a-f]+\s+(?:\d+\s+)?((?:xla|tsl|mlir|llvm)::[\w:<>]+)")
     deadline_s = 30.0  # measured: compiles take 0.05-0.5 s; the first in a worker ~1 s more (import, init)
     reduction_checks = 120
+    input_sets = 8  # a jit compile costs ~0.5 s, a run of the compiled program milliseconds
     sub_functions = True
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
