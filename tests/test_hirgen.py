@@ -23,6 +23,7 @@ from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import check_graph
 from dlcfuzz.oracle.testcase import TestCase
+from dlcfuzz.oracle.verdict import TWIN
 
 CHOICES = allowed_choices(None, None, None)
 
@@ -199,8 +200,9 @@ def verdicts(out: Path) -> list[tuple[int, str, list[str]]]:
     db = sqlite3.connect(out / "store.sqlite")
     rows = db.execute("SELECT id, verdict FROM tests WHERE status = 'done' ORDER BY id").fetchall()
     obs = {}
-    for tid, status in db.execute("SELECT test_id, status FROM observations"):
-        obs.setdefault(tid, []).append(status)
+    for tid, config, status in db.execute("SELECT test_id, config, status FROM observations"):
+        if not config.startswith(TWIN):  # a disruptive test's legal twin (tests/test_disruptive_twin.py)
+            obs.setdefault(tid, []).append(status)
     return [(tid, v, obs.get(tid, [])) for tid, v in rows]
 
 
@@ -223,8 +225,9 @@ def test_disruptive_graphs_are_rejected_or_reported(tmp_path, compiler, tests):
         tc = TestCase.from_bytes(blob)
         rule = tc.meta["broken"]["rule"]  # malformed:KIND: a malformed ONNX model (mutate/malformed.py)
         assert rule in ("dtype", "dtype-mismatch", "rank", "shape") or rule.startswith("malformed:")
-    for f in db.execute("SELECT id, category FROM findings WHERE duplicate_of IS NULL"):
-        assert f[1] in ("accepted-invalid", "crash", "hang", "oom")
+    for f in db.execute("SELECT id, category, detail FROM findings WHERE duplicate_of IS NULL"):
+        # an unexpected error only where the test's legal twin fails too (TVM's importer on a valid EyeLike)
+        assert f[1] in ("accepted-invalid", "crash", "hang", "oom") or (f[1] == "unexpected-error" and "legal twin" in f[2])
     assert {c for (c,) in db.execute("SELECT category FROM unknowns")} <= {"documented-leniency"}
 
 

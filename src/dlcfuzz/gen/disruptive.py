@@ -45,6 +45,7 @@ class Broken:
     node: str
     output: str
     why: str  # our spec's error message
+    legal: list[tuple[str, list[int]]] | None = None  # the broken node's input types with the rule kept (its twin)
 
     @property
     def item(self) -> str:
@@ -210,7 +211,8 @@ def generate_disruptive(
         node = Node(spec.name, names, [Value(out_name, out_t), *extra], attrs, name=g.fresh_name("n_broken"))
         g.nodes.append(node)
         g.outputs = [out_name]
-        broken = Broken(spec.name, rule, bad[0].dtype if rule == "dtype" else ins[0].dtype, node.name, out_name, why)
+        broken = Broken(spec.name, rule, bad[0].dtype if rule == "dtype" else ins[0].dtype, node.name, out_name, why,
+                        [(t.dtype, list(t.shape)) for t in ins])
         if not onnx_rejects(g, [v.name for v in node.outputs], rule):
             continue
         if broken.item not in coverage or attempt >= TRIES // 2:
@@ -219,3 +221,32 @@ def generate_disruptive(
     if fallback is None:
         raise ValueError("could not break a rule of any allowed operator")
     return fallback
+
+
+def legal_twin(g: Graph, inputs: dict[str, np.ndarray], broken: dict[str, Any], seed: int
+               ) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The test's legal twin: the same graph with the broken node's rule kept, every input of the node whose
+    type breaks it replaced by a constant of the legal type (sampled in the operator's domain, seeded), its
+    outputs typed by the spec, and graph inputs nothing reads any more dropped. A compiler that rejects the
+    twin too rejected the graph for another reason than the broken rule. Raises KeyError for a test made
+    before twins were recorded (no `legal` types)."""
+    from dlcfuzz.ops import check_graph, get_op
+
+    legal = [TensorType(dt, tuple(shape)) for dt, shape in broken["legal"]]
+    rng = np.random.default_rng(seed)
+    twin = g.copy()
+    node = next(n for n in twin.nodes if n.name == broken["node"])
+    spec = get_op(node.op)
+    types = twin.types()
+    names = list(node.inputs)
+    for k, t in enumerate(legal):
+        if types[names[k]] != t:
+            names[k] = twin.fresh_name("legal")
+            twin.constants[names[k]] = sample_tensor(rng, t, spec.domain(k, legal, node.attrs))
+    outs = spec.infer(legal, node.attrs)
+    twin.nodes[twin.nodes.index(node)] = Node(node.op, names, [Value(v.name, t) for v, t in zip(node.outputs, outs)],
+                                             node.attrs, name=node.name)
+    read = {i for n in twin.nodes for i in n.inputs} | set(twin.outputs)
+    twin.inputs = [v for v in twin.inputs if v.name in read]
+    check_graph(twin)
+    return twin, {v.name: inputs[v.name] for v in twin.inputs}

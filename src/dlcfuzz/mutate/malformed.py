@@ -197,9 +197,10 @@ def malform(model: onnx.ModelProto, kind: str, seed: int, legal: bool = False
 
 
 def malform_bytes(model_bytes: bytes, spec: dict[str, Any]) -> bytes:
-    """The lowering hook: `spec` = {"kind", "seed"} as the test's configurations carry it. A model
-    that offers no attachment point is returned unchanged (make_test never plans one)."""
-    done = malform(onnx.load_from_string(model_bytes), spec["kind"], int(spec["seed"]))
+    """The lowering hook: `spec` = {"kind", "seed"} as the test's configurations carry it, and "legal"
+    for its twin (the node that keeps the rule). A model that offers no attachment point is returned
+    unchanged (make_test never plans one)."""
+    done = malform(onnx.load_from_string(model_bytes), spec["kind"], int(spec["seed"]), legal=bool(spec.get("legal")))
     return model_bytes if done is None else done[0].SerializeToString()
 
 

@@ -128,18 +128,37 @@ def judge(
     return verdicts
 
 
+TWIN = "twin:"  # observations of a disruptive test's legal twin are named "twin:CONFIG"
+
+
 def judge_rejection(compiler: str, broken: dict[str, str], observations: list[Observation],
                     per_op: Callable[[str], bool] = lambda config: True,
-                    lenient: Callable[[str], str | None] = lambda config: None) -> list[Verdict]:
+                    lenient: Callable[[str], str | None] = lambda config: None,
+                    expected_error: Callable[[str], Any] = lambda message: None,
+                    native_frames: tuple[str, ...] = ()) -> list[Verdict]:
     """Disruptive mode: the graph breaks one type/shape rule, so every configuration must reject it
     with an error. Output silently produced is an *accepted-invalid* bug, one per configuration
     (crashes and hangs are judged by crash_verdict as always). The dedup key names the operator
     when `per_op(config)` (each operator's type rule is its own code), else only the rule (a
     front door that validates nothing, such as an importer, is one root cause for all operators).
-    `lenient(config)`: why that front door documents accepting this broken form (then an unknown), or None."""
+    `lenient(config)`: why that front door documents accepting this broken form (then an unknown), or None.
+    A rejection is checked against the broken node where the test ran its legal twin (observations
+    "twin:CONFIG": the same graph with the rule kept): a configuration that fails on the twin too with an
+    error its compiler does not document (`expected_error`) rejected the graph for another reason, an
+    unexpected error of the compiler on a valid graph, not the expected rejection."""
     what = f"{broken['op']} with its {broken['rule']} rule broken ({broken['why']})"
+    twins = {o.config.removeprefix(TWIN): o for o in observations if o.config.startswith(TWIN)}
+    observations = [o for o in observations if not o.config.startswith(TWIN)]
     verdicts, lenient_ones = [], []
     for o in observations:
+        twin = twins.get(o.config)
+        if o.status == "error" and twin is not None and twin.status == "error" and not expected_error(twin.error or ""):
+            verdicts.append(Verdict(
+                "bug", C.UNEXPECTED_ERROR,
+                f"{o.config} rejects the test's legal twin too (the same graph with {broken['op']}'s {broken['rule']} "
+                f"rule kept), so its rejection is not about the broken node: {twin.error}\n{twin.traceback or ''}",
+                [o.config], key=dedup_key(C.UNEXPECTED_ERROR, compiler,
+                                          error_key(twin.error or '', twin.traceback, native_frames))))
         if o.status != "ok":
             continue
         why = lenient(o.config)

@@ -357,11 +357,12 @@ class GraphStrategy(Strategy):
         return shows
 
     def reduction(self, test: Test, v: Verdict, g: Graph, inputs: dict[str, np.ndarray],
-                  untyped_outputs: tuple[str, ...] = (), note: str = "") -> Reduction:
-        """`note`: lines reduced.txt adds below the graph (what the lowered model holds beside it)."""
+                  untyped_outputs: tuple[str, ...] = (), note: str = "", configs: list[Config] | None = None) -> Reduction:
+        """`note`: lines reduced.txt adds below the graph (what the lowered model holds beside it); `configs`:
+        the reproducer's configurations (default: the test's that the verdict names)."""
         tc: TestCase = test.payload
         key = self.numeric_key(test, v, g, inputs) if v.category in NUMERIC else v.key
-        configs = [c for c in tc.configs if c.name in v.configs] or tc.configs
+        configs = configs or [c for c in tc.configs if c.name in v.configs] or tc.configs
 
         def write(f: Finding) -> str:
             # the script compares with the reference where it can: reduction may turn an inconsistency

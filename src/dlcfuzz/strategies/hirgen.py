@@ -5,6 +5,7 @@ type/shape rule on purpose and must be rejected)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from dlcfuzz.errors import UsageError
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
-from dlcfuzz.oracle.verdict import Verdict, judge_rejection
+from dlcfuzz.oracle.verdict import TWIN, Verdict, judge_rejection
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Test, judgement_of_failure
 from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
 
@@ -24,6 +25,11 @@ P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compi
 MODES = ("strict", "disruptive")
 MALFORMED = "malformed:"  # disruptive_rules() entries naming a mutate/malformed.py kind, applied to the ONNX model
 P_MALFORMED = 0.5  # share of disruptive tests that are malformed models, where the backend offers kinds
+# A disruptive test whose rejection is checked against its broken node (its legal twin runs where a configuration
+# rejects it): every test of an (operator, rule, dtype) the campaign has not covered yet, and this share of the rest
+# (a twin costs one more compile of each rejecting configuration).
+P_TWIN = 0.25
+DISRUPTIVE_HANDLER = "dlcfuzz.strategies.hirgen:make_disruptive_handler"
 MODE = Option("mode", "strict", "strict: valid graphs; disruptive: each graph breaks one type/shape rule and must "
               "be rejected")
 FEEDBACKS = ("on", "measure", "off")
@@ -181,7 +187,10 @@ class HirgenRandomStrategy(HirgenStrategy):
 class DisruptiveHirgen(HirgenStrategy):
     """Every graph breaks exactly one type or shape rule of one operator (confirmed by our spec and
     by ONNX's strict inference); every configuration must reject it. Output produced without an
-    error is `accepted-invalid`; crashes and hangs are findings as always."""
+    error is `accepted-invalid`; crashes and hangs are findings as always. A rejection is checked against the
+    broken node by the test's legal twin (`twin_of`), run where a configuration rejects (P_TWIN)."""
+
+    handler = DISRUPTIVE_HANDLER
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -209,8 +218,12 @@ class DisruptiveHirgen(HirgenStrategy):
         g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng),
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
-        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json()})
+        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json(), **self.twin(rng, broken.item)})
         return self.test(seq, tc, [broken.item])
+
+    def twin(self, rng: np.random.Generator, item: str) -> dict[str, bool]:
+        """{"twin": True} when this test checks its rejection against its legal twin (see P_TWIN), else {}."""
+        return {"twin": True} if item not in self.ctx.coverage or rng.random() < P_TWIN else {}
 
     def malformed_test(self, seq: int, seed: int, rng: np.random.Generator, forms: list[str]) -> Test | None:
         """A valid generated graph whose lowered ONNX model gets one malformed node (mutate/malformed.py):
@@ -232,8 +245,9 @@ class DisruptiveHirgen(HirgenStrategy):
                   "why": f"{m.rule}: {m.detail}"}
         spec = {"kind": kind, "seed": seed}
         configs = [Config(c.name, {**c.options, "malformed": spec}) for c in self.configs]
-        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken, "malformed": spec})
-        return self.test(seq, tc, [f"{DISRUPTIVE}|{m.op}|{MALFORMED}{kind}|float"])
+        item = f"{DISRUPTIVE}|{m.op}|{MALFORMED}{kind}|float"
+        tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken, "malformed": spec, **self.twin(rng, item)})
+        return self.test(seq, tc, [item])
 
     def judge(self, test: Test, res: TaskResult) -> Judgement:
         tc: TestCase = test.payload
@@ -241,7 +255,8 @@ class DisruptiveHirgen(HirgenStrategy):
             return judgement_of_failure(tc.compiler, res, self.native_frames)  # no reference: the graph has no semantics
         observations, _, _, _ = reply_from_bytes(res.payload)
         broken = tc.meta["broken"]
-        verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules, self.lenient(broken))
+        verdicts = judge_rejection(tc.compiler, broken, observations, self.per_op_rules, self.lenient(broken),
+                                   self.ctx.backend.expected_error, self.native_frames)
         self.counts["rejected"] += verdicts[0].category == C.REJECTED
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations),
                          compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
@@ -289,6 +304,8 @@ class DisruptiveHirgen(HirgenStrategy):
         tc: TestCase = test.payload
         broken = tc.meta["broken"]
         g, inputs = tc.graph, tc.inputs
+        if v.category == C.UNEXPECTED_ERROR and tc.meta.get("twin"):
+            return self.twin_reduction(test, v)
         if self.ctx.reduce and "malformed" in tc.meta:
             g, inputs = reduce_graph(tc.graph, tc.inputs, self.still_fails(tc, v), budget=self.ctx.budget)
         elif self.ctx.reduce:
@@ -299,11 +316,67 @@ class DisruptiveHirgen(HirgenStrategy):
 
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         tc: TestCase = test.payload
+        if v.category == C.UNEXPECTED_ERROR and tc.meta.get("twin"):
+            return self.twin_reduction(test, v)
         return self.reduction(test, v, tc.graph, tc.inputs, untyped_outputs=(tc.meta["broken"]["output"],),
                               note=malformed_note(tc, tc.graph))
 
+    def twin_reduction(self, test: Test, v: Verdict) -> Reduction:
+        """A configuration that rejects the legal twin too: the finding is the twin, a valid graph the compiler
+        fails on (not reduced further: the broken node's neighbourhood is what the rejection was about)."""
+        tc: TestCase = test.payload
+        twin = twin_of(tc)
+        note = ("# the lowered ONNX model gets the legal twin of the malformed node planned for this test "
+                f"({tc.meta['malformed']['kind']})" if "malformed" in tc.meta else "")
+        return self.reduction(test, v, twin.graph, twin.inputs, note=note,
+                              configs=[c for c in twin.configs if c.name in v.configs])
+
     def progress_fields(self) -> str:
         return f"rejected {self.counts['rejected']}"
+
+
+def twin_of(tc: TestCase) -> TestCase:
+    """The legal twin of a disruptive test: its malformed node planned legal (mutate/malformed.py), or its graph
+    with the broken rule kept (gen/disruptive.py legal_twin), with configurations that expect a valid graph."""
+    from dlcfuzz.backends.base import Config
+
+    if "malformed" in tc.meta:
+        spec = {**tc.meta["malformed"], "legal": True}
+        configs = [Config(c.name, {**c.options, "malformed": spec}) for c in tc.configs]
+        return TestCase(tc.graph, tc.inputs, configs, seed=tc.seed, compiler=tc.compiler, strategy=tc.strategy)
+    from dlcfuzz.gen.disruptive import legal_twin
+
+    g, inputs = legal_twin(tc.graph, tc.inputs, tc.meta["broken"], tc.seed)
+    configs = [Config(c.name, {k: x for k, x in c.options.items() if k != "untyped_outputs"}) for c in tc.configs]
+    return TestCase(g, inputs, configs, seed=tc.seed, compiler=tc.compiler, strategy=tc.strategy)
+
+
+def make_disruptive_handler(init: dict) -> Callable[[bytes], bytes]:
+    """Worker side of disruptive tests: the differential handler's (no reference: the graph has no semantics),
+    and, for a test that asks for it ("twin" in its meta), its legal twin compiled and run by every configuration
+    that rejected the test, observed as "twin:CONFIG"."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.pool import progress
+    from dlcfuzz.exec.worker import make_handler, run_configs
+    from dlcfuzz.oracle.testcase import observations_to_bytes
+
+    plain = make_handler(init)  # imports the plug-ins too
+    backend = get_backend(init["compiler"])
+    version = backend.version()
+
+    def handle(payload: bytes) -> bytes:
+        tc = TestCase.from_bytes(payload)
+        if not tc.meta.get("twin"):
+            return plain(payload)
+        obs = run_configs(backend, tc, progress, invalid=True)
+        rejected = {o.config for o in obs if o.status == "error"}
+        if rejected:
+            twin = twin_of(tc)
+            twin.configs = [c for c in twin.configs if c.name in rejected]
+            obs += [replace(o, config=TWIN + o.config) for o in run_configs(backend, twin, progress)]
+        return observations_to_bytes(obs, version)
+
+    return handle
 
 
 def malformed_note(tc: TestCase, g: Graph) -> str:

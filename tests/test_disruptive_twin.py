@@ -1,0 +1,71 @@
+"""Disruptive verdicts check a rejection against the broken node: the test's legal twin (the same graph with the
+rule kept) must be accepted; a configuration that rejects the twin too has an unexpected error on a valid graph,
+not the expected rejection (issue: two disruptive TVM tests raised an importer error on a valid node)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.engine.campaign import Campaign, campaign_options
+from dlcfuzz.gen.coverage import Coverage
+from dlcfuzz.gen.disruptive import generate_disruptive, legal_twin
+from dlcfuzz.ops import all_ops, check_graph, get_op
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.testcase import TestCase
+
+pytest.importorskip("onnxruntime")
+
+CHOICES = [(s, list(s.dtypes)) for s in all_ops() if s.name in ("add", "relu", "matmul", "concat", "transpose",
+                                                               "reduce_sum", "softmax", "where", "gather")]
+
+
+def test_the_legal_twin_keeps_the_broken_rule_and_the_rest_of_the_graph():
+    made = 0
+    for seed in range(40):
+        g, inputs, broken = generate_disruptive(np.random.default_rng(seed), Coverage(), CHOICES)
+        twin, twin_inputs = legal_twin(g, inputs, broken.to_json(), seed)  # check_graph passes inside
+        check_graph(twin)
+        node = next(n for n in twin.nodes if n.name == broken.node)
+        types = twin.types()
+        assert [(types[i].dtype, list(types[i].shape)) for i in node.inputs] == [tuple(t) for t in broken.legal]
+        assert [n.name for n in twin.nodes] == [n.name for n in g.nodes] and twin.outputs == g.outputs
+        assert set(twin_inputs) == {v.name for v in twin.inputs} <= set(inputs)
+        assert get_op(node.op).infer([types[i] for i in node.inputs], node.attrs)  # valid, typed by the spec
+        made += 1
+    assert made == 40
+
+
+def campaign(tmp_path: Path, compiler: str, tests: int) -> Path:
+    out = tmp_path / "run"
+    opts = campaign_options(compiler=compiler, seconds=600, jobs=1, seed=3, out=out, ops=4, max_tests=tests,
+                            quiet=True, keep_tests=True, strategy="hirgen", mode="disruptive",
+                            only_ops=["relu", "add", "matmul", "transpose", "concat", "softmax"])
+    Campaign(opts).run()
+    return out
+
+
+def twin_findings(out: Path) -> list[str]:
+    db = sqlite3.connect(out / "store.sqlite")
+    rows = db.execute("SELECT detail FROM findings WHERE category = ?", (C.UNEXPECTED_ERROR,)).fetchall()
+    return [d for (d,) in rows if "legal twin" in d]
+
+
+def twins_run(out: Path) -> int:
+    db = sqlite3.connect(out / "store.sqlite")
+    return sum(TestCase.from_bytes(b).meta.get("twin", False) for (b,) in db.execute("SELECT blob FROM tests"))
+
+
+def test_a_compiler_that_fails_on_the_valid_node_is_found_and_the_correct_one_is_not(tmp_path):
+    """planted:raise@relu makes ORT's optimized configuration raise on any graph holding a Relu, broken or not:
+    its rejections of tests whose Relu is valid were taken as the expected rejection; the twin shows them.
+    ONNXRuntime itself accepts every twin of the same campaign."""
+    planted = campaign(tmp_path / "planted", "planted:raise@relu", 24)
+    found = twin_findings(planted)
+    assert found and all("planted internal error" in d and "ort-all" in d for d in found), found
+    correct = campaign(tmp_path / "correct", "onnxruntime", 24)
+    assert twins_run(correct) >= 8  # new (operator, rule, dtype) triples all get one
+    assert twin_findings(correct) == []
