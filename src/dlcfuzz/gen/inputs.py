@@ -14,7 +14,7 @@ profiles, and `--values small` makes exactly the tests it made before profiles e
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -34,7 +34,8 @@ def merge_domains(domains: list[Domain]) -> Domain:
     hi = min((d.hi for d in domains if d.hi is not None), default=None)
     if lo is not None and hi is not None and lo > hi:
         return domains[0]
-    return Domain(lo, hi, any(d.nonzero for d in domains), any(d.strict for d in domains))
+    return Domain(lo, hi, any(d.nonzero for d in domains), any(d.strict for d in domains),
+                  max(d.power for d in domains), max(d.terms for d in domains))
 
 
 def value_domains(g: Graph) -> dict[str, Domain]:
@@ -53,6 +54,9 @@ def value_domains(g: Graph) -> dict[str, Domain]:
         in_types = [types[i] for i in n.inputs]
         for k, i in enumerate(n.inputs):
             d = spec.domain(k, in_types, n.attrs)
+            power, terms = spec.magnitude(k, in_types, n.attrs)
+            if (power, terms) != (1.0, 1):
+                d = replace(d, power=max(d.power, power), terms=max(d.terms, terms))
             if d != ANY:
                 needs.setdefault(i, []).append(d)
     return {k: merge_domains(v) for k, v in needs.items()}
@@ -106,10 +110,20 @@ def _bounds(dt: np.dtype, d: Domain) -> tuple[float, float]:
         lo = max(int(np.ceil(d.lo)), int(info.min)) if d.lo is not None else int(info.min)
         hi = min(int(np.floor(d.hi)), int(info.max)) if d.hi is not None else int(info.max)
         return lo, hi
-    fmax = float(np.finfo(dt).max)
+    fmax = magnitude_limits(dt, d)[1]
     lo = max(float(d.lo), -fmax) if d.lo is not None else -fmax
     hi = min(float(d.hi), fmax) if d.hi is not None else fmax
     return lo, hi
+
+
+def magnitude_limits(dt: np.dtype, d: Domain) -> tuple[float, float]:
+    """The smallest and largest float magnitude edge values take for a consumer with domain `d`: the dtype's
+    smallest subnormal and largest finite numbers, narrowed by the consumer's powers and sums (Domain.power,
+    Domain.terms) so that no intermediate of its kernels underflows or overflows where the result would not."""
+    fi = np.finfo(dt)
+    if d.power == 1.0 and d.terms == 1:
+        return float(fi.smallest_subnormal), float(fi.max)
+    return float(fi.tiny) ** (1.0 / d.power), (float(fi.max) / d.terms) ** (1.0 / d.power)
 
 
 def boundary_values(dt: np.dtype, d: Domain) -> np.ndarray:
@@ -128,8 +142,10 @@ def boundary_values(dt: np.dtype, d: Domain) -> np.ndarray:
     mags |= {float(2 ** p + k) for p in POWERS for k in (-1, 0, 1)}
     vals = {s * m for m in mags for s in (1.0, -1.0)}
     # exactly representable, inside the domain, away from zero where the consumer needs a nonzero (see FLOAT small)
-    keep = sorted(v for v in vals if float(np.asarray(v).astype(dt)) == v and lo <= v <= hi
-                  and not (d.nonzero and abs(v) < 0.25))
+    floor = magnitude_limits(dt, d)[0]
+    with np.errstate(over="ignore"):
+        keep = sorted(v for v in vals if float(np.asarray(v).astype(dt)) == v and lo <= v <= hi
+                      and not (d.nonzero and abs(v) < 0.25) and (v == 0 or abs(v) >= floor))
     out = np.array(keep, dtype=dt)
     if 0.0 in keep and not d.nonzero and lo <= -0.0 <= hi:
         out = np.concatenate([out, np.array([-0.0], dtype=dt)])  # signed zero beside +0
@@ -141,8 +157,7 @@ def _magnitudes(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype, 
     """Values whose magnitudes are log-uniform in [low, high], of either sign the domain allows; None when
     no such value lies in the domain."""
     lo, hi = _bounds(dt, d)
-    if d.nonzero:
-        low = max(low, 0.25)
+    low = max(low, magnitude_limits(dt, d)[0], 0.25 if d.nonzero else 0.0)
     # (sign, magnitude interval): +m needs m in [lo, hi], -m needs m in [-hi, -lo]
     sides = [(1.0, max(low, lo), min(high, hi)), (-1.0, max(low, -hi), min(high, -lo))]
     sides = [(s, a, b) for s, a, b in sides if 0 < a <= b]
@@ -169,8 +184,7 @@ def _full(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray 
         if d.nonzero:
             a = np.where(a == 0, np.asarray(hi if hi != 0 else lo, dtype=dt), a)
         return a
-    fi = np.finfo(dt)
-    return _magnitudes(rng, shape, dt, d, float(fi.tiny), float(fi.max))
+    return _magnitudes(rng, shape, dt, d, *magnitude_limits(dt, d))
 
 
 def _boundary(mixed: bool) -> Callable[[np.random.Generator, np.ndarray, Domain], np.ndarray | None]:
@@ -185,11 +199,14 @@ def _boundary(mixed: bool) -> Callable[[np.random.Generator, np.ndarray, Domain]
     return draw
 
 
-def _magnitude_class(low: Callable[[np.finfo], float], high: Callable[[np.finfo], float]
+def _magnitude_class(low: Callable[[np.finfo, float, float], float], high: Callable[[np.finfo, float, float], float]
                      ) -> Callable[[np.random.Generator, np.ndarray, Domain], np.ndarray | None]:
+    """A float magnitude class: its bounds are functions of the dtype's numbers and of the consumer's magnitude
+    limits (magnitude_limits: the floor and the ceiling where its kernels underflow and overflow)."""
     def draw(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
         fi = np.finfo(small.dtype)
-        return _magnitudes(rng, small.shape, small.dtype, d, low(fi), high(fi))
+        floor, ceiling = magnitude_limits(small.dtype, d)
+        return _magnitudes(rng, small.shape, small.dtype, d, low(fi, floor, ceiling), high(fi, floor, ceiling))
     return draw
 
 
@@ -213,18 +230,18 @@ class ValueProfile:
 
 
 # The edge profiles (the small one is sample_tensor itself). The float magnitude classes are bounded by the
-# dtype's numbers and the consumer's domain; "large" sits below the overflow threshold by a margin that a few
-# sums and products keep (repair shrinks what a test still overflows), "huge" up to the largest finite value.
+# dtype's numbers and the consumer's domain and magnitude limits; "large" sits below the consumer's overflow
+# threshold by a margin that a few sums and products keep (repair shrinks what a test still overflows), "huge"
+# up to that threshold.
 PROFILES: tuple[ValueProfile, ...] = (
     ValueProfile("full", "if", 2.0, _full),
     ValueProfile("boundary", "if", 1.0, _boundary(mixed=False)),
     ValueProfile("boundary-mixed", "if", 2.0, _boundary(mixed=True)),
-    ValueProfile("tiny", "f", 0.5, _magnitude_class(lambda fi: float(fi.tiny), lambda fi: 1e-3)),
-    ValueProfile("denormal", "f", 0.5, _magnitude_class(lambda fi: float(fi.smallest_subnormal),
-                                                        lambda fi: float(fi.tiny) * 0.5)),
-    ValueProfile("large", "f", 1.0, _magnitude_class(lambda fi: float(fi.max) * 2.0 ** -12,
-                                                     lambda fi: float(fi.max) * 2.0 ** -4)),
-    ValueProfile("huge", "f", 0.5, _magnitude_class(lambda fi: float(fi.max) * 2.0 ** -4, lambda fi: float(fi.max))),
+    ValueProfile("tiny", "f", 0.5, _magnitude_class(lambda fi, lo, hi: float(fi.tiny), lambda fi, lo, hi: 1e-3)),
+    ValueProfile("denormal", "f", 0.5, _magnitude_class(lambda fi, lo, hi: float(fi.smallest_subnormal),
+                                                        lambda fi, lo, hi: float(fi.tiny) * 0.5)),
+    ValueProfile("large", "f", 1.0, _magnitude_class(lambda fi, lo, hi: hi * 2.0 ** -10, lambda fi, lo, hi: hi / 4)),
+    ValueProfile("huge", "f", 0.5, _magnitude_class(lambda fi, lo, hi: hi / 4, lambda fi, lo, hi: hi)),
     ValueProfile("signed-zeros", "f", 0.5, _signed_zeros),
 )
 PROFILE_NAMES = ("small", *(p.name for p in PROFILES))
@@ -250,10 +267,13 @@ def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tu
 @dataclass
 class EdgeValues:
     """What `edge_values` changed: per input or constant name, its profile and its small values (repair puts
-    these back where an edge value leaves the reference's exact range)."""
+    these back where an edge value leaves the reference's exact range); `drawn`: how many tensors got an edge
+    profile, `shrunk`: those that repair shrank (gen/repair.py)."""
 
-    profiles: dict[str, str]
-    small: dict[str, np.ndarray]
+    profiles: dict[str, str] = field(default_factory=dict)
+    small: dict[str, np.ndarray] = field(default_factory=dict)
+    drawn: int = 0
+    shrunk: set[str] = field(default_factory=set)
 
 
 def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generator) -> EdgeValues:
@@ -261,7 +281,7 @@ def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generato
     merged domain of each one's consumers: changes `inputs` and `g.constants` in place. One draw of `rng`
     seeds the profiles' own generator (reproducible from the test's seed)."""
     prng = np.random.default_rng(int(rng.integers(2 ** 63)))
-    out = EdgeValues({}, {})
+    out = EdgeValues()
     if prng.random() >= EDGE_TEST_SHARE:
         return out
     doms = value_domains(g)
@@ -273,6 +293,7 @@ def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generato
         if profile == "small":
             continue
         out.profiles[name], out.small[name] = profile, small
+        out.drawn += 1
         if name in inputs:
             inputs[name] = drawn
         else:

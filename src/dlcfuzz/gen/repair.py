@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz import reference
-from dlcfuzz.gen.inputs import EdgeValues, value_domains
+from dlcfuzz.gen.inputs import EdgeValues, edge_values, sample_inputs, value_domains
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.ops import get_op
@@ -143,6 +143,10 @@ def _shrunk(edge: np.ndarray, small: np.ndarray, step: str, lo: float | None, hi
     return out.astype(edge.dtype)
 
 
+def _magnitude(a: np.ndarray) -> float:
+    return float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
+
+
 def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) -> int:
     """Shrink the edge tensors of `edges` (inputs and constants of `g`, changed in place) until the reference
     is exact and finite, or MAX_VALUE_REPAIRS evaluations are spent; the edge tensors that went back to their
@@ -162,14 +166,10 @@ def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) ->
         if not suspects:
             return evaluations
         current = {k: inputs[k] if k in inputs else g.constants[k] for k in suspects}
-
-        def magnitude(k: str) -> float:
-            a = current[k]
-            return float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
-
-        name = max(suspects, key=lambda k: (magnitude(k), k))  # the largest first; ties by name
+        name = max(suspects, key=lambda k: (_magnitude(current[k]), k))  # the largest first; ties by name
         step = SHRINK_STEPS[steps[name]]
         steps[name] += 1
+        edges.shrunk.add(name)
         d = doms.get(name)
         shrunk = _shrunk(current[name], edges.small[name], step, d.lo if d else None, d.hi if d else None,
                          bool(d and d.nonzero))
@@ -181,3 +181,18 @@ def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) ->
         else:
             g.constants[name] = shrunk
     return MAX_VALUE_REPAIRS
+
+
+def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> tuple[Graph, dict[str, np.ndarray], EdgeValues]:
+    """A generated graph's inputs, sampled in the operators' domains; with values="edge" (`--values`), edge
+    profiles on a share of tests (gen/inputs.edge_values: inputs and constants); the graph repaired so that
+    computed values reaching a domain-restricted operator stay in its domain (repair_domains), then the edge
+    values shrunk where they still leave the reference's exact, finite range (repair_values). Returns the
+    graph, its inputs and the edge tensors kept."""
+    inputs = sample_inputs(g, rng)
+    if values != "edge":
+        return repair_domains(g, inputs), inputs, EdgeValues()
+    edges = edge_values(g, inputs, rng)
+    g = repair_domains(g, inputs)
+    repair_values(g, inputs, edges)
+    return g, inputs, edges

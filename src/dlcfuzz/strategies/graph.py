@@ -48,9 +48,8 @@ VALUES = Option("values", "edge", "input and constant values: edge (a share of t
 
 def check_graph_params(params: dict[str, Any]) -> None:
     from dlcfuzz.errors import UsageError
-    from dlcfuzz.ops import all_ops
-
     from dlcfuzz.gen.inputs import VALUES_MODES
+    from dlcfuzz.ops import all_ops
 
     if params.get("ops", 1) < 1:
         raise UsageError("--ops must be at least 1")
@@ -156,18 +155,11 @@ class GraphStrategy(Strategy):
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
         """Inputs sampled in the operators' domains, edge values on a share of tests (`--values edge`, the
-        default: inputs and constants, gen/inputs.py's profiles), and the graph repaired so that computed
-        values reaching a domain-restricted operator stay in its domain too, then the edge values shrunk
-        where they still leave the reference's exact, finite range (gen/repair.py)."""
-        from dlcfuzz.gen.inputs import edge_values, sample_inputs
-        from dlcfuzz.gen.repair import repair_domains, repair_values
+        default), the graph repaired so that computed values reaching a domain-restricted operator stay in
+        its domain, and edge values shrunk where they leave the reference's exact range (gen/repair.py)."""
+        from dlcfuzz.gen.repair import sample_values
 
-        inputs = sample_inputs(g, rng)
-        if self.params.get("values", VALUES.default) != "edge":
-            return repair_domains(g, inputs), inputs
-        edges = edge_values(g, inputs, rng)
-        g = repair_domains(g, inputs)
-        repair_values(g, inputs, edges)
+        g, inputs, _ = sample_values(g, rng, self.params.get("values", VALUES.default))
         return g, inputs
 
     def test(self, seq: int, tc: TestCase, coverage: list[str] | None = None) -> Test:
