@@ -103,7 +103,7 @@ def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
     try:
         with np.errstate(all="ignore"):
             env = reference.run(g, inputs, keep_all=True, check_overflow=True)
-    except reference.IntegerOverflow as e:  # and its division subclasses
+    except (reference.IntegerOverflow, reference.IntermediateOverflow) as e:  # integer division's cases too
         return e.node or ""
     except Exception:  # noqa: BLE001 - an edge value the reference cannot take: shrink
         return ""

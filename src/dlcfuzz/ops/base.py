@@ -49,8 +49,9 @@ class Domain:
 ANY = Domain()
 
 # Operators whose kernels sum over their input in its own dtype, by the power of the input each term
-# holds (OpSpec.magnitude): P_ATTR the `p` attribute, ORDER the last axis's length, ELEMENTS the size.
-P_ATTR, ORDER, ELEMENTS = -1.0, -2.0, -3.0
+# holds (OpSpec.magnitude): P_ATTR the `p` attribute, ORDER the last axis's length. (A product reduction's
+# partial products overflow only where its result does: the reference sees that.)
+P_ATTR, ORDER = -1.0, -2.0
 SUM_POWER: dict[str, float] = {
     **dict.fromkeys(("reduce_sum", "reduce_mean", "reduce_l1", "reduce_log_sum", "cumsum", "global_avg_pool",
                      "avg_pool1d", "avg_pool2d", "avg_pool3d", "col2im", "resize", "scatter_elements", "scatter_nd",
@@ -63,7 +64,6 @@ SUM_POWER: dict[str, float] = {
                      "gru", "lstm", "rnn"), 2.0),
     **dict.fromkeys(("lp_norm", "lp_pool", "global_lp_pool"), P_ATTR),
     "det": ORDER,
-    **dict.fromkeys(("reduce_prod", "cumprod"), ELEMENTS),
 }
 POSITIVE = Domain(lo=0.5, hi=4.0)
 NONNEG = Domain(lo=0.0, hi=4.0)
@@ -107,8 +107,7 @@ class OpSpec:
 
     def magnitude(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> tuple[float, int]:
         """(power, terms) of input `index` (see Domain): products and squares the kernels form inside the
-        operator (matmul, norms, variances: 2; Lp: p; a determinant: its order; a product reduction: its
-        elements), and sums over up to the input's elements (reductions, pools, contractions)."""
+        operator (matmul, norms, variances: 2; Lp: p; a determinant: its order), and sums over up to the input's elements (reductions, pools, contractions)."""
         power = SUM_POWER.get(self.name)
         if power is None:
             return 1.0, 1
@@ -116,8 +115,6 @@ class OpSpec:
             power = float(attrs.get("p", 2))
         elif power == ORDER:
             power = float(ins[index].shape[-1]) if ins[index].rank else 1.0
-        elif power == ELEMENTS:
-            power = float(max(ins[index].size, 1))
         return power, max(ins[index].size, 1)
 
     # ---- semantics -----------------------------------------------------
