@@ -180,6 +180,8 @@ def _full(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray 
     dt, shape = small.dtype, small.shape
     if np.issubdtype(dt, np.integer):
         lo, hi = _bounds(dt, d)
+        if lo > hi or (d.nonzero and lo == hi == 0):  # no value of the dtype in the domain
+            return None
         a = rng.integers(lo, hi, size=shape, dtype=dt, endpoint=True)
         if d.nonzero:
             a = np.where(a == 0, np.asarray(hi if hi != 0 else lo, dtype=dt), a)
