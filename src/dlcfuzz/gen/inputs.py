@@ -141,7 +141,8 @@ def boundary_values(dt: np.dtype, d: Domain) -> np.ndarray:
     mags = {0.0, 1.0, float(fi.max), float(fi.tiny), float(fi.smallest_subnormal), abs(lo), abs(hi)}
     mags |= {float(2 ** p + k) for p in POWERS for k in (-1, 0, 1)}
     vals = {s * m for m in mags for s in (1.0, -1.0)}
-    # exactly representable, inside the domain, away from zero where the consumer needs a nonzero (see FLOAT small)
+    # exactly representable, inside the domain and the consumer's magnitude limits, and at least 0.25 from zero
+    # where the consumer needs a nonzero (as sample_tensor keeps divisors)
     floor = magnitude_limits(dt, d)[0]
     with np.errstate(over="ignore"):
         keep = sorted(v for v in vals if float(np.asarray(v).astype(dt)) == v and lo <= v <= hi
@@ -175,8 +176,8 @@ def _magnitudes(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype, 
 
 
 def _full(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
-    """The dtype's whole range inside the domain: uniform for integers; for floats, magnitudes
-    log-uniform from the smallest normal number to the largest finite one (uniform would be all huge)."""
+    """The dtype's whole range inside the domain: uniform for integers; for floats, magnitudes log-uniform
+    between the consumer's magnitude limits (uniform would be all huge)."""
     dt, shape = small.dtype, small.shape
     if np.issubdtype(dt, np.integer):
         lo, hi = _bounds(dt, d)
