@@ -1,7 +1,7 @@
 """Value space: how far generated tests leave the small corner (ints in [-5, 5], floats in [-2, 2], short axes).
 
 For each compiler, the random strategy's tests over the operators and dtypes its capability probe admits
-(the probe's cache, as a campaign reads it; known gaps and form gaps avoided), with `--values edge` (the
+(the probe's cache, as a campaign reads it, where one exists; known gaps and form gaps avoided), with `--values edge` (the
 default) or `--values small`. Per dtype, over the tests that hold an input or constant of it: the share with a
 value beyond the int32 range (integer dtypes) or the float16 range (float32/float64), with a boundary value
 (gen/inputs.boundary_values, beyond 0 and +-1), and with an axis longer than 1,000 (any value's type: the
@@ -57,14 +57,20 @@ def compiler_choices(compiler: str):
     """The (operator, dtypes) choices of a campaign on `compiler`; None (with a line) when it is not installed."""
     from dlcfuzz.backends import get_backend
     from dlcfuzz.gen.random import allowed_choices, avoiding_choices
-    from dlcfuzz.strategies.probe import load_or_probe
+    from dlcfuzz.strategies.probe import cache_path, forms_fingerprint, load_or_probe
 
     try:
         backend = get_backend(compiler)
-        caps = load_or_probe(None, backend, list(backend.default_pair())[:1])
+        configs = list(backend.default_pair())[:1]
+        probed = cache_path(backend.name, backend.version(), [c.name for c in configs], False,
+                            forms_fingerprint(backend)).exists()
+        # generation only: a probe (minutes of compiles) is not worth it here; without its cache, known gaps only
+        caps = load_or_probe(None, backend, configs) if probed else {}
     except Exception as e:  # noqa: BLE001 - a compiler that is not installed here
         print(f"{compiler}: skipped ({type(e).__name__}: {e})")
         return None
+    if not probed:
+        print(f"{compiler}: no probe cache for this release and operator set: its known gaps only")
 
     def supported(op: str, dt: str) -> bool:
         return caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
