@@ -4,7 +4,7 @@ ONNXRuntime without optimizations vs with basic optimizations (constant folding 
 redundancy elimination, which must not change results), both also judged against the NumPy
 reference; another compiler with its default configurations. Every finding of any category counts
 (the pair must agree and every configuration must match the reference), except one that the
-compiler's known-bugs register matches: a real bug, reproduced with the compiler's API alone and
+compiler's known-bugs register matches (or a duplicate of one it matches): a real bug, reproduced with the compiler's API alone and
 listed with its evidence (printed apart, with its register id, so that a too-broad entry shows).
 Unjudged tests (unknowns) stay out of the judged count. Per compiler, the distinct unregistered findings
 are split by their second opinion (independent evaluators of the reduced graph, oracle/opinions.py):
@@ -13,6 +13,7 @@ shown otherwise), no opinion. Prints the counts, the non-finite share, then, las
 `false positives: N in T judged tests` (all compilers together).
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random]
+                                  [--values edge|small]
 """
 
 from __future__ import annotations
@@ -30,15 +31,16 @@ def main() -> None:
     ap.add_argument("--configs", default=None, help="configurations to compare (default: a pair that must agree)")
     ap.add_argument("--compiler", default="onnxruntime", help="a compiler, or several separated by commas")
     ap.add_argument("--strategy", default="random")
+    ap.add_argument("--values", default="edge", choices=("edge", "small"), help="the graph strategies' value profiles")
     a = ap.parse_args()
     counted = judged = 0
     for compiler in a.compiler.split(","):
-        n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy)
+        n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values)
         counted, judged = counted + n, judged + j
     print(f"false positives: {counted} in {judged} judged tests")
 
 
-def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str) -> tuple[int, int]:
+def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge") -> tuple[int, int]:
     """One compiler's campaign: prints its counts; (findings counted, judged tests)."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.clusters import facts_of, finding_folder
@@ -50,17 +52,20 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
-                                  max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c])).run()
+                                  max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
+                                  **({"values": values} if strategy != "metamorphic" else {}))).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()
         tests, verdicts, unknowns = totals["tests"], totals["verdicts"], totals["unknowns"]
         judged = verdicts.get("pass", 0) + verdicts.get("bug", 0)  # unknowns and internal errors are not judged
         findings = store.findings(distinct_only=False)
-        register, real = Register(), {}
+        register, real, known = Register(), {}, {}
         for f in list(findings):
-            hit = register.match(facts_of(f, finding_folder(out, f)), f["detail"] or "")
+            # a duplicate (its test's unreduced graph: the register's facts of it may not match) is its first's bug
+            hit = known.get(f["duplicate_of"]) or register.match(facts_of(f, finding_folder(out, f)), f["detail"] or "")
             if hit is not None:
                 real[hit.id] = real.get(hit.id, 0) + 1
+                known[f["id"]] = hit
                 findings.remove(f)
         for bug, n in sorted(real.items()):
             print(f"known real bug {bug}: {n} findings (not counted)")

@@ -10,6 +10,7 @@ import numpy as np
 from dlcfuzz.errors import IRError
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ops import get_op
+from dlcfuzz.ops.base import SUM_POWER
 
 _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 # Integer arithmetic that can leave its dtype's range: signed overflow is undefined behaviour in
@@ -31,6 +32,32 @@ class IntegerDivisionByZero(IntegerOverflow):
 class IntegerDivisionOverflow(IntegerOverflow):
     """A signed integer's minimum divided by (or modulo) -1: the quotient does not fit, undefined
     behaviour in the kernels (x86's idiv traps with SIGFPE, as for a zero divisor)."""
+
+
+class IntermediateOverflow(IRError):
+    """A float operator's kernels form powers or sums of its input (OpSpec.magnitude) that overflow the input's
+    dtype, or underflow it entirely, where the reference, computing wider, stays finite: no single right answer."""
+
+
+def _check_magnitudes(spec: Any, attrs: dict, xs: list[np.ndarray], where: str) -> None:
+    types = None
+    for k, x in enumerate(xs):
+        if x.dtype.kind != "f" or not x.size:
+            continue
+        if types is None:
+            from dlcfuzz.ir.types import TensorType
+
+            types = [TensorType(str(a.dtype), a.shape) for a in xs]
+        power, terms = spec.magnitude(k, types, attrs)
+        if (power, terms) == (1.0, 1):
+            continue
+        fi = np.finfo(x.dtype)
+        with np.errstate(all="ignore"):
+            top = float(np.abs(x).max())
+            if top > (float(fi.max) / terms) ** (1.0 / power):
+                raise IntermediateOverflow(f"{spec.name}'s kernels overflow {x.dtype} on input {k}", where)
+            if power > 1 and 0 < top < float(fi.tiny) ** (1.0 / power):
+                raise IntermediateOverflow(f"{spec.name}'s kernels underflow {x.dtype} on input {k}", where)
 
 
 _DIVISION = frozenset({"div", "mod"})
@@ -102,6 +129,7 @@ def run(
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
     check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range,
+    IntermediateOverflow where a float operator's kernels would overflow its dtype inside (OpSpec.magnitude),
     IntegerDivisionByZero where an integer divisor is zero, IntegerDivisionOverflow where a signed
     minimum is divided by -1.
     perturb=rng (implies exact) moves every float result by a random error of up to
@@ -136,6 +164,8 @@ def run(
                 spec = get_op(n.op)
                 other = spec.other_reading(xs, n.attrs) if other_readings else None
                 ys = spec.reference(xs, n.attrs) if other is None else other
+                if check_overflow and n.op in SUM_POWER:
+                    _check_magnitudes(spec, n.attrs, xs, n.name or n.op)
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
                 if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu":

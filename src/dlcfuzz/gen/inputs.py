@@ -1,6 +1,20 @@
-"""Sampling graph inputs inside every consumer's value domain."""
+"""Sampling graph inputs inside every consumer's value domain, and the value profiles.
+
+`sample_tensor` draws the *small* profile (ints in [-5, 5], floats in [-2, 2], or the consumer's
+domain): what probing and the reference policy's re-sampling need (a probe asks whether the compiler
+runs an operator at all; a re-sample after a non-finite reference must be tame). A campaign's tests
+draw more: `edge_values` gives a share of tests (EDGE_TEST_SHARE) edge profiles on some of their
+inputs and constants, each profile a row of PROFILES (the dtype's full range, boundaries, float
+magnitude classes, signed zeros), always inside the merged domain of the value's consumers. Edge
+values are drawn from a generator of their own, seeded by one draw of the test's, on top of the
+small values the test's generator drew as it always did: a test's graph does not depend on the
+profiles, and `--values small` makes exactly the tests it made before profiles existed.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -20,7 +34,8 @@ def merge_domains(domains: list[Domain]) -> Domain:
     hi = min((d.hi for d in domains if d.hi is not None), default=None)
     if lo is not None and hi is not None and lo > hi:
         return domains[0]
-    return Domain(lo, hi, any(d.nonzero for d in domains), any(d.strict for d in domains))
+    return Domain(lo, hi, any(d.nonzero for d in domains), any(d.strict for d in domains),
+                  max(d.power for d in domains), max(d.terms for d in domains))
 
 
 def value_domains(g: Graph) -> dict[str, Domain]:
@@ -39,6 +54,9 @@ def value_domains(g: Graph) -> dict[str, Domain]:
         in_types = [types[i] for i in n.inputs]
         for k, i in enumerate(n.inputs):
             d = spec.domain(k, in_types, n.attrs)
+            power, terms = spec.magnitude(k, in_types, n.attrs)
+            if (power, terms) != (1.0, 1):
+                d = replace(d, power=max(d.power, power), terms=max(d.terms, terms))
             if d != ANY:
                 needs.setdefault(i, []).append(d)
     return {k: merge_domains(v) for k, v in needs.items()}
@@ -71,3 +89,217 @@ def sample_tensor(rng: np.random.Generator, t: TensorType, d: Domain = ANY) -> n
 def sample_inputs(g: Graph, rng: np.random.Generator) -> dict[str, np.ndarray]:
     doms = value_domains(g)
     return {v.name: sample_tensor(rng, v.type, doms.get(v.name, ANY)) for v in g.inputs}
+
+
+# ---- value profiles ---------------------------------------------------------------------------
+VALUES_MODES = ("edge", "small")  # --values: edge profiles on a share of tests (default), or small only
+# A third of tests with edge values (35% drawn; 34.5% keep some after repair over the five compilers' operators,
+# bench/value_space.py), in the middle of the 25-50% target:
+# enough that every campaign meets the edges compilers break at within minutes, while most tests stay
+# in the small corner where the other findings (fusions, layouts, shapes) are judged on exact,
+# well-conditioned values, and where the test cost and the discarded share stay as they were.
+EDGE_TEST_SHARE = 0.35
+EDGE_TENSOR_SHARE = 0.5  # in an edge test, each eligible input or constant gets an edge profile this often
+MIXED_SHARE = 0.25  # a "mixed" boundary tensor: this share of its elements on boundaries, the rest small
+POWERS = (7, 8, 15, 16, 24, 31, 32, 53, 63)  # 2^p - 1, 2^p, 2^p + 1 (and negated) where the dtype holds them
+
+
+def _bounds(dt: np.dtype, d: Domain) -> tuple[float, float]:
+    """The domain's bounds inside the dtype's finite range."""
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        lo = max(int(np.ceil(d.lo)), int(info.min)) if d.lo is not None else int(info.min)
+        hi = min(int(np.floor(d.hi)), int(info.max)) if d.hi is not None else int(info.max)
+        return lo, hi
+    fmax = magnitude_limits(dt, d)[1]
+    lo = max(float(d.lo), -fmax) if d.lo is not None else -fmax
+    hi = min(float(d.hi), fmax) if d.hi is not None else fmax
+    return lo, hi
+
+
+def magnitude_limits(dt: np.dtype, d: Domain) -> tuple[float, float]:
+    """The smallest and largest float magnitude edge values take for a consumer with domain `d`: the dtype's
+    smallest subnormal and largest finite numbers, narrowed by the consumer's powers and sums (Domain.power,
+    Domain.terms) so that no intermediate of its kernels underflows or overflows where the result would not."""
+    fi = np.finfo(dt)
+    if d.power == 1.0 and d.terms == 1:
+        return float(fi.smallest_subnormal), float(fi.max)
+    return float(fi.tiny) ** (1.0 / d.power), (float(fi.max) / d.terms) ** (1.0 / d.power)
+
+
+def boundary_values(dt: np.dtype, d: Domain) -> np.ndarray:
+    """The boundary values of dtype `dt` inside domain `d`: 0, +-1, the range's ends and their neighbours,
+    and the values around 2^7 .. 2^63 the dtype holds exactly (floats: signed zero, the smallest normal and
+    subnormal numbers too). Empty when none lies in the domain."""
+    lo, hi = _bounds(dt, d)
+    if np.issubdtype(dt, np.integer):
+        info = np.iinfo(dt)
+        cands = {0, 1, -1, int(info.min), int(info.min) + 1, int(info.max) - 1, int(info.max), lo, lo + 1, hi - 1, hi}
+        cands |= {s * (2 ** p + k) for p in POWERS for k in (-1, 0, 1) for s in (1, -1)}
+        vals = sorted(v for v in cands if lo <= v <= hi and not (d.nonzero and v == 0))
+        return np.array(vals, dtype=dt)
+    fi = np.finfo(dt)
+    mags = {0.0, 1.0, float(fi.max), float(fi.tiny), float(fi.smallest_subnormal), abs(lo), abs(hi)}
+    mags |= {float(2 ** p + k) for p in POWERS for k in (-1, 0, 1)}
+    vals = {s * m for m in mags for s in (1.0, -1.0)}
+    # exactly representable, inside the domain and the consumer's magnitude limits, and at least 0.25 from zero
+    # where the consumer needs a nonzero (as sample_tensor keeps divisors)
+    floor = magnitude_limits(dt, d)[0]
+    with np.errstate(over="ignore"):
+        keep = sorted(v for v in vals if float(np.asarray(v).astype(dt)) == v and lo <= v <= hi
+                      and not (d.nonzero and abs(v) < 0.25) and (v == 0 or abs(v) >= floor))
+    out = np.array(keep, dtype=dt)
+    if 0.0 in keep and not d.nonzero and lo <= -0.0 <= hi:
+        out = np.concatenate([out, np.array([-0.0], dtype=dt)])  # signed zero beside +0
+    return out
+
+
+def _magnitudes(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype, d: Domain,
+                low: float, high: float) -> np.ndarray | None:
+    """Values whose magnitudes are log-uniform in [low, high], of either sign the domain allows; None when
+    no such value lies in the domain."""
+    lo, hi = _bounds(dt, d)
+    low = max(low, magnitude_limits(dt, d)[0], 0.25 if d.nonzero else 0.0)
+    # (sign, magnitude interval): +m needs m in [lo, hi], -m needs m in [-hi, -lo]
+    sides = [(1.0, max(low, lo), min(high, hi)), (-1.0, max(low, -hi), min(high, -lo))]
+    sides = [(s, a, b) for s, a, b in sides if 0 < a <= b]
+    if not sides:
+        return None
+    pick = rng.integers(len(sides), size=shape)
+    out = np.empty(shape, dtype=np.float64)
+    for k, (s, a, b) in enumerate(sides):
+        m = pick == k
+        out[m] = s * np.exp(rng.uniform(np.log(a), np.log(b), size=int(m.sum())))
+    with np.errstate(over="ignore", under="ignore"):
+        cast = out.astype(dt)
+    # rounding to the dtype must not leave the domain (a magnitude rounded up past hi)
+    return np.clip(cast, np.asarray(lo).astype(dt), np.asarray(hi).astype(dt))
+
+
+def _full(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
+    """The dtype's whole range inside the domain: uniform for integers; for floats, magnitudes log-uniform
+    between the consumer's magnitude limits (uniform would be all huge)."""
+    dt, shape = small.dtype, small.shape
+    if np.issubdtype(dt, np.integer):
+        lo, hi = _bounds(dt, d)
+        if lo > hi or (d.nonzero and lo == hi == 0):  # no value of the dtype in the domain
+            return None
+        a = rng.integers(lo, hi, size=shape, dtype=dt, endpoint=True)
+        if d.nonzero:
+            a = np.where(a == 0, np.asarray(hi if hi != 0 else lo, dtype=dt), a)
+        return a
+    return _magnitudes(rng, shape, dt, d, *magnitude_limits(dt, d))
+
+
+def _boundary(mixed: bool) -> Callable[[np.random.Generator, np.ndarray, Domain], np.ndarray | None]:
+    def draw(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
+        vals = boundary_values(small.dtype, d)
+        if not vals.size:
+            return None
+        picked = vals[rng.integers(vals.size, size=small.shape)]
+        if not mixed:
+            return picked
+        return np.where(rng.random(small.shape) < MIXED_SHARE, picked, small)
+    return draw
+
+
+def _magnitude_class(low: Callable[[np.finfo, float, float], float], high: Callable[[np.finfo, float, float], float]
+                     ) -> Callable[[np.random.Generator, np.ndarray, Domain], np.ndarray | None]:
+    """A float magnitude class: its bounds are functions of the dtype's numbers and of the consumer's magnitude
+    limits (magnitude_limits: the floor and the ceiling where its kernels underflow and overflow)."""
+    def draw(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
+        fi = np.finfo(small.dtype)
+        floor, ceiling = magnitude_limits(small.dtype, d)
+        return _magnitudes(rng, small.shape, small.dtype, d, low(fi, floor, ceiling), high(fi, floor, ceiling))
+    return draw
+
+
+def _signed_zeros(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
+    if d.nonzero or not _bounds(small.dtype, d)[0] <= 0.0 <= _bounds(small.dtype, d)[1]:
+        return None
+    zeros = np.where(rng.random(small.shape) < 0.5, -0.0, 0.0).astype(small.dtype)
+    return np.where(rng.random(small.shape) < MIXED_SHARE * 2, zeros, small)
+
+
+@dataclass(frozen=True)
+class ValueProfile:
+    """One way to draw a tensor's values: `draw(rng, small, domain)` gives values of `small`'s dtype and shape
+    inside `domain` (`small`: what the small profile drew, for profiles that mix edges into it), or None where
+    the profile has no value in the domain. `kinds`: the dtype kinds it applies to ("i" integers, "f" floats)."""
+
+    name: str
+    kinds: str
+    weight: float
+    draw: Callable[[np.random.Generator, np.ndarray, Domain], np.ndarray | None]
+
+
+# The edge profiles (the small one is sample_tensor itself). The float magnitude classes are bounded by the
+# dtype's numbers and the consumer's domain and magnitude limits; "large" sits below the consumer's overflow
+# threshold by a margin that a few sums and products keep (repair shrinks what a test still overflows), "huge"
+# up to that threshold.
+PROFILES: tuple[ValueProfile, ...] = (
+    ValueProfile("full", "if", 2.0, _full),
+    ValueProfile("boundary", "if", 1.0, _boundary(mixed=False)),
+    ValueProfile("boundary-mixed", "if", 2.0, _boundary(mixed=True)),
+    ValueProfile("tiny", "f", 0.5, _magnitude_class(lambda fi, lo, hi: float(fi.tiny), lambda fi, lo, hi: 1e-3)),
+    ValueProfile("denormal", "f", 0.5, _magnitude_class(lambda fi, lo, hi: float(fi.smallest_subnormal),
+                                                        lambda fi, lo, hi: float(fi.tiny) * 0.5)),
+    ValueProfile("large", "f", 1.0, _magnitude_class(lambda fi, lo, hi: hi * 2.0 ** -10, lambda fi, lo, hi: hi / 4)),
+    ValueProfile("huge", "f", 0.5, _magnitude_class(lambda fi, lo, hi: hi / 4, lambda fi, lo, hi: hi)),
+    ValueProfile("signed-zeros", "f", 0.5, _signed_zeros),
+)
+PROFILE_NAMES = ("small", *(p.name for p in PROFILES))
+
+
+def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tuple[str, np.ndarray]:
+    """An edge profile's values for a tensor whose small values are `small` (the profile's name and the values);
+    ("small", small) when no edge profile has a value in the domain, or the dtype has none (bool). A domain that
+    is strict and unbounded (positions chosen by the operator's own sampling) keeps its small values."""
+    kind = small.dtype.kind
+    if kind not in "iuf" or not small.size or (d.strict and (d.lo is None or d.hi is None)):
+        return "small", small
+    kind = "f" if kind == "f" else "i"
+    rows = [p for p in PROFILES if kind in p.kinds]
+    weights = np.array([p.weight for p in rows])
+    for k in rng.choice(len(rows), size=len(rows), replace=False, p=weights / weights.sum()):
+        drawn = rows[k].draw(rng, small, d)
+        if drawn is not None:
+            return rows[k].name, drawn.astype(small.dtype, copy=False).reshape(small.shape)
+    return "small", small
+
+
+@dataclass
+class EdgeValues:
+    """What `edge_values` changed: per input or constant name, its profile and its small values (repair puts
+    these back where an edge value leaves the reference's exact range); `drawn`: how many tensors got an edge
+    profile, `shrunk`: those that repair shrank (gen/repair.py)."""
+
+    profiles: dict[str, str] = field(default_factory=dict)
+    small: dict[str, np.ndarray] = field(default_factory=dict)
+    drawn: int = 0
+    shrunk: set[str] = field(default_factory=set)
+
+
+def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generator) -> EdgeValues:
+    """Edge profiles on a share of tests (EDGE_TEST_SHARE), on some of their inputs and constants, inside the
+    merged domain of each one's consumers: changes `inputs` and `g.constants` in place. One draw of `rng`
+    seeds the profiles' own generator (reproducible from the test's seed)."""
+    prng = np.random.default_rng(int(rng.integers(2 ** 63)))
+    out = EdgeValues()
+    if prng.random() >= EDGE_TEST_SHARE:
+        return out
+    doms = value_domains(g)
+    for name, values in [*inputs.items(), *g.constants.items()]:
+        if prng.random() >= EDGE_TENSOR_SHARE:
+            continue
+        small = np.asarray(values)
+        profile, drawn = profile_tensor(prng, small, doms.get(name, ANY))
+        if profile == "small":
+            continue
+        out.profiles[name], out.small[name] = profile, small
+        out.drawn += 1
+        if name in inputs:
+            inputs[name] = drawn
+        else:
+            g.constants[name] = drawn
+    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz import reference
+from dlcfuzz.gen.inputs import EdgeValues, edge_values, sample_inputs, value_domains
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.ops import get_op
@@ -83,3 +84,115 @@ def repair_domains(g: Graph, inputs: dict[str, np.ndarray]) -> Graph:
         g.nodes.insert(at, Node("clip", [x], [clipped], {"min": lo, "max": hi}, name=f"domain_{clipped.name}"))
         node.inputs[k] = clipped.name
     return g
+
+
+# ---- edge values ------------------------------------------------------------------------------
+# An edge value (gen/inputs.py's profiles) may carry a computation past its dtype's range: integer
+# overflow, which the reference leaves undefined (an unknown), or a float that overflows to Inf (a
+# non-finite reference). Either way the test would not be judged. Repair shrinks the edge tensors the
+# failing node depends on, the largest first, a step at a time toward their small values (halved,
+# then square-rooted, then the small values themselves), until the reference is exact and finite.
+SHRINK_STEPS = ("halve", "root", "small")
+MAX_VALUE_REPAIRS = 12  # reference evaluations per test at most; what is left then is judged as it is
+
+
+def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
+    """The name of the first node whose result the reference leaves undefined (integer overflow, an integer
+    division's undefined case, anything it cannot evaluate: "" when it cannot say which) or makes non-finite
+    out of finite values; None when every value is exact and finite."""
+    try:
+        with np.errstate(all="ignore"):
+            env = reference.run(g, inputs, keep_all=True, check_overflow=True)
+    except (reference.IntegerOverflow, reference.IntermediateOverflow) as e:  # integer division's cases too
+        return e.node or ""
+    except Exception:  # noqa: BLE001 - an edge value the reference cannot take: shrink
+        return ""
+    for n in g.nodes:
+        if not all(reference.finite(env[v.name]) for v in n.outputs):
+            return n.name or n.op
+    if not all(reference.finite(env[v.name]) for v in g.inputs) or not all(map(reference.finite, g.constants.values())):
+        return ""
+    return None
+
+
+def _sources(g: Graph) -> dict[str, set[str]]:
+    """Per node name (and op, for nodes without one): the graph inputs and constants it depends on."""
+    deps: dict[str, set[str]] = {v.name: {v.name} for v in g.inputs}
+    deps.update({k: {k} for k in g.constants})
+    found: dict[str, set[str]] = {}
+    for n in g.nodes:
+        mine = set().union(*(deps.get(i, set()) for i in n.inputs)) if n.inputs else set()
+        for v in n.outputs:
+            deps[v.name] = mine
+        found[n.name or n.op] = mine
+    return found
+
+
+def _shrunk(edge: np.ndarray, small: np.ndarray, step: str, lo: float | None, hi: float | None,
+            nonzero: bool) -> np.ndarray:
+    if step == "small":
+        return small
+    x = edge.astype(np.float64)
+    x = x / 2 if step == "halve" else np.sign(x) * np.sqrt(np.abs(x))
+    if edge.dtype.kind in "iu":
+        x = np.trunc(x)
+    x = np.clip(x, lo if lo is not None else -np.inf, hi if hi is not None else np.inf)
+    # what shrinks onto zero, or below a nonzero float domain's margin (sample_tensor's 0.25), is small again
+    near_zero = (x == 0) if edge.dtype.kind in "iu" else (np.abs(x) < 0.25)
+    out = np.where(near_zero & nonzero, small.astype(np.float64), x)
+    return out.astype(edge.dtype)
+
+
+def _magnitude(a: np.ndarray) -> float:
+    return float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
+
+
+def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) -> int:
+    """Shrink the edge tensors of `edges` (inputs and constants of `g`, changed in place) until the reference
+    is exact and finite, or MAX_VALUE_REPAIRS evaluations are spent; the edge tensors that went back to their
+    small values leave `edges`. Returns the evaluations made. Deterministic: a function of graph and values."""
+    if not edges.profiles:
+        return 0
+    doms = value_domains(g)
+    sources = _sources(g)
+    steps = dict.fromkeys(edges.profiles, 0)  # name -> shrink steps taken
+    for evaluations in range(1, MAX_VALUE_REPAIRS + 1):
+        where = _failing_node(g, inputs)
+        if where is None:
+            return evaluations
+        suspects = [k for k in steps if k in sources.get(where, steps.keys()) and steps[k] < len(SHRINK_STEPS)]
+        if not suspects:
+            suspects = [k for k in steps if steps[k] < len(SHRINK_STEPS)]
+        if not suspects:
+            return evaluations
+        current = {k: inputs[k] if k in inputs else g.constants[k] for k in suspects}
+        name = max(suspects, key=lambda k: (_magnitude(current[k]), k))  # the largest first; ties by name
+        step = SHRINK_STEPS[steps[name]]
+        steps[name] += 1
+        edges.shrunk.add(name)
+        d = doms.get(name)
+        shrunk = _shrunk(current[name], edges.small[name], step, d.lo if d else None, d.hi if d else None,
+                         bool(d and d.nonzero))
+        if step == "small":
+            del edges.profiles[name], edges.small[name]
+            steps[name] = len(SHRINK_STEPS)
+        if name in inputs:
+            inputs[name] = shrunk
+        else:
+            g.constants[name] = shrunk
+    return MAX_VALUE_REPAIRS
+
+
+def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> tuple[Graph, dict[str, np.ndarray], EdgeValues]:
+    """A generated graph's inputs, sampled in the operators' domains; with values="edge" (`--values`), edge
+    profiles on a share of tests (gen/inputs.edge_values: inputs and constants); the graph repaired so that
+    computed values reaching a domain-restricted operator stay in its domain (repair_domains), then the edge
+    values shrunk where they still leave the reference's exact, finite range (repair_values). Returns the
+    graph, its inputs and the edge tensors kept."""
+    inputs = sample_inputs(g, rng)
+    if values != "edge":
+        return repair_domains(g, inputs), inputs, EdgeValues()
+    edges = edge_values(g, inputs, rng)
+    g = repair_domains(g, inputs)
+    repair_values(g, inputs, edges)
+    return g, inputs, edges

@@ -31,15 +31,40 @@ class Domain:
     excludes zero; `strict` means values out of the domain are undefined
     behaviour (indices), so the generator feeds this input only from constants
     it samples itself, never from computed values.
+    `power` and `terms` (OpSpec.magnitude): the operator's kernels form up to the `power`-th power of
+    the input and sum up to `terms` such values before the result, in the input's float dtype (the
+    reference computes wider), so edge values (gen/inputs.py) keep float magnitudes within
+    (largest finite / terms) ** (1 / power), and above the smallest normal ** (1 / power): an
+    intermediate that overflows or underflows where the result would not has no single right answer.
     """
 
     lo: float | None = None
     hi: float | None = None
     nonzero: bool = False
     strict: bool = False
+    power: float = 1.0
+    terms: int = 1
 
 
 ANY = Domain()
+
+# Operators whose kernels sum over their input in its own dtype, by the power of the input each term
+# holds (OpSpec.magnitude): P_ATTR the `p` attribute, ORDER the last axis's length. (A product reduction's
+# partial products overflow only where its result does: the reference sees that.)
+P_ATTR, ORDER = -1.0, -2.0
+SUM_POWER: dict[str, float] = {
+    **dict.fromkeys(("reduce_sum", "reduce_mean", "reduce_l1", "reduce_log_sum", "cumsum", "global_avg_pool",
+                     "avg_pool1d", "avg_pool2d", "avg_pool3d", "col2im", "resize", "scatter_elements", "scatter_nd",
+                     "tensor_scatter", "negative_log_likelihood_loss", "softmax_cross_entropy_loss", "roi_align",
+                     "grid_sample", "affine_grid"), 1.0),
+    **dict.fromkeys(("matmul", "gemm", "einsum", "conv1d", "conv2d", "conv_transpose2d", "deform_conv", "batch_norm",
+                     "instance_norm", "layer_norm", "group_norm", "rms_norm", "mean_variance_norm", "lrn",
+                     "reduce_l2", "reduce_sum_square", "attention", "linear_attention", "causal_conv_with_state",
+                     "ms_fused_conv", "ms_fused_gemm", "ms_fused_matmul", "ms_skip_layer_norm", "dft", "stft",
+                     "gru", "lstm", "rnn"), 2.0),
+    **dict.fromkeys(("lp_norm", "lp_pool", "global_lp_pool"), P_ATTR),
+    "det": ORDER,
+}
 POSITIVE = Domain(lo=0.5, hi=4.0)
 NONNEG = Domain(lo=0.0, hi=4.0)
 UNIT_OPEN = Domain(lo=-0.9, hi=0.9)  # asin, acos, atanh
@@ -79,6 +104,18 @@ class OpSpec:
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return ANY
+
+    def magnitude(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> tuple[float, int]:
+        """(power, terms) of input `index` (see Domain): products and squares the kernels form inside the
+        operator (matmul, norms, variances: 2; Lp: p; a determinant: its order), and sums over up to the input's elements (reductions, pools, contractions)."""
+        power = SUM_POWER.get(self.name)
+        if power is None:
+            return 1.0, 1
+        if power == P_ATTR:
+            power = float(attrs.get("p", 2))
+        elif power == ORDER:
+            power = float(ins[index].shape[-1]) if ins[index].rank else 1.0
+        return power, max(ins[index].size, 1)
 
     # ---- semantics -----------------------------------------------------
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:

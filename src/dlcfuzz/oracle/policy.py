@@ -128,6 +128,8 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
             env, reason = None, C.INTEGER_DIVISION_OVERFLOW
         except reference.IntegerOverflow:
             env, reason = None, C.INTEGER_OVERFLOW
+        except reference.IntermediateOverflow:  # an Inf inside the compiler's kernel, not in the reference's
+            env, reason = None, C.NONFINITE_REFERENCE
         # Every intermediate must be finite too: a NaN that a cast, comparison or max hides
         # is implementation-defined, and would make a "bug" of legal behaviour.
         if env is not None and all_finite(list(env.values())):

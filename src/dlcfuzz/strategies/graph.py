@@ -41,14 +41,20 @@ if TYPE_CHECKING:
 OPS = Option("ops", 10, "operators per generated graph", int)
 ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (default: all)",
                   lambda s: [x for x in s.split(",") if x])
+VALUES = Option("values", "edge", "input and constant values: edge (a share of tests gets the dtype's full range, "
+                "boundaries, float magnitude classes and signed zeros, gen/inputs.py's profiles) or small (ints in "
+                "[-5, 5], floats in [-2, 2] only)")
 
 
 def check_graph_params(params: dict[str, Any]) -> None:
     from dlcfuzz.errors import UsageError
+    from dlcfuzz.gen.inputs import VALUES_MODES
     from dlcfuzz.ops import all_ops
 
     if params.get("ops", 1) < 1:
         raise UsageError("--ops must be at least 1")
+    if params.get("values", VALUES.default) not in VALUES_MODES:
+        raise UsageError(f"--values must be one of {', '.join(VALUES_MODES)}")
     unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
     if unknown:
         raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
@@ -155,13 +161,13 @@ class GraphStrategy(Strategy):
                         compiler=self.ctx.compiler, strategy=self.name, meta=meta or {}, input_sets=self.ctx.input_sets)
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
-        """Inputs sampled in the operators' domains, and the graph repaired so that computed values
-        reaching a domain-restricted operator stay in its domain too (gen/repair.py)."""
-        from dlcfuzz.gen.inputs import sample_inputs
-        from dlcfuzz.gen.repair import repair_domains
+        """Inputs sampled in the operators' domains, edge values on a share of tests (`--values edge`, the
+        default), the graph repaired so that computed values reaching a domain-restricted operator stay in
+        its domain, and edge values shrunk where they leave the reference's exact range (gen/repair.py)."""
+        from dlcfuzz.gen.repair import sample_values
 
-        inputs = sample_inputs(g, rng)
-        return repair_domains(g, inputs), inputs
+        g, inputs, _ = sample_values(g, rng, self.params.get("values", VALUES.default))
+        return g, inputs
 
     def test(self, seq: int, tc: TestCase, coverage: list[str] | None = None) -> Test:
         return Test(seq, tc.seed, tc.to_bytes(), tc, list(coverage or ()))
@@ -405,7 +411,7 @@ class RandomStrategy(GraphStrategy):
 
     name = "random"
     summary = "uniform operator/dtype choice (the baseline)"
-    options = (OPS, ONLY_OPS)
+    options = (OPS, ONLY_OPS, VALUES)
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.random import generate

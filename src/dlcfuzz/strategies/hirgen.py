@@ -16,7 +16,7 @@ from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import TWIN, Verdict, judge_rejection
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Test, judgement_of_failure
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -51,7 +51,7 @@ class HirgenStrategy(GraphStrategy):
 
     name = "hirgen"
     summary = "coverage-guided generation (HirGen)"
-    options = (OPS, ONLY_OPS, MODE, FEEDBACK)
+    options = (OPS, ONLY_OPS, VALUES, MODE, FEEDBACK)
     candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
 
     def __init__(self, ctx: Context) -> None:
@@ -217,6 +217,10 @@ class DisruptiveHirgen(HirgenStrategy):
                 return test
         g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng),
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
+        if self.params.get("values", VALUES.default) == "edge":
+            from dlcfuzz.gen.inputs import edge_values
+
+            edge_values(g, inputs, rng)  # no repair: a broken graph has no reference, its test judges rejection
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json(), **self.twin(rng, broken.item)})
         return self.test(seq, tc, [broken.item])

@@ -17,7 +17,7 @@ from dlcfuzz.oracle.policy import NUMERIC, reference_of
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, StrategyStore, Test
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -39,7 +39,7 @@ class OatestStrategy(GraphStrategy):
     name = "oatest"
     summary = "optimization patterns spliced into seed graphs (OATest)"
     handler = HANDLER
-    options = (OPS, ONLY_OPS, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
+    options = (OPS, ONLY_OPS, VALUES, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
                                                        "built-in library and the shipped mined patterns)"))
 
     def __init__(self, ctx: Context) -> None:

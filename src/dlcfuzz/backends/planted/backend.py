@@ -10,7 +10,8 @@ input is negative: a value-dependent fault, which one input set per compile may 
 mis-evaluated operator, wherever it sits in the graph), fusion (a wrong optimization: OP names an
 ONNXRuntime optimization of `PLANTED_FUSIONS`, e.g. "planted:fusion@MatMulAddFusion"; wherever its
 pattern occurs, the pattern's result is off by one, unless `disabled_optimizers` names OP, like the
-real optimizer's switch).
+real optimizer's switch), narrow (every integer output of a graph with OP goes through float32, as
+integer arithmetic routed through float: right within +-2^24 only, so only edge values show it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none",
+          "narrow")
 _RUNS = [0]  # runs of a "stale" configuration in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
@@ -63,6 +65,19 @@ class _Wrong:
         else:
             outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
         return outs
+
+
+class _Narrow:
+    """Every integer output through float32 (exact within +-2^24; larger values round, and those past the
+    dtype's range after rounding come back as the dtype's minimum, as a C++ float-to-int conversion does)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outs = self.inner.run(inputs)
+        with np.errstate(invalid="ignore", over="ignore"):
+            return [o.astype(np.float32).astype(o.dtype) if o.dtype.kind in "iu" else o for o in outs]
 
 
 MARK = "dlcfuzz-planted"
@@ -146,6 +161,8 @@ class PlantedBackend(OnnxRuntimeBackend):
                 hog[-1][::4096] = b"x" * len(hog[-1][::4096])
         elif self.fault == "raise":
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
+        elif self.fault == "narrow":
+            return _Narrow(compiled)
         return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale", signed=self.fault == "signed")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
