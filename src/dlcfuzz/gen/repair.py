@@ -196,3 +196,14 @@ def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> t
     g = repair_domains(g, inputs)
     repair_values(g, inputs, edges)
     return g, inputs, edges
+
+
+def edge_inputs(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generator) -> EdgeValues:
+    """Edge profiles on a share of input sets, on the inputs of `g` alone (changed in place; its constants, which
+    the compiled program holds, stay), shrunk where they leave the reference's exact, finite range: another input
+    set of a program compiled once (oracle/policy.drawn_input_set)."""
+    edges = edge_values(g.light_copy(), inputs, rng)  # the copy takes the constants' edge values, dropped here
+    for name in [k for k in edges.profiles if k not in inputs]:
+        del edges.profiles[name], edges.small[name]
+    repair_values(g, inputs, edges)
+    return edges

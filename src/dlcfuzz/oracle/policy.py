@@ -10,6 +10,7 @@ import numpy as np
 
 from dlcfuzz import reference
 from dlcfuzz.gen.inputs import sample_inputs
+from dlcfuzz.gen.repair import edge_inputs
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ops import get_op
 from dlcfuzz.oracle import categories as C
@@ -47,9 +48,14 @@ INPUT_SET_STREAM = 0x1A5E7  # keeps the extra input sets' random stream apart fr
 
 def drawn_input_set(tc: TestCase, index: int) -> dict[str, np.ndarray]:
     """Input set `index` (>= 1) of a test of several (`TestCase.input_sets`; set 0 is `tc.inputs`): drawn
-    by the inputs' own sampler from the test's seed and the index, so the worker, a replay and a
+    by the inputs' own sampler from the test's seed and the index (with edge value profiles on a share of the
+    sets, as on tests, unless the test was made with `--values small`), so the worker, a replay and a
     regenerated test draw the same sets, and making the test draws nothing more."""
-    return sample_inputs(tc.graph, np.random.default_rng([tc.seed, INPUT_SET_STREAM, index]))
+    rng = np.random.default_rng([tc.seed, INPUT_SET_STREAM, index])
+    inputs = sample_inputs(tc.graph, rng)
+    if tc.meta.get("values", "edge") == "edge":  # the test's --values: edge profiles on a share of the sets too
+        edge_inputs(tc.graph, inputs, rng)
+    return inputs
 
 
 @dataclass

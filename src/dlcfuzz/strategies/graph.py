@@ -157,8 +157,11 @@ class GraphStrategy(Strategy):
 
     def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
                   meta: dict[str, Any] | None = None) -> TestCase:
+        meta = dict(meta or {})
+        if self.params.get("values", VALUES.default) != "edge":  # the extra input sets stay small too
+            meta["values"] = self.params["values"]
         return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
-                        compiler=self.ctx.compiler, strategy=self.name, meta=meta or {}, input_sets=self.ctx.input_sets)
+                        compiler=self.ctx.compiler, strategy=self.name, meta=meta, input_sets=self.ctx.input_sets)
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
         """Inputs sampled in the operators' domains, edge values on a share of tests (`--values edge`, the
