@@ -23,6 +23,7 @@ from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
+    MAX_ELEMENTS,
     Attrs,
     Domain,
     OpSpec,
@@ -313,6 +314,7 @@ class Col2Im(SpatialOp):
     """Col2Im (opset 18). Input (N, C * prod(block_shape), L); attrs: image_shape, block_shape (the
     ONNX inputs), dilations, pads (begins then ends), strides. L must be the number of block
     positions; output (N, C, *image_shape), each block summed into place."""
+    contracts = True
 
     name = "col2im"
     n_inputs = 1
@@ -455,6 +457,7 @@ class RoiAlign(SpatialOp):
     batch_indices (the ONNX inputs), mode, output_height, output_width, sampling_ratio,
     spatial_scale, coordinate_transformation_mode. Max mode is ONNX's (and ORT's): the largest
     weighted corner of any sample; the largest interpolated sample is its other reading (other_reading)."""
+    contracts = True
 
     name = "roi_align"
     n_inputs = 1
@@ -605,6 +608,7 @@ class MaxRoiPool(SpatialOp):
     ONNX input), pooled_shape, spatial_scale. ONNX documents no arithmetic: this is ORT's (Caffe's
     RoIPool): RoI corners rounded half away from zero, bins of (rounded extent + 1) / pooled cells
     computed in float32, floor/ceil bin edges, an empty bin is 0."""
+    contracts = True
 
     name = "max_roi_pool"
     n_inputs = 1
@@ -740,6 +744,8 @@ class MaxUnpool(SpatialOp):
         require_dtype(self, first)
         if first.rank not in self.ranks:
             raise ShapeError(f"{self.name}: rank {first.rank}")
+        if first.size > MAX_ELEMENTS:  # its indices are an attribute, one per element, placed in Python
+            raise ShapeError(f"{self.name}: {first.size} elements, each an index attribute, exceed {MAX_ELEMENTS}")
         nd = first.rank - 2
         k = [int(rng.integers(1, 4)) for _ in range(nd)]
         s = [int(rng.choice([k[i], k[i], 1, 2])) for i in range(nd)]
@@ -803,6 +809,7 @@ class DeformConv(SpatialOp):
     and mask (N, offset_group * kH * kW, oH, oW) when attrs["mask"]; attrs: strides, pads,
     dilations, group, offset_group. Each kernel element reads X bilinearly at its offset position,
     a corner outside the image reading 0."""
+    contracts = True
 
     name = "deform_conv"
     n_inputs = -1

@@ -41,14 +41,19 @@ if TYPE_CHECKING:
 OPS = Option("ops", 10, "operators per generated graph", int)
 ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (default: all)",
                   lambda s: [x for x in s.split(",") if x])
+SIZES = Option("sizes", "mixed", "mixed: a share of tests gets long axes (odd, prime, around powers of two; "
+               "gen/sizes.py); small: every axis 1..6")
 
 
 def check_graph_params(params: dict[str, Any]) -> None:
     from dlcfuzz.errors import UsageError
+    from dlcfuzz.gen.sizes import SIZE_MODES
     from dlcfuzz.ops import all_ops
 
     if params.get("ops", 1) < 1:
         raise UsageError("--ops must be at least 1")
+    if params.get("sizes", "mixed") not in SIZE_MODES:
+        raise UsageError(f"--sizes must be one of {', '.join(SIZE_MODES)}")
     unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
     if unknown:
         raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
@@ -374,13 +379,15 @@ class RandomStrategy(GraphStrategy):
 
     name = "random"
     summary = "uniform operator/dtype choice (the baseline)"
-    options = (OPS, ONLY_OPS)
+    options = (OPS, ONLY_OPS, SIZES)
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.random import generate
+        from dlcfuzz.gen.sizes import draw_sizes
 
         rng = np.random.default_rng(seed)
+        sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         _, choices = self.pick(rng)
-        g = generate(rng, self.params["ops"], choices=choices)
+        g = generate(rng, self.params["ops"], choices=choices, sizes=sizes)
         g, inputs = self.with_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed))
