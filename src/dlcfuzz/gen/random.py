@@ -185,9 +185,10 @@ class GraphBuilder:
         except TypeRuleError:
             return None
         work = 0
-        if self.sizes is not None:
+        if self.sizes is not None:  # a long-axis test's bounds: each tensor's elements, the graph's work
             work = spec.work(in_types, outs)
-            if self.work + work > self.sizes.max_work:
+            if self.work + work > self.sizes.max_work or any(t.size > self.sizes.max_elements
+                                                             for t in (*in_types, *outs)):
                 return None
         domains: list[Domain] = []
         sources: list[str | None] = []

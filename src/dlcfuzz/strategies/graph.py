@@ -264,12 +264,19 @@ class GraphStrategy(Strategy):
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         from dlcfuzz.reduce.graph import reduce_graph
+        from dlcfuzz.reduce.sizes import longest_axis, shrink_axes, shrink_values
 
         tc: TestCase = test.payload
         budget = self.ctx.budget
         still_fails = self.still_fails(tc, v)
         g, inputs = reduce_graph(tc.graph, tc.inputs, still_fails, budget=budget)
+        # then the smallest extents and the fewest test values that still show it, on the same budget
+        g, inputs = shrink_axes(g, inputs, still_fails, budget)
+        inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
         red = self.reduction(test, v, g, inputs)
+        before, after = longest_axis(tc.graph), longest_axis(g)
+        if after < before:
+            red.summary += f", longest axis {before} -> {after}"
         if len(g.nodes) == len(tc.graph.nodes) > 1 and budget.stopped is None and not still_fails(g, inputs):
             red.not_minimal = ("it did not show again when its test was re-run alone (flaky, or it depends on "
                                "the state of the worker that found it)")

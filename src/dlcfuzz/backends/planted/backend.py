@@ -9,7 +9,9 @@ a kernel leaves unwritten), miseval (every ONNX node of OP's kind computes its r
 mis-evaluated operator, wherever it sits in the graph), fusion (a wrong optimization: OP names an
 ONNXRuntime optimization of `PLANTED_FUSIONS`, e.g. "planted:fusion@MatMulAddFusion"; wherever its
 pattern occurs, the pattern's result is off by one, unless `disabled_optimizers` names OP, like the
-real optimizer's switch).
+real optimizer's switch), long (the last element of output 0 off by one when an input or output of
+the graph has an axis longer than LONG_AXIS: a vectorized loop's remainder gone wrong, which only
+long-axis tests meet).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
-FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "miseval", "fusion", "none")
+FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "miseval", "fusion", "none", "long")
+LONG_AXIS = 64  # the "long" fault shows above this length
 _RUNS = [0]  # runs of a "stale" configuration in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
@@ -56,6 +59,22 @@ class _Wrong:
             outs[0] = np.asarray(None)
         else:
             outs[0] = (o + np.ones((), o.dtype)).astype(o.dtype) if o.dtype != np.bool_ else ~o
+        return outs
+
+
+class _LongWrong:
+    """The last element of output 0 off by one when an input or output has an axis over LONG_AXIS."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outs = self.inner.run(inputs)
+        longest = max((d for a in [*inputs.values(), *outs] for d in np.shape(a)), default=0)
+        o = np.array(outs[0])
+        if longest > LONG_AXIS and o.size and o.dtype != np.bool_:
+            o.reshape(-1)[-1] += np.ones((), o.dtype)
+            outs[0] = o
         return outs
 
 
@@ -140,6 +159,8 @@ class PlantedBackend(OnnxRuntimeBackend):
                 hog[-1][::4096] = b"x" * len(hog[-1][::4096])
         elif self.fault == "raise":
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
+        if self.fault == "long":
+            return _LongWrong(compiled)
         return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
