@@ -636,15 +636,19 @@ class MaxRoiPool(SpatialOp):
         if n == 0 or h == 0 or w == 0:
             raise ShapeError(f"{self.name}: no batch or no pixels to take RoIs from")
         scale = float(rng.choice([1.0, 0.5, 0.25]))
+        # the RoIs reach the operator as a tensor of X's dtype (ONNX's input `rois`): batch indices and
+        # coordinates stay integers that dtype holds exactly (float16: up to 2048), else a long batch or image
+        # would have them rounded (a float16 batch index 2749 is 2748)
+        exact = 2 ** (np.finfo(first.np_dtype).nmant + 1)
         rois: list[float] = []
         extents = []
         for _ in range(int(rng.integers(1, 4))):
             # whole pixels after scaling (no rounding ties), and both orders: a reversed RoI is 1x1
-            x1, x2 = (int(v) for v in rng.integers(0, w, size=2))
-            y1, y2 = (int(v) for v in rng.integers(0, h, size=2))
+            x1, x2 = (int(v) for v in rng.integers(0, min(w, int(exact * scale)), size=2))
+            y1, y2 = (int(v) for v in rng.integers(0, min(h, int(exact * scale)), size=2))
             if rng.random() < 0.8:
                 x1, x2, y1, y2 = min(x1, x2), max(x1, x2), min(y1, y2), max(y1, y2)
-            rois += [float(rng.integers(0, n)), x1 / scale, y1 / scale, x2 / scale, y2 / scale]
+            rois += [float(rng.integers(0, min(n, exact))), x1 / scale, y1 / scale, x2 / scale, y2 / scale]
             extents.append((max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)))
         # cell counts whose bin edges are exact in float32: powers of two, or divisors of the extents
         pooled = []
