@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from dlcfuzz.gen.coverage import Coverage, graph_items, kind, node_items
-from dlcfuzz.gen.random import GraphBuilder, Proposal, random_shape
+from dlcfuzz.gen.random import GraphBuilder, Proposal
+from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import OpSpec
@@ -51,7 +52,7 @@ def propose_one(b: GraphBuilder, choices: Sequence[tuple[OpSpec, list[str]]]) ->
             return p
     dtype = ds[int(rng.integers(len(ds)))]
     rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
-    return b.propose(spec, None, TensorType(dtype, random_shape(rng, rank)))
+    return b.propose(spec, None, TensorType(dtype, b.fresh_shape(rank)))
 
 
 def generate_guided(
@@ -63,14 +64,16 @@ def generate_guided(
     candidates: int = GUIDED_CANDIDATES,
     weights: Mapping[str, int] | None = None,
     start: GraphBuilder | None = None,
+    sizes: SizeProfile | None = None,
 ) -> Graph:
     """A valid graph of `n_ops` operators; does not modify `coverage` (the caller adds
     graph_items(g) once the test is stored, so that a resumed campaign sees the same state).
     `weights` (criterion -> weight, default WEIGHT) scores new items; a criterion left out is ignored.
-    `start`: a builder already holding nodes (a kept graph's prefix, GraphBuilder.from_prefix) to grow."""
+    `start`: a builder already holding nodes (a kept graph's prefix, GraphBuilder.from_prefix) to grow.
+    `sizes`: a long-axis test's profile (gen/sizes.draw_sizes); None: small shapes."""
     weights = WEIGHT if weights is None else weights
     enough = max(weights.values(), default=1)
-    b = GraphBuilder(rng) if start is None else start
+    b = GraphBuilder(rng, sizes) if start is None else start
     mine: set[str] = set()  # what this graph covers so far, beyond the campaign's coverage
     attempts = 0
     while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):

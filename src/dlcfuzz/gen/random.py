@@ -17,9 +17,11 @@ import numpy as np
 
 from dlcfuzz.errors import ShapeError, TypeRuleError
 from dlcfuzz.gen.inputs import sample_tensor
+from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops import ANY, Domain, OpSpec, all_ops
+from dlcfuzz.ops.base import element_limit
 
 Supported = Callable[[str, str], bool]
 MAX_DIM = 6
@@ -93,6 +95,7 @@ class Proposal:
     outs: list[TensorType]
     domains: list[Domain]
     sources: list[str | None]  # an existing value per input, or None: a new input/constant
+    work: int = 0  # OpSpec.work of the instance
 
     @property
     def dtype(self) -> str:
@@ -102,8 +105,10 @@ class Proposal:
 class GraphBuilder:
     """Incrementally grows a valid graph; shared by the random and coverage-guided generators."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
+    def __init__(self, rng: np.random.Generator, sizes: SizeProfile | None = None) -> None:
         self.rng = rng
+        self.sizes = sizes  # a long-axis test's profile (gen/sizes.py); None: today's small shapes
+        self.work = 0  # OpSpec.work of the nodes placed, which a long-axis test keeps within its bound
         self.g = Graph()
         self.values: list[Value] = []  # values a later node may consume
         self.used: set[str] = set()
@@ -159,6 +164,11 @@ class GraphBuilder:
         self.g.constants[name] = sample_tensor(self.rng, t, domain or ANY)
         return name
 
+    def fresh_shape(self, rank: int) -> tuple[int, ...]:
+        """The shape of a new input 0: small, with long axes in a long-axis test."""
+        shape = random_shape(self.rng, rank)
+        return shape if self.sizes is None else self.sizes.lengthen(shape)
+
     def candidates(self, dtype: str, ranks: Sequence[int]) -> list[Value]:
         return [v for v in self.values if v.type.dtype == dtype and v.type.rank in ranks]
 
@@ -166,10 +176,20 @@ class GraphBuilder:
         """Sample an instance of `spec` whose input 0 has type `first` (value `first_name`, or new)."""
         rng = self.rng
         try:
-            in_types, attrs = spec.sample(rng, first)
+            if self.sizes is None:
+                in_types, attrs = spec.sample(rng, first)
+            else:  # the operator may sample tensors as large as the test's own
+                with element_limit(self.sizes.max_elements):
+                    in_types, attrs = spec.sample(rng, first)
             outs = spec.infer(in_types, attrs)
         except TypeRuleError:
             return None
+        work = 0
+        if self.sizes is not None:  # a long-axis test's bounds: each tensor's elements, the graph's work
+            work = spec.work(in_types, outs)
+            if self.work + work > self.sizes.max_work or any(t.size > self.sizes.max_elements
+                                                             for t in (*in_types, *outs)):
+                return None
         domains: list[Domain] = []
         sources: list[str | None] = []
         for k, t in enumerate(in_types):
@@ -184,7 +204,7 @@ class GraphBuilder:
                 restricted = d.lo is not None or d.hi is not None or d.nonzero
                 reuse = bool(same) and rng.random() < (0.4 if restricted else 0.7)
                 sources.append(same[int(rng.integers(len(same)))].name if reuse else None)
-        return Proposal(spec, list(in_types), attrs, list(outs), domains, sources)
+        return Proposal(spec, list(in_types), attrs, list(outs), domains, sources, work)
 
     def commit(self, p: Proposal) -> Node:
         names: list[str] = []
@@ -199,6 +219,7 @@ class GraphBuilder:
         outputs = [Value(f"v{idx}_{i}" if len(p.outs) > 1 else f"v{idx}", t) for i, t in enumerate(p.outs)]
         node = Node(p.spec.name, names, outputs, p.attrs, name=f"n{idx}")
         self.g.nodes.append(node)
+        self.work += p.work
         self.used.update(names)
         self.values.extend(outputs)
         self.producer.update({v.name: node for v in outputs})
@@ -242,12 +263,14 @@ def generate(
     supported: Supported | None = None,
     reuse: float = 0.8,
     choices: Sequence[tuple[OpSpec, Sequence[str]]] | None = None,
+    sizes: SizeProfile | None = None,
 ) -> Graph:
     """A valid graph of `n_ops` operator nodes (fewer only if nothing fits after many tries).
     `choices`: the (operator, dtypes) pairs when the caller has them (see allowed_choices; computing
-    them costs as much as a third of generating a graph), instead of ops/dtypes/supported."""
+    them costs as much as a third of generating a graph), instead of ops/dtypes/supported.
+    `sizes`: a long-axis test's profile (gen/sizes.draw_sizes); None: small shapes."""
     choices = choices if choices is not None else allowed_choices(ops, dtypes, supported)
-    b = GraphBuilder(rng)
+    b = GraphBuilder(rng, sizes)
     attempts = 0
     while len(b.g.nodes) < n_ops and attempts < 40 * max(n_ops, 1):
         attempts += 1
@@ -260,7 +283,7 @@ def generate(
             if b.try_add(spec, v.name, v.type) is not None:
                 continue
         rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])
-        b.try_add(spec, None, TensorType(dtype, random_shape(rng, rank)))
+        b.try_add(spec, None, TensorType(dtype, b.fresh_shape(rank)))
     if not b.g.nodes:
         raise ValueError("could not place any operator")
     return b.finish()

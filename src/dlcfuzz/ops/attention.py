@@ -227,6 +227,7 @@ class AttentionOp(OpSpec):
     """ONNX Attention (opsets 23-25). attrs: has_mask, has_past, has_nonpad, present, qk_output (which
     optional operands exist), q_num_heads, kv_num_heads (3-D only), scale (None: 1/sqrt(head size)),
     is_causal, softcap, softmax_precision (0: none), qk_matmul_output_mode, left/right_window_size."""
+    contracts = True
 
     name = "attention"
     family = "attention"
@@ -538,6 +539,7 @@ class CausalConvWithStateOp(OpSpec):
     """ONNX CausalConvWithState (opset 27): a causal depthwise 1-D convolution over (B, C, L) whose
     left context is past_state (zeros when absent); outputs the convolution (optionally SiLU) and the
     last k - 1 positions of the padded sequence. attrs: has_bias, has_past, activation."""
+    contracts = True
 
     name = "causal_conv_with_state"
     family = "attention"
@@ -632,6 +634,7 @@ class LinearAttentionOp(OpSpec):
     Inputs q, k, v, then past_state (has_past), decay (gated rules), beta (delta rules). attrs:
     q_num_heads, kv_num_heads, scale (0: 1/sqrt(d_k)), update_rule, has_past, chunk_size (0: absent; a
     hint for chunk-parallel prefill that does not change the result)."""
+    contracts = True
 
     name = "linear_attention"
     family = "attention"

@@ -10,7 +10,9 @@ spec, registered with `register`, in one family file, plus one rule (or document
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -21,6 +23,18 @@ from dlcfuzz.ir.types import TensorType
 
 Attrs = dict[str, Any]
 MAX_ELEMENTS = 4096  # per tensor in generated graphs: keeps tests fast and memory flat
+# the per-tensor limit check_size applies now: MAX_ELEMENTS, or a long-axis test's own (gen/sizes.py)
+_ELEMENT_LIMIT: ContextVar[int] = ContextVar("element_limit", default=MAX_ELEMENTS)
+
+
+@contextmanager
+def element_limit(limit: int) -> Iterator[None]:
+    """check_size refuses tensors over `limit` elements (instead of MAX_ELEMENTS) inside this block."""
+    token = _ELEMENT_LIMIT.set(limit)
+    try:
+        yield
+    finally:
+        _ELEMENT_LIMIT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -89,6 +103,9 @@ class OpSpec:
     type_only_inputs: ClassVar[tuple[int, ...]] = ()
     # True: the import rule's attributes say which optional outputs exist; "" outputs are dropped
     skips_absent_outputs: ClassVar[bool] = False
+    # True: its work outgrows the tensors it reads and writes (a contraction, a window, a recurrence, a
+    # transform): matmul, conv, attention, pooling, DFT; see work()
+    contracts: ClassVar[bool] = False
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -116,6 +133,17 @@ class OpSpec:
         elif power == ORDER:
             power = float(ins[index].shape[-1]) if ins[index].rank else 1.0
         return power, max(ins[index].size, 1)
+
+    def work(self, ins: Sequence[TensorType], outs: Sequence[TensorType]) -> int:
+        """An upper bound of the element operations of one instance, which the size bound of generated tests
+        sums over a graph's nodes: the elements read and written, plus, for an operator that `contracts`, every
+        output element reading all of its smallest operand of rank 2 or more (matmul [M,K]x[K,N]: MN*min(MK,KN)
+        >= MNK; conv: out * weight; attention: out * K)."""
+        moved = sum(t.size for t in ins) + sum(t.size for t in outs)
+        if not self.contracts:
+            return moved
+        operand = min((t.size for t in ins if t.rank >= 2), default=max((t.size for t in ins), default=1))
+        return moved + sum(t.size for t in outs) * operand
 
     # ---- semantics -----------------------------------------------------
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
@@ -212,8 +240,9 @@ def sample_broadcast_partner(rng: np.random.Generator, shape: tuple[int, ...]) -
 
 def check_size(spec: OpSpec, shape: Sequence[int]) -> None:
     """Generated graphs stay small; sample() uses this to refuse huge outputs."""
-    if math.prod(int(d) for d in shape) > MAX_ELEMENTS:
-        raise ShapeError(f"{spec.name}: output {tuple(shape)} exceeds {MAX_ELEMENTS} elements")
+    limit = _ELEMENT_LIMIT.get()
+    if math.prod(int(d) for d in shape) > limit:
+        raise ShapeError(f"{spec.name}: output {tuple(shape)} exceeds {limit} elements")
 
 
 def decode(v: Any) -> Any:

@@ -149,6 +149,7 @@ def _transposed(t: TensorType, flag: int) -> tuple[int, ...]:
 
 class FusedMatMulOp(_Contrib):
     """alpha * (A' @ B'), A' and B' A and B with their last two axes swapped when transA / transB."""
+    contracts = True
 
     name = "ms_fused_matmul"
     n_inputs = 2
@@ -225,6 +226,7 @@ def _activation(name: str, alpha: float, y: np.ndarray, beta: float = 0.0) -> np
 class FusedGemmOp(_Contrib):
     """activation(alpha * A' @ B' + beta * C): Gemm (2-D, C broadcast to (M, N)) with the activation
     the domain's GemmActivationFusion folds into it."""
+    contracts = True
 
     name = "ms_fused_gemm"
     n_inputs = 3

@@ -29,6 +29,7 @@ INT_FACTORS = Domain(lo=-10, hi=10)  # integer sums of products over <= 4096 ter
 
 class Einsum(OpSpec):
     """attrs: equation (ONNX/NumPy einsum notation: explicit '->' or implicit output, '...' broadcast)."""
+    contracts = True
 
     name = "einsum"
     family = "linalg"
@@ -104,6 +105,7 @@ class Einsum(OpSpec):
 
 class Det(OpSpec):
     """Determinants of the square matrices in the last two axes; output the leading axes."""
+    contracts = True
 
     name = "det"
     family = "linalg"

@@ -114,6 +114,7 @@ def _normalized(x: np.ndarray, axes: tuple[int, ...], epsilon: float, dtype: np.
 
 
 class ConvOp(OpSpec):
+    contracts = True
     family = "nn"
     n_inputs = -1  # x, w, optional bias
     dtypes = FLOATS
@@ -187,6 +188,7 @@ class ConvOp(OpSpec):
 
 
 class ConvTranspose2dOp(OpSpec):
+    contracts = True
     name = "conv_transpose2d"
     family = "nn"
     n_inputs = -1
@@ -287,6 +289,7 @@ class Pool2dOp(OpSpec):
     optional: ceil_mode (0), auto_pad ("NOTSET"; SAME_UPPER/SAME_LOWER/VALID compute the pads, which
     are then all 0 in attrs), indices (max only: 1 adds ONNX's Indices output, int64 offsets into the
     flattened input, column-major over the spatial dims with storage_order 1)."""
+    contracts = True
 
     family = "nn"
     n_inputs = 1
@@ -528,6 +531,7 @@ def _matmul_ref(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 class MatMulOp(OpSpec):
+    contracts = True
     name = "matmul"
     family = "nn"
     n_inputs = 2
@@ -580,6 +584,7 @@ class MatMulOp(OpSpec):
 
 
 class GemmOp(OpSpec):
+    contracts = True
     name = "gemm"
     family = "nn"
     n_inputs = -1

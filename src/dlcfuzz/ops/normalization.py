@@ -339,6 +339,7 @@ class GroupNormOp(OpSpec):
 class LpPoolOp(OpSpec):
     """(sum over each window of |x|^p)^(1/p); padding contributes 0. attrs: kernel, strides, pads,
     dilations, ceil_mode, auto_pad (NOTSET uses pads; the others derive them), p."""
+    contracts = True
 
     name = "lp_pool"
     family = "normalization"

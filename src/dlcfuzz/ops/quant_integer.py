@@ -173,6 +173,7 @@ def multiplier(*scales: Any, out_scale: float) -> np.ndarray:
 
 class MatMulIntegerOp(OpSpec):
     """attrs: a_zero_point (int), b_zero_point (int, or a list of N: per column of a 2-D B). Output int32."""
+    contracts = True
 
     name = "matmul_integer"
     family = "quant_integer"
@@ -218,6 +219,7 @@ class MatMulIntegerOp(OpSpec):
 class ConvIntegerOp(OpSpec):
     """attrs: x_zero_point (int), w_zero_point (int, or a list of M: per output channel), strides,
     dilations, pads, group. Output int32. 1-D and 2-D convolutions."""
+    contracts = True
 
     name = "conv_integer"
     family = "quant_integer"
@@ -272,6 +274,7 @@ def _check_output(spec: OpSpec, attrs: Attrs) -> str:
 class QLinearMatMulOp(OpSpec):
     """attrs: a_scale, a_zero_point, b_scale, b_zero_point, y_scale, y_zero_point (per tensor), to
     (the output type)."""
+    contracts = True
 
     name = "qlinear_matmul"
     family = "quant_integer"
@@ -328,6 +331,7 @@ class QLinearConvOp(OpSpec):
     """inputs x, w and an optional int32 bias [M]; attrs: x_scale, x_zero_point, w_scale (float, or a
     list of M: per output channel), w_zero_point, y_scale, y_zero_point, to, strides, dilations, pads,
     group."""
+    contracts = True
 
     name = "qlinear_conv"
     family = "quant_integer"

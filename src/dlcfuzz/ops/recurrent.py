@@ -103,6 +103,7 @@ class RecurrentOp(OpSpec):
     activation_params, clip (None or a positive float), sequence_lens (None or a list), has_bias,
     has_initial_h, and per kind linear_before_reset (GRU), has_initial_c, has_peepholes, input_forget
     (LSTM)."""
+    contracts = True
 
     family = "recurrent"
     n_inputs = -1

@@ -23,6 +23,7 @@ from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
+    MAX_ELEMENTS,
     Attrs,
     Domain,
     OpSpec,
@@ -313,6 +314,7 @@ class Col2Im(SpatialOp):
     """Col2Im (opset 18). Input (N, C * prod(block_shape), L); attrs: image_shape, block_shape (the
     ONNX inputs), dilations, pads (begins then ends), strides. L must be the number of block
     positions; output (N, C, *image_shape), each block summed into place."""
+    contracts = True
 
     name = "col2im"
     n_inputs = 1
@@ -455,6 +457,7 @@ class RoiAlign(SpatialOp):
     batch_indices (the ONNX inputs), mode, output_height, output_width, sampling_ratio,
     spatial_scale, coordinate_transformation_mode. Max mode is ONNX's (and ORT's): the largest
     weighted corner of any sample; the largest interpolated sample is its other reading (other_reading)."""
+    contracts = True
 
     name = "roi_align"
     n_inputs = 1
@@ -605,6 +608,7 @@ class MaxRoiPool(SpatialOp):
     ONNX input), pooled_shape, spatial_scale. ONNX documents no arithmetic: this is ORT's (Caffe's
     RoIPool): RoI corners rounded half away from zero, bins of (rounded extent + 1) / pooled cells
     computed in float32, floor/ceil bin edges, an empty bin is 0."""
+    contracts = True
 
     name = "max_roi_pool"
     n_inputs = 1
@@ -632,15 +636,19 @@ class MaxRoiPool(SpatialOp):
         if n == 0 or h == 0 or w == 0:
             raise ShapeError(f"{self.name}: no batch or no pixels to take RoIs from")
         scale = float(rng.choice([1.0, 0.5, 0.25]))
+        # the RoIs reach the operator as a tensor of X's dtype (ONNX's input `rois`): batch indices and
+        # coordinates stay integers that dtype holds exactly (float16: up to 2048), else a long batch or image
+        # would have them rounded (a float16 batch index 2749 is 2748)
+        exact = 2 ** (np.finfo(first.np_dtype).nmant + 1)
         rois: list[float] = []
         extents = []
         for _ in range(int(rng.integers(1, 4))):
             # whole pixels after scaling (no rounding ties), and both orders: a reversed RoI is 1x1
-            x1, x2 = (int(v) for v in rng.integers(0, w, size=2))
-            y1, y2 = (int(v) for v in rng.integers(0, h, size=2))
+            x1, x2 = (int(v) for v in rng.integers(0, min(w, int(exact * scale)), size=2))
+            y1, y2 = (int(v) for v in rng.integers(0, min(h, int(exact * scale)), size=2))
             if rng.random() < 0.8:
                 x1, x2, y1, y2 = min(x1, x2), max(x1, x2), min(y1, y2), max(y1, y2)
-            rois += [float(rng.integers(0, n)), x1 / scale, y1 / scale, x2 / scale, y2 / scale]
+            rois += [float(rng.integers(0, min(n, exact))), x1 / scale, y1 / scale, x2 / scale, y2 / scale]
             extents.append((max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)))
         # cell counts whose bin edges are exact in float32: powers of two, or divisors of the extents
         pooled = []
@@ -740,6 +748,8 @@ class MaxUnpool(SpatialOp):
         require_dtype(self, first)
         if first.rank not in self.ranks:
             raise ShapeError(f"{self.name}: rank {first.rank}")
+        if first.size > MAX_ELEMENTS:  # its indices are an attribute, one per element, placed in Python
+            raise ShapeError(f"{self.name}: {first.size} elements, each an index attribute, exceed {MAX_ELEMENTS}")
         nd = first.rank - 2
         k = [int(rng.integers(1, 4)) for _ in range(nd)]
         s = [int(rng.choice([k[i], k[i], 1, 2])) for i in range(nd)]
@@ -803,6 +813,7 @@ class DeformConv(SpatialOp):
     and mask (N, offset_group * kH * kW, oH, oW) when attrs["mask"]; attrs: strides, pads,
     dilations, group, offset_group. Each kernel element reads X bilinearly at its offset position,
     a corner outside the image reading 0."""
+    contracts = True
 
     name = "deform_conv"
     n_inputs = -1

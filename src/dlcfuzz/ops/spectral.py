@@ -62,6 +62,7 @@ class DFT(OpSpec):
     (int >= 1, or None: the axis' length; for the inverse one-sided form (IRFFT) 2 * (length - 1)).
     onesided=1 forward takes a real signal and keeps the first n//2 + 1 frequencies (RFFT); onesided=1
     inverse takes those of a complex signal and gives the real signal of length n (IRFFT)."""
+    contracts = True
 
     name = "dft"
     family = "spectral"
@@ -162,6 +163,7 @@ class STFT(OpSpec):
     frame_step (int >= 1), frame_length (int, or None: the window's length, else the signal's),
     onesided (0/1; 1 keeps frame_length//2 + 1 frequencies and needs a real signal). Output
     (batch, frames, bins, 2) with frames = (length - frame_length) // frame_step + 1."""
+    contracts = True
 
     name = "stft"
     family = "spectral"

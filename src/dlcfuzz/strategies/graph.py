@@ -44,17 +44,22 @@ ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (d
 VALUES = Option("values", "edge", "input and constant values: edge (a share of tests gets the dtype's full range, "
                 "boundaries, float magnitude classes and signed zeros, gen/inputs.py's profiles) or small (ints in "
                 "[-5, 5], floats in [-2, 2] only)")
+SIZES = Option("sizes", "mixed", "mixed: a share of tests gets long axes (odd, prime, around powers of two; "
+               "gen/sizes.py); small: every axis 1..6")
 
 
 def check_graph_params(params: dict[str, Any]) -> None:
     from dlcfuzz.errors import UsageError
     from dlcfuzz.gen.inputs import VALUES_MODES
+    from dlcfuzz.gen.sizes import SIZE_MODES
     from dlcfuzz.ops import all_ops
 
     if params.get("ops", 1) < 1:
         raise UsageError("--ops must be at least 1")
     if params.get("values", VALUES.default) not in VALUES_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUES_MODES)}")
+    if params.get("sizes", "mixed") not in SIZE_MODES:
+        raise UsageError(f"--sizes must be one of {', '.join(SIZE_MODES)}")
     unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
     if unknown:
         raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
@@ -298,12 +303,19 @@ class GraphStrategy(Strategy):
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         from dlcfuzz.reduce.graph import reduce_graph
+        from dlcfuzz.reduce.sizes import longest_axis, shrink_axes, shrink_values
 
         tc: TestCase = test.payload
         budget = self.ctx.budget
         still_fails = self.still_fails(tc, v)
         g, inputs = reduce_graph(tc.graph, tc.inputs, still_fails, budget=budget)
+        # then the smallest extents and the fewest test values that still show it, on the same budget
+        g, inputs = shrink_axes(g, inputs, still_fails, budget)
+        inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
         red = self.reduction(test, v, g, inputs)
+        before, after = longest_axis(tc.graph), longest_axis(g)
+        if after < before:
+            red.summary += f", longest axis {before} -> {after}"
         if len(g.nodes) == len(tc.graph.nodes) > 1 and budget.stopped is None and not still_fails(g, inputs):
             red.not_minimal = ("it did not show again when its test was re-run alone (flaky, or it depends on "
                                "the state of the worker that found it)")
@@ -414,13 +426,15 @@ class RandomStrategy(GraphStrategy):
 
     name = "random"
     summary = "uniform operator/dtype choice (the baseline)"
-    options = (OPS, ONLY_OPS, VALUES)
+    options = (OPS, ONLY_OPS, VALUES, SIZES)
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.random import generate
+        from dlcfuzz.gen.sizes import draw_sizes
 
         rng = np.random.default_rng(seed)
+        sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         _, choices = self.pick(rng)
-        g = generate(rng, self.params["ops"], choices=choices)
+        g = generate(rng, self.params["ops"], choices=choices, sizes=sizes)
         g, inputs = self.with_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed))

@@ -16,7 +16,7 @@ from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import TWIN, Verdict, judge_rejection
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Test, judgement_of_failure
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, VALUES, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -51,7 +51,7 @@ class HirgenStrategy(GraphStrategy):
 
     name = "hirgen"
     summary = "coverage-guided generation (HirGen)"
-    options = (OPS, ONLY_OPS, VALUES, MODE, FEEDBACK)
+    options = (OPS, ONLY_OPS, VALUES, MODE, FEEDBACK, SIZES)
     candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
 
     def __init__(self, ctx: Context) -> None:
@@ -87,11 +87,14 @@ class HirgenStrategy(GraphStrategy):
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.coverage import graph_items
         from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
+        from dlcfuzz.gen.sizes import draw_sizes
 
         rng = np.random.default_rng(seed)
+        sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         start, meta = self.grow_from(seq, seed)
         g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng),
-                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates, start=start)
+                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates, start=start,
+                            sizes=sizes)
         g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
         if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE and not g.functions:  # functions, calls
             from dlcfuzz.gen.functions import outline

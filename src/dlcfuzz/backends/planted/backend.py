@@ -11,7 +11,9 @@ mis-evaluated operator, wherever it sits in the graph), fusion (a wrong optimiza
 ONNXRuntime optimization of `PLANTED_FUSIONS`, e.g. "planted:fusion@MatMulAddFusion"; wherever its
 pattern occurs, the pattern's result is off by one, unless `disabled_optimizers` names OP, like the
 real optimizer's switch), narrow (every integer output of a graph with OP goes through float32, as
-integer arithmetic routed through float: right within +-2^24 only, so only edge values show it).
+integer arithmetic routed through float: right within +-2^24 only, so only edge values show it), long
+(the last element of output 0 off by one when an input or output of the graph has an axis longer than
+LONG_AXIS: a vectorized loop's remainder gone wrong, which only long-axis tests meet).
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
 FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none",
-          "narrow")
+          "narrow", "long")
+LONG_AXIS = 64  # the "long" fault shows above this length
 _RUNS = [0]  # runs of a "stale" configuration in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
@@ -78,6 +81,22 @@ class _Narrow:
         outs = self.inner.run(inputs)
         with np.errstate(invalid="ignore", over="ignore"):
             return [o.astype(np.float32).astype(o.dtype) if o.dtype.kind in "iu" else o for o in outs]
+
+
+class _LongWrong:
+    """The last element of output 0 off by one when an input or output has an axis over LONG_AXIS."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        outs = self.inner.run(inputs)
+        longest = max((d for a in [*inputs.values(), *outs] for d in np.shape(a)), default=0)
+        o = np.array(outs[0])
+        if longest > LONG_AXIS and o.size and o.dtype != np.bool_:
+            o.reshape(-1)[-1] += np.ones((), o.dtype)
+            outs[0] = o
+        return outs
 
 
 MARK = "dlcfuzz-planted"
@@ -163,6 +182,8 @@ class PlantedBackend(OnnxRuntimeBackend):
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
         elif self.fault == "narrow":
             return _Narrow(compiled)
+        elif self.fault == "long":
+            return _LongWrong(compiled)
         return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale", signed=self.fault == "signed")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
