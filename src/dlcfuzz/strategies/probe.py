@@ -6,6 +6,7 @@ drown in "unsupported" noise and do not pay for the probe twice.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -126,6 +127,13 @@ def _onnx_opset(g: Graph) -> int:
 def opset_raisers(seed: int = 0) -> frozenset[tuple[str, str]]:
     """(op, dtype) pairs whose probe graph needs an ONNX opset above the default: in a model they raise
     every other operator to that opset too."""
+    return _opset_raisers(seed, tuple(all_ops()))
+
+
+@functools.cache
+def _opset_raisers(seed: int, ops: tuple[Any, ...]) -> frozenset[tuple[str, str]]:
+    """Once per process and registry (`ops`: a plug-in may register operators): every graph campaign's
+    start asks, and the test suite starts dozens of campaigns in one process (~0.3 s of lowering each)."""
     from dlcfuzz.lower.onnx import OPSET
 
     return frozenset((op, dt) for op, dt, g in probe_cases(seed) if _onnx_opset(g) > OPSET)
