@@ -69,3 +69,19 @@ def test_a_compiler_that_fails_on_the_valid_node_is_found_and_the_correct_one_is
     correct = campaign(tmp_path / "correct", "onnxruntime", 24)
     assert twins_run(correct) >= 8  # new (operator, rule, dtype) triples all get one
     assert twin_findings(correct) == []
+
+
+def test_edge_values_of_a_disruptive_test_never_raise():
+    """Edge values are drawn inside the valid nodes' domains; the broken node's domain rule may not apply to its
+    broken types (a quantization operator fed float where its domain reads an integer range raised, an
+    internal error of the default 60 s campaign)."""
+    from dlcfuzz.gen.random import allowed_choices
+    from dlcfuzz.strategies.hirgen import DisruptiveHirgen
+
+    choices = allowed_choices(None, None, lambda op, dt: True)
+    drawn = 0
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        g, inputs, broken = generate_disruptive(rng, Coverage(), choices)
+        drawn += DisruptiveHirgen.edge_values(g, inputs, broken.node, rng).drawn
+    assert drawn >= 40

@@ -20,6 +20,7 @@ from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
+    from dlcfuzz.gen.inputs import EdgeValues
 
 P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compilers that have them)
 MODES = ("strict", "disruptive")
@@ -221,12 +222,20 @@ class DisruptiveHirgen(HirgenStrategy):
         g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng),
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
         if self.params.get("values", VALUES.default) == "edge":
-            from dlcfuzz.gen.inputs import edge_values
-
-            edge_values(g, inputs, rng)  # no repair: a broken graph has no reference, its test judges rejection
+            self.edge_values(g, inputs, broken.node, rng)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json(), **self.twin(rng, broken.item)})
         return self.test(seq, tc, [broken.item])
+
+    @staticmethod
+    def edge_values(g: Graph, inputs: dict[str, np.ndarray], broken_node: str, rng: np.random.Generator) -> EdgeValues:
+        """Edge profiles (gen/inputs.edge_values) inside the domains of the valid nodes: the broken node's domain rules
+        have no meaning for its broken types. No repair: a broken graph has no reference, its test judges rejection.
+        Changes `inputs` and the graph's constants in place."""
+        from dlcfuzz.gen.inputs import edge_values
+
+        valid = Graph(g.inputs, g.constants, [n for n in g.nodes if n.name != broken_node], [], g.functions)
+        return edge_values(valid, inputs, rng)
 
     def twin(self, rng: np.random.Generator, item: str) -> dict[str, bool]:
         """{"twin": True} when this test checks its rejection against its legal twin (see P_TWIN), else {}."""
