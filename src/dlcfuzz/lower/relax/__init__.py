@@ -16,16 +16,9 @@ import numpy as np
 from dlcfuzz.errors import LoweringGap
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.relax.common import relax_type
 
 RELAX = target("relax")
-
-
-def relax_type(t: Any) -> Any:
-    from tvm import relax
-
-    # apache-tvm <= 0.25 spells it TensorStructInfo (its TensorType was the old DynTensorType)
-    cls = getattr(relax, "TensorStructInfo", None) or relax.TensorType
-    return cls(t.shape, t.dtype)
 
 
 FORMS = ("global", "closure", "returned")

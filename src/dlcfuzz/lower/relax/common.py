@@ -7,6 +7,15 @@ from typing import Any
 import numpy as np
 
 
+def relax_type(t: Any) -> Any:
+    """The Relax tensor type of our TensorType `t`."""
+    from tvm import relax
+
+    # apache-tvm <= 0.25 spells it TensorStructInfo (its TensorType was the old DynTensorType)
+    cls = getattr(relax, "TensorStructInfo", None) or relax.TensorType
+    return cls(t.shape, t.dtype)
+
+
 def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
     """A scalar Relax constant of exactly `dtype` (relax.const alone would pick float32/int64)."""
     from tvm import relax

@@ -25,7 +25,7 @@ import numpy as np
 from dlcfuzz.errors import LoweringGap
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.registry import target
-from dlcfuzz.lower.relax.common import relax_dtype_const, reshape_to
+from dlcfuzz.lower.relax.common import relax_dtype_const, relax_type, reshape_to
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.spatial import affine_base
 
@@ -100,8 +100,6 @@ def _volumetric_grid_sample() -> bool:
     documents NCHW alone and fails its layout check on NCDHW when the call is emitted; 0.27 takes it."""
     import tvm
     from tvm import relax
-
-    from dlcfuzz.lower.relax import relax_type
 
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax_type(TensorType("float32", (1, 1, 2, 2, 2))))
