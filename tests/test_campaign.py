@@ -105,8 +105,10 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
     # where each faulty one costs seconds (a hang runs twice, the second time on 4x the deadline)
     tests = {"hang": 10, "alloc": 24}.get(fault, 40)
     reducer: list[int] = []
+    # small values and sizes: `wrong` adds 1 to output 0, which a huge edge value absorbs (reduction keeps the
+    # graph's huge constants, so such a finding may stay unreduced; values and sizes have tests of their own)
     out = campaign(tmp_path, f"planted:{fault}@{op}", tests=tests, watch=reducer,
-                   only_ops=[op, "relu", "mul", "sub", "neg"], **kw)
+                   only_ops=[op, "relu", "mul", "sub", "neg"], values="small", sizes="small", **kw)
     category, reproduced = EXPECT[fault]
     fs = findings(out)
     assert fs, "planted fault not found"

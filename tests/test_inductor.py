@@ -273,7 +273,8 @@ def test_compiler_coverage_feedback_keeps_graphs_and_grows_from_them(tmp_path):
 
     def campaign(out, tests, feedback):
         Campaign(campaign_options(compiler="inductor", strategy="hirgen", seconds=900, jobs=1, seed=2, out=out,
-                                  quiet=True, max_tests=tests, ops=4, feedback=feedback)).run()
+                                  quiet=True, max_tests=tests, ops=4, feedback=feedback,
+                                  values="small", sizes="small")).run()  # the graph stream this seed was chosen on
         return Store(out / "store.sqlite", create=False)
 
     store = campaign(tmp_path / "on", 18, "on")
