@@ -85,3 +85,28 @@ def test_edge_values_of_a_disruptive_test_never_raise():
         g, inputs, broken = generate_disruptive(rng, Coverage(), choices)
         drawn += DisruptiveHirgen.edge_values(g, inputs, broken.node, rng).drawn
     assert drawn >= 40
+
+
+def test_onnxruntime_accepts_the_legal_twins_of_disruptive_tests_with_edge_values():
+    """A twin samples again every input made for the broken node alone: its values were drawn for the broken
+    form (edge profiles included), and a NegativeLogLikelihoodLoss twin kept class indices 32767 and -257, which
+    ORT rightly refused (a false unexpected-error of the default 60 s campaign)."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.gen.random import allowed_choices
+    from dlcfuzz.strategies.hirgen import DisruptiveHirgen
+
+    ort = get_backend("onnxruntime")
+    config = ort.configs()["ort-disable"]
+    nll = [(s, ["float32"]) for s in all_ops() if s.name == "negative_log_likelihood_loss"]
+    choices = allowed_choices(None, None, lambda op, dt: True)
+    ran = 0
+    for seed in range(120):
+        rng = np.random.default_rng(seed)
+        g, inputs, broken = generate_disruptive(rng, Coverage(), nll if seed % 2 else choices)
+        DisruptiveHirgen.edge_values(g, inputs, broken.node, rng)
+        twin, twin_inputs = legal_twin(g, inputs, broken.to_json(), seed)
+        (o,) = run_configs(ort, TestCase(twin, twin_inputs, [config], compiler="onnxruntime"))
+        assert o.status == "ok" or ort.expected_error(o.error or ""), (seed, o.error)
+        ran += o.status == "ok"
+    assert ran >= 60

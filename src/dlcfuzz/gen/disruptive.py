@@ -226,7 +226,8 @@ def generate_disruptive(
 def legal_twin(g: Graph, inputs: dict[str, np.ndarray], broken: dict[str, Any], seed: int
                ) -> tuple[Graph, dict[str, np.ndarray]]:
     """The test's legal twin: the same graph with the broken node's rule kept, every input of the node whose
-    type breaks it replaced by a constant of the legal type (sampled in the operator's domain, seeded), its
+    type breaks it, or that was made for the broken node alone, replaced by a constant of the legal type (sampled
+    in the operator's domain, seeded), its
     outputs typed by the spec, and graph inputs nothing reads any more dropped. A compiler that rejects the
     twin too rejected the graph for another reason than the broken rule. Raises KeyError for a test made
     before twins were recorded (no `legal` types)."""
@@ -239,8 +240,13 @@ def legal_twin(g: Graph, inputs: dict[str, np.ndarray], broken: dict[str, Any], 
     spec = get_op(node.op)
     types = twin.types()
     names = list(node.inputs)
+    # read elsewhere: a value of the valid graph, kept where its type is legal; an input or constant made for the
+    # broken node alone is sampled again, in the legal node's domain (its values were drawn for the broken form,
+    # edge profiles included: class indices out of range, say)
+    shared = {i for n in twin.nodes if n is not node for i in n.inputs} | set(twin.outputs)
+    produced = {v.name for n in twin.nodes for v in n.outputs}
     for k, t in enumerate(legal):
-        if types[names[k]] != t:
+        if types[names[k]] != t or (names[k] not in shared and names[k] not in produced):
             names[k] = twin.fresh_name("legal")
             twin.constants[names[k]] = sample_tensor(rng, t, spec.domain(k, legal, node.attrs))
     outs = spec.infer(legal, node.attrs)
