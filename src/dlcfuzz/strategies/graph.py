@@ -58,7 +58,7 @@ def check_graph_params(params: dict[str, Any]) -> None:
         raise UsageError("--ops must be at least 1")
     if params.get("values", VALUES.default) not in VALUES_MODES:
         raise UsageError(f"--values must be one of {', '.join(VALUES_MODES)}")
-    if params.get("sizes", "mixed") not in SIZE_MODES:
+    if params.get("sizes", SIZES.default) not in SIZE_MODES:
         raise UsageError(f"--sizes must be one of {', '.join(SIZE_MODES)}")
     unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
     if unknown:
