@@ -113,6 +113,11 @@ class Backend(Protocol):
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None: ...
 
+    def optimizations(self) -> tuple[str, ...]:
+        """Every optimization (graph transformer, pass) of the installed release that `fired` can tell,
+        read from the compiler, not listed by hand: the denominator of `bench/optimization_triggers.py`."""
+        ...
+
     def start_coverage(self) -> None: ...
 
     def stop_coverage(self) -> list[str]: ...
@@ -221,6 +226,9 @@ class BackendBase:
     def issue_checklist(self, config: str) -> IssueChecklist | None:
         """The fuzzer checklist of the bug template upstream asks of an issue about `config`, if any."""
         return None
+
+    def optimizations(self) -> tuple[str, ...]:
+        return ()  # a compiler whose optimizations dlcfuzz does not tell apart
 
     def pattern_targets(self) -> str:
         """The compiler name under which optimization patterns list what they target on this backend
