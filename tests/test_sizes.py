@@ -103,8 +103,38 @@ def test_shrink_axes_halves_then_bisects_to_the_threshold_and_keeps_values():
     assert np.array_equal(feed["x"], inputs["x"][:, :65])  # the first positions keep their values
     assert tried[:6] == [2048, 1024, 512, 256, 128, 64]  # halving first, then bisection
     assert len(tried) <= 14 and budget.stopped is None
-    kept = shrink_values(small, feed, lambda cand, f: bool(np.array_equal(f["y"], feed["y"])), budget, seed=1)
+    _, kept = shrink_values(small, feed, lambda cand, f: bool(np.array_equal(f["y"], feed["y"])), budget, seed=1)
     assert np.array_equal(kept["y"], feed["y"]) and not np.array_equal(kept["x"], feed["x"])  # x is re-sampled
+
+
+def test_shrink_values_shrinks_constants_and_tries_all_small_first():
+    """A constant's edge value is re-sampled small like an input's; `only_all_small` spends one check and
+    keeps the test when that check does not show (a fault that needs the huge constant)."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.types import TensorType
+    from dlcfuzz.reduce.budget import ReductionBudget
+
+    t = TensorType("float32", (4,))
+    huge = np.full(4, 3e37, np.float32)
+    g = Graph([Value("x", t)], {"c": huge}, [Node("add", ["x", "c"], [Value("z", t)], name="n0")], ["z"])
+    feed = {"x": np.full(4, 1e30, np.float32)}
+
+    def shows_anyway(cand, f):
+        return True
+
+    budget = ReductionBudget(60, 100)
+    cand, kept = shrink_values(g, feed, shows_anyway, budget, seed=2, only_all_small=True)
+    assert np.abs(cand.constants["c"]).max() <= 10 and np.abs(kept["x"]).max() <= 10  # both small, one check
+    assert budget.used == 1
+
+    def needs_huge_constant(cand, f):
+        return bool(np.abs(cand.constants["c"]).max() > 1e30)
+
+    budget = ReductionBudget(60, 100)
+    same, same_feed = shrink_values(g, feed, needs_huge_constant, budget, seed=2, only_all_small=True)
+    assert same is g and same_feed is feed and budget.used == 1
+    cand, kept = shrink_values(g, feed, needs_huge_constant, ReductionBudget(60, 100), seed=2)
+    assert np.array_equal(cand.constants["c"], huge) and np.abs(kept["x"]).max() <= 10  # ddmin keeps c alone
 
 
 pytest.importorskip("onnxruntime")

@@ -9,9 +9,9 @@ every node's types are then inferred again. A candidate whose types do not infer
 names the length: a reshape target, a slice end), whose strict-domain constants fall out of their
 domain (indices into the old length) or whose reference fails is not tried.
 
-Values: ddmin over which inputs keep their values; the others are re-sampled in the small corner
-(`gen.inputs.sample_tensor` with the input's domain), so a finding is shown with the fewest values
-it needs from its test.
+Values: ddmin over which inputs and constants keep their values; the others are re-sampled in the
+small corner (`gen.inputs.sample_tensor` with the value's domain), so a finding is shown with the
+fewest values it needs from its test. Before graph reduction, one check tries every value small.
 """
 
 from __future__ import annotations
@@ -117,23 +117,32 @@ def shrink_axes(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate,
 
 
 def shrink_values(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate, budget: ReductionBudget,
-                  seed: int) -> dict[str, np.ndarray]:
-    """The inputs with as few as possible keeping their values (ddmin over the inputs; the rest re-sampled in
-    the small corner from `seed`), within `budget`."""
+                  seed: int, only_all_small: bool = False) -> tuple[Graph, dict[str, np.ndarray]]:
+    """The graph and inputs with as few inputs and constants as possible keeping their values (ddmin over them;
+    the rest re-sampled in the small corner of their domain from `seed`), within `budget`. `only_all_small`:
+    try every value small at once, one check, and keep the test as it is when that does not show (before
+    graph reduction: an edge value that absorbs a difference, 1 added to 1e30, hides it in every smaller
+    candidate graph)."""
     rng = np.random.default_rng(seed)
     domains = value_domains(g)
-    small = {v.name: sample_tensor(rng, v.type, domains.get(v.name, ANY)) for v in g.inputs}
-    differ = [v.name for v in g.inputs if not np.array_equal(small[v.name], inputs[v.name], equal_nan=True)
-              and inputs[v.name].dtype.kind != "b"]
+    given = {**g.constants, **inputs}
+    types = {v.name: v.type for v in g.inputs} | {k: TensorType(str(a.dtype), a.shape) for k, a in g.constants.items()}
+    small = {k: sample_tensor(rng, types[k], domains.get(k, ANY)) for k in given}
+    differ = [k for k, a in given.items() if a.dtype.kind != "b" and not np.array_equal(small[k], a, equal_nan=True)]
     if not differ:
-        return inputs
+        return g, inputs
 
-    def with_kept(kept: list[str]) -> dict[str, np.ndarray]:
-        return {k: (a if k in kept or k not in differ else small[k]) for k, a in inputs.items()}
+    def with_kept(kept: list[str]) -> tuple[Graph, dict[str, np.ndarray]]:
+        value = {k: (a if k in kept or k not in differ else small[k]) for k, a in given.items()}
+        cand = g.light_copy()
+        cand.constants = {k: value[k] for k in g.constants}
+        return cand, {k: value[k] for k in inputs}
 
     def shows(kept: list[str]) -> bool:
-        return budget.take() and still_fails(g, with_kept(kept))
+        return budget.take() and still_fails(*with_kept(kept))
 
     if shows([]):
         return with_kept([])
+    if only_all_small:
+        return g, inputs
     return with_kept(ddmin(differ, shows))

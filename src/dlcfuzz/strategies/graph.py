@@ -308,10 +308,12 @@ class GraphStrategy(Strategy):
         tc: TestCase = test.payload
         budget = self.ctx.budget
         still_fails = self.still_fails(tc, v)
-        g, inputs = reduce_graph(tc.graph, tc.inputs, still_fails, budget=budget)
+        # every value small first (one check): an edge value may absorb the difference in smaller graphs
+        g, inputs = shrink_values(tc.graph, tc.inputs, still_fails, budget, tc.seed, only_all_small=True)
+        g, inputs = reduce_graph(g, inputs, still_fails, budget=budget)
         # then the smallest extents and the fewest test values that still show it, on the same budget
         g, inputs = shrink_axes(g, inputs, still_fails, budget)
-        inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
+        g, inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
         red = self.reduction(test, v, g, inputs)
         before, after = longest_axis(tc.graph), longest_axis(g)
         if after < before:
