@@ -456,7 +456,27 @@ def test_capability_cache_is_per_probed_configuration(tmp_path, monkeypatch):
         def known_form_gaps(self, op: str) -> tuple:
             return ()
 
+        def probe_identity(self, config) -> tuple[str, str]:
+            return self.name, self.version()
+
     assert load_or_probe(None, Backend(), [Config()]) == {("ms_fused_conv", "float32"): (True, "")}  # its own cache
+
+
+def test_a_planted_fault_probes_its_baseline_as_onnxruntime(tmp_path, monkeypatch):
+    """A planted fault fires only in ort-all: its ort-disable probe is onnxruntime's and shares its cache
+    (the suite's 20 planted variants each probed ORT again, ~10 s apiece); its ort-all probe is its own."""
+    pytest.importorskip("onnxruntime")
+    from dlcfuzz.strategies.probe import cache_path, forms_fingerprint, load_or_probe
+
+    monkeypatch.setenv("DLCFUZZ_CACHE", str(tmp_path))
+    ort, planted = get_backend("onnxruntime"), get_backend("planted:wrong@add")
+    base, optimized = planted.configs()["ort-disable"], planted.configs()["ort-all"]
+    assert planted.probe_identity(base) == ort.probe_identity(base) == ("onnxruntime", ort.version())
+    assert planted.probe_identity(optimized) == (planted.name, planted.version())
+    shared = cache_path("onnxruntime", ort.version(), ["ort-disable"], forms=forms_fingerprint(ort))
+    shared.parent.mkdir(parents=True)
+    shared.write_text('[{"op": "add", "dtype": "float32", "ok": false, "reason": "as cached"}]')
+    assert load_or_probe(None, planted, [base]) == {("add", "float32"): (False, "as cached")}  # no probe ran
 
 
 def test_ort_deliberate_refusals_of_empty_inputs_are_expected_errors():

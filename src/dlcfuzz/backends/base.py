@@ -113,6 +113,11 @@ class Backend(Protocol):
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None: ...
 
+    def probe_identity(self, config: Config) -> tuple[str, str]:
+        """(compiler, version) whose capabilities a probe of `config` measures: the probe cache's key, so
+        that a wrapper that leaves `config` as the wrapped compiler has it shares that compiler's answer."""
+        ...
+
     def optimizations(self) -> tuple[str, ...]:
         """Every optimization (graph transformer, pass) of the installed release that `fired` can tell,
         read from the compiler, not listed by hand: the denominator of `bench/optimization_triggers.py`."""
@@ -226,6 +231,9 @@ class BackendBase:
     def issue_checklist(self, config: str) -> IssueChecklist | None:
         """The fuzzer checklist of the bug template upstream asks of an issue about `config`, if any."""
         return None
+
+    def probe_identity(self, config: Config) -> tuple[str, str]:
+        return self.name, self.version()
 
     def optimizations(self) -> tuple[str, ...]:
         return ()  # a compiler whose optimizations dlcfuzz does not tell apart

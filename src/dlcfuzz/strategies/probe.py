@@ -6,6 +6,7 @@ drown in "unsupported" noise and do not pay for the probe twice.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import json
@@ -228,20 +229,25 @@ def load_or_probe(pool: Pool | None, backend: Backend, configs: list[Config],
                   log: Callable[[str], None] | None = None, beside_newest: Capabilities | None = None) -> Capabilities:
     """The probe's answer, from the cache when this release was probed with these operators before;
     with `beside_newest` (the one-operator answer) what a graph at the newest opset supports."""
-    path = cache_path(backend.name, backend.version(), [c.name for c in configs], beside_newest is not None,
-                      forms_fingerprint(backend))
-    if path.exists():
-        try:
-            data = json.loads(path.read_text())
-            return {(d["op"], d["dtype"]): (d["ok"], d["reason"]) for d in data}
-        except (OSError, ValueError, KeyError):
-            pass  # a corrupt cache is re-probed
-    if log:
-        where = " beside the newest opset's operator" if beside_newest is not None else ""
-        log(f"probing {backend.version()} (one-operator tests per dtype{where}; cached in {path})")
-    caps = probe(backend, configs, pool=pool, beside_newest=beside_newest)
+    identities = {backend.probe_identity(c) for c in configs}  # a wrapper may probe as what it wraps
+    name, version = identities.pop() if len(identities) == 1 else (backend.name, backend.version())
+    path = cache_path(name, version, [c.name for c in configs], beside_newest is not None, forms_fingerprint(backend))
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r} for (o, d), (ok, r) in sorted(caps.items())]))
-    tmp.replace(path)
+    # one prober per cache file: a second campaign (or test process) started meanwhile waits and reads its answer
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if path.exists():
+            try:
+                data = json.loads(path.read_text())
+                return {(d["op"], d["dtype"]): (d["ok"], d["reason"]) for d in data}
+            except (OSError, ValueError, KeyError):
+                pass  # a corrupt cache is re-probed
+        if log:
+            where = " beside the newest opset's operator" if beside_newest is not None else ""
+            log(f"probing {backend.version()} (one-operator tests per dtype{where}; cached in {path})")
+        caps = probe(backend, configs, pool=pool, beside_newest=beside_newest)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r}
+                                   for (o, d), (ok, r) in sorted(caps.items())]))
+        tmp.replace(path)
     return caps

@@ -157,6 +157,11 @@ class PlantedBackend(OnnxRuntimeBackend):
     def version(self) -> str:
         return f"{super().version()} + planted {self.fault}@{self.op}"
 
+    def probe_identity(self, config: Config) -> tuple[str, str]:
+        if config.options.get("opt_level") != "all":  # every fault fires in the optimized configuration only
+            return OnnxRuntimeBackend.name, super().version()
+        return super().probe_identity(config)
+
     def build(self, lowered: bytes, g: Graph, config: Config) -> Any:
         if self.fault == "fusion":
             on = config.options.get("opt_level") == "all" and self.op not in config.options.get("disabled_optimizers", [])
