@@ -91,6 +91,19 @@ def close_passes(order: list[str]) -> Callable[[list[str]], list[str]]:
     return close
 
 
+def relax_passes(mod: Any, options: dict[str, Any]) -> Any:
+    """A configuration's explicit pass sequence on `mod`, then its closures lifted: what runs before
+    relax.build's own pipeline (in the caller's PassContext)."""
+    passes = [make_pass(p) for p in options.get("passes", [])]
+    if passes:
+        with tvm.target.Target(options.get("target", "llvm")):
+            mod = tvm.transform.Sequential(passes)(mod)
+    if has_local_functions(mod):
+        # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
+        mod = relax.transform.LambdaLift()(mod)
+    return mod
+
+
 class TvmCompiled:
     def __init__(self, vm: Any, input_names: list[str], n_outputs: int) -> None:
         self.vm = vm
@@ -255,15 +268,9 @@ class TvmBackend(BackendBase):
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
         mod = private_constants(mod)
-        passes = [make_pass(p) for p in o.get("passes", [])]
         target = tvm.target.Target(o.get("target", "llvm"))
         with tvm.transform.PassContext(opt_level=int(o.get("opt_level", 3))):
-            if passes:
-                with target:
-                    mod = tvm.transform.Sequential(passes)(mod)
-            if has_local_functions(mod):
-                # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
-                mod = relax.transform.LambdaLift()(mod)
+            mod = relax_passes(mod, o)
             ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=o.get("exec_mode", "bytecode"))
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return TvmCompiled(vm, input_names, n_outputs)
@@ -289,13 +296,17 @@ class TvmBackend(BackendBase):
             key += f"/rewrite-{o['rewrite']}{int(o.get('rewrite_seed', 0))}"
         return key
 
-    def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
-        mod = lowered
+    def relax_module(self, lowered: Any, config: Config) -> Any:
+        """The Relax module a configuration compiles from its lowering (TVM's ONNX frontend imports it here)."""
         if config.options.get("method", "direct") == "onnx":
             from tvm.relax.frontend.onnx import from_onnx
 
-            mod = from_onnx(lowered, keep_params_in_input=False)
-        return self.compile_module(mod, config, [v.name for v in g.inputs], len(g.outputs))
+            return from_onnx(lowered, keep_params_in_input=False)
+        return lowered
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
+        return self.compile_module(self.relax_module(lowered, config), config, [v.name for v in g.inputs],
+                                   len(g.outputs))
 
     # ---- findings --------------------------------------------------------------
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -306,7 +317,17 @@ class TvmBackend(BackendBase):
         return tvm_script(self, g, inputs, expected, configs, category, title, detail, untyped_outputs)
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
-        """Which targeted passes of the configuration's sequence changed the module (trigger.py)."""
+        """Which targeted passes changed the module while the configuration compiled it: its explicit
+        sequence and relax.build's Relax pipeline (trigger.py)."""
         from dlcfuzz.backends.tvm.trigger import tvm_fired
 
         return tvm_fired(self, g, config, targets)
+
+    def optimizations(self) -> tuple[str, ...]:
+        """The passes of TVM's default Relax pipeline for the CPU (`relax.get_default_pipeline`), as the
+        installed release runs them: its legalization part is what the optimized configurations run
+        first, the rest what relax.build runs. No FuseOpsByPattern pattern: that pipeline runs none, and
+        the release registers none until a BYOC backend (cutlass, cublas, dnnl) is imported."""
+        from dlcfuzz.backends.tvm.trigger import pipeline_passes
+
+        return pipeline_passes()
