@@ -38,7 +38,7 @@ CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
 # configuration (Backend.door_configs), probed apart, and this share of generated tests is drawn for it
 # (only from what it imports) and compares it; the others draw from everything the direct lowering takes
 ONNX_DOOR = "tvm-onnx-opt"
-ONNX_DOOR_SHARE = 0.6
+ONNX_DOOR_SHARE = 0.75
 MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
 
 
