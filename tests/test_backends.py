@@ -445,6 +445,8 @@ def test_capability_cache_is_per_probed_configuration(tmp_path, monkeypatch):
     onnx_door, direct = cache_path("tvm", "0.27", ["tvm-onnx-opt"]), cache_path("tvm", "0.27", ["tvm-unopt"])
     assert onnx_door != direct and direct.parent == tmp_path / "capabilities"
     assert cache_path("tvm", "0.27", ["a", "b"]) == cache_path("tvm", "0.27", ["b", "a"])
+    # a door's probe (only the pairs the baseline takes) never stands for a whole probe of that configuration
+    assert cache_path("tvm", "0.27", ["tvm-onnx-opt"], among="tvm-unopt") not in (onnx_door, direct)
     onnx_door.parent.mkdir(parents=True)
     onnx_door.write_text('[{"op": "ms_fused_conv", "dtype": "float32", "ok": true, "reason": ""}]')
 
