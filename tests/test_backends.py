@@ -234,7 +234,7 @@ def test_ort_per_test_configs_are_the_campaigns():
 def test_tvm_per_test_configs_vary_reproducibly_and_agree():
     pytest.importorskip("tvm")
     from dlcfuzz import reference
-    from dlcfuzz.backends.tvm.backend import CROSS_METHOD
+    from dlcfuzz.backends.tvm.backend import CROSS_METHOD, ONNX_DOOR
     from dlcfuzz.backends.tvm.passes import violations
     from dlcfuzz.gen.functions import outline
     from dlcfuzz.gen.random import generate
@@ -249,8 +249,12 @@ def test_tvm_per_test_configs_vary_reproducibly_and_agree():
         assert configs == again  # the same seed, the same configurations
         names = [c.name for c in configs]
         assert names[:2] == ["tvm-unopt", "tvm-passes"] and names[2] in CROSS_METHOD and len(names) == 3
+        assert names[2] != ONNX_DOOR  # only a test drawn for the ONNX frontend compares it
         assert not violations(configs[1].options["passes"])
         seqs.add(tuple(configs[1].options["passes"]))
+        drawn = [c.name for c in backend.per_test_configs(np.random.default_rng(seed), g,
+                                                          [*pair, backend.configs()[ONNX_DOOR]])]
+        assert drawn == ["tvm-unopt", "tvm-passes", ONNX_DOOR], drawn  # the door is its cross method
     assert len(seqs) >= 20  # sampled, not fixed
     x = _inputs()
     ref = reference.outputs(g, x)
@@ -441,6 +445,8 @@ def test_capability_cache_is_per_probed_configuration(tmp_path, monkeypatch):
     onnx_door, direct = cache_path("tvm", "0.27", ["tvm-onnx-opt"]), cache_path("tvm", "0.27", ["tvm-unopt"])
     assert onnx_door != direct and direct.parent == tmp_path / "capabilities"
     assert cache_path("tvm", "0.27", ["a", "b"]) == cache_path("tvm", "0.27", ["b", "a"])
+    # a door's probe (only the pairs the baseline takes) never stands for a whole probe of that configuration
+    assert cache_path("tvm", "0.27", ["tvm-onnx-opt"], among="tvm-unopt") not in (onnx_door, direct)
     onnx_door.parent.mkdir(parents=True)
     onnx_door.write_text('[{"op": "ms_fused_conv", "dtype": "float32", "ok": true, "reason": ""}]')
 

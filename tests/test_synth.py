@@ -137,6 +137,42 @@ def test_tvm_pass_instrument_records_which_passes_changed_the_module() -> None:
         ["ReorderPermuteDimsAfterConcat"]
 
 
+def test_tvm_optimizations_are_its_default_pipeline_and_fired_tells_them() -> None:
+    """Backend.optimizations() on TVM: the passes of the installed release's default Relax pipeline (read from
+    it); fired() watches the whole Relax compile of a configuration (its explicit sequence and relax.build's
+    pipeline), through either front door."""
+    pytest.importorskip("tvm", reason="apache-tvm is not installed")
+    from dlcfuzz.backends import get_backend
+
+    tvm = get_backend("tvm")
+    opts = tvm.optimizations()
+    assert {"LegalizeOps", "FoldConstant", "FuseOps", "FuseTIR", "DispatchSortScan", "StaticPlanBlockMemory"} <= set(opts)
+    assert len(opts) == len(set(opts)) >= 12
+    assert "DeadCodeElimination" not in opts  # FuseTIR runs it inside: not a pass of the pipeline itself
+    f32 = TensorType("float32", (2, 3))
+    # made for them: a constant subexpression (FoldConstant, once legalized) feeding an elementwise chain (FuseOps)
+    g = Graph(inputs=[Value("x", f32)], constants={"a": np.ones((2, 3), "float32"), "b": np.ones((2, 3), "float32")},
+              nodes=[Node("add", ["a", "b"], [Value("k", f32)], {}), Node("add", ["x", "k"], [Value("y", f32)], {}),
+                     Node("relu", ["y"], [Value("z", f32)], {})], outputs=["z"])
+    check_graph(g)
+    every = tvm.configs()
+    # (TVM's ONNX frontend folds the constant subexpression itself while it imports)
+    for config, fold in (("tvm-opt", True), ("tvm-onnx-opt", False)):
+        fired = tvm.fired(g, every[config], list(opts))
+        assert set(fired) == set(opts)
+        assert all(fired[p] for p in ("LegalizeOps", "FuseOps", "FuseTIR", "CallTIRRewrite")), (config, fired)
+        assert fired["FoldConstant"] == fold, (config, fired)
+        assert not fired["DispatchSortScan"] and not fired["DispatchSampling"], (config, fired)
+    # relax.build's pipeline dispatches TopK before it legalizes: the unoptimized build, whose sequence is empty
+    top = Graph(inputs=[Value("x", f32)], nodes=[Node("topk", ["x"], [Value("v", TensorType("float32", (2, 2))),
+                                                                     Value("i", TensorType("int64", (2, 2)))],
+                                                      {"k": 2, "axis": 1, "largest": 1, "sorted": 1})],
+                outputs=["v", "i"])
+    check_graph(top)
+    assert tvm.fired(top, every["tvm-unopt"], ["DispatchSortScan", "FuseOps"]) == {"DispatchSortScan": True,
+                                                                                   "FuseOps": False}
+
+
 def _onnx_model(nodes: list, inputs: list, outputs: list, inits: list = (), domains: tuple = ()) -> bytes:
     from onnx import helper
 

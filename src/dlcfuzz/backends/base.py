@@ -168,7 +168,15 @@ class Backend(Protocol):
 
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """The configurations one generated test compares, varied per test from the campaign's
-        (HirGen's cross-method oracle, sampled pass sequences or knobs)."""
+        (HirGen's cross-method oracle, sampled pass sequences or knobs). `configs` holds the door
+        configuration the test was drawn for (`door_configs`), if any: the test compares it."""
+        ...
+
+    def door_configs(self) -> Mapping[str, float]:
+        """Configurations whose front door imports on terms of its own (an importer that takes fewer operators
+        or forms than the baseline configuration's lowering), each with the share of a campaign's generated
+        tests drawn for it: each door is capability-probed apart, a test drawn for one draws only what the
+        door and the baseline both take and compares that configuration, and no other test compares it."""
         ...
 
     def disruptive_configs(self) -> list[str]:
@@ -267,6 +275,9 @@ class BackendBase:
 
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         return list(configs)
+
+    def door_configs(self) -> Mapping[str, float]:
+        return {}  # every configuration takes what the baseline's probe admits
 
     def disruptive_configs(self) -> list[str]:
         return [c.name for c in self.default_pair()]  # type: ignore[attr-defined]

@@ -91,6 +91,9 @@ class GraphStrategy(Strategy):
     """A differential test of one generated graph: every configuration against the reference."""
 
     regenerable = True
+    # whether its tests are drawn for door configurations (`door_for`): a strategy whose configurations never
+    # hold one (oatest's are the baseline's front door) does not pay for their probes
+    draws_for_doors = True
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -98,7 +101,9 @@ class GraphStrategy(Strategy):
         # graphs kept at the default ONNX opset, and graphs that may raise it (see start()): one is
         # picked per test; `supported` admits what both admit
         self.variants: list[Any] = []
-        self._choices: dict[int, Any] = {}
+        self._choices: dict[tuple[int, str | None], Any] = {}
+        # door configuration (Backend.door_configs) -> what its front door imports, probed apart
+        self.doors: dict[str, Any] = {}
         # dedup key -> (the finding's configurations minimized, the minimal optimization set): its
         # reproducer compiles with exactly that set (the last few keys: duplicates are never written)
         self.minimal_configs: dict[str, tuple[list[Config], list[str]]] = {}
@@ -121,6 +126,7 @@ class GraphStrategy(Strategy):
             return caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
         self.supported, self.variants, self._choices = alone, [], {}
+        self.doors = self.probe_doors(pool, caps)
         if not backend.lowers_through_onnx:
             return
         # an operator newer than the default opset raises the whole model's opset, and an older operator
@@ -134,22 +140,69 @@ class GraphStrategy(Strategy):
                          lambda op, dt: alone(op, dt) and (op, dt) not in low_only]
         self.supported = lambda op, dt: alone(op, dt) and (op, dt) not in raisers and (op, dt) not in low_only
 
-    def pick(self, rng: np.random.Generator | None = None) -> tuple[Any, Any]:
+    def probe_doors(self, pool: Pool, caps: Any) -> dict[str, Any]:
+        """What each door configuration (`Backend.door_configs`) a test of this campaign may compare imports, probed
+        through that configuration among the pairs the baseline takes (cached like the baseline's probe): a
+        capability predicate per door. None to probe where the user's --configs hold no door (or the door is the
+        baseline, whose probe already says)."""
+        from dlcfuzz.strategies.probe import load_or_probe
+
+        backend, baseline = self.ctx.backend, self.ctx.configs[0]
+        every = backend.configs()
+        names = [n for n in backend.door_configs() if self.draws_for_doors and n in every and n != baseline.name
+                 and (not self.ctx.configs_picked or any(c.name == n for c in self.ctx.configs))]
+        doors = {}
+        for name in names:
+            door = load_or_probe(pool, backend, [every[name]], log=self.ctx.log, among=(baseline, caps))
+            doors[name] = lambda op, dt, door=door: door.get((op, dt), (False, ""))[0]
+        return doors
+
+    def door_for(self, seed: int) -> str | None:
+        """The door configuration test `seed` is drawn for, or None: with --configs, the door they hold (every
+        test); else one by its share (`Backend.door_configs`), from a stream of its own (a compiler without
+        doors draws every other choice as it always has)."""
+        if not self.doors:
+            return None
+        if self.ctx.configs_picked:
+            return next((c.name for c in self.ctx.configs if c.name in self.doors), None)
+        u, edge = float(np.random.default_rng([seed, 0xD004]).random()), 0.0
+        for name, share in self.ctx.backend.door_configs().items():
+            edge += share
+            if name in self.doors and u < edge:
+                return name
+        return None
+
+    def with_door(self, configs: list[Config], door: str | None) -> list[Config]:
+        """`configs` comparing the door configuration `door` too (None: as they are)."""
+        if door is None or any(c.name == door for c in configs):
+            return configs
+        return [*configs, self.ctx.backend.configs()[door]]
+
+    def pick(self, rng: np.random.Generator | None = None, door: str | None = None) -> tuple[Any, Any]:
         """The capability predicate and (operator, dtypes) choices of one test: with `rng`, one of the
-        variants when there are several; without, what every variant admits."""
+        variants when there are several; without, what every variant admits; with `door` (a door
+        configuration the test compares), only what that door imports too."""
         k = int(rng.integers(len(self.variants))) if rng is not None and len(self.variants) > 1 else -1
-        supported = self.variants[k] if k >= 0 else self.supported
-        if k not in self._choices:
+        through = self.through_door(door)
+        supported = through(self.variants[k] if k >= 0 else self.supported)
+        if (k, door) not in self._choices:
             try:
-                self._choices[k] = self.allowed(supported)
+                self._choices[(k, door)] = self.allowed(supported)
             except ValueError:  # --only-ops names operators of one side only: the other side has none
                 if k < 0:
                     raise
-                self._choices[k] = self.allowed(self.supported if k == 0 else self.variants[0])
-        return supported, self._choices[k]
+                self._choices[(k, door)] = self.allowed(through(self.supported if k == 0 else self.variants[0]))
+        return supported, self._choices[(k, door)]
 
-    def choices(self, rng: np.random.Generator | None = None) -> Any:
-        return self.pick(rng)[1]
+    def through_door(self, door: str | None) -> Callable[[Any], Any]:
+        """Capability predicate -> what it admits that door configuration `door` imports too (None: itself)."""
+        if door is None:
+            return lambda supported: supported
+        takes = self.doors[door]
+        return lambda supported: lambda op, dt: supported(op, dt) and takes(op, dt)
+
+    def choices(self, rng: np.random.Generator | None = None, door: str | None = None) -> Any:
+        return self.pick(rng, door)[1]
 
     def allowed(self, supported: Any) -> Any:
         """The (operator, dtypes) choices `supported` admits, each operator sampling around the compiler's
@@ -436,7 +489,8 @@ class RandomStrategy(GraphStrategy):
 
         rng = np.random.default_rng(seed)
         sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
-        _, choices = self.pick(rng)
+        door = self.door_for(seed)
+        _, choices = self.pick(rng, door)
         g = generate(rng, self.params["ops"], choices=choices, sizes=sizes)
         g, inputs = self.with_inputs(g, rng)
-        return self.test(seq, self.test_case(g, inputs, seed))
+        return self.test(seq, self.test_case(g, inputs, seed, self.with_door(list(self.ctx.configs), door)))

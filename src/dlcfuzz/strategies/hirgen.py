@@ -93,7 +93,8 @@ class HirgenStrategy(GraphStrategy):
         rng = np.random.default_rng(seed)
         sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         start, meta = self.grow_from(seq, seed)
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng),
+        door = self.door_for(seed)
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng, door),
                             candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates, start=start,
                             sizes=sizes)
         g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
@@ -103,7 +104,7 @@ class HirgenStrategy(GraphStrategy):
             g = outline(g, rng)
         if self.feedback:
             self.in_flight.add(seq)
-        tc = self.test_case(g, inputs, seed, self.configs_for(rng, g), meta=meta)
+        tc = self.test_case(g, inputs, seed, self.configs_for(rng, g, door), meta=meta)
         return self.test(seq, tc, list(graph_items(g)))
 
     # ---- compiler-coverage feedback ----------------------------------------
@@ -172,12 +173,14 @@ class HirgenStrategy(GraphStrategy):
                 except Exception:  # noqa: BLE001 - under auto, another arm's test: not a graph of ours
                     continue
 
-    def configs_for(self, rng: np.random.Generator, g: Graph) -> list[Any]:
+    def configs_for(self, rng: np.random.Generator, g: Graph, door: str | None = None) -> list[Any]:
         """HirGen's oracles per test: the campaign's pair, varied by the compiler (sampled pass
-        sequences, function rewrites, another compilation method) unless the user picked them."""
+        sequences, function rewrites, another compilation method) unless the user picked them; with
+        `door`, the door configuration the test was drawn for among them."""
         if self.ctx.configs_picked:
             return list(self.ctx.configs)
-        return self.ctx.backend.per_test_configs(rng, g, list(self.ctx.configs))
+        configs = self.with_door(list(self.ctx.configs), door)
+        return self.with_door(self.ctx.backend.per_test_configs(rng, g, configs), door)
 
 
 class HirgenRandomStrategy(HirgenStrategy):
@@ -208,6 +211,11 @@ class DisruptiveHirgen(HirgenStrategy):
     def handler_init(self) -> dict[str, Any]:
         return {**super().handler_init(), "invalid": True}
 
+    def door(self) -> str | None:
+        """The door configuration every test compares (the first of them), or None: a graph that breaks a rule
+        must reach each front door's own checks, not stop at an importer that lacks one of its operators."""
+        return next((c.name for c in self.configs if c.name in self.doors), None)
+
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.backends.base import Config
         from dlcfuzz.gen.disruptive import RULES, generate_disruptive
@@ -219,7 +227,7 @@ class DisruptiveHirgen(HirgenStrategy):
             test = self.malformed_test(seq, seed, rng, forms)
             if test is not None:
                 return test
-        g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng),
+        g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng, self.door()),
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
         if self.params.get("values", VALUES.default) == "edge":
             self.edge_values(g, inputs, broken.node, rng)
@@ -251,7 +259,7 @@ class DisruptiveHirgen(HirgenStrategy):
         from dlcfuzz.mutate.malformed import malform
 
         kind = forms[int(rng.integers(len(forms)))]
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng))
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng, self.door()))
         g, inputs = self.with_inputs(g, rng)
         done = malform(to_onnx(g), kind, seed)
         if done is None:

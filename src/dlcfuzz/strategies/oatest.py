@@ -39,6 +39,7 @@ class OatestStrategy(GraphStrategy):
     name = "oatest"
     summary = "optimization patterns spliced into seed graphs (OATest)"
     handler = HANDLER
+    draws_for_doors = False  # oatest_configs: the baseline's front door, with the targeted passes
     options = (OPS, ONLY_OPS, VALUES, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
                                                        "built-in library and the shipped mined patterns)"))
 

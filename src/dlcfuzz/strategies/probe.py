@@ -43,14 +43,17 @@ def ops_fingerprint() -> str:
     return h.hexdigest()[:10]
 
 
-def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = False, forms: str = "") -> Path:
+def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = False, forms: str = "",
+               among: str = "") -> Path:
     """Per compiler release and probed configurations: what one front door supports (TVM's ONNX importer
     takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's.
-    `forms` (forms_fingerprint): the compiler's known form gaps, which the probe's instances avoid."""
+    `forms` (forms_fingerprint): the compiler's known form gaps, which the probe's instances avoid.
+    `among`: the configuration whose supported pairs alone were probed (a door's probe, `probe(among=...)`)."""
     root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
     probed = "+".join(sorted(configs))
     probed += "-top" if at_top else ""
     probed += f"-{forms}" if forms else ""
+    probed += f"-among-{among}" if among else ""
     safe = "".join(c if c.isalnum() or c in "._-+" else "_" for c in f"{compiler}-{version}-{probed}-{ops_fingerprint()}")
     return root / "capabilities" / f"{safe}.json"
 
@@ -141,7 +144,7 @@ def _opset_raisers(seed: int, ops: tuple[Any, ...]) -> frozenset[tuple[str, str]
 
 
 def probe(backend: Backend, configs: list[Config], pool: Pool | None = None, seed: int = 0, batch: int = PROBE_BATCH,
-          beside_newest: Capabilities | None = None) -> Capabilities:
+          beside_newest: Capabilities | None = None, among: Capabilities | None = None) -> Capabilities:
     """One-operator tests per (op, dtype), on a WorkerPool (campaigns) or in this process (tests).
 
     An (op, dtype) is unsupported when every config rejects it with a documented error.
@@ -153,7 +156,11 @@ def probe(backend: Backend, configs: list[Config], pool: Pool | None = None, see
     `beside_newest` (this probe's answer for one-operator graphs): each supported pair is probed again
     beside the supported operator of the newest ONNX opset, so that the model is written at that opset. A model's opset is its newest operator's, and an older
     operator then resolves to its newest schema, for which a compiler may have no kernel (onnxruntime
-    1.32.0: GlobalLpPool(22); Swish(24) at opset 25); the answer is what such a graph supports."""
+    1.32.0: GlobalLpPool(22); Swish(24) at opset 25); the answer is what such a graph supports.
+
+    `among` (another configuration's answer): only the pairs it supports are probed, and answered (a door's
+    probe, `Backend.door_configs`: its tests draw from what both take, and a pair the baseline lacks would
+    only split batches)."""
     from dlcfuzz.errors import LoweringGap
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.gen.inputs import sample_inputs
@@ -162,6 +169,9 @@ def probe(backend: Backend, configs: list[Config], pool: Pool | None = None, see
     rng = np.random.default_rng(seed)
     cases = probe_cases(seed, backend.known_form_gaps)
     inputs = [sample_inputs(g, rng) for _, _, g in cases]
+    if among is not None:  # after sampling: each pair keeps the inputs the baseline's probe gave it
+        kept = [i for i, c in enumerate(cases) if among.get(c[:2], (False, ""))[0]]
+        cases, inputs = [cases[i] for i in kept], [inputs[i] for i in kept]
     caps: Capabilities = {}
     if beside_newest is not None:
         own = beside_newest
@@ -226,12 +236,15 @@ def probe(backend: Backend, configs: list[Config], pool: Pool | None = None, see
 
 
 def load_or_probe(pool: Pool | None, backend: Backend, configs: list[Config],
-                  log: Callable[[str], None] | None = None, beside_newest: Capabilities | None = None) -> Capabilities:
+                  log: Callable[[str], None] | None = None, beside_newest: Capabilities | None = None,
+                  among: tuple[Config, Capabilities] | None = None) -> Capabilities:
     """The probe's answer, from the cache when this release was probed with these operators before;
-    with `beside_newest` (the one-operator answer) what a graph at the newest opset supports."""
+    with `beside_newest` (the one-operator answer) what a graph at the newest opset supports; with `among`
+    (a configuration and its answer) what `configs` support of the pairs that one supports."""
     identities = {backend.probe_identity(c) for c in configs}  # a wrapper may probe as what it wraps
     name, version = identities.pop() if len(identities) == 1 else (backend.name, backend.version())
-    path = cache_path(name, version, [c.name for c in configs], beside_newest is not None, forms_fingerprint(backend))
+    path = cache_path(name, version, [c.name for c in configs], beside_newest is not None,
+                      forms_fingerprint(backend), among[0].name if among is not None else "")
     path.parent.mkdir(parents=True, exist_ok=True)
     # one prober per cache file: a second campaign (or test process) started meanwhile waits and reads its answer
     with open(path.with_suffix(".lock"), "a") as lock:
@@ -244,8 +257,9 @@ def load_or_probe(pool: Pool | None, backend: Backend, configs: list[Config],
                 pass  # a corrupt cache is re-probed
         if log:
             where = " beside the newest opset's operator" if beside_newest is not None else ""
+            where += f" through {', '.join(c.name for c in configs)}, of what {among[0].name} takes" if among else ""
             log(f"probing {backend.version()} (one-operator tests per dtype{where}; cached in {path})")
-        caps = probe(backend, configs, pool=pool, beside_newest=beside_newest)
+        caps = probe(backend, configs, pool=pool, beside_newest=beside_newest, among=among[1] if among else None)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r}
                                    for (o, d), (ok, r) in sorted(caps.items())]))

@@ -34,6 +34,11 @@ EXPECTED = [
 ]
 # HirGen's cross-method oracle: one of these joins each generated test (VM exec mode, target, front door)
 CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
+# TVM's ONNX frontend imports fewer operators (and forms) than our direct Relax lowering lowers: it is a door
+# configuration (Backend.door_configs), probed apart, and this share of generated tests is drawn for it
+# (only from what it imports) and compares it; the others draw from everything the direct lowering takes
+ONNX_DOOR = "tvm-onnx-opt"
+ONNX_DOOR_SHARE = 0.75
 MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
 
 
@@ -84,6 +89,19 @@ def close_passes(order: list[str]) -> Callable[[list[str]], list[str]]:
         return [p for p in order if p in keep]
 
     return close
+
+
+def relax_passes(mod: Any, options: dict[str, Any]) -> Any:
+    """A configuration's explicit pass sequence on `mod`, then its closures lifted: what runs before
+    relax.build's own pipeline (in the caller's PassContext)."""
+    passes = [make_pass(p) for p in options.get("passes", [])]
+    if passes:
+        with tvm.target.Target(options.get("target", "llvm")):
+            mod = tvm.transform.Sequential(passes)(mod)
+    if has_local_functions(mod):
+        # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
+        mod = relax.transform.LambdaLift()(mod)
+    return mod
 
 
 class TvmCompiled:
@@ -176,12 +194,16 @@ class TvmBackend(BackendBase):
         return dict(KNOWN_GAPS.get(op, {}))
 
     # ---- what a campaign compares ------------------------------------------
+    def door_configs(self) -> dict[str, float]:
+        return {ONNX_DOOR: ONNX_DOOR_SHARE}
+
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """HirGen's three oracles, per test: original unoptimized vs optimized, where the optimized one
         is a random order/subset of the Relax passes with a random function form; a function-rewritten
         variant (rewrite a/b/c) joins when the graph has sub-functions; and one other compilation
-        method (VM exec mode, target or front door) is added. (`configs`, the campaign's pair, is
-        replaced: the random draws stay in the order campaigns have always made them.)"""
+        method is added: the ONNX frontend when the test was drawn for it (it is in `configs`), else
+        the VM's compiled exec mode or the C target. (`configs`, the campaign's pair, is otherwise
+        replaced.)"""
         every = self.configs()
         opt = every["tvm-opt"].options
         form = FORMS[int(rng.integers(len(FORMS)))]
@@ -197,7 +219,9 @@ class TvmBackend(BackendBase):
             out.append(Config(f"tvm-rewrite-{kind}", {**opt, "rewrite": kind, "rewrite_seed": int(rng.integers(2**31)),
                                                        "form": FORMS[int(rng.integers(len(FORMS)))]}))
         names = [c.name for c in out]
-        extra = [n for n in CROSS_METHOD if n in every and n not in names]
+        if any(c.name == ONNX_DOOR for c in configs):  # drawn for the frontend: its graph imports
+            return [*out, every[ONNX_DOOR]]
+        extra = [n for n in CROSS_METHOD if n in every and n not in names and n != ONNX_DOOR]
         if extra:
             out.append(every[extra[int(rng.integers(len(extra)))]])
         return out
@@ -244,15 +268,9 @@ class TvmBackend(BackendBase):
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
         mod = private_constants(mod)
-        passes = [make_pass(p) for p in o.get("passes", [])]
         target = tvm.target.Target(o.get("target", "llvm"))
         with tvm.transform.PassContext(opt_level=int(o.get("opt_level", 3))):
-            if passes:
-                with target:
-                    mod = tvm.transform.Sequential(passes)(mod)
-            if has_local_functions(mod):
-                # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
-                mod = relax.transform.LambdaLift()(mod)
+            mod = relax_passes(mod, o)
             ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=o.get("exec_mode", "bytecode"))
         vm = relax.VirtualMachine(ex, tvm.cpu())
         return TvmCompiled(vm, input_names, n_outputs)
@@ -278,13 +296,17 @@ class TvmBackend(BackendBase):
             key += f"/rewrite-{o['rewrite']}{int(o.get('rewrite_seed', 0))}"
         return key
 
-    def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
-        mod = lowered
+    def relax_module(self, lowered: Any, config: Config) -> Any:
+        """The Relax module a configuration compiles from its lowering (TVM's ONNX frontend imports it here)."""
         if config.options.get("method", "direct") == "onnx":
             from tvm.relax.frontend.onnx import from_onnx
 
-            mod = from_onnx(lowered, keep_params_in_input=False)
-        return self.compile_module(mod, config, [v.name for v in g.inputs], len(g.outputs))
+            return from_onnx(lowered, keep_params_in_input=False)
+        return lowered
+
+    def build(self, lowered: Any, g: Graph, config: Config) -> TvmCompiled:
+        return self.compile_module(self.relax_module(lowered, config), config, [v.name for v in g.inputs],
+                                   len(g.outputs))
 
     # ---- findings --------------------------------------------------------------
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
@@ -295,7 +317,17 @@ class TvmBackend(BackendBase):
         return tvm_script(self, g, inputs, expected, configs, category, title, detail, untyped_outputs)
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
-        """Which targeted passes of the configuration's sequence changed the module (trigger.py)."""
+        """Which targeted passes changed the module while the configuration compiled it: its explicit
+        sequence and relax.build's Relax pipeline (trigger.py)."""
         from dlcfuzz.backends.tvm.trigger import tvm_fired
 
         return tvm_fired(self, g, config, targets)
+
+    def optimizations(self) -> tuple[str, ...]:
+        """The passes of TVM's default Relax pipeline for the CPU (`relax.get_default_pipeline`), as the
+        installed release runs them: its legalization part is what the optimized configurations run
+        first, the rest what relax.build runs. No FuseOpsByPattern pattern: that pipeline runs none, and
+        the release registers none until a BYOC backend (cutlass, cublas, dnnl) is imported."""
+        from dlcfuzz.backends.tvm.trigger import pipeline_passes
+
+        return pipeline_passes()
