@@ -345,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--" + o.name.replace("_", "-"), dest=o.name, type=o.type, default=argparse.SUPPRESS,
                        help=f"{o.help} (default {o.default})")
     s.add_argument("--time", default="60s", help="testing budget, e.g. 60s, 10m, 2h (each new finding's reduction "
-                   "runs on its own budget on top)")
+                   "runs on its own budget on top, and a release's first capability probe before it)")
     s.add_argument("--jobs", type=int, default=None, help="workers (default 2; with --cluster, one per CPU of the cluster)")
     s.add_argument("--cluster", metavar="auto|ADDRESS", help="run the workers as Ray actors on every node of a Ray "
                    "cluster (auto: the running one, else a local one); needs the extra 'cluster'")

@@ -216,11 +216,11 @@ class Campaign:
 
         o = self.opts
         deadline = o.timeout_s or self.strategy.deadline_s()
-        start = time.monotonic()
         reducing_before = self.ctx.reduce_s[0]
         with make_pool(o.cluster, self.strategy.handler, self.strategy.handler_init(), jobs=o.jobs, timeout_s=deadline,
                        memory_mb=o.memory_mb) as pool:
             self.strategy.start(pool, self.resumed)
+            start = time.monotonic()  # a first campaign's capability probe (minutes on TVM) is no testing time
             inflight: dict[int, tuple[Test, bool]] = {}
             for test_id, seq, seed, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
                 test = Test(seq, seed, blob, self.strategy.decode(blob), test_id=test_id)
