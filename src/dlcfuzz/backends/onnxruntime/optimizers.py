@@ -4,11 +4,12 @@ set of transformers that still shows a finding.
 The graph transformers are read from the installed release (`ort_optimizers`): a session at
 ORT_ENABLE_ALL with verbose logging names every transformer its optimizer registers ("GraphTransformer X
 modified: ..."), in the order it applies them. The rewrite rules inside the rule-based containers
-(Level1_RuleBasedTransformer, ...) are not logged one by one, and since 1.2x a container is registered
-even with all its rules disabled, so ORT gives no way to list them: `ORT_RULES` is ORT's own rule table
-(graph_transformer_utils.cc, GenerateRewriteRules), and each rule is checked against the installed
-release by the library pattern that fires it (tests/test_ort_optimizations.py: a name ORT does not know
-is silently ignored by `disabled_optimizers`, so it would read as never firing).
+(Level1_RuleBasedTransformer, ...) are not logged one by one, and a container is registered even with
+all its rules disabled (1.32), so no session tells them apart: `ORT_RULES` holds the names ORT's rules
+report (graph_transformer_utils.cc, GenerateRewriteRules; a rule's name is not its class's: ClipQuantFusion
+is "ClipQuantRewrite"), and a rule is listed when the installed release's library holds its name. Each
+listed rule is checked to fire on the pattern written for it (tests/test_ort_optimizations.py), since
+`disabled_optimizers` ignores a name it does not know, which would read as "never fires".
 
 Minimization is delta debugging (ddmin) over the optimizers `disabled_optimizers` can switch off:
 a candidate set S is tried by disabling every other listed optimizer at ORT_ENABLE_ALL. The
@@ -24,6 +25,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dlcfuzz.oracle.testcase import Config
 from dlcfuzz.reduce.ddmin import ddmin
@@ -36,22 +38,24 @@ LEVELS: dict[str, str] = {
     "all": "ORT_ENABLE_ALL",
 }
 
-# rule-based container -> the rewrite rules it holds by default (CastChainElimination only with the session
-# option session.enable_cast_chain_elimination, which no configuration sets)
+# rule-based container -> the names of the rewrite rules it holds by default (CastChainElimination only with
+# the session option session.enable_cast_chain_elimination, which no configuration sets)
 ORT_RULES: dict[str, tuple[str, ...]] = {
     "Level1_RuleBasedTransformer": (
         "EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "EliminateDropout", "ExpandElimination",
         "CastElimination", "PreShapeNodeElimination", "NoopElimination", "DivMulFusion", "FuseReluClip",
         "GemmSumFusion", "GemmTransposeFusion", "NotWhereFusion", "ConvAddFusion", "ConvMulFusion", "ConvBNFusion",
-        "PadFusion", "MatmulBNFusion", "LabelEncoderFusion"),
-    "Level2_RuleBasedTransformer": ("ClipQuantFusion", "ReluQuantFusion", "GemmTransposeFusion"),
+        "Pad_Fusion", "MatMul_BatchNormalization_Fusion", "LabelEncoderFusion"),
+    "Level2_RuleBasedTransformer": ("ClipQuantRewrite", "ReluQuantRewrite", "GemmTransposeFusion"),
 }
 ORT_CONTAINERS: tuple[str, ...] = tuple(ORT_RULES)
 
-# Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe.
+# Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe; stdout is the
+# path of the library that holds ORT's optimizer.
 _READ_SCRIPT = r'''
 import onnx.helper as h
 import onnxruntime as ort
+import onnxruntime.capi.onnxruntime_pybind11_state as library
 from onnx import TensorProto
 
 x = h.make_tensor_value_info("x", TensorProto.FLOAT, [2])
@@ -62,6 +66,7 @@ so = ort.SessionOptions()
 so.log_severity_level = 0
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+print(library.__file__)
 '''
 _LOGGED = re.compile(r"GraphTransformer (\w+) modified")
 
@@ -70,12 +75,13 @@ _LOGGED = re.compile(r"GraphTransformer (\w+) modified")
 def ort_optimizers() -> tuple[str, ...]:
     """Every graph transformer and rewrite rule of the installed onnxruntime's CPU optimizer, by the names
     `disabled_optimizers` takes, in the order ORT applies them: the transformers its verbose log names, each
-    rule-based container replaced by its rules (`ORT_RULES`)."""
-    log = subprocess.run([sys.executable, "-c", _READ_SCRIPT], capture_output=True, text=True, timeout=120,
-                         check=True).stderr
+    rule-based container replaced by those of its rules (`ORT_RULES`) whose names its library holds."""
+    read = subprocess.run([sys.executable, "-c", _READ_SCRIPT], capture_output=True, text=True, timeout=120,
+                          check=True)
+    log, library = read.stderr, Path(read.stdout.strip().splitlines()[-1]).read_bytes()
     names: list[str] = []
     for t in dict.fromkeys(_LOGGED.findall(log)):
-        names += ORT_RULES.get(t, (t,))
+        names += [r for r in ORT_RULES[t] if r.encode() + b"\0" in library] if t in ORT_RULES else [t]
     if len(names) < 10:  # the log format changed: no silent denominator of nothing
         raise RuntimeError(f"could not read ONNXRuntime's graph transformers from its log: {log[-500:]!r}")
     return tuple(dict.fromkeys(names))
