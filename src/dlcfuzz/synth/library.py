@@ -305,9 +305,14 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
 
 
 def library(seed: int = 0) -> list[Pattern]:
-    """Every built-in pattern, instantiated with weights from `seed`."""
+    """Every built-in pattern, instantiated with weights from `seed`: the shared ones, then those written
+    for ONNXRuntime's transformers alone (library_ort.py)."""
+    from dlcfuzz.synth.library_ort import ORT_LIBRARY
+
     out = []
-    for name, (build, targets, granularity) in LIBRARY.items():
+    entries = [*LIBRARY.items(), *((name, (build, {"onnxruntime": tags}, granularity))
+                                   for name, (build, tags, granularity) in ORT_LIBRARY.items())]
+    for name, (build, targets, granularity) in entries:
         g = build(seed)
         check_graph(g)
         out.append(Pattern(name, g, {k: list(v) for k, v in targets.items()}, granularity, "library"))

@@ -50,8 +50,9 @@ class Builder:
         self._types[name] = t
         return name
 
-    def param(self, name: str, array: np.ndarray) -> str:
-        a = np.ascontiguousarray(array, dtype=self.dtype)
+    def param(self, name: str, array: np.ndarray, dtype: str | None = None) -> str:
+        """A constant in the builder's dtype, or in `dtype` (an integer weight of a quantized pattern)."""
+        a = np.ascontiguousarray(array, dtype=dtype or self.dtype)
         self.g.constants[self._fresh(name)] = a
         self._types[name] = TensorType.of(a)
         return name
