@@ -104,6 +104,50 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
     return g
 
 
+def dtype_variants(p: Pattern, supported: Supported | None = None) -> list[Pattern]:
+    """The pattern instantiated in every other numeric dtype its operators accept (our op specs' type rules,
+    and `supported`: what the compiler has kernels for): holes, constants and Cast targets of its float dtype
+    moved to that dtype (float constants rounded toward zero for an integer one), every node re-inferred, the
+    result valid by `usable_pattern`. Patterns mined in float32 fire their fusions in float32 only; fused
+    kernels and contrib operators often lack another type, which is where a fusion breaks. A variant is named
+    `name@dtype`, records `retyped` in its meta, and keeps its dtype when spliced (`splice` bridges context
+    values to it instead of re-concretizing it for them). Patterns whose holes are not all of one float
+    dtype (quantized ones: QuantizeLinear takes float32 alone) have none."""
+    from dlcfuzz.ir.types import NUMERIC
+
+    own = {v.type.dtype for v in p.graph.inputs}
+    if len(own) != 1 or not own <= set(FLOATS):
+        return []
+    src = next(iter(own))
+    out = []
+    for dt in NUMERIC:
+        if dt == src:
+            continue
+        g = p.graph.copy()
+        g.inputs = [Value(v.name, v.type.with_dtype(dt)) for v in g.inputs]
+        g.constants = {k: (np.trunc(a) if dt not in FLOATS else a).astype(dt) if str(a.dtype) == src else a
+                       for k, a in g.constants.items()}
+        env = {v.name: v.type for v in g.inputs}
+        env.update({k: TensorType.of(a) for k, a in g.constants.items()})
+        try:
+            for n in g.nodes:
+                if n.op == "cast" and n.attrs.get("to") == src:
+                    n.attrs = {**n.attrs, "to": dt}
+                outs = get_op(n.op).infer([env[i] for i in n.inputs], n.attrs)
+                n.outputs = [Value(v.name, t) for v, t in zip(n.outputs, outs)]
+                env.update({v.name: v.type for v in n.outputs})
+            check_graph(g)
+        except (DlcfuzzError, *PATTERN_FAULTS):
+            continue
+        variant = Pattern(f"{p.name}@{dt}", g, p.targets, p.granularity, p.source, {**p.meta, "retyped": [src, dt]})
+        if not pattern_supported(variant, supported):
+            continue
+        usable, _ = usable_pattern(variant)
+        if usable is not None:
+            out.append(usable)
+    return out
+
+
 def _reshape_target(t_in: TensorType, old_out: TensorType, target: list[int]) -> list[int]:
     """A reshape target for input `t_in`: the old one where it still holds the input's elements,
     else the old output shape with one dimension (the last that can) rescaled to make up the new
@@ -278,7 +322,8 @@ def splice(seed: Graph, p: Pattern, rng: np.random.Generator, uid: int = 0,
         if needs.get(h.name, ANY) != ANY:
             continue
         exact = [v for v in preceding if types[v] == h.example]
-        similar = [v for v in preceding if h.accepts(types[v]) and types[v].size > 0]
+        # a dtype variant keeps its dtype: context values of another one are bridged (cast) to it
+        similar = [] if p.meta.get("retyped") else [v for v in preceding if h.accepts(types[v]) and types[v].size > 0]
         other = [v for v in preceding if types[v].size > 0]
         # a bridge that slices keeps more of the context's data than one that pads a scalar out
         other = [v for v in other if types[v].size >= h.example.size] or other
@@ -392,7 +437,7 @@ class Synthesizer:
     counted in `rejected` by reason."""
 
     def __init__(self, patterns: Sequence[Pattern], compiler: str, supported: Supported | None = None,
-                 seed_ops: int = 8, only_ops: Sequence[str] | None = None) -> None:
+                 seed_ops: int = 8, only_ops: Sequence[str] | None = None, retyped: bool = True) -> None:
         self.dropped: Counter[str] = Counter()
         usable = []
         for p in patterns:
@@ -403,6 +448,8 @@ class Synthesizer:
                 self.dropped[why] += 1
             else:
                 usable.append(fixed)
+                if retyped and p.targets_for(compiler):  # and its instances in the other dtypes it takes
+                    usable += dtype_variants(fixed, supported)
         targeted = [p for p in usable if p.targets_for(compiler)]
         self.patterns = targeted or usable
         if not self.patterns:
