@@ -12,6 +12,8 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   model (our graphs have static shapes and constant weights).
 - GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
+- EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
+  disabling it changes nothing that `fired` could see.
 """
 
 from __future__ import annotations
@@ -146,9 +148,35 @@ def add_layer_norm(seed: int) -> Graph:
     return _outs(b, b.op("layer_norm", [a, gamma, beta], "ln", axis=-1, epsilon=1e-5))
 
 
+def _qdq(b: Builder, x: str, name: str, scale: float = 0.0625, zero_point: int = 0) -> str:
+    """x through a uint8 QuantizeLinear / DequantizeLinear pair (a quantization point of a QDQ model)."""
+    q = b.op("quantize_linear", [x], f"{name}_q", scale=scale, zero_point=zero_point, to="uint8")
+    return b.op("dequantize_linear", [q], f"{name}_dq", scale=scale, zero_point=zero_point)
+
+
+def double_qdq(seed: int) -> Graph:
+    """Two Q/DQ pairs in a row (DoubleQDQPairsRemover keeps one)."""
+    b = Builder("double_qdq", seed)
+    x = b.input("x", (3, 4))
+    return _outs(b, _qdq(b, _qdq(b, x, "a"), "b", scale=0.125, zero_point=3))
+
+
+def qdq_conv_u8(seed: int) -> Graph:
+    """A uint8 QDQ Conv with 8 channels (QDQSelectorActionTransformer: QLinearConv; NhwcTransformer: its
+    channels-last form)."""
+    b = Builder("qdq_conv_u8", seed)
+    x = b.input("x", (1, 8, 5, 5))
+    w = b.op("dequantize_linear", [b.param("w8", b.rng.integers(-20, 20, (8, 8, 3, 3)), "int8")], "dw",
+             scale=0.03125, zero_point=0)
+    c = b.op("conv2d", [_qdq(b, x, "a", zero_point=128), w], "conv", strides=[1, 1], dilations=[1, 1],
+             pads=[1, 1, 1, 1], group=1)
+    return _outs(b, _qdq(b, c, "o", scale=0.125, zero_point=128))
+
+
 def qdq_conv_float_bias(seed: int) -> Graph:
-    """A QDQ Conv (DQ input, DQ int8 weight) with a float bias (WeightBiasQuantization quantizes the bias;
-    QDQSelectorActionTransformer then makes a QLinearConv)."""
+    """An int8 QDQ Conv (DQ input, DQ int8 weight) with a float bias (WeightBiasQuantization quantizes the bias;
+    QDQS8ToU8Transformer moves the int8 activations to uint8; QDQSelectorActionTransformer then makes a
+    QLinearConv, NhwcTransformer its channels-last form)."""
     b = Builder("qdq_conv_float_bias", seed)
     x = b.input("x", (1, 3, 5, 5))
     q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=0, to="int8")
@@ -177,6 +205,8 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slices_to_space_to_depth": (slices_to_space_to_depth, ["SliceConcatToSpaceToDepthFusion"], "subgraph"),
     "rms_norm_decomposed": (rms_norm_decomposed, ["SimplifiedLayerNormFusion"], "subgraph"),
     "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion"], "subgraph"),
-    "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQSelectorActionTransformer"],
-                            "subgraph"),
+    "double_qdq": (double_qdq, ["DoubleQDQPairsRemover"], "subgraph"),
+    "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
+    "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
+                                                  "QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
 }
