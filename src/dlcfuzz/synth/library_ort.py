@@ -148,6 +148,20 @@ def add_layer_norm(seed: int) -> Graph:
     return _outs(b, b.op("layer_norm", [a, gamma, beta], "ln", axis=-1, epsilon=1e-5))
 
 
+def matmul_bias_skip_layer_norm(seed: int) -> Graph:
+    """MatMul + 1-D bias into a SkipLayerNormalization, the MatMul read by a second consumer
+    (BiasSkipLayerNormFusion absorbs the bias; with one consumer, MatMulAddFusion takes the pair first)."""
+    b = Builder("matmul_bias_skip_layer_norm", seed)
+    x = b.input("x", (2, 3, 8))
+    skip = b.input("skip", (2, 3, 8))
+    mm = b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (8, 8)))], "mm")
+    biased = b.op("add", [mm, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
+    gamma = b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))
+    beta = b.param("beta", b.rng.normal(0, 0.1, (8,)))
+    return _outs(b, b.op("ms_skip_layer_norm", [biased, skip, gamma, beta], "sln", epsilon=1e-5),
+                 b.op("relu", [mm], "second"))
+
+
 def _qdq(b: Builder, x: str, name: str, scale: float = 0.0625, zero_point: int = 0) -> str:
     """x through a uint8 QuantizeLinear / DequantizeLinear pair (a quantization point of a QDQ model)."""
     q = b.op("quantize_linear", [x], f"{name}_q", scale=scale, zero_point=zero_point, to="uint8")
@@ -205,6 +219,7 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slices_to_space_to_depth": (slices_to_space_to_depth, ["SliceConcatToSpaceToDepthFusion"], "subgraph"),
     "rms_norm_decomposed": (rms_norm_decomposed, ["SimplifiedLayerNormFusion"], "subgraph"),
     "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion"], "subgraph"),
+    "matmul_bias_skip_layer_norm": (matmul_bias_skip_layer_norm, ["BiasSkipLayerNormFusion"], "subgraph"),
     "double_qdq": (double_qdq, ["DoubleQDQPairsRemover"], "subgraph"),
     "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
     "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
