@@ -148,6 +148,61 @@ def dtype_variants(p: Pattern, supported: Supported | None = None) -> list[Patte
     return out
 
 
+ATTRIBUTE_TRIES = 6  # attribute samples tried per node of a pattern
+ATTRIBUTE_VARIANTS = 4  # attribute variants kept per pattern at most
+
+
+def attribute_variants(p: Pattern, supported: Supported | None = None, seed: int = 0) -> list[Pattern]:
+    """The pattern with one node's attributes drawn again from its op spec (`OpSpec.sample` for the node's
+    input 0), where the result still fits the pattern: the other inputs keep their types, except constants
+    of the pattern, which are drawn again for the type the sample asks (a LayerNormalization's scale for a
+    new axis), and the node's outputs keep theirs. A fusion's match usually checks an attribute (an axis, a
+    transpose flag, a Clip bound); these are the forms on either side of that check. Named `name~node#k`,
+    `varied` in its meta; at most ATTRIBUTE_VARIANTS, deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    types = p.graph.types()
+    out: list[Pattern] = []
+    seen: set[tuple[int, str]] = set()
+    for i, n in enumerate(p.graph.nodes):
+        if not n.attrs or n.op == CALL_OP or not n.inputs:
+            continue
+        spec = get_op(n.op)
+        for _ in range(ATTRIBUTE_TRIES):
+            try:
+                ins, attrs = spec.sample(rng, types[n.inputs[0]])
+            except (DlcfuzzError, NotImplementedError, *PATTERN_FAULTS):
+                break
+            key = (i, repr(sorted(attrs.items())))
+            if attrs == n.attrs or key in seen or len(ins) != len(n.inputs):
+                continue
+            seen.add(key)
+            g = p.graph.copy()
+            fits = True
+            for j, (name, t) in enumerate(zip(n.inputs, ins)):
+                if j > 0 and name in g.constants and types[name] != t:
+                    g.constants[name] = rng.normal(0.0, 0.5, t.shape).astype(t.dtype) if t.dtype in FLOATS \
+                        else rng.integers(0, 3, t.shape).astype(t.dtype)
+                elif types[name] != t:
+                    fits = False
+            if not fits or sum(name == x for x in n.inputs for name in g.constants) > 1:
+                continue
+            g.nodes[i].attrs = dict(attrs)
+            try:
+                if [v.type for v in n.outputs] != spec.infer(ins, attrs):
+                    continue
+                check_graph(g)
+            except (DlcfuzzError, *PATTERN_FAULTS):
+                continue
+            variant = Pattern(f"{p.name}~{n.name or i}#{len(out)}", g, p.targets, p.granularity, p.source,
+                              {**p.meta, "varied": n.name or str(i)})
+            usable, _ = usable_pattern(variant)
+            if usable is not None and pattern_supported(usable, supported):
+                out.append(usable)
+            if len(out) >= ATTRIBUTE_VARIANTS:
+                return out
+    return out
+
+
 def _reshape_target(t_in: TensorType, old_out: TensorType, target: list[int]) -> list[int]:
     """A reshape target for input `t_in`: the old one where it still holds the input's elements,
     else the old output shape with one dimension (the last that can) rescaled to make up the new
@@ -437,19 +492,20 @@ class Synthesizer:
     counted in `rejected` by reason."""
 
     def __init__(self, patterns: Sequence[Pattern], compiler: str, supported: Supported | None = None,
-                 seed_ops: int = 8, only_ops: Sequence[str] | None = None, retyped: bool = True) -> None:
+                 seed_ops: int = 8, only_ops: Sequence[str] | None = None, retyped: bool = True,
+                 patterns_supported: Supported | None = None) -> None:
         self.dropped: Counter[str] = Counter()
+        # what a pattern's operators must be supported by (default: `supported`, what seed graphs draw from)
+        self.patterns_supported = patterns_supported or supported
         usable = []
         for p in patterns:
-            if not pattern_supported(p, supported):
+            if not pattern_supported(p, self.patterns_supported):
                 continue
             fixed, why = usable_pattern(p)
             if fixed is None:
                 self.dropped[why] += 1
             else:
                 usable.append(fixed)
-                if retyped and p.targets_for(compiler):  # and its instances in the other dtypes it takes
-                    usable += dtype_variants(fixed, supported)
         targeted = [p for p in usable if p.targets_for(compiler)]
         self.patterns = targeted or usable
         if not self.patterns:
@@ -463,6 +519,8 @@ class Synthesizer:
                 by_opt.setdefault(t, []).append(p)
         self.by_optimization = [by_opt[t] for t in sorted(by_opt)] or [self.patterns]
         self.supported = supported
+        self.retyped = retyped
+        self._instances: dict[str, list[Pattern]] = {}
         self.seed_ops = seed_ops
         self.only_ops = list(only_ops) if only_ops else None
         self.pool: list[tuple[Graph, list[str]]] = []
@@ -489,9 +547,11 @@ class Synthesizer:
         for _ in range(tries):
             group = self.by_optimization[int(rng.integers(len(self.by_optimization)))]
             p = group[int(rng.integers(len(group)))]
+            inst = self.instances(p)
+            p = inst[int(rng.integers(len(inst)))]
             self.attempts += 1
             try:
-                s = splice(seed, p, rng, next(self.uid), self.supported, self.rejected)
+                s = splice(seed, p, rng, next(self.uid), self.patterns_supported, self.rejected)
             except DlcfuzzError as e:  # a bridge or re-concretization our type rules refuse
                 self.rejected[f"type: {type(e).__name__}"] += 1
                 s = None
@@ -507,6 +567,17 @@ class Synthesizer:
             return s
         self.unspliced += 1
         return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names))
+
+    def instances(self, p: Pattern) -> list[Pattern]:
+        """The pattern and, with `retyped`, its dtype and attribute variants (made the first time the pattern
+        is chosen, a few milliseconds each, and added to `patterns`, where the strategy reads their targets)."""
+        if not self.retyped:
+            return [p]
+        if p.name not in self._instances:
+            variants = dtype_variants(p, self.patterns_supported) + attribute_variants(p, self.patterns_supported)
+            self._instances[p.name] = [p, *variants]
+            self.patterns.extend(variants)
+        return self._instances[p.name]
 
     def accept(self, s: Splice) -> None:
         """A valid synthesized test goes back into the seed pool (high-order synthesis)."""
