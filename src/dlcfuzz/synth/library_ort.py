@@ -162,6 +162,28 @@ def matmul_bias_skip_layer_norm(seed: int) -> Graph:
                  b.op("relu", [mm], "second"))
 
 
+def bias_gelu_erf(seed: int) -> Graph:
+    """A 1-D bias Add into the spelled-out erf GELU (GeluFusionL2 makes the Gelu, BiasGeluFusion takes the bias)."""
+    b = Builder("bias_gelu_erf", seed)
+    x = b.input("x", (2, 3, 8))
+    a = b.op("add", [x, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
+    e = b.op("add", [b.op("erf", [b.op("div", [a, _scalar(b, "sqrt2", np.sqrt(2.0))], "div")], "erf"),
+                     _scalar(b, "one", 1.0)], "erf_plus_one")
+    return _outs(b, b.op("mul", [b.op("mul", [a, e], "mul"), _scalar(b, "half", 0.5)], "gelu"))
+
+
+def gelu_tanh_pow(seed: int) -> Graph:
+    """The tanh GELU approximation with x^3 as Pow, as exporters write it (FastGeluFusion; the library's
+    gelu_tanh, x*x*x, is not the form it matches)."""
+    b = Builder("gelu_tanh_pow", seed)
+    x = b.input("x", (2, 8))
+    x3 = b.op("pow", [x, _scalar(b, "three", 3.0)], "cube")
+    inner = b.op("add", [x, b.op("mul", [x3, _scalar(b, "k", 0.044715)], "kx3")], "inner")
+    t = b.op("tanh", [b.op("mul", [inner, _scalar(b, "c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
+    one_t = b.op("add", [t, _scalar(b, "one", 1.0)], "one_t")
+    return _outs(b, b.op("mul", [b.op("mul", [x, _scalar(b, "half", 0.5)], "half_x"), one_t], "gelu"))
+
+
 def _qdq(b: Builder, x: str, name: str, scale: float = 0.0625, zero_point: int = 0) -> str:
     """x through a uint8 QuantizeLinear / DequantizeLinear pair (a quantization point of a QDQ model)."""
     q = b.op("quantize_linear", [x], f"{name}_q", scale=scale, zero_point=zero_point, to="uint8")
@@ -220,6 +242,8 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "rms_norm_decomposed": (rms_norm_decomposed, ["SimplifiedLayerNormFusion"], "subgraph"),
     "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion"], "subgraph"),
     "matmul_bias_skip_layer_norm": (matmul_bias_skip_layer_norm, ["BiasSkipLayerNormFusion"], "subgraph"),
+    "bias_gelu_erf": (bias_gelu_erf, ["BiasGeluFusion", "GeluFusionL2"], "subgraph"),
+    "gelu_tanh_pow": (gelu_tanh_pow, ["FastGeluFusion"], "subgraph"),
     "double_qdq": (double_qdq, ["DoubleQDQPairsRemover"], "subgraph"),
     "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
     "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
