@@ -23,7 +23,6 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.synth.library import _outs, _scalar
 from dlcfuzz.zoo.builder import Builder
 
 INT64_MAX = int(np.iinfo(np.int64).max)
@@ -34,13 +33,13 @@ def slice_to_end(seed: int) -> Graph:
     b = Builder("slice_to_end", seed)
     x = b.input("x", (3, 4))
     s = b.op("slice", [x], "slice", starts=[0], ends=[INT64_MAX], axes=[1], steps=[1])
-    return _outs(b, b.op("exp", [s], "exp"))
+    return b.outputs(b.op("exp", [s], "exp"))
 
 
 def cast_to_same(seed: int) -> Graph:
     b = Builder("cast_to_same", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("abs", [b.op("cast", [x], "cast", to=b.dtype)], "abs"))
+    return b.outputs(b.op("abs", [b.op("cast", [x], "cast", to=b.dtype)], "abs"))
 
 
 def reciprocal_mul(seed: int) -> Graph:
@@ -48,14 +47,14 @@ def reciprocal_mul(seed: int) -> Graph:
     b = Builder("reciprocal_mul", seed)
     x = b.input("x", (3, 4))
     y = b.input("y", (3, 4))
-    return _outs(b, b.op("mul", [b.op("div", [_scalar(b, "one", 1.0), x], "recip"), y], "mul"))
+    return b.outputs(b.op("mul", [b.op("div", [b.scalar("one", 1.0), x], "recip"), y], "mul"))
 
 
 def relu_clip(seed: int) -> Graph:
     """Relu then Clip (FuseReluClip: one Clip with min raised to 0)."""
     b = Builder("relu_clip", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("clip", [b.op("relu", [x], "relu")], "clip", min=-1.0, max=6.0))
+    return b.outputs(b.op("clip", [b.op("relu", [x], "relu")], "clip", min=-1.0, max=6.0))
 
 
 def gemm_sum(seed: int) -> Graph:
@@ -64,7 +63,7 @@ def gemm_sum(seed: int) -> Graph:
     x = b.input("x", (3, 6))
     r = b.input("r", (3, 5))
     g = b.op("gemm", [x, b.param("w", b.rng.normal(0, 0.3, (6, 5)))], "gemm", alpha=1.0, beta=1.0, transA=0, transB=0)
-    return _outs(b, b.op("sum", [g, r], "sum"))
+    return b.outputs(b.op("sum", [g, r], "sum"))
 
 
 def transpose_gemm(seed: int) -> Graph:
@@ -73,7 +72,7 @@ def transpose_gemm(seed: int) -> Graph:
     x = b.input("x", (6, 3))
     w = b.input("w", (6, 5))
     t = b.op("transpose", [x], "t", perm=[1, 0])
-    return _outs(b, b.op("gemm", [t, w], "gemm", alpha=1.0, beta=1.0, transA=0, transB=0))
+    return b.outputs(b.op("gemm", [t, w], "gemm", alpha=1.0, beta=1.0, transA=0, transB=0))
 
 
 def not_where(seed: int) -> Graph:
@@ -82,7 +81,7 @@ def not_where(seed: int) -> Graph:
     x = b.input("x", (3, 4))
     y = b.input("y", (3, 4))
     n = b.op("not", [b.op("greater", [x, y], "gt")], "not")
-    return _outs(b, b.op("where", [x, y, n], "where"))
+    return b.outputs(b.op("where", [x, y, n], "where"))
 
 
 def pad_conv(seed: int) -> Graph:
@@ -90,14 +89,14 @@ def pad_conv(seed: int) -> Graph:
     b = Builder("pad_conv", seed)
     x = b.input("x", (1, 3, 5, 5))
     p = b.op("pad", [x], "pad", pads=[0, 0, 1, 1, 0, 0, 1, 1], mode="constant", value=0.0)
-    return _outs(b, b.conv(p, 4, 3, "conv", pad=0))
+    return b.outputs(b.conv(p, 4, 3, "conv", pad=0))
 
 
 def matmul_bn(seed: int) -> Graph:
     """MatMul by a constant, then BatchNormalization (MatMul_BatchNormalization_Fusion: a Gemm)."""
     b = Builder("matmul_bn", seed)
     x = b.input("x", (4, 6))
-    return _outs(b, b.bn(b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (6, 5)))], "mm"), "bn"))
+    return b.outputs(b.bn(b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (6, 5)))], "mm"), "bn"))
 
 
 def relu_quantize(seed: int) -> Graph:
@@ -105,7 +104,7 @@ def relu_quantize(seed: int) -> Graph:
     b = Builder("relu_quantize", seed)
     x = b.input("x", (3, 4))
     q = b.op("quantize_linear", [b.op("relu", [x], "relu")], "q", scale=0.0625, zero_point=0, to="uint8")
-    return _outs(b, b.op("dequantize_linear", [q], "dq", scale=0.0625, zero_point=0))
+    return b.outputs(b.op("dequantize_linear", [q], "dq", scale=0.0625, zero_point=0))
 
 
 def clip_quantize(seed: int) -> Graph:
@@ -114,7 +113,7 @@ def clip_quantize(seed: int) -> Graph:
     x = b.input("x", (3, 4))
     q = b.op("quantize_linear", [b.op("clip", [x], "clip", min=0.0, max=6.0)], "q", scale=0.0078125, zero_point=0,
              to="uint8")
-    return _outs(b, b.op("dequantize_linear", [q], "dq", scale=0.0078125, zero_point=0))
+    return b.outputs(b.op("dequantize_linear", [q], "dq", scale=0.0078125, zero_point=0))
 
 
 def slices_to_space_to_depth(seed: int) -> Graph:
@@ -123,17 +122,17 @@ def slices_to_space_to_depth(seed: int) -> Graph:
     x = b.input("x", (1, 3, 6, 6))
     parts = [b.op("slice", [x], f"s{i}{j}", starts=[i, j], ends=[6, 6], axes=[2, 3], steps=[2, 2])
              for i in (0, 1) for j in (0, 1)]
-    return _outs(b, b.op("concat", parts, "cat", axis=1))
+    return b.outputs(b.op("concat", parts, "cat", axis=1))
 
 
 def rms_norm_decomposed(seed: int) -> Graph:
     """x / sqrt(mean(x^2) + eps) * gamma over the last axis (SimplifiedLayerNormFusion)."""
     b = Builder("rms_norm_decomposed", seed)
     x = b.input("x", (2, 3, 8))
-    ms = b.op("reduce_mean", [b.op("pow", [x, _scalar(b, "two", 2.0)], "sq")], "ms", axes=[-1], keepdims=1,
+    ms = b.op("reduce_mean", [b.op("pow", [x, b.scalar("two", 2.0)], "sq")], "ms", axes=[-1], keepdims=1,
               noop_with_empty_axes=0)
-    r = b.op("sqrt", [b.op("add", [ms, _scalar(b, "eps", 1e-6)], "ms_eps")], "rms")
-    return _outs(b, b.op("mul", [b.op("div", [x, r], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))],
+    r = b.op("sqrt", [b.op("add", [ms, b.scalar("eps", 1e-6)], "ms_eps")], "rms")
+    return b.outputs(b.op("mul", [b.op("div", [x, r], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))],
                          "scaled"))
 
 
@@ -145,7 +144,7 @@ def add_layer_norm(seed: int) -> Graph:
     a = b.op("add", [x, skip], "add")
     gamma = b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))
     beta = b.param("beta", b.rng.normal(0, 0.1, (8,)))
-    return _outs(b, b.op("layer_norm", [a, gamma, beta], "ln", axis=-1, epsilon=1e-5))
+    return b.outputs(b.op("layer_norm", [a, gamma, beta], "ln", axis=-1, epsilon=1e-5))
 
 
 def matmul_bias_skip_layer_norm(seed: int) -> Graph:
@@ -158,7 +157,7 @@ def matmul_bias_skip_layer_norm(seed: int) -> Graph:
     biased = b.op("add", [mm, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
     gamma = b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))
     beta = b.param("beta", b.rng.normal(0, 0.1, (8,)))
-    return _outs(b, b.op("ms_skip_layer_norm", [biased, skip, gamma, beta], "sln", epsilon=1e-5),
+    return b.outputs(b.op("ms_skip_layer_norm", [biased, skip, gamma, beta], "sln", epsilon=1e-5),
                  b.op("relu", [mm], "second"))
 
 
@@ -167,9 +166,9 @@ def bias_gelu_erf(seed: int) -> Graph:
     b = Builder("bias_gelu_erf", seed)
     x = b.input("x", (2, 3, 8))
     a = b.op("add", [x, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
-    e = b.op("add", [b.op("erf", [b.op("div", [a, _scalar(b, "sqrt2", np.sqrt(2.0))], "div")], "erf"),
-                     _scalar(b, "one", 1.0)], "erf_plus_one")
-    return _outs(b, b.op("mul", [b.op("mul", [a, e], "mul"), _scalar(b, "half", 0.5)], "gelu"))
+    e = b.op("add", [b.op("erf", [b.op("div", [a, b.scalar("sqrt2", np.sqrt(2.0))], "div")], "erf"),
+                     b.scalar("one", 1.0)], "erf_plus_one")
+    return b.outputs(b.op("mul", [b.op("mul", [a, e], "mul"), b.scalar("half", 0.5)], "gelu"))
 
 
 def gelu_tanh_pow(seed: int) -> Graph:
@@ -177,11 +176,11 @@ def gelu_tanh_pow(seed: int) -> Graph:
     gelu_tanh, x*x*x, is not the form it matches)."""
     b = Builder("gelu_tanh_pow", seed)
     x = b.input("x", (2, 8))
-    x3 = b.op("pow", [x, _scalar(b, "three", 3.0)], "cube")
-    inner = b.op("add", [x, b.op("mul", [x3, _scalar(b, "k", 0.044715)], "kx3")], "inner")
-    t = b.op("tanh", [b.op("mul", [inner, _scalar(b, "c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
-    one_t = b.op("add", [t, _scalar(b, "one", 1.0)], "one_t")
-    return _outs(b, b.op("mul", [b.op("mul", [x, _scalar(b, "half", 0.5)], "half_x"), one_t], "gelu"))
+    x3 = b.op("pow", [x, b.scalar("three", 3.0)], "cube")
+    inner = b.op("add", [x, b.op("mul", [x3, b.scalar("k", 0.044715)], "kx3")], "inner")
+    t = b.op("tanh", [b.op("mul", [inner, b.scalar("c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
+    one_t = b.op("add", [t, b.scalar("one", 1.0)], "one_t")
+    return b.outputs(b.op("mul", [b.op("mul", [x, b.scalar("half", 0.5)], "half_x"), one_t], "gelu"))
 
 
 def _qdq(b: Builder, x: str, name: str, scale: float = 0.0625, zero_point: int = 0) -> str:
@@ -194,7 +193,7 @@ def double_qdq(seed: int) -> Graph:
     """Two Q/DQ pairs in a row (DoubleQDQPairsRemover keeps one)."""
     b = Builder("double_qdq", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, _qdq(b, _qdq(b, x, "a"), "b", scale=0.125, zero_point=3))
+    return b.outputs(_qdq(b, _qdq(b, x, "a"), "b", scale=0.125, zero_point=3))
 
 
 def qdq_conv_u8(seed: int) -> Graph:
@@ -206,7 +205,7 @@ def qdq_conv_u8(seed: int) -> Graph:
              scale=0.03125, zero_point=0)
     c = b.op("conv2d", [_qdq(b, x, "a", zero_point=128), w], "conv", strides=[1, 1], dilations=[1, 1],
              pads=[1, 1, 1, 1], group=1)
-    return _outs(b, _qdq(b, c, "o", scale=0.125, zero_point=128))
+    return b.outputs(_qdq(b, c, "o", scale=0.125, zero_point=128))
 
 
 def qdq_conv_float_bias(seed: int) -> Graph:
@@ -222,7 +221,7 @@ def qdq_conv_float_bias(seed: int) -> Graph:
     c = b.op("conv2d", [dq, w, b.param("bias", b.rng.normal(0, 0.1, (4,)))], "conv", strides=[1, 1],
              dilations=[1, 1], pads=[1, 1, 1, 1], group=1)
     q2 = b.op("quantize_linear", [c], "q2", scale=0.125, zero_point=0, to="int8")
-    return _outs(b, b.op("dequantize_linear", [q2], "dq2", scale=0.125, zero_point=0))
+    return b.outputs(b.op("dequantize_linear", [q2], "dq2", scale=0.125, zero_point=0))
 
 
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)

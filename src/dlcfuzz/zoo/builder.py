@@ -63,8 +63,16 @@ class Builder:
         self._types[name] = t
         return name
 
+    def scalar(self, name: str, value: float) -> str:
+        """A 0-d constant in the builder's dtype (a pattern's 0.5, sqrt(2), epsilon)."""
+        return self.param(name, np.array(value, dtype=self.dtype))
+
     def output(self, v: str) -> Graph:
         self.g.outputs = [v]
+        return self.g
+
+    def outputs(self, *vs: str) -> Graph:
+        self.g.outputs = list(vs)
         return self.g
 
     # ---- layers --------------------------------------------------------------------
