@@ -421,11 +421,11 @@ def test_tvm_oatest_configs_put_the_targeted_passes_in_a_valid_pipeline():
 def test_ort_reproducer_writes_a_minimal_optimizer_set_as_the_few_it_keeps():
     """A configuration minimized to a few ORT transformers reads `all_but([...])` in repro.py, and the
     code gives back exactly the options the campaign compiled with."""
-    from dlcfuzz.backends.onnxruntime.optimizers import ORT_OPTIMIZERS
+    from dlcfuzz.backends.onnxruntime.optimizers import ort_optimizers
     from dlcfuzz.backends.onnxruntime.reproducer import configs_source
 
     minimal = Config("ort-all", {"opt_level": "all",
-                                 "disabled_optimizers": [n for n in ORT_OPTIMIZERS if n not in ("ConstantFolding",)]})
+                                 "disabled_optimizers": [n for n in ort_optimizers() if n not in ("ConstantFolding",)]})
     few = Config("ort-some", {"opt_level": "all", "disabled_optimizers": ["ConstantFolding"]})
     code, defs = configs_source([Config("ort-disable", {"opt_level": "disable"}), minimal, few])
     assert "all_but(['ConstantFolding'])" in code

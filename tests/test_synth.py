@@ -11,7 +11,7 @@ from dlcfuzz.cli import main
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import check_graph
-from dlcfuzz.synth.library import library
+from dlcfuzz.synth.library import LIBRARY, library
 from dlcfuzz.synth.pattern import Pattern, load_patterns, save_patterns
 from dlcfuzz.synth.synthesize import Synthesizer, _Emitter, bridge, retype, splice
 
@@ -34,11 +34,14 @@ def wrapped(p: Pattern) -> Graph:
 
 
 def test_library_patterns_are_valid_tagged_and_round_trip(tmp_path: Path) -> None:
+    from dlcfuzz.synth.library_ort import ORT_LIBRARY
+
     pats = library()
     assert len(pats) >= 25
     for p in pats:
         check_graph(p.graph)
-        assert p.holes and p.targets.get("tvm"), p.name
+        # the shared patterns target TVM too; those written from ONNXRuntime's transformers, ORT alone
+        assert p.holes and (p.targets.get("tvm") or (p.name in ORT_LIBRARY and p.targets.get("onnxruntime"))), p.name
     path = save_patterns(pats, tmp_path / "lib.json")
     back = load_patterns(path)
     assert [p.name for p in back] == [p.name for p in pats]
@@ -282,9 +285,9 @@ def test_planted_wrong_optimization_is_found_and_deduplicated_to_it(tmp_path: Pa
     from dlcfuzz.engine.store import Store
 
     out = tmp_path / "run"
-    # the built-in library only: with the shipped mined patterns too, synthesis spreads over ~30
-    # optimizations and 60 tests target MatMulAddFusion a couple of times
-    lib = save_patterns(library(), tmp_path / "library.json")
+    # the shared built-in patterns only: with the shipped mined patterns (or the ORT-only library) too,
+    # synthesis spreads over ~30 optimizations and 60 tests target MatMulAddFusion a couple of times
+    lib = save_patterns([p for p in library() if p.name in LIBRARY], tmp_path / "library.json")
     opts = campaign_options(compiler="planted:fusion@MatMulAddFusion", strategy="oatest", seconds=120, jobs=1, seed=3,
                            out=out, max_tests=60, quiet=True, patterns=str(lib))
     Campaign(opts).run()

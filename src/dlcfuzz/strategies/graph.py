@@ -98,6 +98,7 @@ class GraphStrategy(Strategy):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.supported: Any = lambda op, dt: True
+        self.capable: Any = lambda op, dt: True  # what the compiler has kernels for, opsets aside (start())
         # graphs kept at the default ONNX opset, and graphs that may raise it (see start()): one is
         # picked per test; `supported` admits what both admit
         self.variants: list[Any] = []
@@ -125,7 +126,7 @@ class GraphStrategy(Strategy):
         def alone(op: str, dt: str) -> bool:
             return caps.get((op, dt), (True, ""))[0] and dt not in backend.known_gaps(op)
 
-        self.supported, self.variants, self._choices = alone, [], {}
+        self.supported, self.capable, self.variants, self._choices = alone, alone, [], {}
         self.doors = self.probe_doors(pool, caps)
         if not backend.lowers_through_onnx:
             return

@@ -70,9 +70,12 @@ class OatestStrategy(GraphStrategy):
         p = self.params
         try:
             targets_name = self.ctx.backend.pattern_targets()  # what patterns call this compiler
+            # a pattern is a fixed graph: it needs kernels for its operators (`capable`), not the opset
+            # discipline of generated graphs, which keeps QuantizeLinear (an opset raiser for its int16 form)
+            # out of every graph, and with it every QDQ transformer's pattern
             self.synthesizer = Synthesizer(campaign_patterns(p.get("patterns"), targets_name), targets_name,
                                            self.supported, seed_ops=max(2, min(p["ops"], 10)),
-                                           only_ops=p.get("only_ops") or None)
+                                           only_ops=p.get("only_ops") or None, patterns_supported=self.capable)
         except ValueError as e:  # every pattern uses an operator/dtype this compiler lacks
             raise UsageError(f"--strategy oatest: {e}") from None
         for earlier in range(seq):

@@ -52,12 +52,12 @@ def optimization_name(compiler: str, folder: str) -> str | None:
     test harness, or an optimizer that is off by default, which no campaign configuration runs)."""
     if compiler != "onnxruntime":
         return folder
-    from dlcfuzz.backends.onnxruntime.optimizers import ORT_CONTAINERS, ORT_OPTIMIZERS
+    from dlcfuzz.backends.onnxruntime.optimizers import ORT_CONTAINERS, ort_optimizers
 
     folder = folder.removesuffix("_CPUExecutionProvider")
     if folder == "FreeDimensionOverrideTransformer":  # runs only with dimension overrides configured
         return None
-    return folder if folder in (*ORT_OPTIMIZERS, *ORT_CONTAINERS, "TransposeOptimizer") else None
+    return folder if folder in (*ort_optimizers(), *ORT_CONTAINERS) else None
 
 
 def granularity(optimization: str) -> str:

@@ -25,75 +25,66 @@ from dlcfuzz.zoo.builder import Builder
 F32 = "float32"
 
 
-def _scalar(b: Builder, name: str, value: float) -> str:
-    return b.param(name, np.array(value, dtype=b.dtype))
-
-
-def _outs(b: Builder, *vs: str) -> Graph:
-    b.g.outputs = list(vs)
-    return b.g
-
-
 def conv_bn(seed: int) -> Graph:
     b = Builder("conv_bn", seed)
     x = b.input("x", (1, 4, 6, 6))
-    return _outs(b, b.bn(b.conv(x, 6, 3, "conv"), "bn"))
+    return b.outputs(b.bn(b.conv(x, 6, 3, "conv"), "bn"))
 
 
 def conv_relu(seed: int) -> Graph:
     b = Builder("conv_relu", seed)
     x = b.input("x", (1, 3, 6, 6))
-    return _outs(b, b.relu(b.conv(x, 4, 3, "conv", bias=True), "relu"))
+    return b.outputs(b.relu(b.conv(x, 4, 3, "conv", bias=True), "relu"))
 
 
 def conv_clip(seed: int) -> Graph:
     b = Builder("conv_clip", seed)
     x = b.input("x", (1, 3, 6, 6))
-    return _outs(b, b.relu6(b.conv(x, 4, 3, "conv"), "clip"))
+    return b.outputs(b.relu6(b.conv(x, 4, 3, "conv"), "clip"))
 
 
 def conv_add(seed: int) -> Graph:
     b = Builder("conv_add", seed)
     x = b.input("x", (1, 3, 5, 5))
     y = b.conv(x, 4, 3, "conv")
-    return _outs(b, b.add(y, b.param("bias", b.rng.normal(0, 0.1, (4, 1, 1))), "add"))
+    return b.outputs(b.add(y, b.param("bias", b.rng.normal(0, 0.1, (4, 1, 1))), "add"))
 
 
 def conv_mul(seed: int) -> Graph:
     b = Builder("conv_mul", seed)
     x = b.input("x", (1, 3, 5, 5))
     y = b.conv(x, 4, 3, "conv")
-    return _outs(b, b.op("mul", [y, b.param("scale", b.rng.uniform(0.5, 1.5, (4, 1, 1)))], "mul"))
+    return b.outputs(b.op("mul", [y, b.param("scale", b.rng.uniform(0.5, 1.5, (4, 1, 1)))], "mul"))
 
 
 def conv_add_relu(seed: int) -> Graph:
     b = Builder("conv_add_relu", seed)
     x = b.input("x", (1, 3, 5, 5))
     r = b.input("r", (1, 4, 5, 5))
-    return _outs(b, b.relu(b.add(b.conv(x, 4, 3, "conv", bias=True), r, "add"), "relu"))
+    return b.outputs(b.relu(b.add(b.conv(x, 4, 3, "conv", bias=True), r, "add"), "relu"))
 
 
 def matmul_add(seed: int) -> Graph:
     b = Builder("matmul_add", seed)
     x = b.input("x", (3, 8))
     y = b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (8, 5)))], "mm")
-    return _outs(b, b.add(y, b.param("bias", b.rng.normal(0, 0.1, (5,))), "add"))
+    return b.outputs(b.add(y, b.param("bias", b.rng.normal(0, 0.1, (5,))), "add"))
 
 
 def gemm_relu(seed: int) -> Graph:
     b = Builder("gemm_relu", seed)
     x = b.input("x", (4, 6))
-    return _outs(b, b.relu(b.linear(x, 5, "fc"), "relu"))
+    return b.outputs(b.relu(b.linear(x, 5, "fc"), "relu"))
 
 
 def gelu_erf(seed: int) -> Graph:
     """0.5 * x * (1 + erf(x / sqrt(2))): the exact GELU spelled out, as exporters emit it."""
     b = Builder("gelu_erf", seed)
     x = b.input("x", (2, 3, 8))
-    d = b.op("div", [x, _scalar(b, "sqrt2", np.sqrt(2.0))], "div")
-    e = b.op("add", [b.op("erf", [d], "erf"), _scalar(b, "one", 1.0)], "add")
+    d = b.op("div", [x, b.scalar("sqrt2", np.sqrt(2.0))], "div")
+    e = b.op("add", [b.op("erf", [d], "erf"), b.scalar("one", 1.0)], "add")
     m = b.op("mul", [x, e], "mul")
-    return _outs(b, b.op("mul", [m, _scalar(b, "half", 0.5)], "mul_half"))
+    return b.outputs(b.op("mul", [m, b.scalar("half", 0.5)], "mul_half"))
 
 
 def gelu_tanh(seed: int) -> Graph:
@@ -101,18 +92,18 @@ def gelu_tanh(seed: int) -> Graph:
     b = Builder("gelu_tanh", seed)
     x = b.input("x", (2, 8))
     x3 = b.op("mul", [b.op("mul", [x, x], "sq"), x], "cube")
-    inner = b.op("add", [x, b.op("mul", [x3, _scalar(b, "k", 0.044715)], "kx3")], "inner")
-    t = b.op("tanh", [b.op("mul", [inner, _scalar(b, "c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
-    one_t = b.op("add", [t, _scalar(b, "one", 1.0)], "one_t")
-    return _outs(b, b.op("mul", [b.op("mul", [x, _scalar(b, "half", 0.5)], "half_x"), one_t], "gelu"))
+    inner = b.op("add", [x, b.op("mul", [x3, b.scalar("k", 0.044715)], "kx3")], "inner")
+    t = b.op("tanh", [b.op("mul", [inner, b.scalar("c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
+    one_t = b.op("add", [t, b.scalar("one", 1.0)], "one_t")
+    return b.outputs(b.op("mul", [b.op("mul", [x, b.scalar("half", 0.5)], "half_x"), one_t], "gelu"))
 
 
 def quick_gelu(seed: int) -> Graph:
     """x * sigmoid(1.702 x)."""
     b = Builder("quick_gelu", seed)
     x = b.input("x", (3, 8))
-    s = b.op("sigmoid", [b.op("mul", [x, _scalar(b, "alpha", 1.702)], "scale")], "sigmoid")
-    return _outs(b, b.op("mul", [x, s], "mul"))
+    s = b.op("sigmoid", [b.op("mul", [x, b.scalar("alpha", 1.702)], "scale")], "sigmoid")
+    return b.outputs(b.op("mul", [x, s], "mul"))
 
 
 def layer_norm_decomposed(seed: int) -> Graph:
@@ -121,26 +112,26 @@ def layer_norm_decomposed(seed: int) -> Graph:
     x = b.input("x", (2, 3, 8))
     mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
     d = b.op("sub", [x, mean], "centered")
-    var = b.op("reduce_mean", [b.op("pow", [d, _scalar(b, "two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
+    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
                noop_with_empty_axes=0)
-    std = b.op("sqrt", [b.op("add", [var, _scalar(b, "eps", 1e-5)], "var_eps")], "std")
+    std = b.op("sqrt", [b.op("add", [var, b.scalar("eps", 1e-5)], "var_eps")], "std")
     n = b.op("div", [d, std], "normed")
     g = b.op("mul", [n, b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))], "scaled")
-    return _outs(b, b.op("add", [g, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
+    return b.outputs(b.op("add", [g, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
 
 
 def transpose_pair(seed: int) -> Graph:
     b = Builder("transpose_pair", seed)
     x = b.input("x", (2, 3, 4))
     t = b.op("transpose", [x], "t1", perm=[2, 0, 1])
-    return _outs(b, b.op("transpose", [t], "t2", perm=[1, 2, 0]))
+    return b.outputs(b.op("transpose", [t], "t2", perm=[1, 2, 0]))
 
 
 def transpose_matmul(seed: int) -> Graph:
     b = Builder("transpose_matmul", seed)
     x = b.input("x", (3, 6))
     y = b.input("y", (5, 6))
-    return _outs(b, b.op("matmul", [x, b.op("transpose", [y], "t", perm=[1, 0])], "mm"))
+    return b.outputs(b.op("matmul", [x, b.op("transpose", [y], "t", perm=[1, 0])], "mm"))
 
 
 def concat_of_permutes(seed: int) -> Graph:
@@ -149,38 +140,38 @@ def concat_of_permutes(seed: int) -> Graph:
     y = b.input("y", (2, 5, 4))
     tx = b.op("transpose", [x], "tx", perm=[0, 2, 1])
     ty = b.op("transpose", [y], "ty", perm=[0, 2, 1])
-    return _outs(b, b.op("concat", [tx, ty], "cat", axis=2))
+    return b.outputs(b.op("concat", [tx, ty], "cat", axis=2))
 
 
 def reshape_chain(seed: int) -> Graph:
     b = Builder("reshape_chain", seed)
     x = b.input("x", (2, 3, 4))
     r = b.op("reshape", [x], "r1", shape=[6, 4])
-    return _outs(b, b.op("reshape", [b.op("reshape", [r], "r2", shape=[4, 6])], "r3", shape=[2, 12]))
+    return b.outputs(b.op("reshape", [b.op("reshape", [r], "r2", shape=[4, 6])], "r3", shape=[2, 12]))
 
 
 def mul_one(seed: int) -> Graph:
     b = Builder("mul_one", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("relu", [b.op("mul", [x, _scalar(b, "one", 1.0)], "mul")], "relu"))
+    return b.outputs(b.op("relu", [b.op("mul", [x, b.scalar("one", 1.0)], "mul")], "relu"))
 
 
 def add_zero(seed: int) -> Graph:
     b = Builder("add_zero", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("relu", [b.op("add", [x, _scalar(b, "zero", 0.0)], "add")], "relu"))
+    return b.outputs(b.op("relu", [b.op("add", [x, b.scalar("zero", 0.0)], "add")], "relu"))
 
 
 def identity_chain(seed: int) -> Graph:
     b = Builder("identity_chain", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("sigmoid", [b.op("identity", [x], "id")], "sigmoid"))
+    return b.outputs(b.op("sigmoid", [b.op("identity", [x], "id")], "sigmoid"))
 
 
 def dropout_inference(seed: int) -> Graph:
     b = Builder("dropout_inference", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("tanh", [b.op("dropout", [x], "drop", ratio=0.5)], "tanh"))
+    return b.outputs(b.op("tanh", [b.op("dropout", [x], "drop", ratio=0.5)], "tanh"))
 
 
 def parallel_matmul(seed: int) -> Graph:
@@ -190,15 +181,15 @@ def parallel_matmul(seed: int) -> Graph:
     x = b.input("x", (4, 6))
     a = b.op("matmul", [x, b.input("w1", (6, 3))], "mm1")
     c = b.op("matmul", [x, b.input("w2", (6, 5))], "mm2")
-    return _outs(b, a, c)
+    return b.outputs(a, c)
 
 
 def constant_subgraph(seed: int) -> Graph:
     """Arithmetic on constants only, feeding an operator on the input (constant folding)."""
     b = Builder("constant_subgraph", seed)
     x = b.input("x", (3, 4))
-    k = b.op("exp", [b.op("mul", [b.param("c1", b.rng.normal(0, 0.5, (4,))), _scalar(b, "c2", 0.5)], "cm")], "ce")
-    return _outs(b, b.op("mul", [x, k], "mul"))
+    k = b.op("exp", [b.op("mul", [b.param("c1", b.rng.normal(0, 0.5, (4,))), b.scalar("c2", 0.5)], "cm")], "ce")
+    return b.outputs(b.op("mul", [x, k], "mul"))
 
 
 def common_subexpression(seed: int) -> Graph:
@@ -206,7 +197,7 @@ def common_subexpression(seed: int) -> Graph:
     x = b.input("x", (3, 4))
     a = b.op("sigmoid", [x], "s1")
     c = b.op("sigmoid", [x], "s2")
-    return _outs(b, b.op("add", [a, c], "add"))
+    return b.outputs(b.op("add", [a, c], "add"))
 
 
 def cast_roundtrip(seed: int) -> Graph:
@@ -214,48 +205,48 @@ def cast_roundtrip(seed: int) -> Graph:
     b = Builder("cast_roundtrip", seed)
     x = b.input("x", (3, 4))
     c = b.op("cast", [x], "up", to="float64")
-    return _outs(b, b.op("abs", [b.op("cast", [c], "down", to="float32")], "abs"))
+    return b.outputs(b.op("abs", [b.op("cast", [c], "down", to="float32")], "abs"))
 
 
 def expand_same_shape(seed: int) -> Graph:
     b = Builder("expand_same_shape", seed)
     x = b.input("x", (3, 4))
-    return _outs(b, b.op("neg", [b.op("expand", [x], "expand", shape=[3, 4])], "neg"))
+    return b.outputs(b.op("neg", [b.op("expand", [x], "expand", shape=[3, 4])], "neg"))
 
 
 def full_slice(seed: int) -> Graph:
     b = Builder("full_slice", seed)
     x = b.input("x", (3, 4))
     s = b.op("slice", [x], "slice", starts=[0], ends=[4], axes=[1], steps=[1])
-    return _outs(b, b.op("exp", [s], "exp"))
+    return b.outputs(b.op("exp", [s], "exp"))
 
 
 def matmul_scale(seed: int) -> Graph:
     b = Builder("matmul_scale", seed)
     x = b.input("x", (3, 6))
-    s = b.op("mul", [x, _scalar(b, "factor", 0.125)], "scaled")
-    return _outs(b, b.op("matmul", [s, b.param("w", b.rng.normal(0, 0.3, (6, 4)))], "mm"))
+    s = b.op("mul", [x, b.scalar("factor", 0.125)], "scaled")
+    return b.outputs(b.op("matmul", [s, b.param("w", b.rng.normal(0, 0.3, (6, 4)))], "mm"))
 
 
 def matmul_of_sum(seed: int) -> Graph:
     b = Builder("matmul_of_sum", seed)
     x = b.input("x", (3, 6))
     w = b.add(b.param("w1", b.rng.normal(0, 0.3, (6, 4))), b.param("w2", b.rng.normal(0, 0.3, (6, 4))), "wsum")
-    return _outs(b, b.op("matmul", [x, w], "mm"))
+    return b.outputs(b.op("matmul", [x, w], "mm"))
 
 
 def unsqueeze_squeeze(seed: int) -> Graph:
     b = Builder("unsqueeze_squeeze", seed)
     x = b.input("x", (3, 4))
     u = b.op("unsqueeze", [x], "unsqueeze", axes=[0])
-    return _outs(b, b.op("squeeze", [u], "squeeze", axes=[0]))
+    return b.outputs(b.op("squeeze", [u], "squeeze", axes=[0]))
 
 
 def bias_softmax(seed: int) -> Graph:
     b = Builder("bias_softmax", seed)
     x = b.input("x", (2, 3, 5))
     y = b.add(x, b.param("bias", b.rng.normal(0, 0.5, (5,))), "add")
-    return _outs(b, b.op("softmax", [y], "softmax", axis=-1))
+    return b.outputs(b.op("softmax", [y], "softmax", axis=-1))
 
 
 # name -> (builder, {compiler: optimizations}, granularity)
@@ -305,9 +296,14 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
 
 
 def library(seed: int = 0) -> list[Pattern]:
-    """Every built-in pattern, instantiated with weights from `seed`."""
+    """Every built-in pattern, instantiated with weights from `seed`: the shared ones, then those written
+    for ONNXRuntime's transformers alone (library_ort.py)."""
+    from dlcfuzz.synth.library_ort import ORT_LIBRARY
+
     out = []
-    for name, (build, targets, granularity) in LIBRARY.items():
+    entries = [*LIBRARY.items(), *((name, (build, {"onnxruntime": tags}, granularity))
+                                   for name, (build, tags, granularity) in ORT_LIBRARY.items())]
+    for name, (build, targets, granularity) in entries:
         g = build(seed)
         check_graph(g)
         out.append(Pattern(name, g, {k: list(v) for k, v in targets.items()}, granularity, "library"))

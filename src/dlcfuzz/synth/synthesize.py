@@ -104,6 +104,105 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
     return g
 
 
+def dtype_variants(p: Pattern, supported: Supported | None = None) -> list[Pattern]:
+    """The pattern instantiated in every other numeric dtype its operators accept (our op specs' type rules,
+    and `supported`: what the compiler has kernels for): holes, constants and Cast targets of its float dtype
+    moved to that dtype (float constants rounded toward zero for an integer one), every node re-inferred, the
+    result valid by `usable_pattern`. Patterns mined in float32 fire their fusions in float32 only; fused
+    kernels and contrib operators often lack another type, which is where a fusion breaks. A variant is named
+    `name@dtype`, records `retyped` in its meta, and keeps its dtype when spliced (`splice` bridges context
+    values to it instead of re-concretizing it for them). Patterns whose holes are not all of one float
+    dtype (quantized ones: QuantizeLinear takes float32 alone) have none."""
+    from dlcfuzz.ir.types import NUMERIC
+
+    own = {v.type.dtype for v in p.graph.inputs}
+    if len(own) != 1 or not own <= set(FLOATS):
+        return []
+    src = next(iter(own))
+    out = []
+    for dt in NUMERIC:
+        if dt == src:
+            continue
+        g = p.graph.copy()
+        g.inputs = [Value(v.name, v.type.with_dtype(dt)) for v in g.inputs]
+        g.constants = {k: (np.trunc(a) if dt not in FLOATS else a).astype(dt) if str(a.dtype) == src else a
+                       for k, a in g.constants.items()}
+        env = {v.name: v.type for v in g.inputs}
+        env.update({k: TensorType.of(a) for k, a in g.constants.items()})
+        try:
+            for n in g.nodes:
+                if n.op == "cast" and n.attrs.get("to") == src:
+                    n.attrs = {**n.attrs, "to": dt}
+                outs = get_op(n.op).infer([env[i] for i in n.inputs], n.attrs)
+                n.outputs = [Value(v.name, t) for v, t in zip(n.outputs, outs)]
+                env.update({v.name: v.type for v in n.outputs})
+            check_graph(g)
+        except (DlcfuzzError, *PATTERN_FAULTS):
+            continue
+        variant = Pattern(f"{p.name}@{dt}", g, p.targets, p.granularity, p.source, {**p.meta, "retyped": [src, dt]})
+        if not pattern_supported(variant, supported):
+            continue
+        usable, _ = usable_pattern(variant)
+        if usable is not None:
+            out.append(usable)
+    return out
+
+
+ATTRIBUTE_TRIES = 6  # attribute samples tried per node of a pattern
+ATTRIBUTE_VARIANTS = 4  # attribute variants kept per pattern at most
+
+
+def attribute_variants(p: Pattern, supported: Supported | None = None, seed: int = 0) -> list[Pattern]:
+    """The pattern with one node's attributes drawn again from its op spec (`OpSpec.sample` for the node's
+    input 0), where the result still fits the pattern: the other inputs keep their types, except constants
+    of the pattern, which are drawn again for the type the sample asks (a LayerNormalization's scale for a
+    new axis), and the node's outputs keep theirs. A fusion's match usually checks an attribute (an axis, a
+    transpose flag, a Clip bound); these are the forms on either side of that check. Named `name~node#k`,
+    `varied` in its meta; at most ATTRIBUTE_VARIANTS, deterministic for a seed."""
+    rng = np.random.default_rng(seed)
+    types = p.graph.types()
+    out: list[Pattern] = []
+    seen: set[tuple[int, str]] = set()
+    for i, n in enumerate(p.graph.nodes):
+        if not n.attrs or n.op == CALL_OP or not n.inputs:
+            continue
+        spec = get_op(n.op)
+        for _ in range(ATTRIBUTE_TRIES):
+            try:
+                ins, attrs = spec.sample(rng, types[n.inputs[0]])
+            except (DlcfuzzError, NotImplementedError, *PATTERN_FAULTS):
+                break
+            key = (i, repr(sorted(attrs.items())))
+            if attrs == n.attrs or key in seen or len(ins) != len(n.inputs):
+                continue
+            seen.add(key)
+            g = p.graph.copy()
+            fits = True
+            for j, (name, t) in enumerate(zip(n.inputs, ins)):
+                if j > 0 and name in g.constants and types[name] != t:
+                    g.constants[name] = rng.normal(0.0, 0.5, t.shape).astype(t.dtype) if t.dtype in FLOATS \
+                        else rng.integers(0, 3, t.shape).astype(t.dtype)
+                elif types[name] != t:
+                    fits = False
+            if not fits or sum(name == x for x in n.inputs for name in g.constants) > 1:
+                continue
+            g.nodes[i].attrs = dict(attrs)
+            try:
+                if [v.type for v in n.outputs] != spec.infer(ins, attrs):
+                    continue
+                check_graph(g)
+            except (DlcfuzzError, *PATTERN_FAULTS):
+                continue
+            variant = Pattern(f"{p.name}~{n.name or i}#{len(out)}", g, p.targets, p.granularity, p.source,
+                              {**p.meta, "varied": n.name or str(i)})
+            usable, _ = usable_pattern(variant)
+            if usable is not None and pattern_supported(usable, supported):
+                out.append(usable)
+            if len(out) >= ATTRIBUTE_VARIANTS:
+                return out
+    return out
+
+
 def _reshape_target(t_in: TensorType, old_out: TensorType, target: list[int]) -> list[int]:
     """A reshape target for input `t_in`: the old one where it still holds the input's elements,
     else the old output shape with one dimension (the last that can) rescaled to make up the new
@@ -278,7 +377,8 @@ def splice(seed: Graph, p: Pattern, rng: np.random.Generator, uid: int = 0,
         if needs.get(h.name, ANY) != ANY:
             continue
         exact = [v for v in preceding if types[v] == h.example]
-        similar = [v for v in preceding if h.accepts(types[v]) and types[v].size > 0]
+        # a dtype variant keeps its dtype: context values of another one are bridged (cast) to it
+        similar = [] if p.meta.get("retyped") else [v for v in preceding if h.accepts(types[v]) and types[v].size > 0]
         other = [v for v in preceding if types[v].size > 0]
         # a bridge that slices keeps more of the context's data than one that pads a scalar out
         other = [v for v in other if types[v].size >= h.example.size] or other
@@ -392,11 +492,14 @@ class Synthesizer:
     counted in `rejected` by reason."""
 
     def __init__(self, patterns: Sequence[Pattern], compiler: str, supported: Supported | None = None,
-                 seed_ops: int = 8, only_ops: Sequence[str] | None = None) -> None:
+                 seed_ops: int = 8, only_ops: Sequence[str] | None = None, retyped: bool = True,
+                 patterns_supported: Supported | None = None) -> None:
         self.dropped: Counter[str] = Counter()
+        # what a pattern's operators must be supported by (default: `supported`, what seed graphs draw from)
+        self.patterns_supported = patterns_supported or supported
         usable = []
         for p in patterns:
-            if not pattern_supported(p, supported):
+            if not pattern_supported(p, self.patterns_supported):
                 continue
             fixed, why = usable_pattern(p)
             if fixed is None:
@@ -416,6 +519,8 @@ class Synthesizer:
                 by_opt.setdefault(t, []).append(p)
         self.by_optimization = [by_opt[t] for t in sorted(by_opt)] or [self.patterns]
         self.supported = supported
+        self.retyped = retyped
+        self._instances: dict[str, list[Pattern]] = {}
         self.seed_ops = seed_ops
         self.only_ops = list(only_ops) if only_ops else None
         self.pool: list[tuple[Graph, list[str]]] = []
@@ -442,9 +547,11 @@ class Synthesizer:
         for _ in range(tries):
             group = self.by_optimization[int(rng.integers(len(self.by_optimization)))]
             p = group[int(rng.integers(len(group)))]
+            inst = self.instances(p)
+            p = inst[int(rng.integers(len(inst)))]
             self.attempts += 1
             try:
-                s = splice(seed, p, rng, next(self.uid), self.supported, self.rejected)
+                s = splice(seed, p, rng, next(self.uid), self.patterns_supported, self.rejected)
             except DlcfuzzError as e:  # a bridge or re-concretization our type rules refuse
                 self.rejected[f"type: {type(e).__name__}"] += 1
                 s = None
@@ -460,6 +567,17 @@ class Synthesizer:
             return s
         self.unspliced += 1
         return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names))
+
+    def instances(self, p: Pattern) -> list[Pattern]:
+        """The pattern and, with `retyped`, its dtype and attribute variants (made the first time the pattern
+        is chosen, a few milliseconds each, and added to `patterns`, where the strategy reads their targets)."""
+        if not self.retyped:
+            return [p]
+        if p.name not in self._instances:
+            variants = dtype_variants(p, self.patterns_supported) + attribute_variants(p, self.patterns_supported)
+            self._instances[p.name] = [p, *variants]
+            self.patterns.extend(variants)
+        return self._instances[p.name]
 
     def accept(self, s: Splice) -> None:
         """A valid synthesized test goes back into the seed pool (high-order synthesis)."""

@@ -50,8 +50,9 @@ class Builder:
         self._types[name] = t
         return name
 
-    def param(self, name: str, array: np.ndarray) -> str:
-        a = np.ascontiguousarray(array, dtype=self.dtype)
+    def param(self, name: str, array: np.ndarray, dtype: str | None = None) -> str:
+        """A constant in the builder's dtype, or in `dtype` (an integer weight of a quantized pattern)."""
+        a = np.ascontiguousarray(array, dtype=dtype or self.dtype)
         self.g.constants[self._fresh(name)] = a
         self._types[name] = TensorType.of(a)
         return name
@@ -62,8 +63,16 @@ class Builder:
         self._types[name] = t
         return name
 
+    def scalar(self, name: str, value: float) -> str:
+        """A 0-d constant in the builder's dtype (a pattern's 0.5, sqrt(2), epsilon)."""
+        return self.param(name, np.array(value, dtype=self.dtype))
+
     def output(self, v: str) -> Graph:
         self.g.outputs = [v]
+        return self.g
+
+    def outputs(self, *vs: str) -> Graph:
+        self.g.outputs = list(vs)
         return self.g
 
     # ---- layers --------------------------------------------------------------------

@@ -1,17 +1,31 @@
-"""ONNXRuntime's optimization levels and graph transformers, by the names its API takes (no
-onnxruntime import: tables the reproducer templates and pattern mining read too), and the minimal
+"""ONNXRuntime's optimization levels and graph transformers, by the names its API takes, and the minimal
 set of transformers that still shows a finding.
+
+The graph transformers are read from the installed release (`ort_optimizers`): a session at
+ORT_ENABLE_ALL with verbose logging names every transformer its optimizer registers ("GraphTransformer X
+modified: ..."), in the order it applies them. The rewrite rules inside the rule-based containers
+(Level1_RuleBasedTransformer, ...) are not logged one by one, and a container is registered even with
+all its rules disabled (1.32), so no session tells them apart: `ORT_RULES` holds the names ORT's rules
+report (graph_transformer_utils.cc, GenerateRewriteRules; a rule's name is not its class's: ClipQuantFusion
+is "ClipQuantRewrite"), and a rule is listed when the installed release's library holds its name. Each
+listed rule is checked to fire on the pattern written for it (tests/test_ort_optimizations.py), since
+`disabled_optimizers` ignores a name it does not know, which would read as "never fires".
 
 Minimization is delta debugging (ddmin) over the optimizers `disabled_optimizers` can switch off:
 a candidate set S is tried by disabling every other listed optimizer at ORT_ENABLE_ALL. The
-rule-based containers (Level1_RuleBasedTransformer, ...) are never disabled: their rules are
-listed one by one, so that a rule alone is a candidate. An empty result means the optimizations in
-reach are not needed: the inconsistency is in kernels or an optimizer the list does not name.
+containers are never disabled: their rules are listed one by one, so that a rule alone is a
+candidate. An empty result means the optimizations in reach are not needed: the inconsistency is in
+kernels or an optimizer the list does not name.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from dlcfuzz.oracle.testcase import Config
 from dlcfuzz.reduce.ddmin import ddmin
@@ -24,30 +38,54 @@ LEVELS: dict[str, str] = {
     "all": "ORT_ENABLE_ALL",
 }
 
-# Leaf graph transformers and rewrite rules of ONNXRuntime's CPU optimizer (levels 1-3), by the
-# names `disabled_optimizers` matches; `ORT_CONTAINERS` hold rules and stay enabled.
-ORT_OPTIMIZERS: tuple[str, ...] = (
-    # level 1 rewrite rules
-    "EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "EliminateDropout", "ExpandElimination",
-    "CastElimination", "PreShapeNodeElimination", "NoopElimination", "DivMulFusion", "FuseReluClip",
-    "GemmSumFusion", "GemmTransposeFusion", "NotWhereFusion", "ConvAddFusion", "ConvMulFusion", "ConvBNFusion",
-    "ClipQuantFusion", "ReluQuantFusion", "LabelEncoderFusion",
-    # level 1 transformers
-    "CommonSubexpressionElimination", "ConstantFolding", "MatMulAddFusion", "ReshapeFusion",
-    "FreeDimensionOverrideTransformer", "QDQPropagationTransformer", "EnsureUniqueDQForNodeUnit",
-    "ConstantSharing", "RemoveDuplicateCastTransformer", "PadFusion", "SplitFusion",
-    # level 2
-    "QDQS8ToU8Transformer", "QDQSelectorActionTransformer", "GemmActivationFusion", "MatMulIntegerToFloatFusion",
-    "DynamicQuantizeMatMulFusion", "ConvActivationFusion", "GeluFusionL1", "GeluFusionL2", "LayerNormFusionL1",
-    "LayerNormFusionL2", "SimplifiedLayerNormFusion", "AttentionFusion", "EmbedLayerNormFusion",
-    "GatherSliceToSplitFusion", "GatherToSliceFusion", "MatmulTransposeFusion", "BiasGeluFusion",
-    "SkipLayerNormFusion", "FastGeluFusion", "QuickGeluFusion", "BiasSoftmaxFusion", "BiasDropoutFusion",
-    "MatMulScaleFusion", "MatMulActivationFusion", "MatMulNBitsFusion", "QDQFinalCleanupTransformer",
-    "DoubleQDQPairsRemover", "IsInfReduceSumFusion", "ConvAddActivationFusion",
-    # level 3
-    "NhwcTransformer", "NchwcTransformer",
-)
-ORT_CONTAINERS: tuple[str, ...] = ("Level1_RuleBasedTransformer", "Level2_RuleBasedTransformer")
+# rule-based container -> the names of the rewrite rules it holds by default (CastChainElimination only with
+# the session option session.enable_cast_chain_elimination, which no configuration sets)
+ORT_RULES: dict[str, tuple[str, ...]] = {
+    "Level1_RuleBasedTransformer": (
+        "EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "EliminateDropout", "ExpandElimination",
+        "CastElimination", "PreShapeNodeElimination", "NoopElimination", "DivMulFusion", "FuseReluClip",
+        "GemmSumFusion", "GemmTransposeFusion", "NotWhereFusion", "ConvAddFusion", "ConvMulFusion", "ConvBNFusion",
+        "Pad_Fusion", "MatMul_BatchNormalization_Fusion", "LabelEncoderFusion"),
+    "Level2_RuleBasedTransformer": ("ClipQuantRewrite", "ReluQuantRewrite", "GemmTransposeFusion"),
+}
+ORT_CONTAINERS: tuple[str, ...] = tuple(ORT_RULES)
+
+# Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe; stdout is the
+# path of the library that holds ORT's optimizer.
+_READ_SCRIPT = r'''
+import onnx.helper as h
+import onnxruntime as ort
+import onnxruntime.capi.onnxruntime_pybind11_state as library
+from onnx import TensorProto
+
+x = h.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = h.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+model = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                     opset_imports=[h.make_opsetid("", 17)])
+so = ort.SessionOptions()
+so.log_severity_level = 0
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+print(library.__file__)
+'''
+_LOGGED = re.compile(r"GraphTransformer (\w+) modified")
+
+
+@functools.cache
+def ort_optimizers() -> tuple[str, ...]:
+    """Every graph transformer and rewrite rule of the installed onnxruntime's CPU optimizer, by the names
+    `disabled_optimizers` takes, in the order ORT applies them: the transformers its verbose log names, each
+    rule-based container replaced by those of its rules (`ORT_RULES`) whose names its library holds."""
+    read = subprocess.run([sys.executable, "-c", _READ_SCRIPT], capture_output=True, text=True, timeout=120,
+                          check=True)
+    log, library = read.stderr, Path(read.stdout.strip().splitlines()[-1]).read_bytes()
+    names: list[str] = []
+    for t in dict.fromkeys(_LOGGED.findall(log)):
+        names += [r for r in ORT_RULES[t] if r.encode() + b"\0" in library] if t in ORT_RULES else [t]
+    if len(names) < 10:  # the log format changed: no silent denominator of nothing
+        raise RuntimeError(f"could not read ONNXRuntime's graph transformers from its log: {log[-500:]!r}")
+    return tuple(dict.fromkeys(names))
+
 
 MAX_CHECKS = 48  # compile+run checks one minimization may spend
 
@@ -56,7 +94,7 @@ def minimal_optimizers(config: Config, shows: Callable[[Config], bool],
                        max_checks: int = MAX_CHECKS) -> tuple[Config, list[str]]:
     """The configuration at ORT_ENABLE_ALL with every listed optimizer disabled but a minimal set that
     `shows` (compiles and judges a candidate) still shows the finding with, and that set (sorted)."""
-    names = list(ORT_OPTIMIZERS)
+    names = list(ort_optimizers())
 
     def keeping(subset: list[str]) -> Config:
         keep = set(subset)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_OPTIMIZERS
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ort_optimizers
 from dlcfuzz.backends.script import COMPARE, MAIN, ONNX_IMPORTS, UNPACK, common, header, onnx_model_source
 from dlcfuzz.oracle.testcase import Config
 
@@ -16,13 +16,14 @@ def configs_source(configs: list[Config]) -> tuple[str, str]:
     """CONFIGS as code, a configuration that disables all listed optimizers but a few written as
     `all_but([...])` (the few it keeps are what the finding needs); and the definitions it uses."""
     parts, uses = [], False
+    listed = list(ort_optimizers())
     for c in configs:
         opts = dict(c.options)
         disabled = opts.pop("disabled_optimizers", None)
         body = ", ".join(f"{k!r}: {v!r}" for k, v in opts.items())
         if disabled:
-            kept = [n for n in ORT_OPTIMIZERS if n not in set(disabled)]
-            if len(disabled) > 8 and set(disabled) <= set(ORT_OPTIMIZERS):
+            kept = [n for n in listed if n not in set(disabled)]
+            if len(disabled) > 8 and set(disabled) <= set(listed):
                 uses = True
                 value = f"all_but({kept!r})"
             else:
@@ -30,7 +31,7 @@ def configs_source(configs: list[Config]) -> tuple[str, str]:
             body += f"{', ' if body else ''}'disabled_optimizers': {value}"
         parts.append(f"    {c.name!r}: {{{body}}},\n")
     defs = "" if not uses else (
-        f"# the graph transformers `disabled_optimizers` can switch off (ORT's names)\nOPTIMIZERS = {list(ORT_OPTIMIZERS)!r}\n\n\n"
+        f"# the graph transformers `disabled_optimizers` can switch off (ORT's names)\nOPTIMIZERS = {listed!r}\n\n\n"
         "def all_but(kept):\n    \"\"\"disabled_optimizers that leave only `kept` on.\"\"\"\n"
         "    return [n for n in OPTIMIZERS if n not in kept]\n\n\n")
     return "{\n" + "".join(parts) + "}", defs

@@ -1,0 +1,250 @@
+"""Patterns written from ONNXRuntime's graph transformers and rewrite rules (onnxruntime/core/optimizer/*.cc:
+the structure each matches, none of its code), for the optimizations no mined test model and no pattern of the
+shared library fires. Each tag is checked like the library's (`tests/test_synth.py::test_library_tags_fire_on_ort`:
+with the named optimizer disabled, the optimized model of the pattern between two other operators differs).
+
+Transformers of the installed release that no pattern here reaches, and why (ORT 1.32, CPU):
+- GroupQueryAttentionFusion, BiasDropoutFusion (CUDA/ROCm), MatMulActivationFusion (DirectML): registered for
+  other execution providers only; MemcpyTransformer: copies between devices, none on a CPU-only session;
+  FreeDimensionOverrideTransformer: only with free-dimension overrides configured, which no configuration sets.
+- UnsqueezeElimination, PreShapeNodeElimination, FuseFp16InitializerToFp32NodeTransformer: their rewrite of
+  a constant (or static-shape) input is what ConstantFolding does anyway, so disabling them leaves the same
+  model (our graphs have static shapes and constant weights).
+- GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
+- LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
+- EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
+  disabling it changes nothing that `fired` could see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dlcfuzz.ir.graph import Graph
+from dlcfuzz.zoo.builder import Builder
+
+INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def slice_to_end(seed: int) -> Graph:
+    """A slice from 0 to INT64_MAX with step 1 (EliminateSlice needs `ends` past the end as exporters write it)."""
+    b = Builder("slice_to_end", seed)
+    x = b.input("x", (3, 4))
+    s = b.op("slice", [x], "slice", starts=[0], ends=[INT64_MAX], axes=[1], steps=[1])
+    return b.outputs(b.op("exp", [s], "exp"))
+
+
+def cast_to_same(seed: int) -> Graph:
+    b = Builder("cast_to_same", seed)
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("abs", [b.op("cast", [x], "cast", to=b.dtype)], "abs"))
+
+
+def reciprocal_mul(seed: int) -> Graph:
+    """1 / x * y (DivMulFusion: y / x)."""
+    b = Builder("reciprocal_mul", seed)
+    x = b.input("x", (3, 4))
+    y = b.input("y", (3, 4))
+    return b.outputs(b.op("mul", [b.op("div", [b.scalar("one", 1.0), x], "recip"), y], "mul"))
+
+
+def relu_clip(seed: int) -> Graph:
+    """Relu then Clip (FuseReluClip: one Clip with min raised to 0)."""
+    b = Builder("relu_clip", seed)
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("clip", [b.op("relu", [x], "relu")], "clip", min=-1.0, max=6.0))
+
+
+def gemm_sum(seed: int) -> Graph:
+    """Gemm without C, then Sum with another tensor (GemmSumFusion: the Sum's input becomes C)."""
+    b = Builder("gemm_sum", seed)
+    x = b.input("x", (3, 6))
+    r = b.input("r", (3, 5))
+    g = b.op("gemm", [x, b.param("w", b.rng.normal(0, 0.3, (6, 5)))], "gemm", alpha=1.0, beta=1.0, transA=0, transB=0)
+    return b.outputs(b.op("sum", [g, r], "sum"))
+
+
+def transpose_gemm(seed: int) -> Graph:
+    """Transpose into Gemm's A (GemmTransposeFusion: transA)."""
+    b = Builder("transpose_gemm", seed)
+    x = b.input("x", (6, 3))
+    w = b.input("w", (6, 5))
+    t = b.op("transpose", [x], "t", perm=[1, 0])
+    return b.outputs(b.op("gemm", [t, w], "gemm", alpha=1.0, beta=1.0, transA=0, transB=0))
+
+
+def not_where(seed: int) -> Graph:
+    """Where on a negated condition (NotWhereFusion: the branches swap)."""
+    b = Builder("not_where", seed)
+    x = b.input("x", (3, 4))
+    y = b.input("y", (3, 4))
+    n = b.op("not", [b.op("greater", [x, y], "gt")], "not")
+    return b.outputs(b.op("where", [x, y, n], "where"))
+
+
+def pad_conv(seed: int) -> Graph:
+    """A zero Pad of the spatial dimensions into a Conv with explicit pads (Pad_Fusion)."""
+    b = Builder("pad_conv", seed)
+    x = b.input("x", (1, 3, 5, 5))
+    p = b.op("pad", [x], "pad", pads=[0, 0, 1, 1, 0, 0, 1, 1], mode="constant", value=0.0)
+    return b.outputs(b.conv(p, 4, 3, "conv", pad=0))
+
+
+def matmul_bn(seed: int) -> Graph:
+    """MatMul by a constant, then BatchNormalization (MatMul_BatchNormalization_Fusion: a Gemm)."""
+    b = Builder("matmul_bn", seed)
+    x = b.input("x", (4, 6))
+    return b.outputs(b.bn(b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (6, 5)))], "mm"), "bn"))
+
+
+def relu_quantize(seed: int) -> Graph:
+    """Relu into a uint8 QuantizeLinear with zero point 0 (ReluQuantRewrite: the Relu is redundant)."""
+    b = Builder("relu_quantize", seed)
+    x = b.input("x", (3, 4))
+    q = b.op("quantize_linear", [b.op("relu", [x], "relu")], "q", scale=0.0625, zero_point=0, to="uint8")
+    return b.outputs(b.op("dequantize_linear", [q], "dq", scale=0.0625, zero_point=0))
+
+
+def clip_quantize(seed: int) -> Graph:
+    """Clip into a QuantizeLinear whose range lies inside the Clip's (ClipQuantRewrite)."""
+    b = Builder("clip_quantize", seed)
+    x = b.input("x", (3, 4))
+    q = b.op("quantize_linear", [b.op("clip", [x], "clip", min=0.0, max=6.0)], "q", scale=0.0078125, zero_point=0,
+             to="uint8")
+    return b.outputs(b.op("dequantize_linear", [q], "dq", scale=0.0078125, zero_point=0))
+
+
+def slices_to_space_to_depth(seed: int) -> Graph:
+    """Four stride-2 slices concatenated on channels (YOLO's focus layer): SliceConcatToSpaceToDepthFusion."""
+    b = Builder("slices_to_space_to_depth", seed)
+    x = b.input("x", (1, 3, 6, 6))
+    parts = [b.op("slice", [x], f"s{i}{j}", starts=[i, j], ends=[6, 6], axes=[2, 3], steps=[2, 2])
+             for i in (0, 1) for j in (0, 1)]
+    return b.outputs(b.op("concat", parts, "cat", axis=1))
+
+
+def rms_norm_decomposed(seed: int) -> Graph:
+    """x / sqrt(mean(x^2) + eps) * gamma over the last axis (SimplifiedLayerNormFusion)."""
+    b = Builder("rms_norm_decomposed", seed)
+    x = b.input("x", (2, 3, 8))
+    ms = b.op("reduce_mean", [b.op("pow", [x, b.scalar("two", 2.0)], "sq")], "ms", axes=[-1], keepdims=1,
+              noop_with_empty_axes=0)
+    r = b.op("sqrt", [b.op("add", [ms, b.scalar("eps", 1e-6)], "ms_eps")], "rms")
+    return b.outputs(b.op("mul", [b.op("div", [x, r], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))],
+                         "scaled"))
+
+
+def add_layer_norm(seed: int) -> Graph:
+    """A residual Add into LayerNormalization over the last axis (SkipLayerNormFusion)."""
+    b = Builder("add_layer_norm", seed)
+    x = b.input("x", (2, 3, 8))
+    skip = b.input("skip", (2, 3, 8))
+    a = b.op("add", [x, skip], "add")
+    gamma = b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))
+    beta = b.param("beta", b.rng.normal(0, 0.1, (8,)))
+    return b.outputs(b.op("layer_norm", [a, gamma, beta], "ln", axis=-1, epsilon=1e-5))
+
+
+def matmul_bias_skip_layer_norm(seed: int) -> Graph:
+    """MatMul + 1-D bias into a SkipLayerNormalization, the MatMul read by a second consumer
+    (BiasSkipLayerNormFusion absorbs the bias; with one consumer, MatMulAddFusion takes the pair first)."""
+    b = Builder("matmul_bias_skip_layer_norm", seed)
+    x = b.input("x", (2, 3, 8))
+    skip = b.input("skip", (2, 3, 8))
+    mm = b.op("matmul", [x, b.param("w", b.rng.normal(0, 0.3, (8, 8)))], "mm")
+    biased = b.op("add", [mm, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
+    gamma = b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))
+    beta = b.param("beta", b.rng.normal(0, 0.1, (8,)))
+    return b.outputs(b.op("ms_skip_layer_norm", [biased, skip, gamma, beta], "sln", epsilon=1e-5),
+                 b.op("relu", [mm], "second"))
+
+
+def bias_gelu_erf(seed: int) -> Graph:
+    """A 1-D bias Add into the spelled-out erf GELU (GeluFusionL2 makes the Gelu, BiasGeluFusion takes the bias)."""
+    b = Builder("bias_gelu_erf", seed)
+    x = b.input("x", (2, 3, 8))
+    a = b.op("add", [x, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add")
+    e = b.op("add", [b.op("erf", [b.op("div", [a, b.scalar("sqrt2", np.sqrt(2.0))], "div")], "erf"),
+                     b.scalar("one", 1.0)], "erf_plus_one")
+    return b.outputs(b.op("mul", [b.op("mul", [a, e], "mul"), b.scalar("half", 0.5)], "gelu"))
+
+
+def gelu_tanh_pow(seed: int) -> Graph:
+    """The tanh GELU approximation with x^3 as Pow, as exporters write it (FastGeluFusion; the library's
+    gelu_tanh, x*x*x, is not the form it matches)."""
+    b = Builder("gelu_tanh_pow", seed)
+    x = b.input("x", (2, 8))
+    x3 = b.op("pow", [x, b.scalar("three", 3.0)], "cube")
+    inner = b.op("add", [x, b.op("mul", [x3, b.scalar("k", 0.044715)], "kx3")], "inner")
+    t = b.op("tanh", [b.op("mul", [inner, b.scalar("c", np.sqrt(2.0 / np.pi))], "scaled")], "tanh")
+    one_t = b.op("add", [t, b.scalar("one", 1.0)], "one_t")
+    return b.outputs(b.op("mul", [b.op("mul", [x, b.scalar("half", 0.5)], "half_x"), one_t], "gelu"))
+
+
+def _qdq(b: Builder, x: str, name: str, scale: float = 0.0625, zero_point: int = 0) -> str:
+    """x through a uint8 QuantizeLinear / DequantizeLinear pair (a quantization point of a QDQ model)."""
+    q = b.op("quantize_linear", [x], f"{name}_q", scale=scale, zero_point=zero_point, to="uint8")
+    return b.op("dequantize_linear", [q], f"{name}_dq", scale=scale, zero_point=zero_point)
+
+
+def double_qdq(seed: int) -> Graph:
+    """Two Q/DQ pairs in a row (DoubleQDQPairsRemover keeps one)."""
+    b = Builder("double_qdq", seed)
+    x = b.input("x", (3, 4))
+    return b.outputs(_qdq(b, _qdq(b, x, "a"), "b", scale=0.125, zero_point=3))
+
+
+def qdq_conv_u8(seed: int) -> Graph:
+    """A uint8 QDQ Conv with 8 channels (QDQSelectorActionTransformer: QLinearConv; NhwcTransformer: its
+    channels-last form)."""
+    b = Builder("qdq_conv_u8", seed)
+    x = b.input("x", (1, 8, 5, 5))
+    w = b.op("dequantize_linear", [b.param("w8", b.rng.integers(-20, 20, (8, 8, 3, 3)), "int8")], "dw",
+             scale=0.03125, zero_point=0)
+    c = b.op("conv2d", [_qdq(b, x, "a", zero_point=128), w], "conv", strides=[1, 1], dilations=[1, 1],
+             pads=[1, 1, 1, 1], group=1)
+    return b.outputs(_qdq(b, c, "o", scale=0.125, zero_point=128))
+
+
+def qdq_conv_float_bias(seed: int) -> Graph:
+    """An int8 QDQ Conv (DQ input, DQ int8 weight) with a float bias (WeightBiasQuantization quantizes the bias;
+    QDQS8ToU8Transformer moves the int8 activations to uint8; QDQSelectorActionTransformer then makes a
+    QLinearConv, NhwcTransformer its channels-last form)."""
+    b = Builder("qdq_conv_float_bias", seed)
+    x = b.input("x", (1, 3, 5, 5))
+    q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=0, to="int8")
+    dq = b.op("dequantize_linear", [q], "dq", scale=0.0625, zero_point=0)
+    w = b.op("dequantize_linear", [b.param("w8", b.rng.integers(-20, 20, (4, 3, 3, 3)), "int8")], "dw",
+             scale=0.03125, zero_point=0)
+    c = b.op("conv2d", [dq, w, b.param("bias", b.rng.normal(0, 0.1, (4,)))], "conv", strides=[1, 1],
+             dilations=[1, 1], pads=[1, 1, 1, 1], group=1)
+    q2 = b.op("quantize_linear", [c], "q2", scale=0.125, zero_point=0, to="int8")
+    return b.outputs(b.op("dequantize_linear", [q2], "dq2", scale=0.125, zero_point=0))
+
+
+# name -> (builder, the ONNXRuntime optimizations it fires, granularity)
+ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
+    "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
+    "cast_to_same": (cast_to_same, ["CastElimination"], "subgraph"),
+    "reciprocal_mul": (reciprocal_mul, ["DivMulFusion"], "subgraph"),
+    "relu_clip": (relu_clip, ["FuseReluClip"], "subgraph"),
+    "gemm_sum": (gemm_sum, ["GemmSumFusion"], "subgraph"),
+    "transpose_gemm": (transpose_gemm, ["GemmTransposeFusion"], "subgraph"),
+    "not_where": (not_where, ["NotWhereFusion"], "subgraph"),
+    "pad_conv": (pad_conv, ["Pad_Fusion"], "subgraph"),
+    "matmul_bn": (matmul_bn, ["MatMul_BatchNormalization_Fusion"], "subgraph"),
+    "relu_quantize": (relu_quantize, ["ReluQuantRewrite"], "subgraph"),
+    "clip_quantize": (clip_quantize, ["ClipQuantRewrite"], "subgraph"),
+    "slices_to_space_to_depth": (slices_to_space_to_depth, ["SliceConcatToSpaceToDepthFusion"], "subgraph"),
+    "rms_norm_decomposed": (rms_norm_decomposed, ["SimplifiedLayerNormFusion"], "subgraph"),
+    "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion"], "subgraph"),
+    "matmul_bias_skip_layer_norm": (matmul_bias_skip_layer_norm, ["BiasSkipLayerNormFusion"], "subgraph"),
+    "bias_gelu_erf": (bias_gelu_erf, ["BiasGeluFusion", "GeluFusionL2"], "subgraph"),
+    "gelu_tanh_pow": (gelu_tanh_pow, ["FastGeluFusion"], "subgraph"),
+    "double_qdq": (double_qdq, ["DoubleQDQPairsRemover"], "subgraph"),
+    "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
+    "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
+                                                  "QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
+}

@@ -1,0 +1,101 @@
+"""ONNXRuntime's optimizations as the installed release lists them, and the patterns that fire them (real
+onnxruntime, no mocks): the list read from ORT, each rule name real, dtype variants of a pattern firing its
+transformer outside float32, and transformers that no pattern fired before firing from theirs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlcfuzz.synth.library import library
+from dlcfuzz.synth.synthesize import Synthesizer, dtype_variants
+from tests.test_synth import wrapped
+
+pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+
+# rules of ORT_RULES no pattern can fire (library_ort.py says why)
+OUT_OF_REACH = {"UnsqueezeElimination", "PreShapeNodeElimination", "LabelEncoderFusion"}
+
+
+def _fired(pattern, tags: list[str]) -> dict[str, bool]:
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
+    from dlcfuzz.lower.onnx import to_onnx
+
+    return ort_fired(OnnxRuntimeBackend(), to_onnx(wrapped(pattern)).SerializeToString(), tags)
+
+
+def test_optimizations_are_read_from_the_installed_release() -> None:
+    """The backend's optimizations are ORT's own: the transformers its log names at every level, the
+    rule-based containers opened into their rules, nothing twice."""
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.optimizers import ORT_CONTAINERS
+
+    opts = OnnxRuntimeBackend().optimizations()
+    assert len(opts) >= 40 and len(set(opts)) == len(opts)
+    # level 1, level 2 and level 3 transformers, and rules of both containers
+    assert {"ConstantFolding", "MatMulAddFusion", "GeluFusionL2", "SkipLayerNormFusion", "NchwcTransformer",
+            "EliminateIdentity", "ConvBNFusion", "ReluQuantRewrite"} <= set(opts)
+    assert not set(ORT_CONTAINERS) & set(opts)
+    assert "NoSuchOptimizer" not in opts
+
+
+def test_every_listed_rule_fires_on_its_pattern() -> None:
+    """A rule name ORT does not know is silently ignored by disabled_optimizers (it would read as never
+    firing): every listed rule in reach has a library pattern that fires it under that name."""
+    from dlcfuzz.backends.onnxruntime.optimizers import ORT_RULES, ort_optimizers
+
+    rules = {r for rs in ORT_RULES.values() for r in rs} & set(ort_optimizers())
+    assert len(rules) >= 15
+    by_target: dict[str, list] = {}
+    for p in library():
+        for t in p.targets_for("onnxruntime"):
+            by_target.setdefault(t, []).append(p)
+    for rule in sorted(rules - OUT_OF_REACH):
+        assert rule in by_target, f"no pattern targets {rule}"
+        assert _fired(by_target[rule][0], [rule]) == {rule: True}, rule
+
+
+def test_a_retyped_pattern_fires_its_transformer_outside_float32() -> None:
+    """The decomposed LayerNorm and MatMul+Add, mined/written in float32, fire LayerNormFusionL1 in float64 and
+    MatMulAddFusion in float16; integer variants exist where every operator takes the dtype."""
+    by = {p.name: p for p in library()}
+    ln = {v.name: v for v in dtype_variants(by["layer_norm_decomposed"])}
+    assert set(ln) == {"layer_norm_decomposed@float16", "layer_norm_decomposed@float64"}
+    assert ln["layer_norm_decomposed@float64"].graph.inputs[0].type.dtype == "float64"
+    assert _fired(ln["layer_norm_decomposed@float64"], ["LayerNormFusionL1"]) == {"LayerNormFusionL1": True}
+    mm = {v.name: v for v in dtype_variants(by["matmul_add"])}
+    assert {"matmul_add@float16", "matmul_add@int32", "matmul_add@int64"} <= set(mm)
+    assert _fired(mm["matmul_add@float16"], ["MatMulAddFusion"]) == {"MatMulAddFusion": True}
+    assert not dtype_variants(by["qdq_conv_float_bias"])  # QuantizeLinear takes float32 alone
+
+
+def test_a_spliced_variant_keeps_its_dtype() -> None:
+    """Spliced into float32 seed graphs, a float64 variant is not re-concretized back to float32: the context
+    is cast to it."""
+    by = {p.name: p for p in library()}
+    (variant,) = [v for v in dtype_variants(by["add_layer_norm"]) if v.name.endswith("@float64")]
+    syn = Synthesizer([variant], "onnxruntime", retyped=False, only_ops=["relu", "add", "mul", "sigmoid", "tanh"])
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        s = syn.next(rng)
+        assert s.pattern == variant.name
+        types = s.graph.types()
+        spliced = [n for n in s.graph.nodes if n.op == "layer_norm" and n.name.endswith("_ln")]
+        assert spliced and all(types[n.inputs[0]].dtype == "float64" for n in spliced)
+
+
+def test_newly_covered_transformers_fire_in_a_synthesized_graph() -> None:
+    """Transformers no pattern fired before (SkipLayerNormFusion, Pad_Fusion, SimplifiedLayerNormFusion) fire
+    when their pattern is spliced into a seed graph, as the oatest worker asks the backend (seed graphs of
+    operators every ORT build has kernels for: a campaign's come from its capability probe)."""
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+    backend = OnnxRuntimeBackend()
+    by = {p.name: p for p in library()}
+    for name, target in [("add_layer_norm", "SkipLayerNormFusion"), ("pad_conv", "Pad_Fusion"),
+                         ("rms_norm_decomposed", "SimplifiedLayerNormFusion")]:
+        syn = Synthesizer([by[name]], "onnxruntime", retyped=False, only_ops=["relu", "add", "mul", "sigmoid", "tanh"])
+        s = syn.next(np.random.default_rng(1))
+        assert s.pattern == name
+        assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: True}, name
