@@ -415,6 +415,29 @@ def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples(
     assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact
 
 
+def test_dynamic_quantize_linear_of_all_zeros_accepts_the_formulas_scale_zero():
+    """DynamicQuantizeLinear of an all-zero input (an edge profile's 0 or -0): ONNX's formula gives the scale 0 and then
+    divides by it; our reference (onnxruntime's) guards with 1, OpenVINO returns 0. The judge accepts either reading, and
+    every other input is judged against the one reading (OpenVINO's scale of [0, 1, -1] is onnxruntime's)."""
+    from dlcfuzz.oracle.policy import other_reading_outputs
+
+    backend = get_backend("openvino")
+    t = TensorType("float32", (3,))
+    outs = [Value("q", TensorType("uint8", (3,))), Value("s", TensorType("float32", ())), Value("z", TensorType("uint8", ()))]
+    g = Graph(inputs=[Value("x", t)], constants={}, outputs=["q", "s", "z"],
+              nodes=[Node("dynamic_quantize_linear", ["x"], outs, {}, name="n0")])
+    check_graph(g)
+    for x, readings_differ in ((np.array([0.0, -0.0, 0.0], "float32"), True), (np.array([0.0, 0.5, -1.0], "float32"), False)):
+        tc = TestCase(g, {"x": x}, [backend.configs()["ov-cpu"]], seed=0, compiler="openvino")
+        ref = reference_of(tc)
+        obs = run_configs(backend, tc)
+        alone = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable)
+        assert any(v.category == "wrong-result" for v in alone) == readings_differ, alone
+        both = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable, other_reading=other_reading_outputs(tc))
+        assert not any(v.kind == "bug" for v in both), both
+        assert (get_op("dynamic_quantize_linear").other_reading([x], {}) is not None) == readings_differ
+
+
 def test_a_rejection_of_a_model_onnx_itself_rejects_is_an_invalid_test_not_a_bug():
     """onnxruntime (the cross-compiler configuration) rejects a model whose declared output type ONNX's own full
     check rejects too, while OpenVINO's importer (which re-infers types) compiles it: not OpenVINO's bug but an
