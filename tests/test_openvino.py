@@ -378,6 +378,18 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"attention"}, "float32", "", "ov-onnx-attention-window-ignored"),
         (W, {"relu"}, "float32", "", None),  # the brgconv entry's operator set needs a convolution in it
         (W, {"conv2d", "relu"}, "float32", "", "ov-cpu-brgconv-stride-w2"),
+        (W, {"bit_shift"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),  # BitShift-28's signed types
+        (W, {"argmin", "bit_shift"}, "int64", "", "ov-onnx-bitshift-as-multiply-divide"),
+        (W, {"argmin"}, "int64", "", None),
+        (W, {"rnn"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
+        ("crash", {"compress"}, "float16", "killed by signal 8 (SIGFPE) during compile of ov-cpu-nosnippets",
+         "ov-cpu-gather-empty-indices-sigfpe"),
+        (W, {"matmul_integer"}, "int8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
+        (W, {"div", "sign"}, "float32", "", "ov-cpu-divide-by-large-constant-gives-zero"),
+        (W, {"sign"}, "float32", "", None),
+        (W, {"div", "sign"}, "int32", "", None),
+        (W, {"lp_norm", "ms_fused_conv"}, "float32", "", "ov-onnx-lpnormalization-epsilon-added"),
+        (W, {"lp_norm", "relu"}, "float32", "", None),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
