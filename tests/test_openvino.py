@@ -390,6 +390,12 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"div", "sign"}, "int32", "", None),
         (W, {"lp_norm", "ms_fused_conv"}, "float32", "", "ov-onnx-lpnormalization-epsilon-added"),
         (W, {"lp_norm", "relu"}, "float32", "", None),
+        (W, {"reduce_mean"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reverse_sequence"}, "int32", "", "ov-cpu-integer-ops-in-f32"),
+        (W, {"relu"}, "int64", "", "ov-cpu-integer-ops-in-f32"),
+        (W, {"topk"}, "int16", "", "ov-cpu-topk-ties-not-lower-index-first"),
+        (W, {"avg_pool3d"}, "float16", "", "ov-onnx-averagepool-ceil-mode-overhang-divisor"),
+        (W, {"dynamic_quantize_linear"}, "float32", "", "ov-cpu-dynamicquantizelinear-subnormal-scale"),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
