@@ -443,6 +443,15 @@ class DynamicQuantizeLinearOp(OpSpec):
         y = np.clip(np.rint(x / scale) + zpi, 0, 255)
         return [y.astype(np.uint8), np.asarray(scale, dtype=np.float32), np.asarray(zpi, dtype=np.uint8)]
 
+    def other_reading(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray] | None:
+        """An all-zero x (range [0, 0]): ONNX's formula gives the scale 0 and then divides by it (the zero point
+        and y are 0/0); onnxruntime (and the reference) guard with the scale 1, OpenVINO keeps the formula's 0
+        with y and the zero point 0 (onnx.reference returns 1/255): either of the first two is correct."""
+        x = xs[0]
+        if x.size == 0 or x.any():
+            return None
+        return [np.zeros(x.shape, np.uint8), np.asarray(0.0, dtype=np.float32), np.asarray(0, dtype=np.uint8)]
+
 
 for _spec in (MatMulIntegerOp(), ConvIntegerOp(), QLinearMatMulOp(), QLinearConvOp(), DynamicQuantizeLinearOp()):
     register(_spec)

@@ -31,7 +31,7 @@ SLOW = "slow"
 EXPECTED_ERROR = "expected-error"  # also a prefix: "expected-error:<the backend's rejection class>"
 DOCUMENTED_LENIENCY = "documented-leniency"
 # a numeric difference where a configuration computes outside what its compiler documents (OpenVINO's CPU
-# plugin: int64 in int32 precision): counted apart, never a new bug (Backend.documented_limitation)
+# plugin: int64, uint32 and uint64 in int32 precision): counted apart, never a new bug (Backend.documented_limitation)
 DOCUMENTED_LIMITATION = "documented-limitation"
 NOT_LOWERABLE = "not-lowerable"
 SEED_REJECTED = "seed-rejected"

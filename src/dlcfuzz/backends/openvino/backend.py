@@ -17,7 +17,7 @@ import openvino as ov
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
-from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, I64_IN_I32, KNOWN_GAPS
+from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, INTEGERS_IN_I32, KNOWN_GAPS, WIDER_THAN_I32
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
@@ -289,13 +289,14 @@ class OpenVinoBackend(BackendBase):
         return {**dict([F64_IN_F32]), **KNOWN_GAPS.get(op, {})}
 
     def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
-        """The CPU plugin (every front door reaches it but Model.evaluate and ONNXRuntime) runs int64 in int32."""
+        """The CPU plugin (every front door reaches it but Model.evaluate and ONNXRuntime) runs int64, uint32 and
+        uint64 in int32."""
         if config.options.get("device", "CPU") != "CPU":
             return None
         info = np.iinfo(np.int32)
-        beyond = sorted(name for name, x in values.items() if x.dtype == np.int64 and x.size
+        beyond = sorted(name for name, x in values.items() if x.dtype.name in WIDER_THAN_I32 and x.size
                         and (int(x.min()) < info.min or int(x.max()) > info.max))
-        return I64_IN_I32.format(names=", ".join(beyond[:3]) + (", ..." if len(beyond) > 3 else "")) if beyond else None
+        return INTEGERS_IN_I32.format(names=", ".join(beyond[:3]) + (", ..." if len(beyond) > 3 else "")) if beyond else None
 
     # ---- per test -------------------------------------------------------
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
