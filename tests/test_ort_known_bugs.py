@@ -102,3 +102,34 @@ def test_a_script_counts_the_same_failure_under_another_releases_error_class(tmp
                                              [backend.configs()["ort-all"]], "unexpected-error", "t", detail))
         r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
         assert r.returncode == status and "Unexpected data type for Clip" in r.stdout, r.stdout + r.stderr
+
+
+def test_optimizations_of_an_oatest_campaign_are_bugs_and_known(tmp_path):
+    """Two optimization bugs an oatest campaign's pattern variants found (onnxruntime 1.32.0): DivMulFusion on
+    integers (`1/x * y` becomes `y / x`) and LayerNormFusion with a Pow exponent that is not 2. Each is a bug
+    through the real worker at the default pair and matches its register entry under its optimization."""
+    ints = TensorType("int32", (4,))
+    div_mul = Graph(inputs=[Value("x", ints), Value("y", ints)], constants={"one": np.array(1, np.int32)},
+                    nodes=[Node("div", ["one", "x"], [Value("r", ints)]), Node("mul", ["r", "y"], [Value("z", ints)])],
+                    outputs=["z"])
+    t, col = TensorType("float32", (2, 4)), TensorType("float32", (2, 1))
+    mean = {"keepdims": 1, "axes": [-1], "noop_with_empty_axes": 0}
+    layer_norm = Graph(
+        inputs=[Value("x", t)], constants={"e": np.array(3, np.float32), "eps": np.array(1e-5, np.float32),
+                                      "g": np.ones(4, np.float32), "b": np.zeros(4, np.float32)},
+        nodes=[Node("reduce_mean", ["x"], [Value("m", col)], mean), Node("sub", ["x", "m"], [Value("d", t)]),
+               Node("pow", ["d", "e"], [Value("p", t)]), Node("reduce_mean", ["p"], [Value("v", col)], mean),
+               Node("add", ["v", "eps"], [Value("ve", col)]), Node("sqrt", ["ve"], [Value("s", col)]),
+               Node("div", ["d", "s"], [Value("n", t)]), Node("mul", ["n", "g"], [Value("ng", t)]),
+               Node("add", ["ng", "b"], [Value("y", t)])], outputs=["y"])
+    cases = [(div_mul, {"x": np.array([1, 2, 3, 4], np.int32), "y": np.array([5, 6, 7, 8], np.int32)},
+              "DivMulFusion", "ort-div-mul-fusion-integer"),
+             (layer_norm, {"x": np.array([[0, 0, 0, 4], [1, 1, 2, 8]], np.float32)},  # skewed: mean cube > 0
+              "LayerNormFusionL1", "ort-layer-norm-fusion-pow-exponent")]
+    for g, inputs, optimization, entry in cases:
+        check_graph(g)
+        verdicts = judged(g, inputs, tmp_path)
+        assert [v.kind for v in verdicts] == ["bug"], (entry, [v.detail for v in verdicts])
+        category, dtype = verdicts[0].category, g.inputs[0].type.dtype
+        assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", optimization), "") == entry
+        assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", "ConstantFolding"), "") is None
