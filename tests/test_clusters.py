@@ -225,3 +225,34 @@ def test_an_operator_beside_the_known_one_is_not_its_bug():
     assert known({"reduce_max"}) == "tvm-reduce-min-max-empty-axis-uninitialized"
     assert known({"reduce_min", "reduce_max"}) == "tvm-reduce-min-max-empty-axis-uninitialized"
     assert known({"gather_nd", "reduce_max"}) is None
+
+
+@pytest.mark.parametrize("category, configs, ops, dtypes, reason, message, expected", [
+    # (issue-36 campaign, unreduced) a Slice shape difference beside an ArgMax was labelled argmax's -1 bug
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"argmax", "slice", "cos"}, {"int64", "float16"}, "shape", "",
+     "tvm-onnx-slice-negative-step-start-clamp"),
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"argmax", "cos"}, {"int64"}, "value", "",
+     "tvm-argmax-extreme-row"),
+    # OneHot's int64 output beside an int32 ReduceMean was labelled R.mean's int32 bug
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"one_hot", "reduce_mean", "neg"}, {"int32", "float16"},
+     "dtype", "", "tvm-onnx-onehot-output-dtype"),
+    ("wrong-result", ("tvm-unopt",), {"reduce_mean"}, {"int32"}, "dtype", "", "tvm-mean-int32-dtype"),
+    # a float64 RMSNorm NaN beside a float16 Sigmoid and a BatchNormalization was labelled batch_norm's float16 bug
+    ("wrong-result", ("tvm-unopt", "tvm-onnx-opt"), {"rms_norm", "batch_norm", "sigmoid"}, {"float64", "float16"},
+     "nan", "", "tvm-rms-norm-float64-in-float32"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"max_pool3d", "reciprocal"}, {"uint8"}, "",
+     "InternalError: Check failed: (value >= 0) is false: cannot make uint from negative value -10",
+     "tvm-onnx-maxpool3d-same-lower"),
+    ("unexpected-error", ("tvm-opt",), {"sign"}, {"uint8"}, "", "cannot make uint from negative value -1",
+     "tvm-sign-uint8"),
+])
+def test_a_specific_tvm_entry_wins_over_a_broad_one_whose_operator_sits_beside_it(
+        category: str, configs: tuple[str, ...], ops: set[str], dtypes: set[str], reason: str, message: str,
+        expected: str) -> None:
+    """Entries are tried in file order: the narrow ones the issue-36 triage added come before the broad
+    entries that claimed their unreduced findings, and the broad entries still claim their own."""
+    kind = {"inconsistency": "inconsistency", "wrong-result": "wrong", "unexpected-error": "error"}[category]
+    key = f"{kind}|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+    f = FindingFacts(1, "tvm", category, configs, "", frozenset(ops), frozenset(dtypes), "", key, reason)
+    k = Register(use_env=False).match(f, message)
+    assert k is not None and k.id == expected, k

@@ -15,6 +15,9 @@ filed upstream". A finding matches an entry when every condition of its `match` 
 the finding's detail and key without its optimization set; `config`: its configurations and that set; an entry
 without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
 done when findings are listed or reported, so a register extended after a campaign applies to it.
+Entries are tried in file order and the first match wins: an entry narrow enough to name one bug goes
+before a broad one whose operator can sit beside it in an unreduced graph (a Slice shape difference beside
+an ArgMax is not ArgMax's -1 bug).
 """
 
 from __future__ import annotations
