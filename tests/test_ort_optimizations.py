@@ -99,3 +99,13 @@ def test_newly_covered_transformers_fire_in_a_synthesized_graph() -> None:
         s = syn.next(np.random.default_rng(1))
         assert s.pattern == name
         assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: True}, name
+
+
+def test_patterns_for_transformers_that_never_fired_fire_them() -> None:
+    """Written from ORT's sources for transformers no pattern fired: each fires its own."""
+    by = {p.name: p for p in library()}
+    for name, target in [("reshape_gathers_slice", "GatherSliceToSplitFusion"),
+                         ("matmul_integer_scaled", "MatMulIntegerToFloatFusion"),
+                         ("where_dq_scalar", "WhereDummyDq")]:
+        assert by[name].targets_for("onnxruntime") == [target]
+        assert _fired(by[name], [target]) == {target: True}, name
