@@ -245,9 +245,10 @@ def matmul_integer_scaled(seed: int) -> Graph:
     b = Builder("matmul_integer_scaled", seed)
     x = b.input("x", (3, 8))
     a_scale = b.input("a_scale", (1,))
-    q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=128, to="uint8")
+    # int8 A: uint8 A (U8S8) is a known gap of campaigns on CPUs without VNNI (pair sums saturate)
+    q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=0, to="int8")
     mi = b.op("matmul_integer", [q, b.param("w8", b.rng.integers(-20, 20, (8, 5)), "int8")], "mmi",
-              a_zero_point=128, b_zero_point=0)
+              a_zero_point=0, b_zero_point=0)
     scales = b.op("mul", [a_scale, b.scalar("b_scale", 0.03125)], "scales")
     return b.outputs(b.op("mul", [b.op("cast", [mi], "cast", to="float32"), scales], "scaled"))
 
