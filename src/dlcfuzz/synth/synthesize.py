@@ -10,7 +10,8 @@
    With no value at all, the hole becomes a graph input.
 3. Connect each dangling output of the pattern to an input of the succeeding context whose type
    it has (or, bridged, one of its dtype class) and whose operator accepts any value there (never
-   a log's or a divisor's input, never an index); outputs left over become graph outputs.
+   a log's or a divisor's input, never an index); outputs left over become graph outputs, and so do the inner
+   values a neighbour variant names (`graph_outputs` in its meta: a fusion must not remove them).
 4. Check the result (`validity_fault`) before anything runs it: the IR's own type checker
    (`ops.check_graph`, every node re-inferred) and the strict value domains (indices, shift amounts,
    float -> int8 casts: only a graph input sampled inside the domain or a constant inside it may
