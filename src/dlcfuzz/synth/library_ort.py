@@ -15,6 +15,14 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
   attributes (constant initializers), so no graph of ours has that form.
+- CastFloat16Transformer, RemoveDuplicateCastTransformer: the session runs them after partitioning at every
+  level, whatever `disabled_optimizers` says (measured: a float16 Erf gets its Casts and a float32 -> float64
+  -> float32 pair becomes one Cast with either disabled, at ORT_DISABLE_ALL too), so `fired` cannot see them.
+- ConvAddActivationFusion: it runs at level 3 after NchwcTransformer, which took every float32 Conv (with a
+  bias) + Add + Relu tried first (1 to 16 channels); its float16 form is compiled in only with MLAS's fp16
+  vector intrinsics, and the float16 variant did not fire here.
+- QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
+  disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
 - EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
   disabling it changes nothing that `fired` could see.
 """
