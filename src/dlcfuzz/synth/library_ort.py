@@ -21,6 +21,8 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
 - ConvAddActivationFusion: it runs at level 3 after NchwcTransformer, which took every float32 Conv (with a
   bias) + Add + Relu tried first (1 to 16 channels); its float16 form is compiled in only with MLAS's fp16
   vector intrinsics, and the float16 variant did not fire here.
+- SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
+  not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
 - QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
   disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
 - EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
