@@ -23,6 +23,8 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   vector intrinsics, and the float16 variant did not fire here.
 - SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
   not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
+- LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
+  (float16, float32, float64; with a Cast pair around the float32 computation).
 - QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
   disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
 - EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
