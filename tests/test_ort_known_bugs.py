@@ -133,3 +133,29 @@ def test_optimizations_of_an_oatest_campaign_are_bugs_and_known(tmp_path):
         category, dtype = verdicts[0].category, g.inputs[0].type.dtype
         assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", optimization), "") == entry
         assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", "ConstantFolding"), "") is None
+
+
+def test_qdq_propagation_at_opset_21_is_rejected_and_known(tmp_path):
+    """An int8 Q/DQ pair before a Reshape, at opset 21 (a uint16 pair raises it): QDQPropagationTransformer's
+    inserted QuantizeLinear carries output_dtype INT8, QDQS8ToU8Transformer moves its zero point to uint8, and the
+    session fails (onnxruntime 1.32.0; microsoft/onnxruntime#25526). A bug through the real worker, matched by its
+    register entry, shown by the standalone reproducer."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.zoo.builder import Builder
+
+    b = Builder("qdq_reshape", 0)
+    x = b.input("x", (3, 4))
+    q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=0, to="int8")
+    r = b.op("reshape", [b.op("dequantize_linear", [q], "dq", scale=0.0625, zero_point=0)], "r", shape=[4, 3])
+    q16 = b.op("quantize_linear", [x], "q16", scale=0.0625, zero_point=0, to="uint16")
+    g = b.outputs(r, b.op("dequantize_linear", [q16], "dq16", scale=0.0625, zero_point=0))
+    check_graph(g)
+    inputs = {"x": np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "unexpected-error")], [v.detail for v in verdicts]
+    assert "output_dtype INT8 does not match y_zero_point type UINT8" in verdicts[0].detail
+    configs = tuple(c.name for c in get_backend("onnxruntime").default_pair())
+    assert known_as("unexpected-error", {n.op for n in g.nodes}, {"float32"}, configs, verdicts[0].detail) == \
+        "ort-qdq-s8-to-u8-keeps-output-dtype"
+    done = reproduce(g, inputs, None, "unexpected-error", tmp_path)
+    assert done.returncode == 1 and "output_dtype INT8" in done.stdout, done.stdout + done.stderr

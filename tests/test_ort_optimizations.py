@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz.synth.library import library
-from dlcfuzz.synth.synthesize import Synthesizer, dtype_variants
+from dlcfuzz.synth.synthesize import Synthesizer, dtype_variants, neighbour_variants
 from tests.test_synth import wrapped
 
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
@@ -99,3 +99,38 @@ def test_newly_covered_transformers_fire_in_a_synthesized_graph() -> None:
         s = syn.next(np.random.default_rng(1))
         assert s.pattern == name
         assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: True}, name
+
+
+def test_patterns_for_transformers_that_never_fired_fire_them() -> None:
+    """Written from ORT's sources for transformers no pattern fired: each fires its own."""
+    by = {p.name: p for p in library()}
+    for name, target in [("reshape_gathers_slice", "GatherSliceToSplitFusion"),
+                         ("matmul_integer_scaled", "MatMulIntegerToFloatFusion"),
+                         ("where_dq_scalar", "WhereDummyDq")]:
+        assert by[name].targets_for("onnxruntime") == [target]
+        assert _fired(by[name], [target]) == {target: True}, name
+
+
+def test_a_neighbour_decides_whether_a_fusion_fires() -> None:
+    """Spliced into a seed graph, MatMul+Add fires MatMulAddFusion and Conv+BatchNormalization ConvBNFusion; the
+    same pattern with its inner value also a graph output, read by a second consumer, or passed through a
+    lossless Cast pair does not fire them (ORT checks the edge count, graph outputs, the parent's op type);
+    with its constants shared by a second copy it still does."""
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+    backend = OnnxRuntimeBackend()
+    by = {p.name: p for p in library()}
+    for name, inner, target in [("matmul_add", "mm", "MatMulAddFusion"), ("conv_bn", "conv", "ConvBNFusion")]:
+        variants = {v.meta["neighbour"]: v for v in neighbour_variants(by[name])}
+        assert variants["output"].name == f"{name}^output:{inner}"
+        expected = {"": True, "output": False, "consumer": False, "cast": False, "shared": True}
+        for kind, fires in expected.items():
+            p = variants[kind] if kind else by[name]
+            syn = Synthesizer([p], "onnxruntime", retyped=False, only_ops=["relu", "add", "mul", "sigmoid", "tanh"])
+            s = syn.next(np.random.default_rng(1))
+            assert s.pattern == p.name
+            if kind == "output":
+                assert any(o.endswith(f"_{inner}") for o in s.graph.outputs), s.graph.outputs
+            assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: fires}, (name, kind)
+    syn = Synthesizer([by["matmul_add"]], "onnxruntime")
+    assert {"matmul_add^output:mm", "matmul_add^shared"} <= {v.name for v in syn.instances(by["matmul_add"])}

@@ -12,6 +12,21 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   model (our graphs have static shapes and constant weights).
 - GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
+- DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
+  MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
+  attributes (constant initializers), so no graph of ours has that form.
+- CastFloat16Transformer, RemoveDuplicateCastTransformer: the session runs them after partitioning at every
+  level, whatever `disabled_optimizers` says (measured: a float16 Erf gets its Casts and a float32 -> float64
+  -> float32 pair becomes one Cast with either disabled, at ORT_DISABLE_ALL too), so `fired` cannot see them.
+- ConvAddActivationFusion: it runs at level 3 after NchwcTransformer, which took every float32 Conv (with a
+  bias) + Add + Relu tried first (1 to 16 channels); its float16 form is compiled in only with MLAS's fp16
+  vector intrinsics, and the float16 variant did not fire here.
+- SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
+  not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
+- LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
+  (float16, float32, float64; with a Cast pair around the float32 computation).
+- QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
+  disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
 - EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
   disabling it changes nothing that `fired` could see.
 """
@@ -224,6 +239,42 @@ def qdq_conv_float_bias(seed: int) -> Graph:
     return b.outputs(b.op("dequantize_linear", [q2], "dq2", scale=0.125, zero_point=0))
 
 
+def reshape_gathers_slice(seed: int) -> Graph:
+    """A Reshape read by exactly two Gathers of a constant int64 index and one Slice of step 1, all on one axis
+    (GatherSliceToSplitFusion, written for multi-query attention's split of a fused QKV: one Split)."""
+    b = Builder("reshape_gathers_slice", seed)
+    x = b.input("x", (2, 12))
+    r = b.op("reshape", [x], "r", shape=[2, 4, 3])
+    g0 = b.op("gather", [r, b.param("i0", np.array(0), "int64")], "g0", axis=2)
+    g1 = b.op("gather", [r, b.param("i1", np.array(1), "int64")], "g1", axis=2)
+    s = b.op("slice", [r], "s", starts=[2], ends=[3], axes=[2], steps=[1])
+    return b.outputs(g0, g1, s)
+
+
+def matmul_integer_scaled(seed: int) -> Graph:
+    """MatMulInteger, Cast to float, Mul by the product of two scales (MatMulIntegerToFloatFusion: one
+    MatMulIntegerToFloat). One scale is a hole: a product of constants would be folded before level 2."""
+    b = Builder("matmul_integer_scaled", seed)
+    x = b.input("x", (3, 8))
+    a_scale = b.input("a_scale", (1,))
+    # int8 A: uint8 A (U8S8) is a known gap of campaigns on CPUs without VNNI (pair sums saturate)
+    q = b.op("quantize_linear", [x], "q", scale=0.0625, zero_point=0, to="int8")
+    mi = b.op("matmul_integer", [q, b.param("w8", b.rng.integers(-20, 20, (8, 5)), "int8")], "mmi",
+              a_zero_point=0, b_zero_point=0)
+    scales = b.op("mul", [a_scale, b.scalar("b_scale", 0.03125)], "scales")
+    return b.outputs(b.op("mul", [b.op("cast", [mi], "cast", to="float32"), scales], "scaled"))
+
+
+def where_dq_scalar(seed: int) -> Graph:
+    """A QDQ Where whose one branch is a DequantizeLinear and whose other is a rank-0 float constant, read by one
+    QuantizeLinear (WhereDummyDq gives the constant a DequantizeLinear, so the Where groups into QLinearWhere)."""
+    b = Builder("where_dq_scalar", seed)
+    x = b.input("x", (3, 4))
+    dq = _qdq(b, x, "a", zero_point=128)
+    w = b.op("where", [dq, b.scalar_rank0("fill", 0.5), b.op("less", [x, b.scalar("zero", 0.0)], "neg")], "where")
+    return b.outputs(_qdq(b, w, "o", zero_point=128))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -247,4 +298,7 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
     "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
                                                   "QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
+    "reshape_gathers_slice": (reshape_gathers_slice, ["GatherSliceToSplitFusion"], "subgraph"),
+    "matmul_integer_scaled": (matmul_integer_scaled, ["MatMulIntegerToFloatFusion"], "subgraph"),
+    "where_dq_scalar": (where_dq_scalar, ["WhereDummyDq"], "subgraph"),
 }

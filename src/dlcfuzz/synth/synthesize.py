@@ -10,7 +10,8 @@
    With no value at all, the hole becomes a graph input.
 3. Connect each dangling output of the pattern to an input of the succeeding context whose type
    it has (or, bridged, one of its dtype class) and whose operator accepts any value there (never
-   a log's or a divisor's input, never an index); outputs left over become graph outputs.
+   a log's or a divisor's input, never an index); outputs left over become graph outputs, and so do the inner
+   values a neighbour variant names (`graph_outputs` in its meta: a fusion must not remove them).
 4. Check the result (`validity_fault`) before anything runs it: the IR's own type checker
    (`ops.check_graph`, every node re-inferred) and the strict value domains (indices, shift amounts,
    float -> int8 casts: only a graph input sampled inside the domain or a constant inside it may
@@ -201,6 +202,80 @@ def attribute_variants(p: Pattern, supported: Supported | None = None, seed: int
             if len(out) >= ATTRIBUTE_VARIANTS:
                 return out
     return out
+
+
+# a lossless round trip for a Cast pair on an edge: the values stay, the edge no longer joins the two nodes
+WIDER = {"float16": "float32", "bfloat16": "float32", "float32": "float64", "int8": "int32", "uint8": "int32",
+         "int16": "int32", "uint16": "int32", "int32": "int64", "uint32": "int64"}
+NEIGHBOUR_KINDS = ("output", "consumer", "cast", "shared")
+
+
+def neighbour_variants(p: Pattern, supported: Supported | None = None, seed: int = 0) -> list[Pattern]:
+    """The pattern with a neighbour that decides whether a fusion may fire (OATest's context, issue 36): an inner
+    value (one the pattern's own nodes read, not an output of it) that is also a graph output (`graph_outputs`
+    in its meta, which `splice` keeps as outputs), one that has a second consumer, one whose edge into the next
+    node goes through a lossless Cast pair, and the pattern twice with its constants shared by both copies.
+    Fusions check each (an output edge count, a graph output, a parent of the op type, an initializer with
+    one consumer, one they rewrite in place). Named `name^kind:value`, `neighbour` in its meta; one per kind,
+    the inner value drawn by `seed`."""
+    rng = np.random.default_rng(seed)
+    g0 = p.graph
+    types = g0.types()
+    inner = [v.name for n in g0.nodes for v in n.outputs
+             if v.name not in g0.outputs and any(v.name in m.inputs for m in g0.nodes)]
+    out: list[Pattern] = []
+    for kind in NEIGHBOUR_KINDS:
+        at = inner[int(rng.integers(len(inner)))] if inner and kind != "shared" else ""
+        if kind != "shared" and not at:
+            continue
+        g = g0.copy()
+        meta = {**p.meta, "neighbour": kind}
+        if kind == "output":
+            meta["graph_outputs"] = [at]
+        elif kind == "consumer":
+            op = next((op for op in ("neg", "abs", "not") if _accepts(op, types[at])), None)
+            if op is None:
+                continue
+            g.nodes.append(Node(op, [at], [Value(f"{at}_second", types[at])], {}, name=f"{at}_second"))
+            g.outputs = [*g.outputs, f"{at}_second"]
+        elif kind == "cast":
+            wide = WIDER.get(types[at].dtype)
+            reader = next((n for n in g.nodes if at in n.inputs), None)
+            if wide is None or reader is None:
+                continue
+            up = Node("cast", [at], [Value(f"{at}_wide", types[at].with_dtype(wide))], {"to": wide}, name=f"{at}_wide")
+            down = Node("cast", [up.outputs[0].name], [Value(f"{at}_back", types[at])], {"to": types[at].dtype},
+                        name=f"{at}_back")
+            reader.inputs = [f"{at}_back" if i == at else i for i in reader.inputs]
+            g.nodes.insert(g.nodes.index(reader), up)
+            g.nodes.insert(g.nodes.index(reader), down)
+        else:  # shared: a second copy of the pattern, its own holes and values, the same constants
+            if not g0.constants:
+                continue
+            own = {v.name for v in g0.inputs} | {v.name for n in g0.nodes for v in n.outputs}
+            twin = {v: f"{v}_twin" for v in own}
+            g.inputs = [*g.inputs, *(Value(twin[v.name], v.type) for v in g0.inputs)]
+            g.nodes = [*g.nodes, *(Node(n.op, [twin.get(i, i) for i in n.inputs],
+                                        [Value(twin[v.name], v.type) for v in n.outputs], dict(n.attrs),
+                                        name=f"{n.name or 'n'}_twin") for n in g0.nodes)]
+            g.outputs = [*g.outputs, *(twin[o] for o in g0.outputs)]
+        try:
+            check_graph(g)
+        except (DlcfuzzError, *PATTERN_FAULTS):
+            continue
+        variant = Pattern(f"{p.name}^{kind}" + (f":{at}" if at else ""), g, p.targets, p.granularity, p.source, meta)
+        usable, _ = usable_pattern(variant)
+        if usable is not None and pattern_supported(usable, supported):
+            out.append(usable)
+    return out
+
+
+def _accepts(op: str, t: TensorType) -> bool:
+    """Whether unary `op` takes a value of type t and gives one of the same type."""
+    try:
+        return get_op(op).infer([t], {}) == [t]
+    except (DlcfuzzError, *PATTERN_FAULTS):
+        return False
 
 
 def _reshape_target(t_in: TensorType, old_out: TensorType, target: list[int]) -> list[int]:
@@ -456,6 +531,8 @@ def splice(seed: Graph, p: Pattern, rng: np.random.Generator, uid: int = 0,
     used = {i for n in g.nodes for i in n.inputs}
     produced = [v.name for n in g.nodes for v in n.outputs]
     g.outputs = [v for v in produced if v not in used] or produced[-1:]
+    # a neighbour variant's inner value that is a graph output too (`neighbour_variants`)
+    g.outputs += [rename[v] for v in p.meta.get("graph_outputs", []) if v in rename and rename[v] not in g.outputs]
     fault = validity_fault(g)
     if fault is not None:
         if rejected is not None:
@@ -569,12 +646,13 @@ class Synthesizer:
         return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names))
 
     def instances(self, p: Pattern) -> list[Pattern]:
-        """The pattern and, with `retyped`, its dtype and attribute variants (made the first time the pattern
+        """The pattern and, with `retyped`, its dtype, attribute and neighbour variants (made the first time the pattern
         is chosen, a few milliseconds each, and added to `patterns`, where the strategy reads their targets)."""
         if not self.retyped:
             return [p]
         if p.name not in self._instances:
-            variants = dtype_variants(p, self.patterns_supported) + attribute_variants(p, self.patterns_supported)
+            variants = dtype_variants(p, self.patterns_supported) + attribute_variants(p, self.patterns_supported) \
+                + neighbour_variants(p, self.patterns_supported)
             self._instances[p.name] = [p, *variants]
             self.patterns.extend(variants)
         return self._instances[p.name]

@@ -64,8 +64,16 @@ class Builder:
         return name
 
     def scalar(self, name: str, value: float) -> str:
-        """A 0-d constant in the builder's dtype (a pattern's 0.5, sqrt(2), epsilon)."""
+        """A one-element constant of shape [1] in the builder's dtype (a pattern's 0.5, sqrt(2), epsilon;
+        `param` keeps at least one dimension, the form the library's patterns were written and checked in)."""
         return self.param(name, np.array(value, dtype=self.dtype))
+
+    def scalar_rank0(self, name: str, value: float) -> str:
+        """A 0-d constant in the builder's dtype, for a rewrite that asks a rank-0 input (WhereDummyDq)."""
+        a = np.array(value, dtype=self.dtype)
+        self.g.constants[self._fresh(name)] = a
+        self._types[name] = TensorType.of(a)
+        return name
 
     def output(self, v: str) -> Graph:
         self.g.outputs = [v]
