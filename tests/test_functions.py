@@ -186,7 +186,7 @@ def test_forms_keep_the_prim_funcs_a_sub_function_emits(tvm_backend):
 def test_forms_have_the_shape_they_promise(tvm_backend):
     from tvm import relax
 
-    from dlcfuzz.backends.tvm.backend import has_local_functions
+    from dlcfuzz.backends.tvm.passes import has_local_functions
     from dlcfuzz.lower.relax import to_relax
 
     g, _ = _safe_graph(1)

@@ -19,7 +19,7 @@ from dlcfuzz.backends.tvm.passes import (
     OPTIMIZE,
     PASSES,
     REQUIRES,
-    make_pass,
+    relax_passes,
     sample_pass_sequence,
     violations,
 )
@@ -40,22 +40,6 @@ CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
 ONNX_DOOR = "tvm-onnx-opt"
 ONNX_DOOR_SHARE = 0.75
 MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
-
-
-def has_local_functions(mod: Any) -> bool:
-    """Whether a Relax function of `mod` binds or returns a local function (a closure)."""
-    found = False
-
-    def visit(e: Any) -> None:
-        nonlocal found
-        found = found or isinstance(e, relax.Function)
-
-    for func in mod.functions.values():
-        if isinstance(func, relax.Function):
-            relax.analysis.post_order_visit(func.body, visit)
-            if found:
-                return True
-    return False
 
 
 def private_constants(mod: Any) -> Any:
@@ -89,19 +73,6 @@ def close_passes(order: list[str]) -> Callable[[list[str]], list[str]]:
         return [p for p in order if p in keep]
 
     return close
-
-
-def relax_passes(mod: Any, options: dict[str, Any]) -> Any:
-    """A configuration's explicit pass sequence on `mod`, then its closures lifted: what runs before
-    relax.build's own pipeline (in the caller's PassContext)."""
-    passes = [make_pass(p) for p in options.get("passes", [])]
-    if passes:
-        with tvm.target.Target(options.get("target", "llvm")):
-            mod = tvm.transform.Sequential(passes)(mod)
-    if has_local_functions(mod):
-        # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
-        mod = relax.transform.LambdaLift()(mod)
-    return mod
 
 
 class TvmCompiled:

@@ -114,3 +114,37 @@ def sample_pass_sequence(rng: np.random.Generator, *, min_len: int = 1, max_len:
     k = int(rng.integers(max(min_len, 0), min(max_len, len(names)) + 1))
     chosen = [names[i] for i in rng.permutation(len(names))[:k]]
     return repair_sequence(chosen, PASSES, REQUIRES, NOT_AFTER, NOT_BETWEEN)
+
+
+def has_local_functions(mod: Any) -> bool:
+    """Whether a Relax function of `mod` binds or returns a local function (a closure)."""
+    from tvm import relax
+
+    found = False
+
+    def visit(e: Any) -> None:
+        nonlocal found
+        found = found or isinstance(e, relax.Function)
+
+    for func in mod.functions.values():
+        if isinstance(func, relax.Function):
+            relax.analysis.post_order_visit(func.body, visit)
+            if found:
+                return True
+    return False
+
+
+def relax_passes(mod: Any, options: dict[str, Any]) -> Any:
+    """A configuration's explicit pass sequence on `mod`, then its closures lifted: what runs before
+    relax.build's own pipeline (in the caller's PassContext)."""
+    import tvm
+    from tvm import relax
+
+    passes = [make_pass(p) for p in options.get("passes", [])]
+    if passes:
+        with tvm.target.Target(options.get("target", "llvm")):
+            mod = tvm.transform.Sequential(passes)(mod)
+    if has_local_functions(mod):
+        # VMShapeLower (in relax.build) rejects local functions: closures must be lifted first.
+        mod = relax.transform.LambdaLift()(mod)
+    return mod

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from dlcfuzz.backends.base import Backend
-from dlcfuzz.backends.tvm.passes import make_pass
+from dlcfuzz.backends.tvm.passes import make_pass, relax_passes
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.testcase import Config
 
@@ -22,7 +22,6 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
     import tvm_ffi
     from tvm import relax
 
-    from dlcfuzz.backends.tvm.backend import relax_passes
 
     watched = set(passes if watch is None else watch)
     changed: list[str] = []
