@@ -172,8 +172,18 @@ def _magnitudes(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype, 
         out[m] = s * np.exp(rng.uniform(np.log(a), np.log(b), size=int(m.sum())))
     with np.errstate(over="ignore", under="ignore"):
         cast = out.astype(dt)
-    # rounding to the dtype must not leave the domain (a magnitude rounded up past hi)
-    return np.clip(cast, np.asarray(lo).astype(dt), np.asarray(hi).astype(dt))
+    # rounding to the dtype must not leave the domain (a magnitude rounded up past hi), nor may the bounds
+    # themselves round out of it (float16's nearest to 0.99999988 is 1.0)
+    return np.clip(cast, _held(lo, dt, up=True), _held(hi, dt, up=False))
+
+
+def _held(bound: float, dt: np.dtype, up: bool) -> np.ndarray:
+    """The dtype's nearest value to `bound` on its inner side (`up`: at or above a lower bound)."""
+    with np.errstate(over="ignore"):
+        v = np.asarray(bound).astype(dt)
+    if (float(v) < bound) if up else (float(v) > bound):
+        v = np.nextafter(v, np.asarray(np.inf if up else -np.inf, dtype=dt))
+    return v
 
 
 def _full(rng: np.random.Generator, small: np.ndarray, d: Domain) -> np.ndarray | None:
