@@ -26,8 +26,10 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     broadcast_shapes,
     check_size,
+    float_attr,
     register,
     require_dtype,
     require_same_dtype,
@@ -137,6 +139,9 @@ class QuickGeluOp(GeluOp):
         ins, _ = super().sample(rng, first)
         alpha = float(rng.choice([1.702, 1.0, -1.702, 0.0, _f32(float(rng.uniform(-4, 4)))]))
         return ins, {"alpha": _f32(alpha)}
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return {"alpha": float_attr(ins[0])}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
