@@ -265,7 +265,8 @@ def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tu
     for k in rng.choice(len(rows), size=len(rows), replace=False, p=weights / weights.sum()):
         drawn = rows[k].draw(rng, small, d)
         if drawn is not None:
-            return rows[k].name, drawn.astype(small.dtype, copy=False).reshape(small.shape)
+            # an array even of rank 0 (a profile's numpy scalar is no input a runtime takes)
+            return rows[k].name, np.asarray(drawn, dtype=small.dtype).reshape(small.shape)
     return "small", small
 
 
