@@ -356,13 +356,13 @@ class Range(OpSpec):
                 return None
             new["limit"] = ends[1]
         else:
-            exact = [start + i * delta for i in range(n)] + [i * delta for i in range(n)]
-            with np.errstate(over="ignore"):
-                if not all(Fraction(float(np.asarray(float(e)).astype(dt))) == e for e in exact):
-                    return None
-                new["limit"] = float(np.asarray(float(start + (n - Fraction(1, 2)) * delta)).astype(dt))
-            if not np.isfinite(new["limit"]):
+            limit = start + (n - Fraction(1, 2)) * delta
+            values = [start + i * delta for i in range(n)] + [i * delta for i in range(n)] + [limit]
+            if not all(abs(e) <= Fraction(float(np.finfo(dt).max)) for e in values):
                 return None
+            if not all(Fraction(float(np.asarray(float(e)).astype(dt))) == e for e in values[:-1]):
+                return None
+            new["limit"] = float(np.asarray(float(limit)).astype(dt))
         try:
             return new if self.infer([], new)[0].shape[0] == n else None
         except ShapeError:
