@@ -117,17 +117,22 @@ def test_the_same_seed_gives_the_same_values_in_another_process():
     assert there.stdout.strip() == here
 
 
+def _small_and_edge(campaign: int, test: int, ops: int, choices):
+    """One test made with `--values small` and with `--values edge`: (graph, inputs, edges) of each."""
+    made = []
+    for values in ("small", "edge"):
+        rng = np.random.default_rng(seed_of(campaign, test))
+        made.append(sample_values(generate(rng, ops, choices=choices), rng, values))
+    return made
+
+
 def test_edge_values_leave_the_graph_and_the_other_values_as_small_values_make_them():
     """The edge profiles draw from a generator of their own: a test's graph and the values that get no edge profile
     are those `--values small` makes (which are exactly the tests of before profiles)."""
     choices = allowed_choices(None, None, None)
     edge_tests = 0
     for s in range(40):
-        made = {}
-        for values in ("small", "edge"):
-            rng = np.random.default_rng(seed_of(3, s))
-            made[values] = sample_values(generate(rng, 6, choices=choices), rng, values)
-        (g_small, small, _), (g_edge, edge, edges) = made["small"], made["edge"]
+        (g_small, small, _), (g_edge, edge, edges) = _small_and_edge(3, s, 6, choices)
         edge_tests += bool(edges.profiles)
         assert [n.op for n in g_edge.nodes if n.op != "clip"] == [n.op for n in g_small.nodes if n.op != "clip"]
         for k in small:
@@ -147,11 +152,7 @@ def test_edge_attributes_lie_in_their_legal_range_and_dtype_and_keep_the_graphs_
     choices = allowed_choices(None, None, None)
     attrs, large, unusable = 0, 0, 0
     for s in range(300):
-        made = {}
-        for values in ("small", "edge"):
-            rng = np.random.default_rng(seed_of(13, s))
-            made[values] = sample_values(generate(rng, 8, choices=choices), rng, values)
-        (g_small, _, _), (g, inputs, edges) = made["small"], made["edge"]
+        (g_small, _, _), (g, inputs, edges) = _small_and_edge(13, s, 8, choices)
         types = g.types()
         assert all(types[k] == t for k, t in g_small.types().items() if k in types)  # domain repair's clips differ
         for key in edges.attrs:
