@@ -8,7 +8,9 @@ inputs and constants, each profile a row of PROFILES (the dtype's full range, bo
 magnitude classes, signed zeros), always inside the merged domain of the value's consumers. Edge
 values are drawn from a generator of their own, seeded by one draw of the test's, on top of the
 small values the test's generator drew as it always did: a test's graph does not depend on the
-profiles, and `--values small` makes exactly the tests it made before profiles existed.
+profiles, and `--values small` makes exactly the tests it made before profiles existed. In an edge test,
+`edge_attrs` then draws some of the nodes' value attributes (OpSpec.value_attrs: a multiplier, a threshold,
+a fill value) from their legal ranges with the same profiles; only those attributes differ from the small test.
 """
 
 from __future__ import annotations

@@ -228,10 +228,10 @@ def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) ->
 
 def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> tuple[Graph, dict[str, np.ndarray], EdgeValues]:
     """A generated graph's inputs, sampled in the operators' domains; with values="edge" (`--values`), edge
-    profiles on a share of tests (gen/inputs.edge_values: inputs and constants); the graph repaired so that
-    computed values reaching a domain-restricted operator stay in its domain (repair_domains), then the edge
-    values shrunk where they still leave the reference's exact, finite range (repair_values). Returns the
-    graph, its inputs and the edge tensors kept."""
+    profiles on a share of tests (gen/inputs.edge_values: inputs and constants, and the nodes' value attributes);
+    the graph repaired so that computed values reaching a domain-restricted operator stay in its domain
+    (repair_domains), then the edge values shrunk where they still leave the reference's exact, finite range
+    (repair_values). Returns the graph, its inputs and the edge tensors and attributes kept."""
     inputs = sample_inputs(g, rng)
     if values != "edge":
         return repair_domains(g, inputs), inputs, EdgeValues()
