@@ -296,3 +296,17 @@ def test_a_fault_beyond_2_24_is_found_with_profiles_and_not_without(tmp_path):
     assert found and all(f["category"] in ("wrong-result", "inconsistency") for f in found), found
     assert _campaign(tmp_path, "planted:narrow@add", "small") == []
     assert _campaign(tmp_path, "onnxruntime", "edge") == []
+
+
+def test_an_int64_shrink_past_2_63_in_float_is_an_integer_overflow():
+    """ONNX computes an integer Shrink in float: INT64_MAX - 2 rounds to 2^63, outside int64, whose conversion back is
+    undefined (XLA saturates to INT64_MAX, NumPy wraps to INT64_MIN): the reference says unknown, not either."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+
+    t = TensorType("int64", (2,))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("shrink", ["x"], [Value("y", t)], {"bias": 2.0, "lambd": 1.0},
+                                                  name="n0")], outputs=["y"])
+    unusable = reference_of(TestCase(g, {"x": np.array([2 ** 63 - 1, 5], np.int64)}, [], seed=0), tries=1, stability=False)
+    assert unusable.outputs is None and unusable.reason == "integer-overflow"
+    fine = reference_of(TestCase(g, {"x": np.array([2 ** 52, -5], np.int64)}, [], seed=0), tries=1, stability=False)
+    assert fine.outputs is not None and fine.outputs[0].tolist() == [2 ** 52 - 2, -3]
