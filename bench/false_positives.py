@@ -13,7 +13,7 @@ shown otherwise), no opinion. Prints the counts, the non-finite share, then, las
 `false positives: N in T judged tests` (all compilers together).
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random]
-                                  [--values edge|small]
+                                  [--values edge|small] [--only-ops leaky_relu,range,...]
 """
 
 from __future__ import annotations
@@ -32,15 +32,18 @@ def main() -> None:
     ap.add_argument("--compiler", default="onnxruntime", help="a compiler, or several separated by commas")
     ap.add_argument("--strategy", default="random")
     ap.add_argument("--values", default="edge", choices=("edge", "small"), help="the graph strategies' value profiles")
+    ap.add_argument("--only-ops", default="", help="operators the graph strategies use, separated by commas (default: all)")
     a = ap.parse_args()
     counted = judged = 0
     for compiler in a.compiler.split(","):
-        n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values)
+        n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values,
+                               [k for k in a.only_ops.split(",") if k])
         counted, judged = counted + n, judged + j
     print(f"false positives: {counted} in {judged} judged tests")
 
 
-def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge") -> tuple[int, int]:
+def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge",
+                    only_ops: list[str] | None = None) -> tuple[int, int]:
     """One compiler's campaign: prints its counts; (findings counted, judged tests)."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.clusters import facts_of, finding_folder
@@ -53,7 +56,8 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
         out = Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
                                   max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
-                                  **({"values": values} if strategy != "metamorphic" else {}))).run()
+                                  **({"values": values} if strategy != "metamorphic" else {}),
+                                  **({"only_ops": only_ops} if only_ops else {}))).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()
         tests, verdicts, unknowns = totals["tests"], totals["verdicts"], totals["unknowns"]

@@ -6,8 +6,10 @@ default) or `--values small`. Per dtype, over the tests that hold an input or co
 value beyond the int32 range (integer dtypes) or the float16 range (float32/float64), with a boundary value
 (gen/inputs.boundary_values, beyond 0 and +-1), and with an axis longer than 1,000 (any value's type: the
 graph's shapes). Then the share of tests whose reference is unusable (not judged: integer overflow, a
-non-finite value) among edge and other tests, and, last, `edge tests: X%` (tests with an edge value kept after
-repair, or an axis over 1,000; the target is 25-50%, see gen/inputs.EDGE_TEST_SHARE).
+non-finite value) among edge and other tests, the share of tests with an edge attribute kept after repair (a value
+attribute drawn from its legal range: OpSpec.value_attrs, gen/inputs.edge_attrs) and the operators' attributes
+that got one most often, and, last, `edge tests: X%` (tests with an edge value kept after repair, or an axis over
+1,000; the target is 25-50%, see gen/inputs.EDGE_TEST_SHARE).
 
   python bench/value_space.py [--tests 300] [--compiler onnxruntime,tvm,inductor,xla,openvino] [--values edge]
 """
@@ -31,12 +33,13 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=10)
     a = ap.parse_args()
     totals = Counter()
+    attrs = Counter()  # "operator.attribute" -> edge attributes kept
     per_dtype: dict[str, Counter] = {}
     for compiler in a.compiler.split(","):
         choices = compiler_choices(compiler)
         if choices is None:
             continue
-        measure(choices, a.tests, a.ops, a.values, totals, per_dtype)
+        measure(choices, a.tests, a.ops, a.values, totals, per_dtype, attrs)
     print(f"{'dtype':<10} {'tests':>6} {'beyond int32/float16':>21} {'boundary':>9} {'axis > 1,000':>13}")
     for dt in sorted(per_dtype):
         c = per_dtype[dt]
@@ -49,7 +52,9 @@ def main() -> None:
         m = totals[f"{kind} tests"]
         if m:
             print(f"unusable reference, {kind} tests: {100 * totals[f'{kind} unusable'] / m:.1f}% of {m}")
-    print(f"repair: {totals['repaired']} tests shrank an edge tensor, {totals['reverted']} lost every edge tensor")
+    print(f"repair: {totals['repaired']} tests shrank an edge tensor or attribute, {totals['reverted']} lost every edge tensor")
+    top = ", ".join(f"{k} {v}" for k, v in attrs.most_common(8))
+    print(f"edge attributes: {100 * totals['attr tests'] / max(n, 1):.1f}% of tests ({top})")
     print(f"edge tests: {100 * totals['edge tests'] / max(n, 1):.1f}%")
 
 
@@ -78,7 +83,8 @@ def compiler_choices(compiler: str):
     return avoiding_choices(allowed_choices(None, None, supported), backend.known_form_gaps)
 
 
-def measure(choices, tests: int, ops: int, values: str, totals: Counter, per_dtype: dict[str, Counter]) -> None:
+def measure(choices, tests: int, ops: int, values: str, totals: Counter, per_dtype: dict[str, Counter],
+            attrs: Counter) -> None:
     from dlcfuzz.gen.inputs import boundary_values
     from dlcfuzz.gen.random import generate
     from dlcfuzz.gen.repair import sample_values
@@ -118,6 +124,9 @@ def measure(choices, tests: int, ops: int, values: str, totals: Counter, per_dty
         ref = reference_of(TestCase(g, dict(inputs), [], seed=seed), tries=1, stability=False)
         totals[f"{kind} unusable"] += ref.outputs is None
         totals["repaired"] += bool(edges.shrunk)
+        totals["attr tests"] += bool(edges.attrs)
+        ops_of = {n.name: n.op for n in g.nodes}
+        attrs.update(f"{ops_of[k.rsplit('.', 1)[0]]}.{k.rsplit('.', 1)[1]}" for k in edges.attrs)
         totals["reverted"] += bool(edges.drawn) and not edges.profiles
 
 

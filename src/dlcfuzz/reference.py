@@ -18,7 +18,10 @@ _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 _ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
                     "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
                     "global_avg_pool", "reduce_l1", "reduce_l2", "reduce_sum_square", "cumsum", "cumprod",
-                    "einsum", "sum", "mean"})
+                    "einsum", "sum", "mean", "shrink"})
+# of those, the operators whose integer result is a float converted back (pow's float exponent, Shrink, which ONNX
+# computes in float): a float at or past 2^63 is out of int64's range although it compares equal to its maximum
+_FLOAT_TO_INT = frozenset({"pow", "shrink"})
 
 
 class IntegerOverflow(IRError):
@@ -77,7 +80,7 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
     y = np.asarray(ys[0])
     if y.dtype.kind not in "iu":  # np.issubdtype(y.dtype, np.integer), for less
         return
-    if not all(x.dtype.kind in "iu" for x in xs) and op != "pow":
+    if not all(x.dtype.kind in "iu" for x in xs) and op not in _FLOAT_TO_INT:
         return  # a float computed into an integer result only inside pow (int base, float exponent)
     with np.errstate(all="ignore"):
         exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
@@ -88,7 +91,10 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
     info = np.iinfo(y.dtype)
     # NaN/Inf (a negative base to a fractional power, 0 to a negative one) or out of range: converting
     # it to the integer dtype is undefined, so the reference is too
-    if exact.size and (not np.isfinite(exact).all() or exact.max() > info.max or exact.min() < info.min):
+    if not exact.size:
+        return
+    too_large = exact.max() >= float(info.max) + 1 if op in _FLOAT_TO_INT else exact.max() > info.max
+    if not np.isfinite(exact).all() or too_large or exact.min() < info.min:
         raise IntegerOverflow(f"{op} overflows {y.dtype}", where)
 
 

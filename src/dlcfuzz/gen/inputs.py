@@ -8,7 +8,9 @@ inputs and constants, each profile a row of PROFILES (the dtype's full range, bo
 magnitude classes, signed zeros), always inside the merged domain of the value's consumers. Edge
 values are drawn from a generator of their own, seeded by one draw of the test's, on top of the
 small values the test's generator drew as it always did: a test's graph does not depend on the
-profiles, and `--values small` makes exactly the tests it made before profiles existed.
+profiles, and `--values small` makes exactly the tests it made before profiles existed. In an edge test,
+`edge_attrs` then draws some of the nodes' value attributes (OpSpec.value_attrs: a multiplier, a threshold,
+a fill value) from their legal ranges with the same profiles; only those attributes differ from the small test.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dlcfuzz.ir.graph import CALL_OP, Graph
+from dlcfuzz.errors import TypeRuleError
+from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.ops import ANY, Domain, get_op
+from dlcfuzz.ops import ANY, Attrs, Domain, ValueAttr, get_op
 
 INT_DEFAULT = (-5, 5)
 FLOAT_DEFAULT = (-2.0, 2.0)
@@ -274,7 +277,8 @@ def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tu
     for k in rng.choice(len(rows), size=len(rows), replace=False, p=weights / weights.sum()):
         drawn = rows[k].draw(rng, small, d)
         if drawn is not None:
-            return rows[k].name, drawn.astype(small.dtype, copy=False).reshape(small.shape)
+            # an array even of rank 0 (a profile's numpy scalar is no input a runtime takes)
+            return rows[k].name, np.asarray(drawn, dtype=small.dtype).reshape(small.shape)
     return "small", small
 
 
@@ -282,18 +286,25 @@ def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tu
 class EdgeValues:
     """What `edge_values` changed: per input or constant name, its profile and its small values (repair puts
     these back where an edge value leaves the reference's exact range); `drawn`: how many tensors got an edge
-    profile, `shrunk`: those that repair shrank (gen/repair.py)."""
+    profile, `shrunk`: those that repair shrank (gen/repair.py), attribute keys too. `attrs`: per value attribute
+    that got an edge profile (attr_key: node and attribute), its profile; `small_attrs`: per node with one, the
+    attributes its operator sampled."""
 
     profiles: dict[str, str] = field(default_factory=dict)
     small: dict[str, np.ndarray] = field(default_factory=dict)
     drawn: int = 0
     shrunk: set[str] = field(default_factory=set)
+    attrs: dict[str, str] = field(default_factory=dict)
+    small_attrs: dict[str, Attrs] = field(default_factory=dict)
 
 
-def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generator) -> EdgeValues:
+def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generator,
+                attrs: bool = False) -> EdgeValues:
     """Edge profiles on a share of tests (EDGE_TEST_SHARE), on some of their inputs and constants, inside the
-    merged domain of each one's consumers: changes `inputs` and `g.constants` in place. One draw of `rng`
-    seeds the profiles' own generator (reproducible from the test's seed)."""
+    merged domain of each one's consumers: changes `inputs` and `g.constants` in place; with `attrs`, on some
+    value attributes of its nodes too (edge_attrs). One draw of `rng` seeds the profiles' own generator
+    (reproducible from the test's seed), which draws the attributes after the tensors: a test's tensors are
+    the same with and without them."""
     prng = np.random.default_rng(int(rng.integers(2 ** 63)))
     out = EdgeValues()
     if prng.random() >= EDGE_TEST_SHARE:
@@ -312,4 +323,68 @@ def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generato
             inputs[name] = drawn
         else:
             g.constants[name] = drawn
+    if attrs:
+        edge_attrs(g, prng, out)
     return out
+
+
+# ---- attribute edges --------------------------------------------------------------------------
+EDGE_ATTR_SHARE = 0.5  # in an edge test, each value attribute (OpSpec.value_attrs) gets an edge profile this often
+ATTR_TRIES = 4  # draws of one node's value attributes that OpSpec.with_values may refuse before they stay sampled
+
+
+def attr_key(node: str, attr: str) -> str:
+    """The name of a node's attribute among the edge tensors' names (EdgeValues.attrs, gen/repair.py)."""
+    return f"{node}.{attr}"
+
+
+def attr_values(g: Graph, node: Node, attr: str) -> tuple[ValueAttr, np.ndarray]:
+    """A value attribute of `node` (OpSpec.value_attrs): its dtype and range, and its value as an array of that
+    dtype (a scalar, or OneHot's [off, on])."""
+    types = g.types()
+    va = get_op(node.op).value_attrs([types[i] for i in node.inputs], node.attrs)[attr]
+    with np.errstate(over="ignore"):
+        return va, np.asarray(node.attrs[attr]).astype(va.dtype)
+
+
+def set_attr_values(g: Graph, node: Node, drawn: Attrs) -> bool:
+    """Put value attributes `drawn` (python numbers or lists, as attributes hold them) into `node`, through its
+    operator's with_values; False, with `node` unchanged, where they do not fit or would change its output types."""
+    spec = get_op(node.op)
+    types = g.types()
+    ins = [types[i] for i in node.inputs]
+    new = spec.with_values(ins, node.attrs, drawn)
+    try:
+        if new is None or spec.infer(ins, new) != spec.infer(ins, node.attrs):
+            return False
+    except TypeRuleError:
+        return False
+    node.attrs = new
+    return True
+
+
+def edge_attrs(g: Graph, rng: np.random.Generator, out: EdgeValues) -> None:
+    """Edge profiles on some value attributes (OpSpec.value_attrs) of the nodes of `g`'s main function, each drawn
+    from its legal range as an input is from its domain (a fill value of the dtype's range, a large multiplier, a
+    boundary threshold); a draw the operator refuses (with_values) is drawn again, ATTR_TRIES times at most.
+    Changes the nodes' attributes in place and records them in `out`; the graph's types stay."""
+    types = g.types()
+    for n in g.nodes:
+        if n.op == CALL_OP or not n.name:
+            continue
+        values = get_op(n.op).value_attrs([types[i] for i in n.inputs], n.attrs)
+        picked = [k for k in values if rng.random() < EDGE_ATTR_SHARE]
+        for _ in range(ATTR_TRIES if picked else 0):
+            drawn, profiles = {}, {}
+            for k in picked:
+                small = attr_values(g, n, k)[1]
+                profile, x = profile_tensor(rng, small, values[k].domain)
+                if x.tobytes() != small.tobytes():  # a mixed profile may keep a scalar's small value
+                    drawn[k], profiles[k] = x.tolist(), profile
+            sampled = n.attrs
+            if not drawn:
+                break
+            if set_attr_values(g, n, drawn):
+                out.small_attrs[n.name] = sampled
+                out.attrs.update({attr_key(n.name, k): p for k, p in profiles.items()})
+                break

@@ -13,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz import reference
-from dlcfuzz.gen.inputs import EdgeValues, edge_values, sample_inputs, value_domains
+from dlcfuzz.gen.inputs import (
+    EdgeValues,
+    attr_values,
+    edge_values,
+    sample_inputs,
+    set_attr_values,
+    value_domains,
+)
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.ops import get_op
@@ -115,13 +122,15 @@ def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
     return None
 
 
-def _sources(g: Graph) -> dict[str, set[str]]:
-    """Per node name (and op, for nodes without one): the graph inputs and constants it depends on."""
+def _sources(g: Graph, attrs: dict[str, str]) -> dict[str, set[str]]:
+    """Per node name (and op, for nodes without one): the graph inputs and constants it depends on, and the
+    attributes of `attrs` (attr_key names) of the nodes on its way."""
     deps: dict[str, set[str]] = {v.name: {v.name} for v in g.inputs}
     deps.update({k: {k} for k in g.constants})
     found: dict[str, set[str]] = {}
     for n in g.nodes:
         mine = set().union(*(deps.get(i, set()) for i in n.inputs)) if n.inputs else set()
+        mine |= {k for k in attrs if k.startswith(f"{n.name}.")}
         for v in n.outputs:
             deps[v.name] = mine
         found[n.name or n.op] = mine
@@ -147,29 +156,63 @@ def _magnitude(a: np.ndarray) -> float:
     return float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
 
 
+def _node(g: Graph, name: str) -> Node:
+    return next(n for n in g.nodes if n.name == name)
+
+
+def _restore_attrs(g: Graph, edges: EdgeValues, node: str) -> None:
+    """`node`'s attributes as its operator sampled them; its attributes leave `edges`."""
+    _node(g, node).attrs = edges.small_attrs.pop(node)
+    for k in [k for k in edges.attrs if k.startswith(f"{node}.")]:
+        del edges.attrs[k]
+
+
+def _shrink_attr(g: Graph, edges: EdgeValues, key: str, step: str) -> None:
+    """One shrink step of an edge attribute (attr_key `key`): its node's sampled attributes where the step is
+    "small" for the node's last edge attribute, or where its operator refuses the shrunk value (with_values)."""
+    name, attr = key.rsplit(".", 1)
+    node = _node(g, name)
+    small = edges.small_attrs[name][attr]
+    if step == "small":
+        if [k for k in edges.attrs if k.startswith(f"{name}.")] != [key] and set_attr_values(g, node, {attr: small}):
+            del edges.attrs[key]
+            return
+    else:
+        va, current = attr_values(g, node, attr)
+        d = va.domain
+        shrunk = _shrunk(current, np.asarray(small).astype(va.dtype), step, d.lo, d.hi, d.nonzero)
+        if set_attr_values(g, node, {attr: shrunk.tolist()}):
+            return
+    _restore_attrs(g, edges, name)
+
+
 def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) -> int:
-    """Shrink the edge tensors of `edges` (inputs and constants of `g`, changed in place) until the reference
-    is exact and finite, or MAX_VALUE_REPAIRS evaluations are spent; the edge tensors that went back to their
-    small values leave `edges`. Returns the evaluations made. Deterministic: a function of graph and values."""
-    if not edges.profiles:
+    """Shrink the edge tensors of `edges` (inputs and constants of `g`, changed in place) and its edge attributes
+    (the nodes' value attributes, through their operators' with_values) until the reference is exact and finite,
+    or MAX_VALUE_REPAIRS evaluations are spent; those that went back to their small values leave `edges`.
+    Returns the evaluations made. Deterministic: a function of graph and values."""
+    if not edges.profiles and not edges.attrs:
         return 0
     doms = value_domains(g)
-    sources = _sources(g)
-    steps = dict.fromkeys(edges.profiles, 0)  # name -> shrink steps taken
+    sources = _sources(g, edges.attrs)
+    steps = dict.fromkeys([*edges.profiles, *edges.attrs], 0)  # name -> shrink steps taken
     for evaluations in range(1, MAX_VALUE_REPAIRS + 1):
         where = _failing_node(g, inputs)
         if where is None:
             return evaluations
-        suspects = [k for k in steps if k in sources.get(where, steps.keys()) and steps[k] < len(SHRINK_STEPS)]
-        if not suspects:
-            suspects = [k for k in steps if steps[k] < len(SHRINK_STEPS)]
+        live = [k for k in steps if steps[k] < len(SHRINK_STEPS) and (k in edges.profiles or k in edges.attrs)]
+        suspects = [k for k in live if k in sources.get(where, steps.keys())] or live
         if not suspects:
             return evaluations
-        current = {k: inputs[k] if k in inputs else g.constants[k] for k in suspects}
+        current = {k: inputs[k] if k in inputs else g.constants[k] if k in g.constants
+                   else attr_values(g, _node(g, k.rsplit(".", 1)[0]), k.rsplit(".", 1)[1])[1] for k in suspects}
         name = max(suspects, key=lambda k: (_magnitude(current[k]), k))  # the largest first; ties by name
         step = SHRINK_STEPS[steps[name]]
         steps[name] += 1
         edges.shrunk.add(name)
+        if name in edges.attrs:
+            _shrink_attr(g, edges, name, step)
+            continue
         d = doms.get(name)
         shrunk = _shrunk(current[name], edges.small[name], step, d.lo if d else None, d.hi if d else None,
                          bool(d and d.nonzero))
@@ -185,14 +228,14 @@ def repair_values(g: Graph, inputs: dict[str, np.ndarray], edges: EdgeValues) ->
 
 def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> tuple[Graph, dict[str, np.ndarray], EdgeValues]:
     """A generated graph's inputs, sampled in the operators' domains; with values="edge" (`--values`), edge
-    profiles on a share of tests (gen/inputs.edge_values: inputs and constants); the graph repaired so that
-    computed values reaching a domain-restricted operator stay in its domain (repair_domains), then the edge
-    values shrunk where they still leave the reference's exact, finite range (repair_values). Returns the
-    graph, its inputs and the edge tensors kept."""
+    profiles on a share of tests (gen/inputs.edge_values: inputs and constants, and the nodes' value attributes);
+    the graph repaired so that computed values reaching a domain-restricted operator stay in its domain
+    (repair_domains), then the edge values shrunk where they still leave the reference's exact, finite range
+    (repair_values). Returns the graph, its inputs and the edge tensors and attributes kept."""
     inputs = sample_inputs(g, rng)
     if values != "edge":
         return repair_domains(g, inputs), inputs, EdgeValues()
-    edges = edge_values(g, inputs, rng)
+    edges = edge_values(g, inputs, rng, attrs=True)
     g = repair_domains(g, inputs)
     repair_values(g, inputs, edges)
     return g, inputs, edges

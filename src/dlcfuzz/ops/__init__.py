@@ -31,6 +31,7 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     register,
     registry,
 )
@@ -47,5 +48,5 @@ def all_ops() -> list[OpSpec]:
 
 __all__ = [
     "ANY", "NONNEG", "NONZERO", "POSITIVE", "SMALL", "UNIT_OPEN",
-    "Attrs", "Domain", "OpSpec", "all_ops", "check_graph", "get_op", "register", "registry",
+    "Attrs", "Domain", "OpSpec", "ValueAttr", "all_ops", "check_graph", "get_op", "register", "registry",
 ]

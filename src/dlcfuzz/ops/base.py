@@ -62,6 +62,23 @@ class Domain:
 
 ANY = Domain()
 
+
+@dataclass(frozen=True)
+class ValueAttr:
+    """An attribute that is a value rather than structure (a scalar multiplier, a threshold, a fill value): the dtype
+    its values take and its legal range. Edge tests draw it from the value profiles (gen/inputs.edge_attrs) as they
+    draw inputs and constants; an attribute that decides a type, a shape or a mode is structure and keeps its sample."""
+
+    dtype: str
+    domain: Domain = ANY
+
+
+def float_attr(t: TensorType, domain: Domain = ANY) -> ValueAttr:
+    """A float attribute (ONNX stores float32) that multiplies or meets input values of type `t`: its values are
+    exact in float32 and in `t`'s dtype where that is narrower (a float16 kernel may hold the attribute as float16)."""
+    narrow = t.dtype in ("float16",)
+    return ValueAttr(t.dtype if narrow else "float32", domain)
+
 # Operators whose kernels sum over their input in its own dtype, by the power of the input each term
 # holds (OpSpec.magnitude): P_ATTR the `p` attribute, ORDER the last axis's length. (A product reduction's
 # partial products overflow only where its result does: the reference sees that.)
@@ -133,6 +150,17 @@ class OpSpec:
         elif power == ORDER:
             power = float(ins[index].shape[-1]) if ins[index].rank else 1.0
         return power, max(ins[index].size, 1)
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        """The attributes of this instance that are values rather than structure, with their dtypes and legal ranges
+        (see ValueAttr); none by default."""
+        return {}
+
+    def with_values(self, ins: Sequence[TensorType], attrs: Attrs, drawn: Attrs) -> Attrs | None:
+        """`attrs` with the value attributes `drawn` (see value_attrs) in place and what depends on them adjusted, or
+        None where they do not fit together (the edge profile draws again or keeps the sampled ones). The caller
+        keeps the instance's output types: an edge attribute changes values, never the graph's types."""
+        return {**attrs, **drawn}
 
     def work(self, ins: Sequence[TensorType], outs: Sequence[TensorType]) -> int:
         """An upper bound of the element operations of one instance, which the size bound of generated tests

@@ -26,14 +26,16 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     broadcast_shapes,
     check_size,
+    float_attr,
     register,
     require_dtype,
     require_same_dtype,
 )
 from dlcfuzz.ops.elementwise import _erf
-from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref, _normalized
+from dlcfuzz.ops.nn import PARAM, ConvOp, _acc, _f32, _matmul_ref, _normalized, epsilon_attr
 
 MS = "com.microsoft"
 F32 = ("float32",)  # the dtype the domain defines every one of these for
@@ -137,6 +139,9 @@ class QuickGeluOp(GeluOp):
         ins, _ = super().sample(rng, first)
         alpha = float(rng.choice([1.702, 1.0, -1.702, 0.0, _f32(float(rng.uniform(-4, 4)))]))
         return ins, {"alpha": _f32(alpha)}
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return {"alpha": float_attr(ins[0])}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
@@ -358,14 +363,16 @@ class SkipLayerNormOp(_Contrib):
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # as layer_norm's: subtracting the mean rounds at the operands' magnitude, the division amplifies it
         s = self._sum(xs)
-        mean = s.mean(axis=-1, keepdims=True)
         sd = np.sqrt(s.var(axis=-1, keepdims=True) + attrs["epsilon"])
-        return (np.abs(s) + np.abs(mean)) / sd * np.abs(_acc(xs[2])) + np.abs(y)
+        return (np.abs(s) + np.abs(s).mean(axis=-1, keepdims=True)) / sd * np.abs(_acc(xs[2])) + np.abs(y)
 
     @staticmethod
     def _sum(xs: Sequence[np.ndarray]) -> np.ndarray:
         s = _acc(xs[0]) + _acc(xs[1])
         return s + _acc(xs[4]) if len(xs) == 5 else s
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         y = _normalized(self._sum(xs), (-1,), attrs["epsilon"], xs[0].dtype) * _acc(xs[2])

@@ -40,8 +40,10 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     broadcast_shapes,
     decode,
+    float_attr,
     magnitude_of_terms,
     register,
     require_arity,
@@ -69,12 +71,15 @@ def _is_real(v: Any) -> bool:
 @dataclass(frozen=True)
 class FloatAttr:
     """A float attribute. Sampled values lie on a 1/256 grid: exact in float16, so a threshold
-    compares the same in every precision and no value changes through the ONNX float32 attribute."""
+    compares the same in every precision and no value changes through the ONNX float32 attribute.
+    `legal`: the values the operator defines, which edge tests draw from (OpSpec.value_attrs); lo/hi
+    bound the small samples only."""
 
     default: float | None
     lo: float
     hi: float
     step: float = 1 / 256
+    legal: Domain = ANY
 
     def sample(self, rng: np.random.Generator) -> float:
         return float(round(rng.uniform(self.lo, self.hi) / self.step) * self.step)
@@ -118,6 +123,10 @@ def _check_attrs(spec: OpSpec, kinds: Mapping[str, AttrKind], attrs: Attrs) -> N
 
 
 ABSOLUTE_NEAR_ZERO = frozenset({"swish", "sigmoid", "tanh", "erf", "gelu", "softplus", "mish", "elu", "selu", "celu"})
+# the attributes that multiply a result computed near zero with an absolute error (alpha * (exp(x) - 1)), and the
+# largest product the small samples give (selu's 2 * 1.5): the near-zero scale covers those as it always did
+MULTIPLIERS = {"elu": ("alpha",), "celu": ("alpha",), "selu": ("alpha", "gamma")}
+SMALL_MULTIPLIER = 3.0
 
 
 class UnaryOp(OpSpec):
@@ -149,12 +158,20 @@ class UnaryOp(OpSpec):
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         return self.in_domain
 
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        # float attributes of float inputs (an integer Shrink's attributes keep its integral grid)
+        if ins[0].dtype not in FLOATS:
+            return {}
+        return {k: float_attr(ins[0], kind.legal) for k, kind in self.attr_kinds.items() if isinstance(kind, FloatAttr)}
+
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # Vectorized approximations of these are accurate in absolute, not relative, terms where
-        # the result nears zero (ORT's sigmoid(-48.5) is 0, not 9e-22; exp(x) - 1 cancels in elu)
+        # the result nears zero (ORT's sigmoid(-48.5) is 0, not 9e-22; exp(x) - 1 cancels in elu),
+        # and a multiplier of that result (an edge test's large elu alpha) scales the error with it
         x = np.abs(np.asarray(xs[0], np.float64))
         if self.name in ABSOLUTE_NEAR_ZERO:
-            return np.abs(y) + np.maximum(1.0, x)
+            factor = math.prod(abs(float(attrs[k])) for k in MULTIPLIERS.get(self.name, ()))
+            return np.abs(y) + np.maximum(1.0, x) * (factor if factor > SMALL_MULTIPLIER else 1.0)
         if self.name == "hard_swish":  # x * (alpha*x + 0.5): the inner sum cancels near x = -3
             return np.abs(y) + x * (HARD_SWISH_ALPHA * x + 0.5)
         return np.abs(y)
@@ -232,12 +249,14 @@ _UNARY = [
     U("relu", SIGNED, lambda x, a: np.maximum(x, 0), "Relu"),
     U("leaky_relu", FLOATS, lambda x, a: np.where(x < 0, x * a["alpha"], x), "LeakyRelu",
       attrs=_alpha(0.01, 0.01, 0.5)),
+    # legal multipliers bounded where a kernel's alpha * exp(x) (x <= 3) would overflow before the result
     U("elu", FLOATS, lambda x, a: np.where(x < 0, a["alpha"] * (np.exp(x) - 1), x), "Elu", SMALL,
-      attrs=_alpha(1.0, 0.1, 2.0)),
+      attrs={"alpha": FloatAttr(1.0, 0.1, 2.0, legal=Domain(terms=32))}),
+    # a larger celu alpha leaves a kernel's exp(x / alpha) - 1 to cancellation past the tolerance
     U("celu", FLOATS, lambda x, a: np.maximum(x, 0) + np.minimum(0, a["alpha"] * np.expm1(x / a["alpha"])),
-      "Celu", SMALL, attrs=_alpha(1.0, 0.5, 2.0)),
-    U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu", SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0),
-                              "gamma": FloatAttr(1.05070102214813232421875, 0.5, 1.5)}),
+      "Celu", SMALL, attrs={"alpha": FloatAttr(1.0, 0.5, 2.0, legal=Domain(lo=0.0, hi=64.0, nonzero=True))}),
+    U("selu", FLOATS, lambda x, a: a["gamma"] * np.where(x > 0, x, a["alpha"] * np.exp(x) - a["alpha"]), "Selu", SMALL, attrs={"alpha": FloatAttr(1.67326319217681884765625, 1.0, 2.0, legal=Domain(terms=64)),
+                              "gamma": FloatAttr(1.05070102214813232421875, 0.5, 1.5, legal=Domain(-4.0, 4.0))}),
     U("gelu", FLOATS, _ref_gelu, "Gelu",
       attrs={"approximate": ChoiceAttr("none", ("none", "tanh"))}),
     U("softplus", FLOATS, lambda x, a: _softplus(x), "Softplus", SMALL),
@@ -252,13 +271,15 @@ _UNARY = [
     U("isnan", FLOATS, lambda x, a: np.isnan(x), "IsNaN", out_dtype="bool"),
     U("isinf", FLOATS, _isinf, "IsInf", out_dtype="bool",  # float16 from opset 20 (the ONNX rule asks for it)
       attrs={"detect_negative": FLAG, "detect_positive": FLAG}),
-    U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid", attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8)}),
+    U("hard_sigmoid", FLOATS, lambda x, a: np.clip(a["alpha"] * x + a["beta"], 0, 1), "HardSigmoid",
+      # alpha * x + beta cancels where it crosses 0 or 1: a large beta's rounding there would pass the tolerance
+      attrs={"alpha": FloatAttr(0.2, 0.1, 0.5), "beta": FloatAttr(0.5, 0.2, 0.8, legal=Domain(-4.0, 4.0))}),
     U("hard_swish", FLOATS, lambda x, a: x * np.clip(x * HARD_SWISH_ALPHA + 0.5, 0, 1), "HardSwish"),
     U("mish", FLOATS, lambda x, a: x * np.tanh(_softplus(x)), "Mish", SMALL),
     U("thresholded_relu", FLOATS, lambda x, a: np.where(x > a["alpha"], x, 0), "ThresholdedRelu",
       attrs=_alpha(1.0, -0.5, 1.5)),
     ShrinkOp("shrink", NUMERIC, _shrink, "Shrink",
-             attrs={"bias": FloatAttr(0.0, 0.0, 1.5, 1 / 8), "lambd": FloatAttr(0.5, 0.0, 1.5, 1 / 8)}),
+             attrs={"bias": FloatAttr(0.0, 0.0, 1.5, 1 / 8), "lambd": FloatAttr(0.5, 0.0, 1.5, 1 / 8, Domain(lo=0.0))}),
     U("swish", FLOATS, lambda x, a: x / (1 + np.exp(-a["alpha"] * x)), "Swish", attrs=_alpha(1.0, 0.25, 2.0)),
 ]
 
@@ -667,6 +688,9 @@ class ClipOp(OpSpec):
         elif drop == 2:
             attrs["max"] = None
         return [first], attrs
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return {k: ValueAttr(ins[0].dtype) for k in ("min", "max") if attrs[k] is not None}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         # Min(max, Max(x, min)), as ONNX defines it

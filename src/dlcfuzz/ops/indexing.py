@@ -22,6 +22,7 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     check_size,
     magnitude_of_terms,
     register,
@@ -411,6 +412,10 @@ class OneHot(IndexingOp):
                  "axis": int(rng.integers(-first.rank - 1, first.rank + 1))}
         check_size(self, self.infer([first], attrs)[0].shape)
         return [first], attrs
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        # [off, on]; depth decides the output's shape: structure
+        return {} if attrs["dtype"] == "bool" else {"values": ValueAttr(attrs["dtype"])}
 
     def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
         depth = attrs.get("depth", 4)

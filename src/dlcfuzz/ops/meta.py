@@ -13,7 +13,7 @@ import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import ALL_DTYPES, DTYPES, FLOATS, TensorType
-from dlcfuzz.ops.base import ANY, Attrs, Domain, OpSpec, check_size, register, require_arity, require_dtype
+from dlcfuzz.ops.base import ANY, Attrs, Domain, OpSpec, ValueAttr, check_size, register, require_arity, require_dtype
 from dlcfuzz.ops.elementwise import CastOp
 
 
@@ -100,6 +100,9 @@ class ConstantOfShape(MetaOp):
         attrs: Attrs = {"shape": list(first.shape), "value": value, "dtype": dtype}
         check_size(self, first.shape)
         return [], attrs
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return {} if attrs["dtype"] == "bool" else {"value": ValueAttr(attrs["dtype"])}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [np.full(tuple(attrs["shape"]), attrs["value"], dtype=attrs["dtype"])]

@@ -20,8 +20,10 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     broadcast_shapes,
     check_size,
+    float_attr,
     magnitude_of_terms,
     norm_axis,
     register,
@@ -31,6 +33,14 @@ from dlcfuzz.ops.base import (
 )
 
 PARAM = Domain(-1.0, 1.0)  # weights and affine parameters: inputs or constants, small for float16 sums
+# a normalization's epsilon in edge tests: at least the smallest generated (1e-5: below it near-constant rows
+# normalize rounding noise), at most half the largest float (var + epsilon stays finite in the input's dtype)
+EPSILON_RANGE = Domain(lo=1e-5, terms=2)
+
+
+def epsilon_attr(ins: Sequence[TensorType]) -> dict[str, ValueAttr]:
+    """A normalization's value attribute (OpSpec.value_attrs): its epsilon."""
+    return {"epsilon": float_attr(ins[0], EPSILON_RANGE)}
 VARIANCE = Domain(0.5, 2.0, strict=True)  # var + epsilon must be positive: only sampled constants
 
 
@@ -701,6 +711,9 @@ class BatchNormOp(OpSpec):
         sd = np.sqrt(var.reshape(shape) + attrs["epsilon"])
         return (np.abs(x) + np.abs(mean.reshape(shape))) / sd * np.abs(scale.reshape(shape)) + np.abs(y)
 
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
+
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x, scale, bias, mean_in, var_in = (_acc(a) for a in xs)
         mean, var = self._stats(x, attrs, mean_in, var_in)
@@ -774,13 +787,16 @@ class LayerNormOp(OpSpec):
         # amplifies that: rows of near-equal values normalize to rounding noise
         x = _acc(xs[0])
         axes = tuple(range(attrs["axis"] % x.ndim, x.ndim))
-        mean = x.mean(axis=axes, keepdims=True)
         var = x.var(axis=axes, keepdims=True) + attrs["epsilon"]
         if y.shape != x.shape or attrs.get("outputs", 1) > 1 and y.size < x.size:
             # Mean (the mean of the magnitudes) or InvStdDev (whose variance is a sum of squares
             # around the mean, which cancels): one bound for both, they have one shape
             return np.abs(x).mean(axis=axes, keepdims=True) + (np.abs(x) ** 2).mean(axis=axes, keepdims=True) / var / np.sqrt(var)
-        return (np.abs(x) + np.abs(mean)) / np.sqrt(var) * np.abs(_acc(xs[1])) + np.abs(y)
+        # the mean itself rounds at its terms' magnitude (mean |x|), beyond |mean| where a row's values cancel
+        return (np.abs(x) + np.abs(x).mean(axis=axes, keepdims=True)) / np.sqrt(var) * np.abs(_acc(xs[1])) + np.abs(y)
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])
@@ -834,10 +850,13 @@ class InstanceNormOp(OpSpec):
         # amplifies that: rows of near-equal values normalize to rounding noise
         x = _acc(xs[0])
         axes = tuple(range(2, x.ndim))
-        mean = x.mean(axis=axes, keepdims=True)
         sd = np.sqrt(x.var(axis=axes, keepdims=True) + attrs["epsilon"])
         shape = (1, -1) + (1,) * (x.ndim - 2)
-        return (np.abs(x) + np.abs(mean)) / sd * np.abs(_acc(xs[1]).reshape(shape)) + np.abs(y)
+        # the mean rounds at its terms' magnitude (mean |x|), beyond |mean| where the values cancel
+        return (np.abs(x) + np.abs(x).mean(axis=axes, keepdims=True)) / sd * np.abs(_acc(xs[1]).reshape(shape)) + np.abs(y)
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _acc(xs[0])

@@ -21,6 +21,7 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     broadcast_shapes,
     check_size,
     norm_axis,
@@ -28,7 +29,7 @@ from dlcfuzz.ops.base import (
     require_dtype,
     require_same_dtype,
 )
-from dlcfuzz.ops.nn import PARAM, _f32, _nonempty_norm_axis, _pad_spatial, _windows
+from dlcfuzz.ops.nn import PARAM, _f32, _nonempty_norm_axis, _pad_spatial, _windows, epsilon_attr
 
 FLOAT_STASH = 1  # stash_type: ONNX's TensorProto.FLOAT, the default (and all ONNX's reference implements)
 DOUBLE_STASH = 11  # TensorProto.DOUBLE: float64 inputs normalized in float64
@@ -115,6 +116,9 @@ class RmsNormOp(OpSpec):
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         return (np.abs(y) + 1e-3) * _stash_factor(xs[0].dtype, attrs)  # no cancellation: a few roundings
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _f64(xs[0])
@@ -235,7 +239,8 @@ class MeanVarianceNormOp(OpSpec):
         x = _f64(xs[0])
         mean, var, square = self._moments(x, attrs)
         sd = np.sqrt(var) + MVN_EPSILON
-        return (np.abs(x) + np.abs(mean)) / sd + np.abs(y) * (1.0 + square / np.maximum(var, 1e-300))
+        magnitude = np.abs(x).mean(axis=self.axes(TensorType.of(x), attrs), keepdims=True)  # the mean's terms'
+        return (np.abs(x) + magnitude) / sd + np.abs(y) * (1.0 + square / np.maximum(var, 1e-300))
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         # Where the variance is exactly 0 ONNX contradicts itself: the operator's text divides by the
@@ -316,11 +321,14 @@ class GroupNormOp(OpSpec):
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         x = _f64(xs[0])
         xg = self._grouped(x, attrs["num_groups"])
-        mean = xg.mean(axis=2, keepdims=True)
         sd = np.sqrt(xg.var(axis=2, keepdims=True) + attrs["epsilon"])
-        amplified = ((np.abs(xg) + np.abs(mean)) / sd).reshape(x.shape) * np.abs(
+        # the mean rounds at its terms' magnitude (mean |x|), beyond |mean| where the values cancel
+        amplified = ((np.abs(xg) + np.abs(xg).mean(axis=2, keepdims=True)) / sd).reshape(x.shape) * np.abs(
             self.per_channel(xs[1], attrs, x.shape[1], x.ndim))
         return (amplified + np.abs(y)) * _stash_factor(xs[0].dtype, attrs)
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        return epsilon_attr(ins)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = _f64(xs[0])

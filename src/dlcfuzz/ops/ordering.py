@@ -6,7 +6,9 @@ writes them as initializers, the import rule reads them as constants).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from dlcfuzz.ops.base import (
     Attrs,
     Domain,
     OpSpec,
+    ValueAttr,
     check_size,
     magnitude_of_terms,
     norm_axis,
@@ -331,6 +334,39 @@ class Range(OpSpec):
                 continue
             return [], attrs
         raise ShapeError(f"{self.name}: no small range sampled")
+
+    def value_attrs(self, ins: Sequence[TensorType], attrs: Attrs) -> dict[str, ValueAttr]:
+        # limit follows start and delta (with_values): the length is structure
+        return {"start": ValueAttr(attrs["dtype"]), "delta": ValueAttr(attrs["dtype"], Domain(nonzero=True))}
+
+    def with_values(self, ins: Sequence[TensorType], attrs: Attrs, drawn: Attrs) -> Attrs | None:
+        """The drawn start and delta with limit moved to keep the length n; None where an element (or the limit)
+        leaves the dtype, or a float element, its i * delta or the limit is not exact in it (a kernel may add delta
+        up or multiply it out: both give the exact elements only then)."""
+        new = {**attrs, **drawn}
+        n = self.infer([], attrs)[0].shape[0]
+        dt = np.dtype(attrs["dtype"])
+        start, delta = Fraction(new["start"]), Fraction(new["delta"])
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            # the elements lie between the first and the limit; a kernel counts limit - start in the dtype too,
+            # and divides it by delta in float64
+            ends = (int(start), int(start + n * delta), int(n * delta))
+            if not all(info.min <= e <= info.max for e in ends) or math.ceil(float(n * delta) / float(delta)) != n:
+                return None
+            new["limit"] = ends[1]
+        else:
+            limit = start + (n - Fraction(1, 2)) * delta
+            values = [start + i * delta for i in range(n)] + [i * delta for i in range(n)] + [limit]
+            if not all(abs(e) <= Fraction(float(np.finfo(dt).max)) for e in values):
+                return None
+            if not all(Fraction(float(np.asarray(float(e)).astype(dt))) == e for e in values[:-1]):
+                return None
+            new["limit"] = float(np.asarray(float(limit)).astype(dt))
+        try:
+            return new if self.infer([], new)[0].shape[0] == n else None
+        except ShapeError:
+            return None
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         start, _, delta = self._scalars(attrs)
