@@ -133,6 +133,9 @@ def test_optimizations_of_an_oatest_campaign_are_bugs_and_known(tmp_path):
         category, dtype = verdicts[0].category, g.inputs[0].type.dtype
         assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", optimization), "") == entry
         assert known_as(category, {n.op for n in g.nodes}, {dtype}, ("ort-all", "ConstantFolding"), "") is None
+    # an RMS-norm's fusion over the same operators is another optimization, not this entry's
+    assert known_as("wrong-result", {"pow", "reduce_mean", "sqrt", "div"}, {"float32"},
+                    ("ort-all", "SimplifiedLayerNormFusion"), "") != "ort-layer-norm-fusion-pow-exponent"
 
 
 def test_qdq_propagation_at_opset_21_is_rejected_and_known(tmp_path):
