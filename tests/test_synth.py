@@ -142,16 +142,19 @@ def test_tvm_pass_instrument_records_which_passes_changed_the_module() -> None:
 
 def test_tvm_optimizations_are_its_default_pipeline_and_fired_tells_them() -> None:
     """Backend.optimizations() on TVM: the passes of the installed release's default Relax pipeline (read from
-    it); fired() watches the whole Relax compile of a configuration (its explicit sequence and relax.build's
-    pipeline), through either front door."""
+    it), then the sequence passes our configurations run before it; fired() watches the whole Relax compile of a
+    configuration (its explicit sequence and relax.build's pipeline), through either front door."""
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
     from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.tvm.trigger import pipeline_passes
 
     tvm = get_backend("tvm")
     opts = tvm.optimizations()
     assert {"LegalizeOps", "FoldConstant", "FuseOps", "FuseTIR", "DispatchSortScan", "StaticPlanBlockMemory"} <= set(opts)
     assert len(opts) == len(set(opts)) >= 12
-    assert "DeadCodeElimination" not in opts  # FuseTIR runs it inside: not a pass of the pipeline itself
+    # FuseTIR runs DeadCodeElimination inside: not a pass of the pipeline itself, but one of the sequences'
+    assert "DeadCodeElimination" not in pipeline_passes() and "DeadCodeElimination" in opts
+    assert opts[:len(pipeline_passes())] == pipeline_passes() and {"CanonicalizeBindings", "FuseTransposeMatmul"} <= set(opts)
     f32 = TensorType("float32", (2, 3))
     # made for them: a constant subexpression (FoldConstant, once legalized) feeding an elementwise chain (FuseOps)
     g = Graph(inputs=[Value("x", f32)], constants={"a": np.ones((2, 3), "float32"), "b": np.ones((2, 3), "float32")},

@@ -296,9 +296,11 @@ class TvmBackend(BackendBase):
 
     def optimizations(self) -> tuple[str, ...]:
         """The passes of TVM's default Relax pipeline for the CPU (`relax.get_default_pipeline`), as the
-        installed release runs them: its legalization part is what the optimized configurations run
-        first, the rest what relax.build runs. No FuseOpsByPattern pattern: that pipeline runs none, and
-        the release registers none until a BYOC backend (cutlass, cublas, dnnl) is imported."""
+        installed release runs them (its legalization part is what the optimized configurations run first,
+        the rest what relax.build runs), then the Relax passes our sampled sequences run before it (`PASSES`:
+        the `passes` knob and oatest's sequences, which are what TVM's patterns target). No FuseOpsByPattern
+        pattern: that pipeline runs none, and the release registers none until a BYOC backend (cutlass,
+        cublas, dnnl) is imported."""
         from dlcfuzz.backends.tvm.trigger import pipeline_passes
 
-        return pipeline_passes()
+        return tuple(dict.fromkeys([*pipeline_passes(), *PASSES]))
