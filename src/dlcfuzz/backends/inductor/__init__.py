@@ -171,6 +171,12 @@ class InductorBackend(BackendBase):
 
         return f"torch {torch.__version__}"
 
+    def program_dialect(self) -> Any:
+        """PyTorch programs with PyTorch's own semantics (backends/inductor/programs.py)."""
+        from dlcfuzz.backends.inductor.programs import DIALECT
+
+        return DIALECT
+
     def disruptive_rules(self) -> tuple[str, ...] | None:
         # no rule binds: the lowering writes torch functions, whose documented type promotion and
         # broadcasting (https://docs.pytorch.org/docs/stable/tensor_attributes.html#type-promotion-doc)
@@ -226,34 +232,11 @@ class InductorBackend(BackendBase):
     def _compile_with(self, program: Any, g: Graph, backend: str, knobs: dict[str, Any],
                       fault: str | None) -> Callable[..., tuple]:
         """The program compiled by `backend` (compilation forced by a first call)."""
-
-        fn = program.function()
-        if backend == "eager":
-            return fn
-        mode, dynamic, patch = split_knobs(knobs)
-        patch = {"fallback_random": True, **patch}
-        if fault:
-            patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
-        torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
-        kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
-        if backend == "inductor" and mode != "default":
-            kwargs["mode"] = mode
-        compiled = torch.compile(fn, **kwargs)
-        with torch._inductor.config.patch(patch), torch.no_grad():
-            compiled(*_example_inputs(g))
-        return _patched(compiled, patch)
+        return compile_callable(program.function(), lambda: _example_inputs(g), backend, knobs, fault)
 
     def stage_of(self, program: Any, g: Graph, options: dict[str, Any]) -> str:
         """The first ladder stage whose compile (and example run) fails with these options."""
-        knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
-        top = LADDER.index(options.get("backend", "inductor"))
-        for stage in LADDER[:top + 1]:
-            try:
-                self._compile_with(program, g, stage, knobs if stage == "inductor" else
-                                   {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
-            except Exception:  # noqa: BLE001 - any failure is the answer
-                return stage
-        return "none"  # the failure did not repeat
+        return first_failing_stage(program.function(), lambda: _example_inputs(g), options)
 
     def build(self, lowered: Any, g: Graph, config: Config) -> InductorCompiled:
         o = config.options
@@ -314,6 +297,41 @@ class InductorBackend(BackendBase):
         return self._coverage.stop() if self._coverage is not None else []
 
 
+def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]], backend: str,
+                     knobs: dict[str, Any], fault: str | None) -> Callable[..., tuple]:
+    """`fn` compiled by torch.compile's `backend` with `knobs` (and a planted `fault`), under
+    `fallback_random=True` and `fullgraph=True`; compilation forced by a first call on `example_inputs()`."""
+    if backend == "eager":
+        return fn
+    mode, dynamic, patch = split_knobs(knobs)
+    patch = {"fallback_random": True, **patch}
+    if fault:
+        patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
+    torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
+    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
+    if backend == "inductor" and mode != "default":
+        kwargs["mode"] = mode
+    compiled = torch.compile(fn, **kwargs)
+    with torch._inductor.config.patch(patch), torch.no_grad():
+        compiled(*example_inputs())
+    return _patched(compiled, patch)
+
+
+def first_failing_stage(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]],
+                        options: dict[str, Any]) -> str:
+    """The first stage of the ladder eager -> ... -> options' backend whose compile (and example run)
+    fails; "none" when the failure does not repeat."""
+    knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
+    top = LADDER.index(options.get("backend", "inductor"))
+    for stage in LADDER[:top + 1]:
+        try:
+            compile_callable(fn, example_inputs, stage, knobs if stage == "inductor" else
+                             {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
+        except Exception:  # noqa: BLE001 - any failure is the answer
+            return stage
+    return "none"
+
+
 def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[..., tuple]:
     """Calls run under the same config patch (a recompile, e.g. on a guard miss, must see it)."""
 
@@ -324,4 +342,5 @@ def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[
     return call
 
 
-__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "summarize_cpp_compile_error"]
+__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "compile_callable", "first_failing_stage",
+           "scrub", "summarize_cpp_compile_error"]
