@@ -78,7 +78,7 @@ def _one(stmts: list[Stmt], inputs: list[Input], outputs: list[str]) -> Program:
     (Stmt("to", ["x0"], {"dtype": "uint8"}, "v0"), "float32", UNDEFINED),  # -4.0 .. 4.0 to uint8
     (Stmt("floor_divide", ["x0", 0], {}, "v0"), "int32", C.INTEGER_DIVISION_BY_ZERO),
     (Stmt("bitwise_right_shift", ["x0", 9], {"left": False, "masked": False}, "v0"), "int8", UNDEFINED),
-    (Stmt("cumprod", ["x0"], {"dim": 0, "dtype": None}, "v0"), "int8", C.INTEGER_OVERFLOW),
+    (Stmt("operator", ["x0", 5000], {"op": "*", "swap": False}, "v0"), "int16", C.INTEGER_OVERFLOW),
     (Stmt("mul_", ["x0", 100]), "int8", C.INTEGER_OVERFLOW),
 ])
 def test_guards_stop_undefined_behaviour_before_compiling(stmt, dtype, category):
