@@ -4,21 +4,3 @@ Compiler-free: the representation (`core`), its generation driver, source emitte
 reduction. A framework's dialect (its op table, how it infers types, runs and reproduces a program)
 lives in its backend (`Backend.program_dialect()`), so this package names no framework.
 """
-
-from dlcfuzz.programs.core import (
-    Dialect,
-    Draw,
-    Input,
-    OpSpec,
-    Pool,
-    Program,
-    Stmt,
-    Value,
-    closure,
-    emit,
-    generate,
-    restrict,
-)
-
-__all__ = ["Dialect", "Draw", "Input", "OpSpec", "Pool", "Program", "Stmt", "Value", "closure", "emit", "generate",
-           "restrict"]

@@ -187,6 +187,16 @@ def _scalar(p: Pool, dtype: str, same: bool) -> Any:
     return int(s) if same and dtype in INTEGER and isinstance(s, float) else s
 
 
+def along_axis(build: Callable[[Pool, Value, int], Draw | None], dtypes: tuple[str, ...] | None = None,
+               **pick: Any) -> Callable[[Pool], Draw | None]:
+    """A sampler of an op on one value and one of its axes: `build(pool, value, axis)` draws the rest."""
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(dtypes, **{"min_rank": 1, **pick})
+        return build(p, x, p.integers(0, x.rank - 1)) if x is not None else None
+
+    return sample
+
+
 def _binary(name: str, dtypes: tuple[str, ...], scalar: bool = True, same: bool = False, divisor: bool = False,
             **kw: Any) -> None:
     def sample(p: Pool) -> Draw | None:
@@ -432,15 +442,11 @@ op("sort", _sort, lambda a, at: f"torch.sort({a[0]}, dim={at['dim']}, descending
    f"stable=True).{at['part']}")
 
 
-def _topk(p: Pool) -> Draw | None:
-    x = p.pick(NUMERIC, min_rank=1)
-    if x is None:
-        return None
-    d = p.axis(x)
-    return Draw([x.name], {"k": p.integers(1, x.shape[d]), "dim": d, "largest": p.coin(0.7)})
+def _topk(p: Pool, x: Value, d: int) -> Draw:
+    return Draw([x.name], {"k": p.integers(1, x.shape[d]), "dim": d - x.rank * p.coin(0.3), "largest": p.coin(0.7)})
 
 
-op("topk", _topk, lambda a, at: f"torch.topk({a[0]}, {at['k']}, dim={at['dim']}, largest={at['largest']}).values")
+op("topk", along_axis(_topk, NUMERIC), lambda a, at: f"torch.topk({a[0]}, {at['k']}, dim={at['dim']}, largest={at['largest']}).values")
 
 
 def _boundaries(p: Pool, dtype: str) -> list[Any]:
@@ -451,34 +457,22 @@ def _boundaries(p: Pool, dtype: str) -> list[Any]:
     return sorted(float(p.integers(-24, 24)) / 8 for _ in range(n))
 
 
-def _bucketize(p: Pool) -> Draw | None:
+def _sorted_sequence(p: Pool) -> Draw | None:
+    """bucketize's boundaries, searchsorted's sorted sequence: a literal of the value's dtype."""
     x = p.pick(NUMERIC)
     if x is None:
         return None
     return Draw([x.name], {"boundaries": _boundaries(p, x.dtype), "right": p.coin(), "out_int32": p.coin(0.3)})
 
 
-op("bucketize", _bucketize, lambda a, at: f"torch.bucketize({a[0]}, torch.tensor({at['boundaries']!r}, "
+op("bucketize", _sorted_sequence, lambda a, at: f"torch.bucketize({a[0]}, torch.tensor({at['boundaries']!r}, "
    f"dtype={a[0]}.dtype), out_int32={at['out_int32']}, right={at['right']})")
-
-
-def _searchsorted(p: Pool) -> Draw | None:
-    x = p.pick(NUMERIC)
-    if x is None:
-        return None
-    return Draw([x.name], {"sorted": _boundaries(p, x.dtype), "right": p.coin()})
-
-
-op("searchsorted", _searchsorted, lambda a, at: f"torch.searchsorted(torch.tensor({at['sorted']!r}, "
-   f"dtype={a[0]}.dtype), {a[0]}, right={at['right']})")
+op("searchsorted", _sorted_sequence, lambda a, at: f"torch.searchsorted(torch.tensor({at['boundaries']!r}, "
+   f"dtype={a[0]}.dtype), {a[0]}, out_int32={at['out_int32']}, right={at['right']})")
 
 
 # ---- indexing and scatter ------------------------------------------------------------------------
-def _index_add(p: Pool) -> Draw | None:
-    x = p.pick(NUMERIC, min_rank=1)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _index_add(p: Pool, x: Value, d: int) -> Draw:
     n = x.shape[d]
     length = p.integers(1, n)
     index = [p.integers(0, n - 1) for _ in range(length)]
@@ -486,7 +480,7 @@ def _index_add(p: Pool) -> Draw | None:
     return Draw([x.name], {"dim": d, "index": index, "alpha": alpha})
 
 
-op("index_add", _index_add, lambda a, at: f"torch.index_add({a[0]}, {at['dim']}, torch.tensor({at['index']!r}), "
+op("index_add", along_axis(_index_add, NUMERIC), lambda a, at: f"torch.index_add({a[0]}, {at['dim']}, torch.tensor({at['index']!r}), "
    f"{a[0]}.narrow({at['dim']}, 0, {len(at['index'])}), alpha={at['alpha']!r})", overflows=True)
 
 
@@ -524,30 +518,26 @@ def _index_tensor(p: Pool, shape: tuple[int, ...], high: int) -> list[Any]:
     return np.asarray(p.rng.integers(0, high, size=shape)).tolist()
 
 
-def _scatter_reduce(p: Pool) -> Draw | None:
-    x = p.pick(NUMERIC, min_rank=1, where=lambda v: int(np.prod(v.shape)) <= 48)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _small(v: Value) -> bool:
+    return int(np.prod(v.shape)) <= 48  # its index tensor is a literal in the source
+
+
+def _scatter_reduce(p: Pool, x: Value, d: int) -> Draw:
     return Draw([x.name], {"dim": d, "index": _index_tensor(p, x.shape, x.shape[d]),
                            "reduce": p.choice(("sum", "prod", "amax", "amin", "mean")), "include_self": p.coin(0.7)})
 
 
-op("scatter_reduce", _scatter_reduce, lambda a, at: f"torch.scatter_reduce({a[0]}, {at['dim']}, "
+op("scatter_reduce", along_axis(_scatter_reduce, NUMERIC, where=_small), lambda a, at: f"torch.scatter_reduce({a[0]}, {at['dim']}, "
    f"torch.tensor({at['index']!r}), {a[0]}, reduce={at['reduce']!r}, include_self={at['include_self']})",
    overflows=True)
 
 
-def _gather(p: Pool) -> Draw | None:
-    x = p.pick(NUMERIC + ("bool",), min_rank=1, where=lambda v: int(np.prod(v.shape)) <= 48)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _gather(p: Pool, x: Value, d: int) -> Draw:
     shape = tuple(p.integers(1, 4) if k == d else p.integers(1, s) for k, s in enumerate(x.shape))
     return Draw([x.name], {"dim": d, "index": _index_tensor(p, shape, x.shape[d])})
 
 
-op("gather", _gather, lambda a, at: f"torch.gather({a[0]}, {at['dim']}, torch.tensor({at['index']!r}))")
+op("gather", along_axis(_gather, NUMERIC + ("bool",), where=_small), lambda a, at: f"torch.gather({a[0]}, {at['dim']}, torch.tensor({at['index']!r}))")
 
 
 def _matmul(p: Pool) -> Draw | None:
@@ -558,31 +548,23 @@ def _matmul(p: Pool) -> Draw | None:
 op("matmul", _matmul, lambda a, at: f"torch.matmul({a[0]}, {a[0]}.transpose(-1, -2))", weight=0.5)
 
 
-def _cat(p: Pool) -> Draw | None:
-    x = p.pick(min_rank=1)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _cat(p: Pool, x: Value, d: int) -> Draw:
     y = p.pick(where=lambda v: v.rank == x.rank and all(s == t for k, (s, t) in enumerate(zip(v.shape, x.shape))
                                                        if k != d))
     return Draw([x.name, (y or x).name], {"dim": d})
 
 
-op("cat", _cat, lambda a, at: f"torch.cat(({a[0]}, {a[1]}), dim={at['dim']})", weight=0.6)
+op("cat", along_axis(_cat), lambda a, at: f"torch.cat(({a[0]}, {a[1]}), dim={at['dim']})", weight=0.6)
 
 
 # ---- views ---------------------------------------------------------------------------------------
-def _slice(p: Pool) -> Draw | None:
-    x = p.pick(min_rank=1)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _slice(p: Pool, x: Value, d: int) -> Draw:
     n = x.shape[d]
     start = p.integers(0, n - 1)
     return Draw([x.name], {"dim": d, "start": start, "stop": p.integers(start + 1, n), "step": p.integers(1, 3)})
 
 
-op("slice", _slice, lambda a, at: f"{a[0]}[{':, ' * at['dim']}{at['start']}:{at['stop']}:{at['step']}]", view=True,
+op("slice", along_axis(_slice), lambda a, at: f"{a[0]}[{':, ' * at['dim']}{at['start']}:{at['stop']}:{at['step']}]", view=True,
    weight=1.5)
 
 
@@ -623,27 +605,19 @@ def _unsqueeze(p: Pool) -> Draw | None:
 op("unsqueeze", _unsqueeze, lambda a, at: f"{a[0]}.unsqueeze({at['dim']})", view=True)
 
 
-def _narrow(p: Pool) -> Draw | None:
-    x = p.pick(min_rank=1)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _narrow(p: Pool, x: Value, d: int) -> Draw:
     start = p.integers(0, x.shape[d] - 1)
     return Draw([x.name], {"dim": d, "start": start, "length": p.integers(1, x.shape[d] - start)})
 
 
-op("narrow", _narrow, lambda a, at: f"{a[0]}.narrow({at['dim']}, {at['start']}, {at['length']})", view=True)
+op("narrow", along_axis(_narrow), lambda a, at: f"{a[0]}.narrow({at['dim']}, {at['start']}, {at['length']})", view=True)
 
 
-def _unfold(p: Pool) -> Draw | None:
-    x = p.pick(min_rank=1, max_rank=3)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _unfold(p: Pool, x: Value, d: int) -> Draw:
     return Draw([x.name], {"dim": d, "size": p.integers(1, x.shape[d]), "step": p.integers(1, 2)})
 
 
-op("unfold", _unfold, lambda a, at: f"{a[0]}.unfold({at['dim']}, {at['size']}, {at['step']})", view=True,
+op("unfold", along_axis(_unfold, max_rank=3), lambda a, at: f"{a[0]}.unfold({at['dim']}, {at['size']}, {at['step']})", view=True,
    overlapping=True, weight=0.6)
 
 
@@ -667,15 +641,11 @@ def _reshape(p: Pool) -> Draw | None:
 op("reshape", _reshape, lambda a, at: f"{a[0]}.{at['method']}({', '.join(map(str, at['shape']))})", view=True)
 
 
-def _select(p: Pool) -> Draw | None:
-    x = p.pick(min_rank=1)
-    if x is None:
-        return None
-    d = p.integers(0, x.rank - 1)
+def _select(p: Pool, x: Value, d: int) -> Draw:
     return Draw([x.name], {"dim": d, "index": p.integers(-x.shape[d], x.shape[d] - 1)})
 
 
-op("select", _select, lambda a, at: f"{a[0]}.select({at['dim']}, {at['index']})", view=True)
+op("select", along_axis(_select), lambda a, at: f"{a[0]}.select({at['dim']}, {at['index']})", view=True)
 
 
 # ---- in-place ------------------------------------------------------------------------------------
