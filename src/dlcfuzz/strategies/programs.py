@@ -127,7 +127,10 @@ class ProgramsStrategy(Strategy):
     def early_key(self, test: Test, v: Verdict) -> str | None:
         return None if v.category == C.INCONSISTENCY else v.key  # a numeric finding's key names its reduced ops
 
-    def still_fails(self, pt: ProgramTest, v: Verdict) -> Any:
+    def still_fails(self, pt: ProgramTest, v: Verdict, shown: dict[str, str] | None = None) -> Any:
+        """Predicate over candidate programs: run in the reducer pool with the finding's configurations,
+        does it still show `v`? `shown` collects the detail of each candidate that does (program JSON ->
+        detail: the reduced program's reproducer describes its own difference)."""
         configs = [c for c in pt.configs if c[0] in v.configs or c[1].get("backend") == "eager"]
 
         def predicate(program: Program) -> bool:
@@ -139,18 +142,21 @@ class ProgramsStrategy(Strategy):
             meta, arrays = unpack(res.payload)
             got, _ = judge_program(self.ctx.compiler, ProgramTest(program, pt.seed, configs), meta, arrays,
                                    self.native_frames)
-            if v.category == C.INCONSISTENCY:
-                return any(x.kind == "bug" and x.category == v.category for x in got)
-            return any(x.kind == "bug" and x.category == v.category and x.key == v.key for x in got)
+            same = [x for x in got if x.kind == "bug" and x.category == v.category
+                    and (v.category == C.INCONSISTENCY or x.key == v.key)]
+            if same and shown is not None:
+                shown[program.dumps()] = same[0].detail
+            return bool(same)
 
         return predicate
 
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         pt: ProgramTest = test.payload
-        fails = self.ctx.budget.guard(self.still_fails(pt, v))
+        shown: dict[str, str] = {}
+        fails = self.ctx.budget.guard(self.still_fails(pt, v, shown))
         program = reduce_program(pt.program, fails, max_checks=(self.ctx.backend.reduction_checks
                                                                 if self.ctx.backend is not None else 40))
-        red = self.reduction(test, v, program)
+        red = self.reduction(test, v, program, shown.get(program.dumps()))
         if len(program.stmts) == len(pt.program.stmts) > 1 and self.ctx.budget.stopped is None \
                 and not self.still_fails(pt, v)(pt.program):
             red.not_minimal = ("it did not show again when its test was re-run alone (flaky, or it depends on "
@@ -160,8 +166,9 @@ class ProgramsStrategy(Strategy):
     def unreduced(self, test: Test, v: Verdict) -> Reduction:
         return self.reduction(test, v, test.payload.program)
 
-    def reduction(self, test: Test, v: Verdict, program: Program) -> Reduction:
+    def reduction(self, test: Test, v: Verdict, program: Program, reduced_detail: str | None = None) -> Reduction:
         pt: ProgramTest = test.payload
+        detail = reduced_detail or v.detail
         key = with_option(v.key, "ops", ",".join(program.ops())) if v.category == C.INCONSISTENCY else v.key
         configs = [c for c in pt.configs if c[0] in v.configs or c[1].get("backend") == "eager"]
         dialect, version = self.dialect, self.ctx.version
@@ -169,14 +176,14 @@ class ProgramsStrategy(Strategy):
         def write(f: Finding) -> str:
             from dlcfuzz.programs.core import emit
 
-            script = dialect.reproducer(program, pt.seed, configs, f.title, v.detail, version)
+            script = dialect.reproducer(program, pt.seed, configs, f.title, detail, version)
             (f.folder / "repro.py").write_text(script)
             (f.folder / "program.py").write_text(emit(program, dialect.ops))
             (f.folder / "program.json").write_text(program.dumps())
             (f.folder / "original.py").write_text(emit(pt.program, dialect.ops))
             (f.folder / "detail.txt").write_text(f"{f.title}\nsignature {f.signature}\nkey {key}\ntest {f.test_id}\n"
                                                  f"input seed {pt.seed}\nstatements {len(pt.program.stmts)} -> "
-                                                 f"{len(program.stmts)}\n\n{v.detail}\n")
+                                                 f"{len(program.stmts)}\n\nfound: {v.detail}\nreduced: {detail}\n")
             return script
 
         return Reduction(key, len(pt.program.stmts), len(program.stmts), write,
