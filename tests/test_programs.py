@@ -34,6 +34,7 @@ from dlcfuzz.strategies.programs import ProgramTest, compare_to_eager, judge_pro
 PLANTED = ("inductor-planted-accuracy", {"backend": "inductor", "fault": "accuracy"})
 CORRECT = ("inductor", {"backend": "inductor"})
 EAGER = ("eager", {"backend": "eager"})
+DYNAMIC = ("inductor+dynamic", {"backend": "inductor", "knobs": {"dynamic": True}})
 
 
 def test_generated_programs_are_valid_in_eager():
@@ -112,11 +113,15 @@ def test_float_results_are_judged_against_float64_and_rounding_decided_integers_
 
 
 def test_a_wrong_mutation_of_an_input_is_caught_and_a_right_one_passes():
-    """The relu's result only reaches the caller through an input written in place (no output)."""
+    """The relu's result only reaches the caller through an input written in place (no output); the
+    correct Inductor, static and with dynamic shapes, writes it right."""
     p = _one([Stmt("relu", ["x1"], out="v0"), Stmt("copy_", ["x0", "v0"])],
              [Input("x0", "float32", (4, 6), "transposed"), Input("x1", "float32", (4, 6))], [])
-    meta, arrays = run_program(p, 3, [EAGER, PLANTED, CORRECT])
-    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, [EAGER, PLANTED, CORRECT]), meta, arrays)
+    configs = [EAGER, PLANTED, CORRECT, DYNAMIC]
+    meta, arrays = run_program(p, 3, configs)
+    assert {n: r["status"] for n, r in meta["runs"].items()} == dict.fromkeys(["eager", "fp64", *(c[0] for c in
+                                                                                                  configs[1:])], "ok")
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, configs), meta, arrays)
     assert [(v.kind, v.category, v.configs) for v in verdicts] == [("bug", C.INCONSISTENCY,
                                                                     ["eager", PLANTED[0]])]
     assert "input x0 after the call" in verdicts[0].detail and verdicts[0].key.endswith("|mutation")
@@ -154,6 +159,13 @@ def test_correct_inductor_is_quiet_on_the_same_tests(campaigns):
     from dlcfuzz.engine.store import Store
 
     assert Store(campaigns["correct"] / "store.sqlite", create=False).findings() == []
+
+
+def test_some_tests_compile_with_dynamic_shapes_and_a_planted_fault_stays_as_it_is():
+    rng = np.random.default_rng(0)
+    drawn = [DIALECT.per_test_configs(rng, [EAGER, CORRECT, PLANTED]) for _ in range(200)]
+    dynamic = [d for d in drawn if d[1] == DYNAMIC]
+    assert 40 <= len(dynamic) <= 80 and all(d[0] == EAGER and d[2] == PLANTED for d in drawn)
 
 
 def test_auto_adds_the_programs_arm_only_where_the_backend_has_a_program_language():

@@ -130,6 +130,11 @@ class Dialect(Protocol):
         statement). Raises when the framework rejects it."""
         ...
 
+    def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """The configurations (name, options) one test compiles: `configs`, some varied per test."""
+        ...
+
     def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
             note: Callable[[str], None]) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Worker side: the program run eagerly (with the guards: meta "invalid" or "undefined" when they

@@ -91,8 +91,9 @@ class ProgramsStrategy(Strategy):
     def make_test(self, seq: int, seed: int) -> Test:
         rng = np.random.default_rng(seed)
         program = generate(self.dialect, rng, self.params["stmts"])
-        configs = [(c.name, dict(c.options)) for c in self.ctx.configs]
-        pt = ProgramTest(program, int(rng.integers(1 << 31)), configs)
+        seed_inputs = int(rng.integers(1 << 31))
+        configs = self.dialect.per_test_configs(rng, [(c.name, dict(c.options)) for c in self.ctx.configs])
+        pt = ProgramTest(program, seed_inputs, configs)
         return Test(seq, seed, encode_test(pt.program, pt.seed, pt.configs), pt)
 
     def decode(self, blob: bytes) -> ProgramTest:

@@ -51,6 +51,7 @@ C.add_category(C.Category(UNDEFINED, "unknown", routine=True))
 INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 2.0), ("int32", 1.5),
                 ("int16", 1.0), ("int8", 1.0), ("uint8", 1.5), ("bool", 1.0))
 INT_OR_BOOL = INTEGER + ("bool",)
+DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
 
 # The inputs, built the same way by the runner and by the reproducer (the reproducer embeds this source):
 # floats on a grid of eighths in [-4, 4] (sums and products of a few are exact in float32, so rounding
@@ -728,6 +729,16 @@ class TorchDialect:
             raise ValueError("too large")  # keep programs small: compiles stay fast
         state[stmt.out] = r
         return str(r.dtype).removeprefix("torch."), tuple(r.shape)
+
+    def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """A share of the tests compile their plain Inductor configuration with dynamic shapes (symbolic
+        sizes: other kernels and guards than the static compile's, on the same inputs)."""
+        if rng.random() >= DYNAMIC_SHARE:
+            return configs
+        return [(f"{n}+dynamic", {**o, "knobs": {"dynamic": True}})
+                if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") else (n, o)
+                for n, o in configs]
 
     def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
             note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
