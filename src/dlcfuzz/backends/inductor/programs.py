@@ -821,7 +821,12 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
                 note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Eager (the guards first), a float64 eager reference, then every compiled configuration, each on
     its own copies of the inputs. Arrays "RUN/out/K" (outputs) and "RUN/in/K" (inputs after the call)."""
-    from dlcfuzz.backends.inductor import compile_callable, first_failing_stage, scrub, summarize_cpp_compile_error
+    from dlcfuzz.backends.inductor.compiling import (
+        compile_callable,
+        first_failing_stage,
+        scrub,
+        summarize_cpp_compile_error,
+    )
 
     inputs = make_inputs(input_specs(program), seed)
     names = [i.name for i in program.inputs]
