@@ -12,7 +12,7 @@ reference confirmed (a compiler bug the register lacks), suspected reference err
 shown otherwise), no opinion. Prints the counts, the non-finite share, then, last:
 `false positives: N in T judged tests` (all compilers together).
 
-  python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random]
+  python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random|programs]
                                   [--values edge|small] [--only-ops leaky_relu,range,...]
 """
 
@@ -51,12 +51,14 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
     from dlcfuzz.engine.report import second_opinion_counts
     from dlcfuzz.engine.store import Store
     from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED
+    from dlcfuzz.strategies import get_strategy
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
                                   max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
-                                  **({"values": values} if strategy != "metamorphic" else {}),
+                                  **({"values": values} if "values" in {o.name for o in get_strategy(strategy).options}
+                                     else {}),
                                   **({"only_ops": only_ops} if only_ops else {}))).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()

@@ -13,7 +13,7 @@ import dlcfuzz
 
 PACKAGE = Path(dlcfuzz.__file__).resolve().parent
 # the folders whose code must name no compiler (a compiler's kernel limits are its backend's facts)
-COMPILER_FREE = ("engine", "oracle", "strategies", "synth", "gen", "ops")
+COMPILER_FREE = ("engine", "oracle", "strategies", "synth", "gen", "ops", "programs")
 # a compiler's name as a word part: `tvm`, `relax.add`, `xla_flags`, "ONNXRuntime", `ort-all`, `ov-cpu`;
 # not ONNX vocabulary such as `pytorch_half_pixel` (a letter before "torch")
 COMPILER_NAME = re.compile(r"(?<![a-z])(onnxruntime|tvm|relax|inductor|torch|xla|jax|openvino)(?![a-z])"

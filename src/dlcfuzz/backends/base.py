@@ -98,6 +98,10 @@ class Backend(Protocol):
         """"onnx" or "code": how a model reaches configuration `config`."""
         ...
 
+    def program_dialect(self) -> Any:
+        """Its framework's program language (a `programs.core.Dialect`), or None."""
+        ...
+
     def issue_packages(self, config: str) -> tuple[str, ...]: ...
 
     def issue_checklist(self, config: str) -> IssueChecklist | None: ...
@@ -226,6 +230,12 @@ class BackendBase:
     # the distributions of its reproducers, listed in an issue's environment table (`issue_packages`)
     distributions: tuple[str, ...] = ()
     own_strategies: tuple[str, ...] = ()  # strategies made for this compiler alone: the auto portfolio adds them
+
+    def program_dialect(self) -> Any:
+        """The program language of the framework it compiles (`programs.core.Dialect`: an op table with
+        the framework's own semantics, its type inference, run and reproducer), which the `programs`
+        strategy generates in; None where it has none (it compiles ONNX-operator graphs only)."""
+        return None
 
     def front_door(self, config: str) -> str:
         """How a model reaches configuration `config`: "onnx" (an ONNX model, valid for onnx's checker)

@@ -20,6 +20,7 @@ STRATEGIES: dict[str, str] = {
     "metamorphic": "dlcfuzz.strategies.metamorphic:MetamorphicStrategy",
     "oatest": "dlcfuzz.strategies.oatest:OatestStrategy",
     "tzer": "dlcfuzz.strategies.tzer:TzerStrategy",
+    "programs": "dlcfuzz.strategies.programs:ProgramsStrategy",
 }
 _EXTRA: dict[str, type[Strategy]] = {}
 

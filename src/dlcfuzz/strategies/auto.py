@@ -85,7 +85,8 @@ FINE_KINDS = ("op-shape", "path3")
 # (measured seconds would make the schedule depend on the machine's load). Measured on ONNXRuntime: the
 # wall time per test of each strategy alone (`python bench/portfolio.py --time 120 --jobs 1`, 2 cores;
 # the table before this calibration gave oatest half its real cost and random twice its own).
-COST_S = {"random": 0.0045, "hirgen": 0.008, "disruptive": 0.006, "oatest": 0.018, "metamorphic": 0.53, "tzer": 0.4}
+COST_S = {"random": 0.0045, "hirgen": 0.008, "disruptive": 0.006, "oatest": 0.018, "metamorphic": 0.53, "tzer": 0.4,
+          "programs": 1.5}  # programs: one Inductor compile per test (measured ~1.5 s on 2 cores)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,8 @@ class Arm:
     params: dict[str, Any] = field(default_factory=dict)
     # a strategy made for one compiler: an arm only where the backend names it (`Backend.own_strategies`)
     own: bool = False
+    # an arm only where the backend has a program language (`Backend.program_dialect()`)
+    needs_dialect: bool = False
 
 
 ARMS = (
@@ -104,6 +107,7 @@ ARMS = (
     Arm("oatest", "oatest"),
     Arm("metamorphic", "metamorphic"),
     Arm("tzer", "tzer", {"coverage": ["ir"]}, own=True),
+    Arm("programs", "programs", needs_dialect=True),
 )
 
 
@@ -111,6 +115,7 @@ def arms_for(compiler: str, backend: Backend | None) -> list[Arm]:
     """The arms that apply to `compiler`; no disruptive arm where the backend declares that no type/shape
     rule binds its front door (`disruptive_rules() == ()`)."""
     return [a for a in ARMS if (not a.own or (backend is not None and a.strategy in backend.own_strategies))
+            and not (a.needs_dialect and (backend is None or backend.program_dialect() is None))
             and not (a.name == "disruptive" and backend is not None and backend.disruptive_rules() == ())]
 
 
@@ -422,7 +427,7 @@ class AutoStrategy(Strategy):
         rows = store.arm_totals()
         if not rows:
             return ""
-        names = dict(enumerate(a.name for a in ARMS))  # arms only ever drop off the end (tzer)
+        names = dict(enumerate(a.name for a in arms_of_store(store)))
         roots: dict[int, int] = {}
         fired: dict[int, int] = {}
         for counts, firsts in ((roots, first_roots(store)), (fired, store.first_fired())):
@@ -444,6 +449,21 @@ class AutoStrategy(Strategy):
                 "<th>share of time</th><th>new root causes</th><th>first-fired optimizations</th>"
                 "<th>added coverage</th><th>yield</th></tr>"
                 f"{body}</table>")
+
+
+def arms_of_store(store: StrategyStore) -> list[Arm]:
+    """The arms of the campaign in `store`, in the order its `arm` numbers count them (`arms_for` its
+    compiler: the arms that do not apply drop out of the numbering)."""
+    from dlcfuzz.backends import get_backend
+
+    run = store.first_run()
+    if run is None:
+        return list(ARMS)
+    try:
+        backend = get_backend(run["compiler"])
+    except Exception:  # noqa: BLE001 - a compiler not installed here: number by the whole table
+        return list(ARMS)
+    return arms_for(run["compiler"], backend)
 
 
 def yield_of(coverage: float, roots: int, first_fired: int) -> float:

@@ -17,12 +17,8 @@ rejecting the program itself (a documented rejection, never a compiler bug).
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,13 +27,20 @@ import numpy as np
 import torch  # a missing torch makes `--compiler inductor` a clear usage error
 
 from dlcfuzz.backends.base import BackendBase, Config, IssueChecklist, Knob
-from dlcfuzz.backends.inductor.knobs import FAULTS, INDUCTOR_KNOBS, MODES, sample_knobs, split_knobs
+from dlcfuzz.backends.inductor.compiling import (
+    LADDER,
+    compile_callable,
+    first_failing_stage,
+    scrub,
+    summarize_cpp_compile_error,
+    worker_setup,
+)
+from dlcfuzz.backends.inductor.knobs import FAULTS, INDUCTOR_KNOBS, MODES, sample_knobs
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.backends.torch_compile import TORCH_COMPILE_CHECKLIST, TORCH_FRAMES
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.opinions import Evaluator
 
-LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 STAGE_RE = re.compile(r"^\[stage (\w+)\] ")
 
 # Documented rejections: torch itself refusing the program (the eager stage fails too), or an
@@ -45,72 +48,6 @@ STAGE_RE = re.compile(r"^\[stage (\w+)\] ")
 EXPECTED = [
     ("unsupported", re.compile(r"\[stage eager\] |not implemented for '|NotImplementedError")),
 ]
-
-_CACHE_DIR: str | None = None
-
-
-def _worker_setup() -> None:
-    """Once per process: one intra-op thread (OpenMP threads fight Inductor's compile workers on
-    small machines; --jobs decides parallelism) and a private Inductor cache folder, removed at exit
-    (campaigns neither read another's compiled kernels nor leave them in /tmp)."""
-    global _CACHE_DIR
-    if _CACHE_DIR is None:
-        _CACHE_DIR = tempfile.mkdtemp(prefix="dlcfuzz-inductor-")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_DIR
-        atexit.register(shutil.rmtree, _CACHE_DIR, True)
-
-    torch.set_num_threads(1)
-
-
-def scrub(message: str) -> str:
-    """A compiler message without this worker's cache folder and generated file names (they
-    differ per worker and per graph, so they would split one finding into many)."""
-    if _CACHE_DIR:
-        message = message.replace(_CACHE_DIR, "$TORCHINDUCTOR_CACHE_DIR")
-    return re.sub(r"\$TORCHINDUCTOR_CACHE_DIR/\S+", "$TORCHINDUCTOR_CACHE_DIR/<generated>", message)
-
-
-_GCC_DIAGNOSTIC = re.compile(r"[:>] (fatal error|error|warning|note): (.*)")
-_GCC_SOURCE = re.compile(r"^\s*\d*\s*\|")  # the quoted source line and its caret line
-
-
-def summarize_cpp_compile_error(message: str) -> str:
-    """A C++ compile error as a maintainer reads it: g++'s first error on the headline (it names the
-    bug: "no matching function for call to 'max_propagate_nan(int&, short int&)'"; without it every
-    CppCompileError would be one finding) and its output without the warnings (thousands of lines of
-    ATen's vectorization headers' -Woverflow warnings buried the error: an 8,000-line finding)."""
-    head, sep, output = message.partition("\nOutput:\n")
-    if "CppCompileError" not in head or not sep:
-        return message
-    kept: list[str] = []
-    context: list[str] = []  # "In file included from", "In function", "required from" lines: their diagnostic follows
-    dropping, dropped, first_error = False, 0, None
-    for line in output.split("\n"):
-        m = _GCC_DIAGNOSTIC.search(line)
-        if m:
-            severity = m.group(1)
-            if severity == "warning" or (severity == "note" and dropping):
-                dropping, dropped = True, dropped + len(context) + 1
-            else:
-                dropping = False
-                kept += [*context, line]
-                if first_error is None and severity in ("error", "fatal error"):
-                    first_error = m.group(2).strip()
-            context = []
-        elif _GCC_SOURCE.match(line) and not context:
-            if dropping:
-                dropped += 1
-            else:
-                kept.append(line)
-        else:
-            context.append(line)
-    kept += context  # trailing text (e.g. torch's advice on TORCHDYNAMO_VERBOSE)
-    first, _, rest = head.partition("\n")
-    if first_error:
-        first = f"{first}: {first_error}"
-    note = f" ({dropped} lines of warnings left out)" if dropped else ""
-    return f"{first}\n{rest}\nOutput{note}:\n" + "\n".join(kept)
-
 
 class StageError(RuntimeError):
     """A compile or run failure with the ladder stage that first shows it."""
@@ -164,12 +101,18 @@ class InductorBackend(BackendBase):
     collects_coverage = True  # torch/_inductor, _dynamo and fx, with coverage.py's C tracer
 
     def __init__(self) -> None:
-        _worker_setup()
+        worker_setup()
         self._coverage: Any = None
 
     def version(self) -> str:
 
         return f"torch {torch.__version__}"
+
+    def program_dialect(self) -> Any:
+        """PyTorch programs with PyTorch's own semantics (backends/inductor/programs.py)."""
+        from dlcfuzz.backends.inductor.programs import DIALECT
+
+        return DIALECT
 
     def disruptive_rules(self) -> tuple[str, ...] | None:
         # no rule binds: the lowering writes torch functions, whose documented type promotion and
@@ -226,34 +169,11 @@ class InductorBackend(BackendBase):
     def _compile_with(self, program: Any, g: Graph, backend: str, knobs: dict[str, Any],
                       fault: str | None) -> Callable[..., tuple]:
         """The program compiled by `backend` (compilation forced by a first call)."""
-
-        fn = program.function()
-        if backend == "eager":
-            return fn
-        mode, dynamic, patch = split_knobs(knobs)
-        patch = {"fallback_random": True, **patch}
-        if fault:
-            patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
-        torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
-        kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
-        if backend == "inductor" and mode != "default":
-            kwargs["mode"] = mode
-        compiled = torch.compile(fn, **kwargs)
-        with torch._inductor.config.patch(patch), torch.no_grad():
-            compiled(*_example_inputs(g))
-        return _patched(compiled, patch)
+        return compile_callable(program.function(), lambda: _example_inputs(g), backend, knobs, fault)
 
     def stage_of(self, program: Any, g: Graph, options: dict[str, Any]) -> str:
         """The first ladder stage whose compile (and example run) fails with these options."""
-        knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
-        top = LADDER.index(options.get("backend", "inductor"))
-        for stage in LADDER[:top + 1]:
-            try:
-                self._compile_with(program, g, stage, knobs if stage == "inductor" else
-                                   {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
-            except Exception:  # noqa: BLE001 - any failure is the answer
-                return stage
-        return "none"  # the failure did not repeat
+        return first_failing_stage(program.function(), lambda: _example_inputs(g), options)
 
     def build(self, lowered: Any, g: Graph, config: Config) -> InductorCompiled:
         o = config.options
@@ -314,14 +234,5 @@ class InductorBackend(BackendBase):
         return self._coverage.stop() if self._coverage is not None else []
 
 
-def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[..., tuple]:
-    """Calls run under the same config patch (a recompile, e.g. on a guard miss, must see it)."""
-
-    def call(*args: Any) -> tuple:
-        with torch._inductor.config.patch(patch):
-            return compiled(*args)
-
-    return call
-
-
-__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "summarize_cpp_compile_error"]
+__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "compile_callable", "first_failing_stage",
+           "scrub", "summarize_cpp_compile_error"]

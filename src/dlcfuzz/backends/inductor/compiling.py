@@ -1,0 +1,130 @@
+"""Compiling a Python callable with torch.compile as dlcfuzz does for every Inductor test (graphs and
+programs): the worker's private cache folder, the ladder of torch.compile backends that attributes a
+failure to a stage, the compile itself (`fallback_random=True`, `fullgraph=True`, a planted fault), and
+compile errors as a maintainer reads them (scrubbed of per-worker paths, C++ errors without warnings)."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from dlcfuzz.backends.inductor.knobs import split_knobs
+
+LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
+
+_CACHE_DIR: str | None = None
+
+
+def worker_setup() -> None:
+    """Once per process: one intra-op thread (OpenMP threads fight Inductor's compile workers on
+    small machines; --jobs decides parallelism) and a private Inductor cache folder, removed at exit
+    (campaigns neither read another's compiled kernels nor leave them in /tmp)."""
+    global _CACHE_DIR
+    if _CACHE_DIR is None:
+        _CACHE_DIR = tempfile.mkdtemp(prefix="dlcfuzz-inductor-")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_DIR
+        atexit.register(shutil.rmtree, _CACHE_DIR, True)
+
+    torch.set_num_threads(1)
+
+
+def scrub(message: str) -> str:
+    """A compiler message without this worker's cache folder and generated file names (they
+    differ per worker and per graph, so they would split one finding into many)."""
+    if _CACHE_DIR:
+        message = message.replace(_CACHE_DIR, "$TORCHINDUCTOR_CACHE_DIR")
+    return re.sub(r"\$TORCHINDUCTOR_CACHE_DIR/\S+", "$TORCHINDUCTOR_CACHE_DIR/<generated>", message)
+
+
+_GCC_DIAGNOSTIC = re.compile(r"[:>] (fatal error|error|warning|note): (.*)")
+_GCC_SOURCE = re.compile(r"^\s*\d*\s*\|")  # the quoted source line and its caret line
+
+
+def summarize_cpp_compile_error(message: str) -> str:
+    """A C++ compile error as a maintainer reads it: g++'s first error on the headline (it names the
+    bug: "no matching function for call to 'max_propagate_nan(int&, short int&)'"; without it every
+    CppCompileError would be one finding) and its output without the warnings (thousands of lines of
+    ATen's vectorization headers' -Woverflow warnings buried the error: an 8,000-line finding)."""
+    head, sep, output = message.partition("\nOutput:\n")
+    if "CppCompileError" not in head or not sep:
+        return message
+    kept: list[str] = []
+    context: list[str] = []  # "In file included from", "In function", "required from" lines: their diagnostic follows
+    dropping, dropped, first_error = False, 0, None
+    for line in output.split("\n"):
+        m = _GCC_DIAGNOSTIC.search(line)
+        if m:
+            severity = m.group(1)
+            if severity == "warning" or (severity == "note" and dropping):
+                dropping, dropped = True, dropped + len(context) + 1
+            else:
+                dropping = False
+                kept += [*context, line]
+                if first_error is None and severity in ("error", "fatal error"):
+                    first_error = m.group(2).strip()
+            context = []
+        elif _GCC_SOURCE.match(line) and not context:
+            if dropping:
+                dropped += 1
+            else:
+                kept.append(line)
+        else:
+            context.append(line)
+    kept += context  # trailing text (e.g. torch's advice on TORCHDYNAMO_VERBOSE)
+    first, _, rest = head.partition("\n")
+    if first_error:
+        first = f"{first}: {first_error}"
+    note = f" ({dropped} lines of warnings left out)" if dropped else ""
+    return f"{first}\n{rest}\nOutput{note}:\n" + "\n".join(kept)
+
+
+def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]], backend: str,
+                     knobs: dict[str, Any], fault: str | None) -> Callable[..., tuple]:
+    """`fn` compiled by torch.compile's `backend` with `knobs` (and a planted `fault`), under
+    `fallback_random=True` and `fullgraph=True`; compilation forced by a first call on `example_inputs()`."""
+    if backend == "eager":
+        return fn
+    mode, dynamic, patch = split_knobs(knobs)
+    patch = {"fallback_random": True, **patch}
+    if fault:
+        patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
+    torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
+    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
+    if backend == "inductor" and mode != "default":
+        kwargs["mode"] = mode
+    compiled = torch.compile(fn, **kwargs)
+    with torch._inductor.config.patch(patch), torch.no_grad():
+        compiled(*example_inputs())
+    return _patched(compiled, patch)
+
+
+def first_failing_stage(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]],
+                        options: dict[str, Any]) -> str:
+    """The first stage of the ladder eager -> ... -> options' backend whose compile (and example run)
+    fails; "none" when the failure does not repeat."""
+    knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
+    top = LADDER.index(options.get("backend", "inductor"))
+    for stage in LADDER[:top + 1]:
+        try:
+            compile_callable(fn, example_inputs, stage, knobs if stage == "inductor" else
+                             {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
+        except Exception:  # noqa: BLE001 - any failure is the answer
+            return stage
+    return "none"
+
+
+def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[..., tuple]:
+    """Calls run under the same config patch (a recompile, e.g. on a guard miss, must see it)."""
+
+    def call(*args: Any) -> tuple:
+        with torch._inductor.config.patch(patch):
+            return compiled(*args)
+
+    return call

@@ -1,0 +1,994 @@
+"""Inductor's program language: PyTorch programs with PyTorch's own semantics (`programs/core.py`'s
+representation): the op table, type inference on meta tensors, the run (eager, a float64 eager
+reference, compiled), the undefined-behaviour guards, and the reproducer in PyTorch's bug-template form.
+
+The op space is what ONNX graphs cannot say: floor_divide/remainder/fmod on integers, atan2, scans
+(cumsum, cumprod, logcumsumexp), scatter_reduce/index_add/index_put with accumulate, masked_fill,
+where with Python scalars, bucketize/searchsorted, sort (values; indices only with stable=True) and
+topk values, shifts and bitwise ops on every integer type including uint8, clamp on integers, Python
+scalars in arithmetic (torch's type promotion), reductions with dtype=, views (strided slices,
+transpose, permute, expand, unsqueeze, narrow, unfold, view/reshape, select) and in-place ops on
+views and on inputs, and inputs that are transposed views or channels_last.
+
+Guards (a test that trips one is an `unknown`, never a finding): each statement runs eagerly first,
+one at a time, with its op's check of the actual values: float-to-integer casts of non-finite or
+out-of-range values (undefined in C++, e.g. a negative float to uint8), integer division or remainder
+by zero, shifts by a negative amount or past the width and left shifts of negative values, signed
+integer overflow (the op re-run on float64 copies of its integer arguments leaves the result dtype's
+range). An eager error is an invalid program, not a bug.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+
+from dlcfuzz.oracle import categories as C
+from dlcfuzz.programs.core import (
+    FLOAT,
+    INTEGER,
+    NUMERIC,
+    SIGNED,
+    Draw,
+    Input,
+    OpSpec,
+    Pool,
+    Program,
+    Stmt,
+    Value,
+    emit,
+)
+
+UNDEFINED = "undefined-behaviour"  # a category of the program guards (registered below)
+C.add_category(C.Category(UNDEFINED, "unknown", routine=True))
+
+INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 2.0), ("int32", 1.5),
+                ("int16", 1.0), ("int8", 1.0), ("uint8", 1.5), ("bool", 1.0))
+INT_OR_BOOL = INTEGER + ("bool",)
+DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
+
+# The inputs, built the same way by the runner and by the reproducer (the reproducer embeds this source):
+# floats on a grid of eighths in [-4, 4] (sums and products of a few are exact in float32, so rounding
+# decides few results), integers small (far from overflow), unsigned ones non-negative.
+INPUTS_SOURCE = '''
+def make_inputs(specs, seed):
+    """(name, dtype, shape, layout) -> tensor; "transposed": a view with its last two axes swapped."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, dtype, shape, layout in specs:
+        shape = tuple(shape)
+        stored = shape[:-2] + (shape[-1], shape[-2]) if layout == "transposed" else shape
+        if dtype == "bool":
+            a = rng.random(stored) < 0.5
+        elif dtype == "uint8":
+            a = rng.integers(0, 17, stored)
+        elif dtype.startswith("int"):
+            a = rng.integers(-8, 9, stored)
+        else:
+            a = rng.integers(-32, 33, stored) / 8
+        t = torch.from_numpy(np.array(np.asarray(a).astype(dtype)))
+        if layout == "transposed":
+            t = t.transpose(-1, -2)
+        elif layout == "channels_last":
+            t = t.contiguous(memory_format=torch.channels_last)
+        out[name] = t
+    return out
+'''
+_NS: dict[str, Any] = {"np": np, "torch": torch}
+exec(INPUTS_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducer
+make_inputs: Callable[[list[Any], int], dict[str, torch.Tensor]] = _NS["make_inputs"]
+
+
+def input_specs(program: Program) -> list[list[Any]]:
+    return [[i.name, i.dtype, list(i.shape), i.layout] for i in program.inputs]
+
+
+def _dt(name: str) -> str:
+    return f"torch.{name}"
+
+
+# ---- undefined-behaviour checks (on the actual arguments, before the op runs) -----------------------
+def _is_int(x: Any) -> bool:
+    if isinstance(x, torch.Tensor):
+        return not x.is_floating_point() and x.dtype != torch.bool
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _zero_divisor(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    if attrs.get("nonzero") and not attrs.get("swap"):
+        return None  # the program replaces the divisor's zeros
+    a, b = (args[1], args[0]) if attrs.get("swap") else (args[0], args[1])
+    if not (_is_int(a) or isinstance(a, torch.Tensor) and a.dtype == torch.bool) or not (
+            _is_int(b) or isinstance(b, torch.Tensor) and b.dtype == torch.bool):
+        return None
+    zero = bool((b == 0).any()) if isinstance(b, torch.Tensor) else b == 0
+    return (C.INTEGER_DIVISION_BY_ZERO, "an integer divided by zero") if zero else None
+
+
+def _cast_range(x: Any, dtype: str) -> tuple[str, str] | None:
+    """A float converted to an integer type: undefined when non-finite or out of the type's range."""
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or dtype not in INTEGER:
+        return None
+    info = torch.iinfo(getattr(torch, dtype))
+    x64 = x.double()
+    low, high = float(info.min) - 1, -float(info.min)  # truncation keeps (low, high) in range
+    if not bool(torch.isfinite(x64).all()) or bool((x64 <= low).any()) or bool((x64 >= high).any()):
+        return UNDEFINED, f"a float outside {dtype}'s range converted to {dtype}"
+    return None
+
+
+def _cast_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    return _cast_range(args[0], attrs["dtype"])
+
+
+def _copy_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    dst = args[0]
+    return _cast_range(args[1], str(dst.dtype).removeprefix("torch."))
+
+
+def _shift_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    a, b = args[0], args[1]
+    if attrs.get("lhs_clamped"):
+        a = a.clamp(min=0)
+    if isinstance(b, torch.Tensor) and attrs.get("masked"):
+        b = b & 7
+    dtype = torch.result_type(a, b) if isinstance(b, torch.Tensor) else a.dtype
+    bits = torch.iinfo(dtype).bits if dtype != torch.bool else 1
+    bt = b if isinstance(b, torch.Tensor) else torch.tensor(b)
+    if bool((bt < 0).any()) or bool((bt >= bits).any()):
+        return UNDEFINED, "a shift by a negative amount or past the type's width"
+    if attrs.get("left") and dtype.is_signed:
+        if bool((a < 0).any()):
+            return UNDEFINED, "a left shift of a negative value"
+        wide = a.double() * torch.pow(2.0, bt.double())
+        if bool((wide > torch.iinfo(dtype).max).any()):
+            return C.INTEGER_OVERFLOW, "a left shift past the signed type's range"
+    return None
+
+
+def _operator_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    op = attrs["op"]
+    if op in ("//", "%"):
+        return _zero_divisor(args, attrs)
+    if op in ("<<", ">>"):
+        a, b = (args[1], args[0]) if attrs.get("swap") else (args[0], args[1])
+        if not isinstance(a, torch.Tensor):
+            return UNDEFINED, "a Python int shifted by a tensor"  # not generated; a guard nonetheless
+        return _shift_check([a, b], {"left": op == "<<"})
+    return None
+
+
+# ---- the op table ------------------------------------------------------------------------------
+OPS: dict[str, OpSpec] = {}
+
+
+def op(name: str, sample: Callable[[Pool], Draw | None], spell: Callable[[list[str], dict[str, Any]], str],
+       **kw: Any) -> None:
+    OPS[name] = OpSpec(name, sample, spell, **kw)
+
+
+def _other(p: Pool, v: Value, dtypes: tuple[str, ...], scalar: float = 0.35, same: bool = False) -> Any:
+    """A second operand for `v`: a broadcast-compatible value or, sometimes, a Python scalar; `same`: of
+    `v`'s dtype, a scalar of its kind (an in-place op's result type must be `v`'s own; a bitwise op takes no
+    float)."""
+    if p.coin(scalar) or same and v.dtype not in dtypes:
+        return _scalar(p, v.dtype, same)
+    u = p.partner(v, (v.dtype,) if same else dtypes)
+    return u.name if u is not None else _scalar(p, v.dtype, same)
+
+
+def _scalar(p: Pool, dtype: str, same: bool) -> Any:
+    s = p.scalar(dtype)
+    return int(s) if same and dtype in INTEGER and isinstance(s, float) else s
+
+
+def along_axis(build: Callable[[Pool, Value, int], Draw | None], dtypes: tuple[str, ...] | None = None,
+               **pick: Any) -> Callable[[Pool], Draw | None]:
+    """A sampler of an op on one value and one of its axes: `build(pool, value, axis)` draws the rest."""
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(dtypes, **{"min_rank": 1, **pick})
+        return build(p, x, p.integers(0, x.rank - 1)) if x is not None else None
+
+    return sample
+
+
+def _binary(name: str, dtypes: tuple[str, ...], scalar: bool = True, same: bool = False, divisor: bool = False,
+            **kw: Any) -> None:
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(dtypes)
+        if a is None:
+            return None
+        b = _other(p, a, dtypes, 0.35 if scalar else 0.0, same)
+        return Draw([a.name, _nonzero(p, b) if divisor else b], {"nonzero": divisor and _integral(p, b)})
+
+    op(name, sample, lambda a, at: f"torch.{name}({a[0]}, {_divisor(a[1], at)})", **kw)
+
+
+def _integral(p: Pool, b: Any) -> bool:
+    return isinstance(b, str) and p.values[b].dtype in INTEGER
+
+
+def _nonzero(p: Pool, b: Any) -> Any:
+    """A divisor that is rarely zero: a zero scalar drawn again (an integer division by zero is undefined)."""
+    return (b or 2) if isinstance(b, (int, float)) and not isinstance(b, bool) else b
+
+
+def _divisor(b: str, at: dict[str, Any]) -> str:
+    # an integer tensor divisor's zeros replaced in the program itself (small integer inputs hold zeros often,
+    # and a division by zero is undefined): torch.where with a Python scalar is one more semantics under test
+    return f"torch.where({b} == 0, 3, {b})" if at.get("nonzero") else b
+
+
+for _name in ("add", "sub", "mul"):
+    _binary(_name, NUMERIC, overflows=True)
+_binary("maximum", NUMERIC, scalar=False)
+_binary("minimum", NUMERIC, scalar=False)
+_binary("atan2", FLOAT, scalar=False)
+_binary("pow", FLOAT)
+for _name in ("floor_divide", "remainder", "fmod"):
+    _binary(_name, NUMERIC, overflows=True, undefined=_zero_divisor, divisor=True, weight=1.5)
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    _binary(_name, INT_OR_BOOL, same=True)
+for _name in ("eq", "lt", "ge"):
+    _binary(_name, NUMERIC + ("bool",), weight=0.6)
+
+
+def _div(p: Pool) -> Draw | None:
+    a = p.pick(NUMERIC)
+    if a is None:
+        return None
+    b = _nonzero(p, _other(p, a, NUMERIC))
+    return Draw([a.name, b], {"rounding_mode": p.choice((None, "floor", "trunc")), "nonzero": _integral(p, b)})
+
+
+op("div", _div, lambda a, at: f"torch.div({a[0]}, {_divisor(a[1], at)}, rounding_mode={at['rounding_mode']!r})",
+   overflows=True, undefined=lambda args, at: _zero_divisor(args, at) if at["rounding_mode"] else None)
+
+_OPERATORS = {"+": NUMERIC, "-": NUMERIC, "*": NUMERIC, "/": NUMERIC, "//": NUMERIC, "%": NUMERIC,
+              "&": INT_OR_BOOL, "|": INT_OR_BOOL, "^": INT_OR_BOOL, "<<": INTEGER, ">>": INTEGER}
+
+
+def _operator(p: Pool) -> Draw | None:
+    sym = p.choice(tuple(_OPERATORS))
+    a = p.pick(_OPERATORS[sym])
+    if a is None:
+        return None
+    if sym in ("<<", ">>"):
+        return Draw([a.name, p.integers(0, 7)], {"op": sym, "swap": False})
+    b = _other(p, a, _OPERATORS[sym], 0.7, same=sym in "&|^")
+    swap = not isinstance(b, str) and p.coin(0.3)
+    if sym in ("//", "%") and not swap:
+        b = _nonzero(p, b)
+    return Draw([a.name, b], {"op": sym, "swap": swap, "nonzero": sym in ("//", "%") and _integral(p, b)})
+
+
+op("operator", _operator, lambda a, at: f"({a[1]} {at['op']} {a[0]})" if at["swap"]
+   else f"({a[0]} {at['op']} {_divisor(a[1], at)})",
+   overflows=True, undefined=_operator_check, weight=2.0)
+
+
+def _shift(left: bool) -> None:
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(INTEGER)
+        if a is None:
+            return None
+        # a left shift of a negative value is undefined (C++17): most signed operands are clamped at 0 first
+        attrs = {"left": left, "lhs_clamped": left and a.dtype in SIGNED and p.coin(0.8)}
+        b = p.partner(a, INTEGER)
+        if b is None or p.coin(0.4):
+            return Draw([a.name, p.integers(0, 7)], {**attrs, "masked": False})
+        return Draw([a.name, b.name], {**attrs, "masked": True})
+
+    fn = "bitwise_left_shift" if left else "bitwise_right_shift"
+    op(fn, sample, lambda a, at: f"torch.{fn}({a[0]}{'.clamp(min=0)' if at.get('lhs_clamped') else ''}, "
+       f"{a[1]}{' & 7' if at['masked'] else ''})", undefined=_shift_check)
+
+
+_shift(True)
+_shift(False)
+
+
+def _unary(name: str, dtypes: tuple[str, ...], spelled: str | None = None, **kw: Any) -> None:
+    op(name, lambda p: (lambda a: Draw([a.name]) if a else None)(p.pick(dtypes)),
+       lambda a, at: (spelled or f"torch.{name}({{}})").format(a[0]), **kw)
+
+
+_unary("neg", NUMERIC, overflows=True)
+_unary("abs", NUMERIC, overflows=True)
+_unary("relu", NUMERIC, weight=1.5)  # also the op of Inductor's planted faults (cpp.inject_relu_bug_TESTING_ONLY)
+_unary("bitwise_not", INT_OR_BOOL)
+for _name in ("sigmoid", "tanh", "exp", "sqrt", "floor", "round", "sign", "log1p"):
+    _unary(_name, FLOAT, weight=0.4)
+
+
+def _cast(p: Pool) -> Draw | None:
+    a = p.pick()
+    return Draw([a.name], {"dtype": p.choice(NUMERIC + ("bool",))}) if a else None
+
+
+op("to", _cast, lambda a, at: f"{a[0]}.to({_dt(at['dtype'])})", undefined=_cast_check)
+
+
+def _mask(p: Pool, v: Value) -> str:
+    m = p.pick(("bool",), where=lambda u: u.shape == v.shape or len(u.shape) <= len(v.shape)
+               and all(s in (1, t) for s, t in zip(reversed(u.shape), reversed(v.shape))))
+    return m.name if m is not None else v.name
+
+
+def _masked_fill(inplace: bool) -> Callable[[Pool], Draw | None]:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(NUMERIC + ("bool",), writable=inplace)
+        if x is None:
+            return None
+        m = _mask(p, x)
+        return Draw([x.name, m], {"value": p.scalar(x.dtype), "compare": m == x.name})
+
+    return sample
+
+
+def _mask_spelled(a: list[str], at: dict[str, Any]) -> str:
+    return f"({a[1]} > 0)" if at["compare"] else a[1]
+
+
+op("masked_fill", _masked_fill(False),
+   lambda a, at: f"torch.masked_fill({a[0]}, {_mask_spelled(a, at)}, {at['value']!r})")
+op("masked_fill_", _masked_fill(True), lambda a, at: f"{a[0]}.masked_fill_({_mask_spelled(a, at)}, {at['value']!r})",
+   inplace=True)
+
+
+def _where(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    m = _mask(p, x)
+    other = _other(p, x, NUMERIC, 0.7)
+    return Draw([x.name, m, other], {"compare": m == x.name, "swap": p.coin(0.3), "scalar": p.scalar(x.dtype)
+                                     if p.coin(0.3) else None})
+
+
+def _where_spelled(a: list[str], at: dict[str, Any]) -> str:
+    x = repr(at["scalar"]) if at["scalar"] is not None else a[0]
+    first, second = (a[2], x) if at["swap"] else (x, a[2])
+    return f"torch.where({_mask_spelled(a, at)}, {first}, {second})"
+
+
+op("where", _where, _where_spelled)
+
+
+def _clamp(inplace: bool) -> Callable[[Pool], Draw | None]:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(NUMERIC, writable=inplace)
+        if x is None:
+            return None
+        integral = x.dtype in INTEGER and (inplace or p.coin(0.8))
+        lo = p.integers(0 if x.dtype == "uint8" else -4, 2) if integral else float(p.choice((-1.5, -0.5, 0.25)))
+        hi = p.integers(2, 6) if integral else float(p.choice((0.5, 1.0, 2.5)))
+        if p.coin(0.1):
+            lo, hi = hi, lo  # min > max: torch documents the result as max
+        return Draw([x.name], {"min": lo if p.coin(0.85) else None, "max": hi})
+
+    return sample
+
+
+op("clamp", _clamp(False), lambda a, at: f"torch.clamp({a[0]}, min={at['min']!r}, max={at['max']!r})")
+op("clamp_", _clamp(True), lambda a, at: f"{a[0]}.clamp_(min={at['min']!r}, max={at['max']!r})", inplace=True)
+
+
+# ---- reductions and scans ----------------------------------------------------------------------
+def _wider(p: Pool, dtype: str) -> str | None:
+    """A dtype= that only widens (a narrowing one would be a cast of its own)."""
+    if not p.coin(0.4):
+        return None
+    return "int64" if dtype in INTEGER + ("bool",) else "float64"
+
+
+def _reduction(name: str, dtypes: tuple[str, ...], with_dtype: bool, need_dim: bool, **kw: Any) -> None:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(dtypes, min_rank=1)
+        if x is None:
+            return None
+        dim = p.axis(x) if need_dim or p.coin(0.8) else None
+        attrs = {"dim": dim, "keepdim": p.coin(0.3), "dtype": _wider(p, x.dtype) if with_dtype else None}
+        return Draw([x.name], attrs)
+
+    def spell(a: list[str], at: dict[str, Any]) -> str:
+        parts = [a[0]]
+        if at["dim"] is not None:
+            parts += [f"dim={at['dim']}", f"keepdim={at['keepdim']}"]
+        if at.get("dtype"):
+            parts.append(f"dtype={_dt(at['dtype'])}")
+        return f"torch.{name}({', '.join(parts)})"
+
+    op(name, sample, spell, **kw)
+
+
+_reduction("sum", NUMERIC + ("bool",), True, False, overflows=True)
+_reduction("prod", NUMERIC, True, True, overflows=True, weight=0.6)
+_reduction("amax", NUMERIC, False, True)
+_reduction("mean", FLOAT, False, False, weight=0.5)
+
+
+def _scan(name: str, dtypes: tuple[str, ...], with_dtype: bool, **kw: Any) -> None:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(dtypes, min_rank=1)
+        if x is None:
+            return None
+        return Draw([x.name], {"dim": p.axis(x), "dtype": _wider(p, x.dtype) if with_dtype else None})
+
+    op(name, sample, lambda a, at: f"torch.{name}({a[0]}, dim={at['dim']}"
+       + (f", dtype={_dt(at['dtype'])})" if at.get("dtype") else ")"), **kw)
+
+
+_scan("cumsum", NUMERIC + ("bool",), True, overflows=True)
+_scan("cumprod", NUMERIC, True, overflows=True, weight=0.6)
+_scan("logcumsumexp", FLOAT, False)
+_scan("softmax", FLOAT, False, weight=0.5)
+
+
+def _sort(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC + ("bool",), min_rank=1)
+    if x is None:
+        return None
+    return Draw([x.name], {"dim": p.axis(x), "descending": p.coin(), "part": p.choice(("values", "indices"))})
+
+
+# indices only with stable=True: ties then have one order (PyTorch's fuzzer guidance: no ambiguous indices)
+op("sort", _sort, lambda a, at: f"torch.sort({a[0]}, dim={at['dim']}, descending={at['descending']}, "
+   f"stable=True).{at['part']}")
+
+
+def _topk(p: Pool, x: Value, d: int) -> Draw:
+    return Draw([x.name], {"k": p.integers(1, x.shape[d]), "dim": d - x.rank * p.coin(0.3), "largest": p.coin(0.7)})
+
+
+op("topk", along_axis(_topk, NUMERIC), lambda a, at: f"torch.topk({a[0]}, {at['k']}, dim={at['dim']}, largest={at['largest']}).values")
+
+
+def _boundaries(p: Pool, dtype: str) -> list[Any]:
+    n = p.integers(1, 5)
+    if dtype in INTEGER:
+        lo = 0 if dtype == "uint8" else -6
+        return sorted(p.integers(lo, 8) for _ in range(n))
+    return sorted(float(p.integers(-24, 24)) / 8 for _ in range(n))
+
+
+def _sorted_sequence(p: Pool) -> Draw | None:
+    """bucketize's boundaries, searchsorted's sorted sequence: a literal of the value's dtype."""
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    return Draw([x.name], {"boundaries": _boundaries(p, x.dtype), "right": p.coin(), "out_int32": p.coin(0.3)})
+
+
+op("bucketize", _sorted_sequence, lambda a, at: f"torch.bucketize({a[0]}, torch.tensor({at['boundaries']!r}, "
+   f"dtype={a[0]}.dtype), out_int32={at['out_int32']}, right={at['right']})")
+op("searchsorted", _sorted_sequence, lambda a, at: f"torch.searchsorted(torch.tensor({at['boundaries']!r}, "
+   f"dtype={a[0]}.dtype), {a[0]}, out_int32={at['out_int32']}, right={at['right']})")
+
+
+# ---- indexing and scatter ------------------------------------------------------------------------
+def _index_add(p: Pool, x: Value, d: int) -> Draw:
+    n = x.shape[d]
+    length = p.integers(1, n)
+    index = [p.integers(0, n - 1) for _ in range(length)]
+    alpha = p.integers(1, 3) if x.dtype in INTEGER else float(p.choice((1.0, 0.5, -2.0)))
+    return Draw([x.name], {"dim": d, "index": index, "alpha": alpha})
+
+
+op("index_add", along_axis(_index_add, NUMERIC), lambda a, at: f"torch.index_add({a[0]}, {at['dim']}, torch.tensor({at['index']!r}), "
+   f"{a[0]}.narrow({at['dim']}, 0, {len(at['index'])}), alpha={at['alpha']!r})", overflows=True)
+
+
+def _index_put(inplace: bool) -> Callable[[Pool], Draw | None]:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(NUMERIC, min_rank=1, writable=inplace)
+        if x is None:
+            return None
+        n = x.shape[0]
+        accumulate = p.coin(0.6)
+        if accumulate:
+            index = [p.integers(-n, n - 1) for _ in range(p.integers(1, n + 2))]  # repeats and negative indices
+        else:  # distinct positions: which of two writes to one position wins is unspecified
+            index = [int(i) for i in p.rng.permutation(n)[:p.integers(1, n)]]
+        return Draw([x.name], {"index": index, "accumulate": accumulate, "value": p.scalar(x.dtype)
+                               if x.dtype in FLOAT else p.integers(0, 5)})
+
+    return sample
+
+
+def _index_put_spelled(method: str) -> Callable[[list[str], dict[str, Any]], str]:
+    def spell(a: list[str], at: dict[str, Any]) -> str:
+        head = f"torch.index_put({a[0]}, " if method == "index_put" else f"{a[0]}.index_put_("
+        return (f"{head}(torch.tensor({at['index']!r}),), {a[0]}.new_full((), {at['value']!r}), "
+                f"accumulate={at['accumulate']})")
+
+    return spell
+
+
+op("index_put", _index_put(False), _index_put_spelled("index_put"), overflows=True)
+op("index_put_", _index_put(True), _index_put_spelled("index_put_"), inplace=True, overflows=True)
+
+
+def _index_tensor(p: Pool, shape: tuple[int, ...], high: int) -> list[Any]:
+    return np.asarray(p.rng.integers(0, high, size=shape)).tolist()
+
+
+def _small(v: Value) -> bool:
+    return int(np.prod(v.shape)) <= 48  # its index tensor is a literal in the source
+
+
+def _scatter_reduce(p: Pool, x: Value, d: int) -> Draw:
+    return Draw([x.name], {"dim": d, "index": _index_tensor(p, x.shape, x.shape[d]),
+                           "reduce": p.choice(("sum", "prod", "amax", "amin", "mean")), "include_self": p.coin(0.7)})
+
+
+op("scatter_reduce", along_axis(_scatter_reduce, NUMERIC, where=_small), lambda a, at: f"torch.scatter_reduce({a[0]}, {at['dim']}, "
+   f"torch.tensor({at['index']!r}), {a[0]}, reduce={at['reduce']!r}, include_self={at['include_self']})",
+   overflows=True)
+
+
+def _gather(p: Pool, x: Value, d: int) -> Draw:
+    shape = tuple(p.integers(1, 4) if k == d else p.integers(1, s) for k, s in enumerate(x.shape))
+    return Draw([x.name], {"dim": d, "index": _index_tensor(p, shape, x.shape[d])})
+
+
+op("gather", along_axis(_gather, NUMERIC + ("bool",), where=_small), lambda a, at: f"torch.gather({a[0]}, {at['dim']}, torch.tensor({at['index']!r}))")
+
+
+def _matmul(p: Pool) -> Draw | None:
+    x = p.pick(("float32", "float64"), min_rank=2, max_rank=3)
+    return Draw([x.name]) if x else None
+
+
+op("matmul", _matmul, lambda a, at: f"torch.matmul({a[0]}, {a[0]}.transpose(-1, -2))", weight=0.5)
+
+
+def _cat(p: Pool, x: Value, d: int) -> Draw:
+    y = p.pick(where=lambda v: v.rank == x.rank and all(s == t for k, (s, t) in enumerate(zip(v.shape, x.shape))
+                                                       if k != d))
+    return Draw([x.name, (y or x).name], {"dim": d})
+
+
+op("cat", along_axis(_cat), lambda a, at: f"torch.cat(({a[0]}, {a[1]}), dim={at['dim']})", weight=0.6)
+
+
+# ---- views ---------------------------------------------------------------------------------------
+def _slice(p: Pool, x: Value, d: int) -> Draw:
+    n = x.shape[d]
+    start = p.integers(0, n - 1)
+    return Draw([x.name], {"dim": d, "start": start, "stop": p.integers(start + 1, n), "step": p.integers(1, 3)})
+
+
+op("slice", along_axis(_slice), lambda a, at: f"{a[0]}[{':, ' * at['dim']}{at['start']}:{at['stop']}:{at['step']}]", view=True,
+   weight=1.5)
+
+
+def _transpose(p: Pool) -> Draw | None:
+    x = p.pick(min_rank=2)
+    return Draw([x.name], {"dims": [int(d) for d in p.rng.choice(x.rank, 2, replace=False)]}) if x else None
+
+
+op("transpose", _transpose, lambda a, at: f"{a[0]}.transpose({at['dims'][0]}, {at['dims'][1]})", view=True)
+
+
+def _permute(p: Pool) -> Draw | None:
+    x = p.pick(min_rank=2)
+    return Draw([x.name], {"perm": [int(d) for d in p.rng.permutation(x.rank)]}) if x else None
+
+
+op("permute", _permute, lambda a, at: f"{a[0]}.permute({', '.join(map(str, at['perm']))})", view=True)
+
+
+def _expand(p: Pool) -> Draw | None:
+    x = p.pick(max_rank=3)
+    if x is None:
+        return None
+    shape = [p.integers(2, 3) if s == 1 else s for s in x.shape]
+    if p.coin(0.4) or shape == list(x.shape):
+        shape = [p.integers(2, 3), *shape]
+    return Draw([x.name], {"shape": shape})
+
+
+op("expand", _expand, lambda a, at: f"{a[0]}.expand({', '.join(map(str, at['shape']))})", view=True, overlapping=True)
+
+
+def _unsqueeze(p: Pool) -> Draw | None:
+    x = p.pick(max_rank=3)
+    return Draw([x.name], {"dim": p.integers(-x.rank - 1, x.rank)}) if x else None
+
+
+op("unsqueeze", _unsqueeze, lambda a, at: f"{a[0]}.unsqueeze({at['dim']})", view=True)
+
+
+def _narrow(p: Pool, x: Value, d: int) -> Draw:
+    start = p.integers(0, x.shape[d] - 1)
+    return Draw([x.name], {"dim": d, "start": start, "length": p.integers(1, x.shape[d] - start)})
+
+
+op("narrow", along_axis(_narrow), lambda a, at: f"{a[0]}.narrow({at['dim']}, {at['start']}, {at['length']})", view=True)
+
+
+def _unfold(p: Pool, x: Value, d: int) -> Draw:
+    return Draw([x.name], {"dim": d, "size": p.integers(1, x.shape[d]), "step": p.integers(1, 2)})
+
+
+op("unfold", along_axis(_unfold, max_rank=3), lambda a, at: f"{a[0]}.unfold({at['dim']}, {at['size']}, {at['step']})", view=True,
+   overlapping=True, weight=0.6)
+
+
+def _reshape(p: Pool) -> Draw | None:
+    x = p.pick(min_rank=1)
+    if x is None:
+        return None
+    n = int(np.prod(x.shape))
+    if x.rank >= 2 and p.coin():
+        k = p.integers(0, x.rank - 2)  # merge two neighbouring axes
+        shape = [*x.shape[:k], x.shape[k] * x.shape[k + 1], *x.shape[k + 2:]]
+    elif p.coin():
+        shape = [-1]
+    else:
+        f = next((f for f in (2, 3, 5) if n % f == 0), 1)
+        shape = [f, -1]
+    return Draw([x.name], {"shape": shape, "method": p.choice(("reshape", "view"))})
+
+
+# view fails on a non-contiguous argument (type inference on meta tensors rejects the draw); reshape copies there
+op("reshape", _reshape, lambda a, at: f"{a[0]}.{at['method']}({', '.join(map(str, at['shape']))})", view=True)
+
+
+def _select(p: Pool, x: Value, d: int) -> Draw:
+    return Draw([x.name], {"dim": d, "index": p.integers(-x.shape[d], x.shape[d] - 1)})
+
+
+op("select", along_axis(_select), lambda a, at: f"{a[0]}.select({at['dim']}, {at['index']})", view=True)
+
+
+# ---- in-place ------------------------------------------------------------------------------------
+def _inplace_binary(name: str, dtypes: tuple[str, ...]) -> None:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(dtypes, writable=True)
+        if x is None:
+            return None
+        return Draw([x.name, _other(p, x, dtypes, 0.4, same=True)])
+
+    op(name, sample, lambda a, at: f"{a[0]}.{name}({a[1]})", inplace=True, overflows=True, weight=1.5)
+
+
+_inplace_binary("add_", NUMERIC)
+_inplace_binary("mul_", NUMERIC)
+_inplace_binary("sub_", NUMERIC)
+
+
+def _copy(p: Pool) -> Draw | None:
+    x = p.pick(writable=True)
+    if x is None:
+        return None
+    y = p.partner(x)
+    return Draw([x.name, y.name]) if y is not None and y.name != x.name else None
+
+
+op("copy_", _copy, lambda a, at: f"{a[0]}.copy_({a[1]})", inplace=True, undefined=_copy_check, weight=1.5)
+
+
+def _relu_(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC, writable=True)
+    return Draw([x.name]) if x else None
+
+
+op("relu_", _relu_, lambda a, at: f"{a[0]}.relu_()", inplace=True)
+
+
+# ---- the dialect ---------------------------------------------------------------------------------
+def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
+    if layout == "transposed":
+        return t.transpose(-1, -2)
+    if layout == "channels_last":
+        return t.contiguous(memory_format=torch.channels_last)
+    return t
+
+
+def _meta(i: Input) -> torch.Tensor:
+    shape = i.shape[:-2] + (i.shape[-1], i.shape[-2]) if i.layout == "transposed" else i.shape
+    return _layout(torch.empty(shape, dtype=getattr(torch, i.dtype), device="meta"), i.layout)
+
+
+def _spell(stmt: Stmt) -> str:
+    from dlcfuzz.lower.pysource.codegen import literal
+
+    return OPS[stmt.op].spell([a if isinstance(a, str) else literal(a) for a in stmt.args], stmt.attrs)
+
+
+def _eval(stmt: Stmt, env: dict[str, Any]) -> Any:
+    return eval(_spell(stmt), {"torch": torch}, env)  # noqa: S307 - our own generated source
+
+
+class TorchDialect:
+    """PyTorch programs (`programs/core.Dialect`) for TorchInductor."""
+
+    name = "torch"
+    ops = OPS
+    dtypes = INPUT_DTYPES
+
+    def start(self, inputs: list[Input]) -> dict[str, torch.Tensor]:
+        return {i.name: _meta(i) for i in inputs}
+
+    def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
+        with torch.no_grad():
+            r = _eval(stmt, state)
+        if stmt.out is None:
+            return None
+        if not isinstance(r, torch.Tensor) or r.dtype == torch.bfloat16 or r.is_complex():
+            raise TypeError("not a real tensor")
+        if r.numel() > 4096 or r.dim() > 5:
+            raise ValueError("too large")  # keep programs small: compiles stay fast
+        state[stmt.out] = r
+        return str(r.dtype).removeprefix("torch."), tuple(r.shape)
+
+    def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """A share of the tests compile their plain Inductor configuration with dynamic shapes (symbolic
+        sizes: other kernels and guards than the static compile's, on the same inputs)."""
+        if rng.random() >= DYNAMIC_SHARE:
+            return configs
+        return [(f"{n}+dynamic", {**o, "knobs": {"dynamic": True}})
+                if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") else (n, o)
+                for n, o in configs]
+
+    def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
+            note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return run_program(program, seed, configs, note)
+
+    def reproducer(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str,
+                   detail: str, version: str) -> str:
+        return reproducer(program, seed, configs, title, detail, version)
+
+
+DIALECT = TorchDialect()
+
+
+# ---- the run -------------------------------------------------------------------------------------
+def _clones(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Copies with the same strides (a transposed or channels_last input stays one)."""
+    return {k: torch.empty_strided(t.shape, t.stride(), dtype=t.dtype).copy_(t) for k, t in inputs.items()}
+
+
+def _overflow(stmt: Stmt, env: dict[str, Any], result: torch.Tensor) -> tuple[str, str] | None:
+    """The statement again on float64 copies of its integer arguments: does the exact result leave the
+    result dtype's range? (Exact below 2^53; the inputs are small.)"""
+    if result.dtype not in (torch.int8, torch.int16, torch.int32, torch.int64):
+        return None
+    wide = {k: (v.double() if isinstance(v, torch.Tensor) and not v.is_floating_point() else v.clone()
+                if isinstance(v, torch.Tensor) else v) for k, v in env.items() if k in stmt.uses()}
+    attrs = {**stmt.attrs, "dtype": None} if "dtype" in stmt.attrs else stmt.attrs
+    try:
+        with torch.no_grad():
+            r = _eval(Stmt(stmt.op, stmt.args, attrs, stmt.out), wide)
+            if stmt.out is None:
+                r = wide[stmt.args[0]]
+    except Exception:  # noqa: BLE001 - no float reading of this statement: judge by its integer result
+        return None
+    info = torch.iinfo(result.dtype)
+    r = r.double()
+    if bool((r > info.max).any()) or bool((r < info.min).any()):
+        return C.INTEGER_OVERFLOW, f"{stmt.op}: a {str(result.dtype)[6:]} result past the type's range"
+    return None
+
+
+def checked_run(program: Program, inputs: dict[str, torch.Tensor]) -> tuple[str, str] | None:
+    """Run the program eagerly a statement at a time with each op's guards; (category, reason) of the
+    first undefined behaviour, or None. Raises what eager raises (an invalid program)."""
+    env: dict[str, Any] = dict(inputs)
+    with torch.no_grad():
+        for stmt in program.stmts:
+            spec = OPS[stmt.op]
+            args = [env[a] if isinstance(a, str) else a for a in stmt.args]
+            if spec.undefined is not None and (ub := spec.undefined(args, stmt.attrs)) is not None:
+                return ub
+            before = {a: env[a].clone() for a in stmt.uses()} if spec.overflows and stmt.out is None else None
+            r = _eval(stmt, env)
+            if stmt.out is not None:
+                env[stmt.out] = r
+            if spec.overflows:
+                res = r if stmt.out is not None else env[stmt.args[0]]
+                wide_env = before if before is not None else env
+                if (ub := _overflow(stmt, wide_env, res)) is not None:
+                    return ub
+    return None
+
+
+def _arrays(tag: str, outs: Any, ins: dict[str, torch.Tensor], program: Program) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for k, t in enumerate(outs):
+        out[f"{tag}/out/{k}"] = t.detach().contiguous().numpy().copy()
+    for k, i in enumerate(program.inputs):
+        out[f"{tag}/in/{k}"] = ins[i.name].detach().contiguous().numpy().copy()
+    return out
+
+
+def source_function(program: Program) -> Callable[..., tuple]:
+    ns: dict[str, Any] = {"torch": torch}
+    exec(emit(program, OPS), ns)  # noqa: S102 - our own generated source
+    return ns["program"]
+
+
+def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
+                note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Eager (the guards first), a float64 eager reference, then every compiled configuration, each on
+    its own copies of the inputs. Arrays "RUN/out/K" (outputs) and "RUN/in/K" (inputs after the call)."""
+    from dlcfuzz.backends.inductor.compiling import (
+        compile_callable,
+        first_failing_stage,
+        scrub,
+        summarize_cpp_compile_error,
+    )
+
+    inputs = make_inputs(input_specs(program), seed)
+    names = [i.name for i in program.inputs]
+    fn = source_function(program)
+    note("eager:run")
+    try:
+        ub = checked_run(program, _clones(inputs))
+        if ub is not None:
+            return {"undefined": list(ub)}, {}
+        ins = _clones(inputs)
+        with torch.no_grad():
+            outs = fn(*[ins[n] for n in names])
+    except Exception as e:  # noqa: BLE001 - eager rejects the program: invalid, not a bug
+        return {"invalid": f"{type(e).__name__}: {str(e)[:600]}"}, {}
+    arrays = _arrays("eager", outs, ins, program)
+    runs: dict[str, dict[str, Any]] = {"eager": {"status": "ok"}}
+    note("fp64:run")
+    try:  # the float64 reference: float inputs widened, the same program
+        wide = {k: t.double() if t.is_floating_point() else t for k, t in _clones(inputs).items()}
+        with torch.no_grad():
+            outs64 = fn(*[wide[n] for n in names])
+        arrays.update(_arrays("fp64", outs64, wide, program))
+        runs["fp64"] = {"status": "ok"}
+    except Exception as e:  # noqa: BLE001 - e.g. an index_put whose values keep float32: no fp64 reading
+        runs["fp64"] = {"status": "error", "error": f"{type(e).__name__}: {str(e)[:300]}"}
+    for name, options in configs:
+        backend = options.get("backend", "inductor")
+        if backend == "eager":
+            continue
+        knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
+        t0 = time.perf_counter()
+        note(f"{name}:compile")
+        try:
+            compiled = compile_callable(fn, lambda: list(_clones(inputs).values()), backend, knobs, fault)
+            note(f"{name}:run")
+            ins = _clones(inputs)
+            with torch.no_grad():
+                outs = compiled(*[ins[n] for n in names])
+            arrays.update(_arrays(name, outs, ins, program))
+            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
+            stage = first_failing_stage(fn, lambda: list(_clones(inputs).values()), options)
+            summary = summarize_cpp_compile_error(str(e))
+            runs[name] = {"status": "error", "error": f"[stage {stage}] {type(e).__name__}: {scrub(summary)}"[:6000],
+                          "traceback": traceback.format_exc(limit=8)[-3000:],
+                          "compile_s": round(time.perf_counter() - t0, 4)}
+    return {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs)}, arrays
+
+
+# ---- the reproducer ------------------------------------------------------------------------------
+_REPRO_MAIN = '''
+
+def compiled_fn(opts):
+    torch.compiler.reset()
+    kwargs = {"mode": opts["mode"]} if opts["mode"] != "default" else {}
+    compiled = torch.compile(program, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
+
+    def call(*args):
+        with torch._inductor.config.patch(opts["inductor_config"]), torch.no_grad():
+            return compiled(*args)
+
+    return call
+
+
+def run(fn, wide=False):
+    """Outputs and inputs after the call, each run on its own copies of the inputs."""
+    ins = make_inputs(SPECS, SEED)
+    if wide:
+        ins = {k: t.double() if t.is_floating_point() else t for k, t in ins.items()}
+    with torch.no_grad():
+        outs = fn(*[ins[n] for n in INPUT_ORDER])
+    return [t.detach().contiguous().numpy() for t in list(outs) + [ins[n] for n in INPUT_ORDER]]
+
+
+def distance(a, ref):
+    a, ref = a.astype(np.float64), ref.astype(np.float64)
+    fin = np.isfinite(a) & np.isfinite(ref)
+    return float((np.abs(a[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))).max()) if fin.any() else 0.0
+
+
+def wrong(got, eager, fp64):
+    """PyTorch's fuzzer rule (torch._dynamo.utils.same with fp64_ref): integers, bools, dtypes and shapes
+    exactly; floats: the compiled result is wrong only when it is further from the float64 reference than
+    eager is, beyond the dtype's tolerance. Where the float64 reference itself disagrees with eager on an
+    integer result, rounding decides it: not a bug."""
+    if got.shape != eager.shape or got.dtype != eager.dtype:
+        return f"dtype/shape {got.dtype}{got.shape} vs eager {eager.dtype}{eager.shape}"
+    if np.array_equal(got, eager, equal_nan=eager.dtype.kind == "f"):
+        return None
+    if eager.dtype.kind != "f":
+        if fp64 is not None and not np.array_equal(fp64.astype(eager.dtype), eager):
+            return None
+        k = int(np.flatnonzero((got != eager).reshape(-1))[0])
+        return f"differs from eager at flat index {k}: {got.reshape(-1)[k]!r} vs {eager.reshape(-1)[k]!r}"
+    tol = TOL.get(str(eager.dtype), 1e-3)
+    if fp64 is None:
+        d = distance(got, eager)
+        return f"distance {d:.3g} from eager" if d > tol else None
+    if (np.isfinite(got) != np.isfinite(eager)).any():
+        return None if (np.isfinite(fp64) != np.isfinite(eager)).any() else "NaN/Inf where eager and fp64 have numbers"
+    e, c = distance(eager, fp64), distance(got, fp64)
+    return f"distance from fp64 {c:.3g} > 2 x eager's {e:.3g} + {tol}" if c > 2 * e + tol else None
+
+
+eager = run(program)
+try:
+    fp64 = run(program, wide=True)
+except Exception:
+    fp64 = None
+try:
+    got = run(compiled_fn(OPTIONS))
+except Exception as e:
+    print(f"BUG REPRODUCED: eager runs the program, torch.compile raises {type(e).__name__}: {e}")
+    sys.exit(1)
+names = [f"output {k}" for k in range(N_OUT)] + [f"input {n} after the call" for n in INPUT_ORDER]
+for k, name in enumerate(names):
+    why = wrong(got[k], eager[k], fp64[k] if fp64 is not None else None)
+    if why:
+        print(f"BUG REPRODUCED: {name}: {why}")
+        print(f"  eager    {eager[k].reshape(-1)[:16]}\\n  compiled {got[k].reshape(-1)[:16]}")
+        sys.exit(1)
+print("not reproduced: torch.compile agrees with eager")
+'''
+
+
+def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str, detail: str,
+               version: str) -> str:
+    """A standalone script (torch and numpy alone): the program as a function, its inputs rebuilt from
+    the seed, torch.compile with the exact options, eager vs compiled vs float64; exits 1 with
+    "BUG REPRODUCED" while the finding shows."""
+    from dlcfuzz.backends.inductor.reproducer import compile_options
+    from dlcfuzz.oracle.numeric import TOLERANCE
+
+    compiled = [(n, o) for n, o in configs if o.get("backend", "inductor") != "eager"]
+    name, options = compiled[0] if compiled else ("inductor", {"backend": "inductor"})
+    det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    return f'''"""{title}
+
+Found by dlcfuzz (programs strategy) against {version}. The program runs eagerly and compiled by
+torch.compile (configuration {name!r}, fullgraph=True, fallback_random=True), each on its own copies
+of the inputs; outputs and the inputs after the call (mutations) are compared.
+Exits 1 with "BUG REPRODUCED" while the bug is present.
+"""
+{det}
+import sys
+
+import numpy as np
+import torch
+
+torch.set_num_threads(1)
+SEED = {seed}
+SPECS = {json.dumps(input_specs(program))}  # (name, dtype, shape, layout)
+INPUT_ORDER = {[i.name for i in program.inputs]!r}
+N_OUT = {len(program.outputs)}
+OPTIONS = {compile_options(options)!r}
+TOL = {TOLERANCE!r}
+{INPUTS_SOURCE}
+
+{emit(program, OPS)}{_REPRO_MAIN}'''
+
+
+__all__ = ["DIALECT", "INPUTS_SOURCE", "OPS", "UNDEFINED", "TorchDialect", "checked_run", "make_inputs",
+           "reproducer", "run_program", "source_function"]

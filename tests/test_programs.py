@@ -1,0 +1,175 @@
+"""The `programs` strategy on the real torch: generated PyTorch programs are valid in eager, the guards
+stop undefined behaviour before anything compiles, the oracle's float64 rule, a planted Inductor fault
+found by a short campaign (reduced to a few statements, its reproducer firing standalone) while the
+correct Inductor stays quiet on the same tests, and a wrong mutation of an input caught. Compiles are
+few: one campaign pair and two single programs."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the programs strategy's dialect here is torch's (Inductor)")
+
+from dlcfuzz.backends import get_backend  # noqa: E402
+from dlcfuzz.backends.inductor.programs import (  # noqa: E402
+    DIALECT,
+    OPS,
+    UNDEFINED,
+    checked_run,
+    input_specs,
+    make_inputs,
+    run_program,
+    source_function,
+)
+from dlcfuzz.oracle import categories as C  # noqa: E402
+from dlcfuzz.programs.core import Input, Program, Stmt, closure, emit, generate, restrict  # noqa: E402
+from dlcfuzz.strategies.programs import ProgramTest, compare_to_eager, judge_program  # noqa: E402
+
+PLANTED = ("inductor-planted-accuracy", {"backend": "inductor", "fault": "accuracy"})
+CORRECT = ("inductor", {"backend": "inductor"})
+EAGER = ("eager", {"backend": "eager"})
+DYNAMIC = ("inductor+dynamic", {"backend": "inductor", "knobs": {"dynamic": True}})
+
+
+def test_generated_programs_are_valid_in_eager():
+    """200 programs (no compile): at least 95% run eagerly without an error; the guards stop at most 15%
+    (undefined behaviour, before anything compiles); the op table's breadth shows in what was generated."""
+    outcome, ops = collections.Counter(), collections.Counter()
+    for seed in range(200):
+        p = generate(DIALECT, np.random.default_rng(seed), 8)
+        assert Program.from_json(p.to_json()) == p  # the store's form round-trips
+        ops.update(s.op for s in p.stmts)
+        inputs = make_inputs(input_specs(p), seed)
+        try:
+            ub = checked_run(p, inputs)
+            if ub is None:
+                source_function(p)(*make_inputs(input_specs(p), seed).values())
+            outcome["undefined" if ub else "ok"] += 1
+        except Exception:  # noqa: BLE001 - what the assertion counts
+            outcome["error"] += 1
+    assert outcome["error"] <= 10, outcome
+    assert outcome["undefined"] <= 30, outcome
+    assert len(ops) >= 50 and {"index_put_", "copy_", "scatter_reduce", "bitwise_left_shift", "slice"} <= set(ops)
+
+
+def test_closure_keeps_what_a_kept_statement_reads_and_restrict_drops_unread_inputs():
+    p = Program([Input("x0", "float32", (3,)), Input("x1", "int64", (3,))],
+                [Stmt("relu", ["x0"], out="v0"), Stmt("neg", ["x1"], out="v1"),
+                 Stmt("slice", ["v0"], {"dim": 0, "start": 0, "stop": 2, "step": 1}, out="v2"),
+                 Stmt("add_", ["v2", 1.0]), Stmt("abs", ["v1"], out="v4")],
+                ["v4", "v0"])
+    assert closure(p, [3]) == [0, 2, 3]  # the in-place write keeps the view and what it views
+    r = restrict(p, [3])
+    assert [i.name for i in r.inputs] == ["x0"] and r.outputs == ["v0"]
+    assert emit(r, OPS) == ("def program(x0):\n    v0 = torch.relu(x0)\n    v2 = v0[0:2:1]\n    v2.add_(1.0)\n"
+                            "    return (v0,)\n")
+
+
+def _one(stmts: list[Stmt], inputs: list[Input], outputs: list[str]) -> Program:
+    return Program(inputs, stmts, outputs)
+
+
+@pytest.mark.parametrize("stmt, dtype, category", [
+    (Stmt("to", ["x0"], {"dtype": "uint8"}, "v0"), "float32", UNDEFINED),  # -4.0 .. 4.0 to uint8
+    (Stmt("floor_divide", ["x0", 0], {}, "v0"), "int32", C.INTEGER_DIVISION_BY_ZERO),
+    (Stmt("bitwise_right_shift", ["x0", 9], {"left": False, "masked": False}, "v0"), "int8", UNDEFINED),
+    (Stmt("operator", ["x0", 5000], {"op": "*", "swap": False}, "v0"), "int16", C.INTEGER_OVERFLOW),
+    (Stmt("mul_", ["x0", 100]), "int8", C.INTEGER_OVERFLOW),
+])
+def test_guards_stop_undefined_behaviour_before_compiling(stmt, dtype, category):
+    p = _one([stmt], [Input("x0", dtype, (64,))], [stmt.out] if stmt.out else [])
+    meta, arrays = run_program(p, 0, [CORRECT])
+    assert meta == {"undefined": [category, meta["undefined"][1]]} and not arrays
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 0, [CORRECT]), meta, arrays)
+    assert [v.kind for v in verdicts] == ["unknown"] and verdicts[0].category == category
+
+
+def test_an_eager_error_is_an_invalid_program_not_a_bug():
+    p = _one([Stmt("expand", ["x0"], {"shape": [3, 2]}, "v0"), Stmt("add_", ["v0", 1])],
+             [Input("x0", "int64", (1, 2))], ["v0"])
+    meta, _ = run_program(p, 0, [CORRECT])
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 0, [CORRECT]), meta, {})
+    assert [v.category for v in verdicts] == [C.INVALID_TEST]
+
+
+def test_float_results_are_judged_against_float64_and_rounding_decided_integers_are_not_bugs():
+    eager = np.array([1.0, 2.0], np.float32)
+    f64 = np.array([1.00001, 2.0])
+    assert compare_to_eager(np.array([1.5, 2.0], np.float32), eager, f64)[0] == "value"
+    assert compare_to_eager(eager + np.float32(1e-5), eager, f64)[0] is None
+    # eager itself far from float64 (ill-conditioned): compiled as far is no bug
+    rough = np.array([0.0, 2.0], np.float32)
+    assert compare_to_eager(np.array([2.0, 2.0], np.float32), rough, f64)[0] == "ill-conditioned"
+    # an integer the float64 run computes differently: rounding decides it
+    assert compare_to_eager(np.array([1, 2]), np.array([1, 3]), np.array([1, 2]))[0] == "ill-conditioned"
+    assert compare_to_eager(np.array([1, 2]), np.array([1, 3]), np.array([1, 3]))[0] == "value"
+    assert compare_to_eager(np.array([1, 2], np.int32), np.array([1, 2]), None)[0] == "dtype"
+
+
+def test_a_wrong_mutation_of_an_input_is_caught_and_a_right_one_passes():
+    """The relu's result only reaches the caller through an input written in place (no output); the
+    correct Inductor, static and with dynamic shapes, writes it right."""
+    p = _one([Stmt("relu", ["x1"], out="v0"), Stmt("copy_", ["x0", "v0"])],
+             [Input("x0", "float32", (4, 6), "transposed"), Input("x1", "float32", (4, 6))], [])
+    configs = [EAGER, PLANTED, CORRECT, DYNAMIC]
+    meta, arrays = run_program(p, 3, configs)
+    assert {n: r["status"] for n, r in meta["runs"].items()} == dict.fromkeys(["eager", "fp64", *(c[0] for c in
+                                                                                                  configs[1:])], "ok")
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, configs), meta, arrays)
+    assert [(v.kind, v.category, v.configs) for v in verdicts] == [("bug", C.INCONSISTENCY,
+                                                                    ["eager", PLANTED[0]])]
+    assert "input x0 after the call" in verdicts[0].detail and verdicts[0].key.endswith("|mutation")
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory) -> dict[str, Path]:
+    """The same 6 tests (seed 1) against the planted fault and against the correct Inductor."""
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+
+    out = {}
+    for name, configs in (("planted", "eager,inductor-planted-accuracy"), ("correct", "eager,inductor")):
+        out[name] = tmp_path_factory.mktemp(name)
+        Campaign(campaign_options(compiler="inductor", strategy="programs", configs=configs.split(","), seconds=900,
+                                  jobs=1, seed=1, out=out[name], quiet=True, max_tests=6)).run()
+    return out
+
+
+def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
+    from dlcfuzz.engine.store import Store
+
+    found = Store(campaigns["planted"] / "store.sqlite", create=False).findings()
+    assert found and all(f["category"] == C.INCONSISTENCY for f in found)
+    folder = next((campaigns["planted"] / "findings").iterdir())
+    program = (folder / "program.py").read_text()
+    assert "relu" in program and program.count("\n    ") <= 4  # a few statements and the return
+    script = folder / "repro.py"
+    res = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 1 and "BUG REPRODUCED" in res.stdout, res.stdout + res.stderr
+    assert "dlcfuzz" not in "\n".join(ln for ln in script.read_text().splitlines() if ln.startswith(("import",
+                                                                                                      "from")))
+
+
+def test_correct_inductor_is_quiet_on_the_same_tests(campaigns):
+    from dlcfuzz.engine.store import Store
+
+    assert Store(campaigns["correct"] / "store.sqlite", create=False).findings() == []
+
+
+def test_some_tests_compile_with_dynamic_shapes_and_a_planted_fault_stays_as_it_is():
+    rng = np.random.default_rng(0)
+    drawn = [DIALECT.per_test_configs(rng, [EAGER, CORRECT, PLANTED]) for _ in range(200)]
+    dynamic = [d for d in drawn if d[1] == DYNAMIC]
+    assert 40 <= len(dynamic) <= 80 and all(d[0] == EAGER and d[2] == PLANTED for d in drawn)
+
+
+def test_auto_adds_the_programs_arm_only_where_the_backend_has_a_program_language():
+    from dlcfuzz.strategies.auto import arms_for
+
+    assert "programs" in [a.name for a in arms_for("inductor", get_backend("inductor"))]
+    assert "programs" not in [a.name for a in arms_for("inductor", None)]
