@@ -276,6 +276,27 @@ class InductorBackend(BackendBase):
     def compile(self, g: Graph, config: Config) -> InductorCompiled:
         return self.build(self.lower(g, config), g, config)
 
+    # ---- optimizations (OATest's trigger rates) ------------------------------------------------
+    def optimizations(self) -> tuple[str, ...]:
+        """The pattern-matcher rewrites the installed torch registers, read from its passes (patterns.py)."""
+        from dlcfuzz.backends.inductor.patterns import pattern_inventory
+
+        return tuple(pattern_inventory())
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
+        """Which of `targets` (pattern names) the configuration's compile of `g` applied (patterns.py)."""
+        return {t: t in self.fired_patterns(g, config) for t in targets}
+
+    def fired_patterns(self, g: Graph, config: Config) -> dict[str, int]:
+        """Pattern name -> times Inductor applied it while `config` compiled `g` (one extra compile, caches off)."""
+        from dlcfuzz.backends.inductor.patterns import recording_fired
+
+        o = config.options
+        with recording_fired() as fired:
+            self._compile_with(self.lower(g, config), g, o.get("backend", "inductor"), dict(o.get("knobs") or {}),
+                               o.get("fault"))
+        return dict(fired)
+
     # ---- minimization, reproducer, coverage -------------------------------------------------
     def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:
         """The smallest set of non-default knobs that still shows the finding (ddmin over the knob
