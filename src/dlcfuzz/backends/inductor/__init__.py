@@ -226,11 +226,17 @@ class InductorBackend(BackendBase):
     def _compile_with(self, program: Any, g: Graph, backend: str, knobs: dict[str, Any],
                       fault: str | None) -> Callable[..., tuple]:
         """The program compiled by `backend` (compilation forced by a first call)."""
+        return self.compile_function(program.function(), _example_inputs(g), backend, knobs, fault)
 
-        fn = program.function()
+    def compile_function(self, fn: Callable[..., Any], example_inputs: Sequence[Any], backend: str = "inductor",
+                         knobs: dict[str, Any] | None = None, fault: str | None = None,
+                         grad: bool = False) -> Callable[..., Any]:
+        """A torch function compiled by `backend` as every test compiles (fallback_random, fullgraph, no state
+        of earlier compiles), the compile forced by a first call on `example_inputs`; under no_grad unless
+        `grad` (then AOTAutograd traces the forward and backward of inputs that require grad)."""
         if backend == "eager":
             return fn
-        mode, dynamic, patch = split_knobs(knobs)
+        mode, dynamic, patch = split_knobs(dict(knobs or {}))
         patch = {"fallback_random": True, **patch}
         if fault:
             patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
@@ -239,8 +245,8 @@ class InductorBackend(BackendBase):
         if backend == "inductor" and mode != "default":
             kwargs["mode"] = mode
         compiled = torch.compile(fn, **kwargs)
-        with torch._inductor.config.patch(patch), torch.no_grad():
-            compiled(*_example_inputs(g))
+        with torch._inductor.config.patch(patch), torch.set_grad_enabled(grad):
+            compiled(*example_inputs)
         return _patched(compiled, patch)
 
     def stage_of(self, program: Any, g: Graph, options: dict[str, Any]) -> str:

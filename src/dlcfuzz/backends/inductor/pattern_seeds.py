@@ -21,10 +21,13 @@ import inspect
 import json
 import subprocess
 import sys
+import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from dlcfuzz.oracle.numeric import TOLERANCE, chebyshev, tolerance
 
 FLOAT_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
 MAX_GROWN_ELEMENTS = 1 << 20  # a doubled variant only where all inputs stay this small (a 3-D sfdp trace is 16M)
@@ -94,7 +97,7 @@ class PatternSeed:
 
     def function(self) -> Callable[..., Any]:
         """The search function called on the seed's tensors and scalars positionally, fixed keywords bound."""
-        fn, names, fixed = search_callable(self.search), self.argnames, dict(self.kwargs)
+        fn, names, fixed = traceable(search_callable(self.search)), self.argnames, dict(self.kwargs)
 
         def seed_program(*inputs: Any) -> Any:
             return fn(**dict(zip(names, inputs, strict=True)), **fixed)
@@ -191,6 +194,16 @@ def search_callable(search: str) -> Callable[..., Any]:
     raise LookupError(f"no registered search function {search}")
 
 
+def traceable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with its code filed under a name of its own: Dynamo skips (runs eagerly, and with fullgraph
+    refuses) functions whose code lives in torch/_inductor, so the search function as torch wrote it is
+    given another file name; code, globals, defaults and closure are torch's."""
+    code = fn.__code__.replace(co_filename=f"<inductor pattern {fn.__qualname__}>")
+    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
+
+
 # ---- seeds ---------------------------------------------------------------------------------------------------
 def _with_dtype(args: tuple, dtype: str) -> tuple:
     return tuple(dataclasses.replace(a, dtype=dtype) if isinstance(a, TensorSpec) and
@@ -259,6 +272,114 @@ def make_inputs(seed: PatternSeed, rng: np.random.Generator) -> list[Any]:
         t = torch.empty_strided(a.shape, a.stride, dtype=dtype).copy_(values) if a.stride else values
         out.append(t.requires_grad_(True) if seed.training and a.requires_grad else t)
     return out
+
+
+# ---- a seed as a test: eager vs Inductor, float64 reference -----------------------------------------------
+# bfloat16 keeps 3 fewer mantissa bits than float16: 8x float16's tolerance (oracle.numeric has no bfloat16)
+BFLOAT16_TOLERANCE = 8 * TOLERANCE["float16"]
+
+
+@dataclasses.dataclass
+class SeedRun:
+    """One seed compiled and judged: the rewrites that fired, and the verdict ("ok", "mismatch", "error")."""
+
+    seed: PatternSeed
+    fired: dict[str, int]
+    verdict: str
+    detail: str = ""
+
+
+def _tensors(out: Any) -> list[Any]:
+    import torch
+    import torch.utils._pytree as pytree
+
+    return [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def _fresh(inputs: list[Any], dtype: Any = None) -> list[Any]:
+    """Copies of the inputs (strides kept), leaves again where they require grad; float ones cast to `dtype`."""
+    out = []
+    for x in inputs:
+        if hasattr(x, "detach"):
+            y = x.detach().clone()
+            if dtype is not None and y.is_floating_point():
+                y = y.to(dtype)
+            x = y.requires_grad_(x.requires_grad)
+        out.append(x)
+    return out
+
+
+def _results(fn: Callable[..., Any], inputs: list[Any], training: bool) -> list[Any]:
+    """The outputs, and in training the gradients of the inputs that require grad (of the float outputs' sum),
+    the random generator seeded first (fallback_random: eager and compiled draw alike)."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.set_grad_enabled(training):
+        outs = _tensors(fn(*inputs))
+        if not training:
+            return outs
+        floats = [o for o in outs if o.is_floating_point() and o.requires_grad]
+        leaves = [x for x in inputs if hasattr(x, "requires_grad") and x.requires_grad]
+        if floats and leaves:
+            grads = torch.autograd.grad(sum(o.sum() for o in floats), leaves, allow_unused=True)
+            outs += [g for g in grads if g is not None]
+    return [o.detach() for o in outs]
+
+
+def _mismatch(got: Any, eager: Any, ref: Any | None, random: bool) -> str | None:
+    """Why the compiled value `got` is wrong, or None: shape and dtype as eager; then (not random) integers
+    and booleans exactly as eager, floats no further from the float64 reference than the dtype's tolerance
+    plus twice eager's own distance, non-finite where eager is."""
+    import torch
+
+    if got.shape != eager.shape or got.dtype != eager.dtype:
+        return f"{tuple(got.shape)} {got.dtype} != eager {tuple(eager.shape)} {eager.dtype}"
+    if random:
+        return None
+    if not got.is_floating_point():
+        return None if torch.equal(got, eager) else "integer values differ from eager"
+    g, e = got.to(torch.float64).numpy(), eager.to(torch.float64).numpy()
+    if (np.isfinite(g) != np.isfinite(e)).any():
+        return "non-finite values where eager has finite ones (or the reverse)"
+    if ref is None:
+        return None
+    r = ref.to(torch.float64).numpy()
+    dtype = str(got.dtype).removeprefix("torch.")
+    tol = BFLOAT16_TOLERANCE if dtype == "bfloat16" else tolerance(dtype)
+    d_got, d_eager = chebyshev(g, r), chebyshev(e, r)
+    return f"distance to float64 {d_got:.3g} > {tol:.3g} + 2 x eager's {d_eager:.3g}" if d_got > tol + 2 * d_eager \
+        else None
+
+
+def run_seed(backend: Any, seed: PatternSeed, rng: np.random.Generator) -> SeedRun:
+    """Compile the seed with `backend` (InductorBackend.compile_function: the campaign's compile) while recording
+    the rewrites that fire, run it and eager on the same inputs, and judge the outputs (and gradients)."""
+    import torch
+
+    from dlcfuzz.backends.inductor.patterns import recording_fired
+
+    fn, inputs = seed.function(), make_inputs(seed, rng)
+    eager = _results(fn, _fresh(inputs), seed.training)
+    ref = None
+    if not seed.random and seed.dtype not in ("none", "float64"):
+        ref = _results(fn, _fresh(inputs, torch.float64), seed.training)
+    with recording_fired() as fired:
+        try:
+            compiled = backend.compile_function(fn, _fresh(inputs), grad=seed.training)
+        except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
+            return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
+    try:
+        got = _results(compiled, _fresh(inputs), seed.training)
+    except Exception as e:  # noqa: BLE001 - a failure of the compiled function is a verdict
+        return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
+    if len(got) != len(eager):
+        return SeedRun(seed, dict(fired), "mismatch", f"{len(got)} results != eager's {len(eager)}")
+    for i, (g, e) in enumerate(zip(got, eager, strict=True)):
+        why = _mismatch(g, e, ref[i] if ref is not None else None, seed.random)
+        if why:
+            return SeedRun(seed, dict(fired), "mismatch", f"result {i}: {why}")
+    return SeedRun(seed, dict(fired), "ok")
 
 
 def main() -> None:
