@@ -9,7 +9,7 @@ source runs for `--time` seconds of compiling (setup apart), every compile recor
 - `graphs`: today's random graphs (`gen.random.generate`, `--ops` operators), compiled by the Inductor
   backend's default configuration (eager vs inductor, fallback_random);
 - `seeds`: torch's own replacement patterns as programs (backends/inductor/pattern_seeds.py: each search
-  function in every float dtype, registered and doubled sizes, inference and training), in rounds over the
+  function in every float dtype, registered and doubled sizes, a Python scale, inference and training), in rounds over the
   functions; each compiled as the backend compiles, its outputs (and gradients) judged against eager with
   a float64 reference. Findings (mismatch, error) are listed.
 
@@ -58,7 +58,9 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     by_fn: dict[str, list[Any]] = defaultdict(list)
     for s in seeds:
         by_fn[s.search].append(s)
-    queues = [sorted(v, key=lambda s: ("grown" in s.variant, rank.get(s.dtype, 4), s.training)) for v in by_fn.values()]
+    size = {"scalar": 0, "registered": 1, "grown": 2}  # a Python scale first: several fusions refuse a tensor one
+    queues = [sorted(v, key=lambda s: (size[s.variant.split()[1]], rank.get(s.dtype, 4), s.training))
+              for v in by_fn.values()]
     out = []
     for r in range(max(map(len, queues), default=0)):
         out += [q[r] for q in queues if r < len(q)]

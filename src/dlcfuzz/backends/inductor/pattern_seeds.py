@@ -7,9 +7,9 @@ pattern name while Inductor's lazy initializers register them (fuse_attention's 
 the softmax, misc and mm patterns). Nothing of torch's source is copied: the search functions are taken
 from the installed torch at run time.
 
-Each recorded search function becomes seeds: the registered inputs, in every float dtype where eager
-torch runs it (float32, float16, bfloat16, float64), at the registered sizes and at doubled ones, for
-inference and, where torch registered a training variant (inputs that require grad), for training.
+Each recorded search function becomes seeds: the registered inputs, in every float dtype (float32, float16,
+bfloat16, float64), at the registered sizes, at doubled ones, and with a 0-d scale tensor given as a Python
+float, for inference and, where torch registered a training variant (inputs that require grad), for training.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import numpy as np
 from dlcfuzz.oracle.numeric import TOLERANCE, chebyshev, tolerance
 
 FLOAT_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+PYTHON_SCALE = 2.0  # the value of a 0-d scale given as a Python float (torch's traces hold no values)
 MAX_GROWN_ELEMENTS = 1 << 20  # a doubled variant only where all inputs stay this small (a 3-D sfdp trace is 16M)
 
 
@@ -226,6 +227,15 @@ def _grown(args: tuple) -> tuple | None:
     return tuple(out)
 
 
+def _python_scalars(args: tuple) -> tuple | None:
+    """0-d float tensors (torch traces a scale as one) as a Python float, the form most programs write and the
+    one several attention fusions require (their checks refuse a tensor scale); None when there is none."""
+    if not any(isinstance(a, TensorSpec) and a.shape == () and a.dtype.startswith("float") for a in args):
+        return None
+    return tuple(PYTHON_SCALE if isinstance(a, TensorSpec) and a.shape == () and a.dtype.startswith("float") else a
+                 for a in args)
+
+
 def pattern_seeds() -> Iterator[PatternSeed]:
     """Every seed (module docstring), in registration order; variants eager torch rejects are kept (the
     bench checks them eagerly first)."""
@@ -238,6 +248,8 @@ def pattern_seeds() -> Iterator[PatternSeed]:
         sizes = [("registered", r.args)]
         if (grown := _grown(r.args)) is not None:
             sizes.append(("grown", grown))
+        if (scalar := _python_scalars(r.args)) is not None:
+            sizes.append(("scalar", scalar))
         for size, args in sizes:
             dtypes = FLOAT_DTYPES if any(isinstance(a, TensorSpec) and a.dtype.startswith(("float", "bfloat"))
                                          for a in args) else ("none",)
