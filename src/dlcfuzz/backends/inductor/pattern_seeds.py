@@ -198,9 +198,19 @@ def search_callable(search: str) -> Callable[..., Any]:
 def traceable(fn: Callable[..., Any]) -> Callable[..., Any]:
     """`fn` with its code filed under a name of its own: Dynamo skips (runs eagerly, and with fullgraph
     refuses) functions whose code lives in torch/_inductor, so the search function as torch wrote it is
-    given another file name; code, globals, defaults and closure are torch's."""
+    given another file name, and so are the functions of its module it calls (`_sfdp_pattern_28` calls
+    `_sfdp_pattern_4`), through a copy of the module's globals; code, defaults and closures are torch's."""
+    source_file = fn.__code__.co_filename
+    namespace = dict(fn.__globals__)
+    for name, obj in list(namespace.items()):
+        if isinstance(obj, types.FunctionType) and obj.__code__.co_filename == source_file:
+            namespace[name] = _refiled(obj, namespace)
+    return _refiled(fn, namespace)
+
+
+def _refiled(fn: Any, namespace: dict[str, Any]) -> Any:
     code = fn.__code__.replace(co_filename=f"<inductor pattern {fn.__qualname__}>")
-    new = types.FunctionType(code, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    new = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
     new.__kwdefaults__ = fn.__kwdefaults__
     return new
 
