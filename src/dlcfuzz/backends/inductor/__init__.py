@@ -171,6 +171,15 @@ class InductorBackend(BackendBase):
         """The program compiled by `backend` (compilation forced by a first call)."""
         return compile_callable(program.function(), lambda: _example_inputs(g), backend, knobs, fault)
 
+    def compile_function(self, fn: Callable[..., Any], example_inputs: Sequence[Any], backend: str = "inductor",
+                         knobs: dict[str, Any] | None = None, fault: str | None = None,
+                         grad: bool = False) -> Callable[..., Any]:
+        """A torch function compiled by `backend` as every test compiles (`compiling.compile_callable`:
+        fallback_random, fullgraph, no state of earlier compiles), the compile forced by a first call on
+        `example_inputs`; under no_grad unless `grad` (then AOTAutograd traces the forward and backward of
+        inputs that require grad)."""
+        return compile_callable(fn, lambda: list(example_inputs), backend, dict(knobs or {}), fault, grad=grad)
+
     def stage_of(self, program: Any, g: Graph, options: dict[str, Any]) -> str:
         """The first ladder stage whose compile (and example run) fails with these options."""
         return first_failing_stage(program.function(), lambda: _example_inputs(g), options)
@@ -195,6 +204,27 @@ class InductorBackend(BackendBase):
 
     def compile(self, g: Graph, config: Config) -> InductorCompiled:
         return self.build(self.lower(g, config), g, config)
+
+    # ---- optimizations (OATest's trigger rates) ------------------------------------------------
+    def optimizations(self) -> tuple[str, ...]:
+        """The pattern-matcher rewrites the installed torch registers, read from its passes (patterns.py)."""
+        from dlcfuzz.backends.inductor.patterns import pattern_inventory
+
+        return tuple(pattern_inventory())
+
+    def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
+        """Which of `targets` (pattern names) the configuration's compile of `g` applied (patterns.py)."""
+        return {t: t in self.fired_patterns(g, config) for t in targets}
+
+    def fired_patterns(self, g: Graph, config: Config) -> dict[str, int]:
+        """Pattern name -> times Inductor applied it while `config` compiled `g` (one extra compile, caches off)."""
+        from dlcfuzz.backends.inductor.patterns import recording_fired
+
+        o = config.options
+        with recording_fired() as fired:
+            self._compile_with(self.lower(g, config), g, o.get("backend", "inductor"), dict(o.get("knobs") or {}),
+                               o.get("fault"))
+        return dict(fired)
 
     # ---- minimization, reproducer, coverage -------------------------------------------------
     def minimize_config(self, config: Config, shows: Callable[[Config], bool]) -> tuple[Config, list[str]]:

@@ -86,9 +86,10 @@ def summarize_cpp_compile_error(message: str) -> str:
 
 
 def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]], backend: str,
-                     knobs: dict[str, Any], fault: str | None) -> Callable[..., tuple]:
+                     knobs: dict[str, Any], fault: str | None, grad: bool = False) -> Callable[..., tuple]:
     """`fn` compiled by torch.compile's `backend` with `knobs` (and a planted `fault`), under
-    `fallback_random=True` and `fullgraph=True`; compilation forced by a first call on `example_inputs()`."""
+    `fallback_random=True` and `fullgraph=True`; compilation forced by a first call on `example_inputs()`,
+    under no_grad unless `grad` (then AOTAutograd traces the backward of inputs that require grad too)."""
     if backend == "eager":
         return fn
     mode, dynamic, patch = split_knobs(knobs)
@@ -100,7 +101,7 @@ def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list
     if backend == "inductor" and mode != "default":
         kwargs["mode"] = mode
     compiled = torch.compile(fn, **kwargs)
-    with torch._inductor.config.patch(patch), torch.no_grad():
+    with torch._inductor.config.patch(patch), torch.set_grad_enabled(grad):
         compiled(*example_inputs())
     return _patched(compiled, patch)
 

@@ -1,0 +1,138 @@
+"""Inductor pattern rewrites fired: how many of the pattern-matcher rewrites the installed torch registers
+a source of tests reaches.
+
+Y is the inventory read from torch (`Backend.optimizations()`: every rewrite its PatternMatcherPass objects
+hold once the lazy initializers ran; backends/inductor/patterns.py), with how many sit in passes that run by
+default on the CPU and how many need a config knob (freezing, pre/post-grad fusion options, ...). Each
+source runs for `--time` seconds of compiling (setup apart), every compile recording the rewrites applied:
+
+- `graphs`: today's random graphs (`gen.random.generate`, `--ops` operators), compiled by the Inductor
+  backend's default configuration (eager vs inductor, fallback_random);
+- `seeds`: torch's own replacement patterns as programs (backends/inductor/pattern_seeds.py: each search
+  function in every float dtype, registered and doubled sizes, a Python scale, inference and training), in rounds over the
+  functions; each compiled as the backend compiles, its outputs (and gradients) judged against eager with
+  a float64 reference. Findings (mismatch, error) are listed.
+
+Prints per source each rewrite fired, by name, with the compiles that fired it and its applications, then
+`Inductor pattern rewrites fired (<source>): X of Y`, and last the union over the sources:
+`Inductor pattern rewrites fired: X of Y`.
+
+  python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds] [--seed 0] [--ops 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+
+def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int, Counter[str], Counter[str], int]:
+    """Compiles of random graphs: (tests, compiles that fired each rewrite, applications, failed compiles)."""
+    from dlcfuzz.gen.random import generate
+    from dlcfuzz.oracle.policy import test_seed
+
+    config = backend.configs()["inductor"]
+    compiles, applications, failed, tests = Counter(), Counter(), 0, 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        g = generate(np.random.default_rng(test_seed(seed, tests)), ops)
+        tests += 1
+        try:
+            fired = backend.fired_patterns(g, config)
+        except Exception:  # noqa: BLE001 - a rejected graph fires nothing; the campaigns judge rejections
+            failed += 1
+            continue
+        compiles.update(fired.keys())
+        applications.update(fired)
+    return tests, compiles, applications, failed
+
+
+def seed_order(seeds: list[Any]) -> list[Any]:
+    """Rounds over the search functions (each function's first variant, then each one's second, ...), so a short
+    budget reaches every function; within one, registered sizes first, float32 before the other dtypes."""
+    rank = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3}
+    by_fn: dict[str, list[Any]] = defaultdict(list)
+    for s in seeds:
+        by_fn[s.search].append(s)
+    size = {"scalar": 0, "registered": 1, "grown": 2}  # a Python scale first: several fusions refuse a tensor one
+    queues = [sorted(v, key=lambda s: (size[s.variant.split()[1]], rank.get(s.dtype, 4), s.training))
+              for v in by_fn.values()]
+    out = []
+    for r in range(max(map(len, queues), default=0)):
+        out += [q[r] for q in queues if r < len(q)]
+    return out
+
+
+def seed_source(backend: Any, seconds: float, seed: int) -> tuple[int, Counter[str], Counter[str], list[Any], int]:
+    """Seed programs compiled and judged: (tests, compiles per rewrite, applications, findings, seeds in all)."""
+    from dlcfuzz.backends.inductor.pattern_seeds import pattern_seeds, run_seed
+
+    seeds = seed_order(list(pattern_seeds()))
+    compiles, applications, findings, tests = Counter(), Counter(), [], 0
+    end = time.monotonic() + seconds
+    for s in seeds:
+        if time.monotonic() >= end:
+            break
+        run = run_seed(backend, s, np.random.default_rng(seed + tests))
+        tests += 1
+        compiles.update(run.fired.keys())
+        applications.update(run.fired)
+        if run.verdict != "ok":
+            findings.append(run)
+    return tests, compiles, applications, findings, len(seeds)
+
+
+def fired_table(inventory: dict[str, Any], compiles: Counter[str], applications: Counter[str]) -> list[str]:
+    lines = [f"  {name:72s} compiles {compiles[name]:5d}  applied {applications[name]:6d}"
+             for name in sorted(compiles) if name in inventory]
+    outside = sorted(set(compiles) - set(inventory))
+    if outside:
+        lines.append("  fired, not in the inventory (patterns of passes built per call; not counted):")
+        lines += [f"    {name}: {compiles[name]} compiles" for name in outside]
+    return lines
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--time", type=float, default=600.0, help="seconds of compiling per source")
+    ap.add_argument("--source", choices=["both", "graphs", "seeds"], default="both")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ops", type=int, default=10, help="operators per random graph")
+    a = ap.parse_args()
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.inductor.patterns import pattern_inventory
+
+    backend = get_backend("inductor")
+    inventory = pattern_inventory()
+    gates = Counter(info.gate for info in inventory.values())
+    print(f"{backend.version()}: {len(inventory)} pattern rewrites registered; by what their passes need on the CPU: "
+          + ", ".join(f"{gate} {n}" for gate, n in gates.most_common()))
+    union: set[str] = set()
+    for source in (["graphs", "seeds"] if a.source == "both" else [a.source]):
+        t0 = time.monotonic()
+        if source == "graphs":
+            tests, compiles, applications, failed = graph_source(backend, a.time, a.seed, a.ops)
+            print(f"\n{source}: {tests} random graphs of {a.ops} operators in {time.monotonic() - t0:.0f} s "
+                  f"({failed} compiles failed: torch rejects the graph or a finding; the campaigns judge them)")
+        else:
+            tests, compiles, applications, findings, total = seed_source(backend, a.time, a.seed)
+            print(f"\n{source}: {tests} of {total} seed programs in {time.monotonic() - t0:.0f} s "
+                  f"(setup included); {len(findings)} findings")
+            for run in findings:
+                print(f"  {run.verdict:8s} {run.seed.name} [{run.seed.variant}] fired "
+                      f"{sorted(run.fired) or 'nothing'}: {run.detail.splitlines()[0][:300] if run.detail else ''}")
+        print("\n".join(fired_table(inventory, compiles, applications)))
+        hit = {name for name in compiles if name in inventory}
+        union |= hit
+        by_gate = Counter(inventory[name].gate for name in hit)
+        print(f"Inductor pattern rewrites fired ({source}): {len(hit)} of {len(inventory)} "
+              f"(default passes: {by_gate['default']} of {gates['default']})", flush=True)
+    print(f"Inductor pattern rewrites fired: {len(union)} of {len(inventory)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,412 @@
+"""Inductor's replacement patterns as seed programs (OATest applied to Inductor).
+
+`register_replacement` traces a search function on example inputs to make each pattern; torch keeps the
+function (in the pattern's check) but not the inputs. A fresh interpreter records every call's search
+function, example inputs (shape, strides, dtype, requires_grad: fake tensors then), scalars and torch's
+pattern name while Inductor's lazy initializers register them (fuse_attention's sfdp patterns, pad_mm,
+the softmax, misc and mm patterns). Nothing of torch's source is copied: the search functions are taken
+from the installed torch at run time.
+
+Each recorded search function becomes seeds: the registered inputs, in every float dtype (float32, float16,
+bfloat16, float64), at the registered sizes, at doubled ones, and with a 0-d scale tensor given as a Python
+float, for inference and, where torch registered a training variant (inputs that require grad), for training.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import inspect
+import json
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.oracle.numeric import TOLERANCE, chebyshev, tolerance
+
+FLOAT_DTYPES: tuple[str, ...] = ("float32", "float16", "bfloat16", "float64")
+PYTHON_SCALE = 2.0  # the value of a 0-d scale given as a Python float (torch's traces hold no values)
+MAX_GROWN_ELEMENTS = 1 << 20  # a doubled variant only where all inputs stay this small (a 3-D sfdp trace is 16M)
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: str
+    requires_grad: bool
+
+    @property
+    def contiguous(self) -> bool:
+        return _strides(self.shape) == self.stride or 0 in self.shape
+
+
+def _strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A contiguous tensor's strides."""
+    out, expect = [], 1
+    for size in reversed(shape):
+        out.append(expect)
+        expect *= max(size, 1)
+    return tuple(reversed(out))
+
+
+@dataclasses.dataclass(frozen=True)
+class Registration:
+    """One register_replacement call, as recorded."""
+
+    search: str  # "module:qualname" of the search function (the function a signature-fixing partial wraps)
+    pattern_name: str | None
+    argnames: tuple[str, ...]  # the registered signature's parameters the example inputs bind
+    args: tuple[TensorSpec | float | int | bool | None, ...]  # example inputs, in `argnames` order
+    kwargs: tuple[tuple[str, float | int | bool], ...]  # fixed keywords and scalar_workaround values
+    training: bool  # traced with joint_fwd_bwd (inputs require grad)
+
+
+@dataclasses.dataclass(frozen=True)
+class PatternSeed:
+    """A search function with one input variant: what a seed program calls."""
+
+    search: str  # "module:qualname"
+    variant: str  # e.g. "float16 grown training"
+    argnames: tuple[str, ...]
+    args: tuple[TensorSpec | float | int | bool | None, ...]
+    kwargs: tuple[tuple[str, float | int | bool], ...]
+    training: bool
+    registered_as: tuple[str, ...]  # the pattern names torch registered from this function
+
+    @property
+    def name(self) -> str:
+        return self.search.rpartition(":")[2].rpartition(".")[2]
+
+    @property
+    def dtype(self) -> str:
+        return next((a.dtype for a in self.args if isinstance(a, TensorSpec) and a.dtype.startswith(("float", "bfloat"))),
+                    "none")
+
+    @property
+    def random(self) -> bool:
+        """Whether the function draws random numbers (dropout with p > 0, randperm): a rewrite may draw them
+        differently, so only shapes and dtypes are compared."""
+        if dict(self.kwargs).get("dropout_p", 0.0):
+            return True
+        return "rand" in inspect.getsource(search_callable(self.search))
+
+    def function(self) -> Callable[..., Any]:
+        """The search function called on the seed's tensors and scalars positionally, fixed keywords bound."""
+        fn, names, fixed = traceable(search_callable(self.search)), self.argnames, dict(self.kwargs)
+
+        def seed_program(*inputs: Any) -> Any:
+            return fn(**dict(zip(names, inputs, strict=True)), **fixed)
+
+        return seed_program
+
+
+# ---- recording (in a fresh interpreter: the initializers run once per process) -------------------------------
+def _spec(x: Any) -> Any:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return {"shape": list(x.shape), "stride": list(x.stride()), "dtype": str(x.dtype).removeprefix("torch."),
+                "requires_grad": bool(x.requires_grad)}
+    if isinstance(x, (bool, int, float)) or x is None:
+        return x
+    raise TypeError(f"example input of type {type(x).__name__}")
+
+
+def record_registrations() -> list[dict[str, Any]]:
+    """Every register_replacement call of Inductor's initializers in this (fresh) process."""
+    from torch._inductor import pattern_matcher as pm
+
+    from dlcfuzz.backends.inductor.patterns import _closure, _initialize
+
+    original = pm.register_replacement
+    calls: list[dict[str, Any]] = []
+
+    @functools.wraps(original)
+    def recording(search_fn: Any, replace_fn: Any, example_inputs: Any, trace_fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            argnames = list(inspect.signature(search_fn).parameters)
+            fn, fixed = getattr(search_fn, "__func__", search_fn), {}
+            partial = _closure(fn).get("partial_func")  # fuse_attention's partialize_and_update_signature
+            if isinstance(partial, functools.partial):
+                fn, fixed = partial.func, dict(partial.keywords)
+            # the example inputs bind the parameters scalar_workaround does not (torch's _trace_args_for_initial_trace)
+            scalars = dict(kwargs.get("scalar_workaround") or (args[2] if len(args) > 2 and args[2] else {}))
+            fixed.update(scalars)
+            bound = [n for n in argnames if n not in scalars][:len(example_inputs)]
+            calls.append({"search": f"{fn.__module__}:{fn.__qualname__}", "pattern_name": kwargs.get("pattern_name"),
+                          "argnames": bound, "args": [_spec(x) for x in example_inputs],
+                          "kwargs": fixed, "training": getattr(trace_fn, "__name__", "") == "joint_fwd_bwd"})
+        except TypeError:
+            pass  # an input kind a seed cannot make (a list of tensors): that registration is no seed
+        return original(search_fn, replace_fn, example_inputs, trace_fn, *args, **kwargs)
+
+    pm.register_replacement = recording
+    bound = [m for m in list(sys.modules.values()) if getattr(m, "register_replacement", None) is original]
+    for module in bound:
+        module.register_replacement = recording  # the modules that imported the name before
+    try:
+        _initialize()
+    finally:
+        pm.register_replacement = original
+        for module in bound:
+            module.register_replacement = original
+    return calls
+
+
+@functools.cache
+def registrations() -> tuple[Registration, ...]:
+    """The register_replacement calls of the installed torch (recorded in a child interpreter)."""
+    out = subprocess.run([sys.executable, "-m", "dlcfuzz.backends.inductor.pattern_seeds"], capture_output=True,
+                         text=True, check=True, timeout=600)
+    calls = json.loads(out.stdout.strip().splitlines()[-1])
+    return tuple(Registration(c["search"], c["pattern_name"], tuple(c["argnames"]),
+                              tuple(TensorSpec(tuple(a["shape"]), tuple(a["stride"]), a["dtype"], a["requires_grad"])
+                                    if isinstance(a, dict) else a for a in c["args"]),
+                              tuple(sorted(c["kwargs"].items())), c["training"]) for c in calls)
+
+
+@functools.cache
+def search_callable(search: str) -> Callable[..., Any]:
+    """The installed torch's search function "module:qualname": a module attribute, or one defined inside an
+    initializer (taken from the registered pattern's check)."""
+    from torch._inductor.pattern_matcher import ReplacementPatternEntry
+
+    from dlcfuzz.backends.inductor.patterns import registered_passes, search_function
+
+    module, _, qualname = search.partition(":")
+    if "<locals>" not in qualname:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        return obj
+    for p in registered_passes().values():
+        for entries in p.patterns.values():
+            for entry in entries:
+                fn = search_function(entry) if isinstance(entry, ReplacementPatternEntry) else None
+                fn = getattr(fn, "__func__", fn)
+                if fn is not None and f"{fn.__module__}:{fn.__qualname__}" == search:
+                    return fn
+    raise LookupError(f"no registered search function {search}")
+
+
+def traceable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn` with its code filed under a name of its own: Dynamo skips (runs eagerly, and with fullgraph
+    refuses) functions whose code lives in torch/_inductor, so the search function as torch wrote it is
+    given another file name, and so are the functions of its module it calls (`_sfdp_pattern_28` calls
+    `_sfdp_pattern_4`), through a copy of the module's globals; code, defaults and closures are torch's."""
+    source_file = fn.__code__.co_filename
+    namespace = dict(fn.__globals__)
+    for name, obj in list(namespace.items()):
+        if isinstance(obj, types.FunctionType) and obj.__code__.co_filename == source_file:
+            namespace[name] = _refiled(obj, namespace)
+    return _refiled(fn, namespace)
+
+
+def _refiled(fn: Any, namespace: dict[str, Any]) -> Any:
+    code = fn.__code__.replace(co_filename=f"<inductor pattern {fn.__qualname__}>")
+    new = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
+
+
+# ---- seeds ---------------------------------------------------------------------------------------------------
+def _with_dtype(args: tuple, dtype: str) -> tuple:
+    return tuple(dataclasses.replace(a, dtype=dtype) if isinstance(a, TensorSpec) and
+                 a.dtype.startswith(("float", "bfloat")) else a for a in args)
+
+
+def _grown(args: tuple) -> tuple | None:
+    """Every size above 1 doubled (one map for all inputs, so equal sizes stay equal), contiguous inputs only."""
+    tensors = [a for a in args if isinstance(a, TensorSpec)]
+    if not tensors or not all(t.contiguous for t in tensors):
+        return None
+    if sum(int(np.prod(t.shape)) * 2 ** sum(s > 1 for s in t.shape) for t in tensors) > MAX_GROWN_ELEMENTS:
+        return None
+    out = []
+    for a in args:
+        if isinstance(a, TensorSpec):
+            shape = tuple(s * 2 if s > 1 else s for s in a.shape)
+            a = dataclasses.replace(a, shape=shape, stride=_strides(shape))
+        out.append(a)
+    return tuple(out)
+
+
+def _python_scalars(args: tuple) -> tuple | None:
+    """0-d float tensors (torch traces a scale as one) as a Python float, the form most programs write and the
+    one several attention fusions require (their checks refuse a tensor scale); None when there is none."""
+    if not any(isinstance(a, TensorSpec) and a.shape == () and a.dtype.startswith("float") for a in args):
+        return None
+    return tuple(PYTHON_SCALE if isinstance(a, TensorSpec) and a.shape == () and a.dtype.startswith("float") else a
+                 for a in args)
+
+
+def pattern_seeds() -> Iterator[PatternSeed]:
+    """Every seed (module docstring), in registration order; variants eager torch rejects are kept (the
+    bench checks them eagerly first)."""
+    names: dict[str, list[str]] = {}
+    for r in registrations():
+        if r.pattern_name:
+            names.setdefault(r.search, []).append(r.pattern_name)
+    seen: set[tuple] = set()
+    for r in registrations():
+        sizes = [("registered", r.args)]
+        if (grown := _grown(r.args)) is not None:
+            sizes.append(("grown", grown))
+        if (scalar := _python_scalars(r.args)) is not None:
+            sizes.append(("scalar", scalar))
+        for size, args in sizes:
+            dtypes = FLOAT_DTYPES if any(isinstance(a, TensorSpec) and a.dtype.startswith(("float", "bfloat"))
+                                         for a in args) else ("none",)
+            for dtype in dtypes:
+                typed = _with_dtype(args, dtype) if dtype != "none" else args
+                key = (r.search, typed, r.kwargs, r.training)
+                if key in seen:
+                    continue
+                seen.add(key)
+                variant = " ".join(x for x in (dtype, size, "training" if r.training else "inference"))
+                yield PatternSeed(r.search, variant, r.argnames, typed, r.kwargs, r.training,
+                                  tuple(names.get(r.search, ())))
+
+
+def make_inputs(seed: PatternSeed, rng: np.random.Generator) -> list[Any]:
+    """Torch values for the seed's arguments: floats from a standard normal (scaled down, so softmax and
+    exp stay finite), integers in [0, 4), booleans fair; scalars as registered; strides as registered."""
+    import torch
+
+    out: list[Any] = []
+    for a in seed.args:
+        if not isinstance(a, TensorSpec):
+            out.append(a)
+            continue
+        dtype = getattr(torch, a.dtype)
+        if a.dtype.startswith(("float", "bfloat")):
+            values = torch.from_numpy(np.asarray(rng.standard_normal(a.shape) * 0.5)).to(dtype)
+        elif a.dtype == "bool":
+            values = torch.from_numpy(np.asarray(rng.random(a.shape) < 0.5))
+        else:
+            values = torch.from_numpy(np.asarray(rng.integers(0, 4, a.shape))).to(dtype)
+        t = torch.empty_strided(a.shape, a.stride, dtype=dtype).copy_(values) if a.stride else values
+        out.append(t.requires_grad_(True) if seed.training and a.requires_grad else t)
+    return out
+
+
+# ---- a seed as a test: eager vs Inductor, float64 reference -----------------------------------------------
+# bfloat16 keeps 3 fewer mantissa bits than float16: 8x float16's tolerance (oracle.numeric has no bfloat16)
+BFLOAT16_TOLERANCE = 8 * TOLERANCE["float16"]
+
+
+@dataclasses.dataclass
+class SeedRun:
+    """One seed compiled and judged: the rewrites that fired, and the verdict ("ok", "mismatch", "error")."""
+
+    seed: PatternSeed
+    fired: dict[str, int]
+    verdict: str
+    detail: str = ""
+
+
+def _tensors(out: Any) -> list[Any]:
+    import torch
+    import torch.utils._pytree as pytree
+
+    return [t for t in pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+
+
+def _fresh(inputs: list[Any], dtype: Any = None) -> list[Any]:
+    """Copies of the inputs (strides kept), leaves again where they require grad; float ones cast to `dtype`."""
+    out = []
+    for x in inputs:
+        if hasattr(x, "detach"):
+            y = x.detach().clone()
+            if dtype is not None and y.is_floating_point():
+                y = y.to(dtype)
+            x = y.requires_grad_(x.requires_grad)
+        out.append(x)
+    return out
+
+
+def _results(fn: Callable[..., Any], inputs: list[Any], training: bool) -> list[Any]:
+    """The outputs, and in training the gradients of the inputs that require grad (of the float outputs' sum),
+    the random generator seeded first (fallback_random: eager and compiled draw alike)."""
+    import torch
+
+    torch.manual_seed(0)
+    with torch.set_grad_enabled(training):
+        outs = _tensors(fn(*inputs))
+        if not training:
+            return outs
+        floats = [o for o in outs if o.is_floating_point() and o.requires_grad]
+        leaves = [x for x in inputs if hasattr(x, "requires_grad") and x.requires_grad]
+        if floats and leaves:
+            grads = torch.autograd.grad(sum(o.sum() for o in floats), leaves, allow_unused=True)
+            outs += [g for g in grads if g is not None]
+    return [o.detach() for o in outs]
+
+
+def _mismatch(got: Any, eager: Any, ref: Any | None, random: bool) -> str | None:
+    """Why the compiled value `got` is wrong, or None: shape and dtype as eager; then (not random) integers
+    and booleans exactly as eager, floats no further from the float64 reference than the dtype's tolerance
+    plus twice eager's own distance, non-finite where eager is."""
+    import torch
+
+    if got.shape != eager.shape or got.dtype != eager.dtype:
+        return f"{tuple(got.shape)} {got.dtype} != eager {tuple(eager.shape)} {eager.dtype}"
+    if random:
+        return None
+    if not got.is_floating_point():
+        return None if torch.equal(got, eager) else "integer values differ from eager"
+    g, e = got.to(torch.float64).numpy(), eager.to(torch.float64).numpy()
+    if (np.isfinite(g) != np.isfinite(e)).any():
+        return "non-finite values where eager has finite ones (or the reverse)"
+    if ref is None:
+        return None
+    r = ref.to(torch.float64).numpy()
+    dtype = str(got.dtype).removeprefix("torch.")
+    tol = BFLOAT16_TOLERANCE if dtype == "bfloat16" else tolerance(dtype)
+    d_got, d_eager = chebyshev(g, r), chebyshev(e, r)
+    return f"distance to float64 {d_got:.3g} > {tol:.3g} + 2 x eager's {d_eager:.3g}" if d_got > tol + 2 * d_eager \
+        else None
+
+
+def run_seed(backend: Any, seed: PatternSeed, rng: np.random.Generator) -> SeedRun:
+    """Compile the seed with `backend` (InductorBackend.compile_function: the campaign's compile) while recording
+    the rewrites that fire, run it and eager on the same inputs, and judge the outputs (and gradients)."""
+    import torch
+
+    from dlcfuzz.backends.inductor.patterns import recording_fired
+
+    fn, inputs = seed.function(), make_inputs(seed, rng)
+    eager = _results(fn, _fresh(inputs), seed.training)
+    ref = None
+    if not seed.random and seed.dtype not in ("none", "float64"):
+        ref = _results(fn, _fresh(inputs, torch.float64), seed.training)
+    with recording_fired() as fired:
+        try:
+            compiled = backend.compile_function(fn, _fresh(inputs), grad=seed.training)
+        except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
+            return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
+    try:
+        got = _results(compiled, _fresh(inputs), seed.training)
+    except Exception as e:  # noqa: BLE001 - a failure of the compiled function is a verdict
+        return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
+    if len(got) != len(eager):
+        return SeedRun(seed, dict(fired), "mismatch", f"{len(got)} results != eager's {len(eager)}")
+    for i, (g, e) in enumerate(zip(got, eager, strict=True)):
+        why = _mismatch(g, e, ref[i] if ref is not None else None, seed.random)
+        if why:
+            return SeedRun(seed, dict(fired), "mismatch", f"result {i}: {why}")
+    return SeedRun(seed, dict(fired), "ok")
+
+
+def main() -> None:
+    print(json.dumps(record_registrations()))
+
+
+if __name__ == "__main__":
+    main()
