@@ -203,9 +203,12 @@ def error_type_line(category: str, detail: str, error_family: tuple[str, frozens
 
 
 def dlcfuzz_script(compiler: str, graph_blob: bytes, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
-                   configs: list[Config], category: str, title: str, detail: str, version: str) -> str:
+                   configs: list[Config], category: str, title: str, detail: str, version: str,
+                   plugins: tuple[str, ...] = ()) -> str:
     """For compilers that exist only inside dlcfuzz (the planted-fault backends): the script imports
-    dlcfuzz, since there is no public API to write it against."""
+    dlcfuzz, since there is no public API to write it against, and `plugins`, the modules whose
+    registration line makes the compiler's name known (`register_backend`)."""
+    registered = "".join(f"import {m}  # noqa: F401  registers the compiler\n" for m in plugins)
     return header(title, detail, version) + f'''import base64
 import sys
 import zlib
@@ -215,7 +218,7 @@ import numpy as np
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Config
 from dlcfuzz.ir import loads
-{UNPACK}
+{registered}{UNPACK}
 GRAPH = loads(base64.b64decode("""
 {b64(graph_blob)}
 """))

@@ -57,8 +57,10 @@ class PlantedXla(XlaBackend):
         from dlcfuzz.backends.script import dlcfuzz_script
         from dlcfuzz.ir import dumps
 
-        # the fault exists only inside dlcfuzz: no public API to write the script against
-        return dlcfuzz_script(self.name, dumps(g), inputs, expected, configs, category, title, detail, self.version())
+        # the fault exists only inside dlcfuzz: no public API to write the script against; the script imports
+        # this module, whose registration makes the planted compiler's name known
+        return dlcfuzz_script(self.name, dumps(g), inputs, expected, configs, category, title, detail, self.version(),
+                              plugins=(__name__,))
 
 
 def register_planted(pass_name: str, op: str) -> str:
