@@ -122,18 +122,17 @@ def _np(x: Any) -> np.ndarray:
 
 
 def _division_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
-    a, b = _np(args[0]), _np(args[1])
-    if a.dtype.kind not in "iu" and b.dtype.kind not in "iu" or a.dtype == bool:
+    dtype = np.dtype(jnp.result_type(*args[:2]))  # JAX's promotion: a Python scalar is weak
+    if dtype.kind not in "iu":
         return None
+    a, b = _np(args[0]), _np(args[1])
     if attrs.get("nonzero"):
         b = np.where(b == 0, 3, b)
     if (b == 0).any():
         return C.INTEGER_DIVISION_BY_ZERO, "an integer divided by zero (XLA: an implementation defined value)"
-    dtype = np.result_type(a, b) if a.ndim or b.ndim else a.dtype
     if dtype.kind == "i":
-        lo = np.iinfo(dtype).min
         aa, bb = np.broadcast_arrays(a, b)
-        if ((aa == lo) & (bb == -1)).any():
+        if ((aa == np.iinfo(dtype).min) & (bb == -1)).any():
             return UNDEFINED, "INT_MIN divided by -1 (XLA: an implementation defined value)"
     return None
 
