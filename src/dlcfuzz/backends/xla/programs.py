@@ -61,6 +61,7 @@ from jax import lax  # noqa: E402
 
 from dlcfuzz.oracle import categories as C  # noqa: E402
 from dlcfuzz.programs.core import Draw, Input, OpSpec, Pool, Program, Stmt, Value, emit  # noqa: E402
+from dlcfuzz.programs.reproducer import JUDGE_SOURCE  # noqa: E402
 
 UNDEFINED = "undefined-behaviour"  # the program guards' category (the torch dialect registers the same row)
 C.add_category(C.Category(UNDEFINED, "unknown", routine=True))
@@ -318,20 +319,34 @@ def _round(p: Pool) -> Draw | None:
 op("round", _round, lambda a, at: f"lax.round({a[0]}, {at['method']})", weight=0.4)
 
 
-def _integer_pow(p: Pool) -> Draw | None:
-    a = p.pick(NUM)
-    if a is None:
-        return None
+def on_value(dtypes: tuple[str, ...] | None = None, min_rank: int = 0
+             ) -> Callable[[Callable[[Pool, Value], Draw | None]], Callable[[Pool], Draw | None]]:
+    """A sampler of an op on one value: `build(pool, value)` draws the rest (None where no value fits)."""
+    def wrap(build: Callable[[Pool, Value], Draw | None]) -> Callable[[Pool], Draw | None]:
+        def sample(p: Pool) -> Draw | None:
+            x = p.pick(dtypes, min_rank=min_rank)
+            return build(p, x) if x is not None else None
+
+        return sample
+
+    return wrap
+
+
+def _axis_op(build: Callable[[Pool, Value, int], Draw | None], dtypes: tuple[str, ...] | None = None,
+             min_rank: int = 1) -> Callable[[Pool], Draw | None]:
+    return on_value(dtypes, min_rank)(lambda p, x: build(p, x, p.integers(0, x.rank - 1)))
+
+
+@on_value(NUM)
+def _integer_pow(p: Pool, a: Value) -> Draw | None:
     return Draw([a.name], {"y": p.integers(-2 if a.dtype in FLOATS else 0, 5)})
 
 
 op("integer_pow", _integer_pow, lambda a, at: f"lax.integer_pow({a[0]}, {at['y']})")
 
 
-def _clamp(p: Pool) -> Draw | None:
-    a = p.pick(NUM)
-    if a is None:
-        return None
+@on_value(NUM)
+def _clamp(p: Pool, a: Value) -> Draw | None:
     lo, hi = sorted((_py_scalar(p, a.dtype), _py_scalar(p, a.dtype)))
     if p.coin(0.1):
         lo, hi = hi, lo  # lo > hi: min(max(x, lo), hi), StableHLO's definition
@@ -345,10 +360,8 @@ op("clamp", _clamp, lambda a, at: f"lax.clamp(jnp.asarray({at['lo']!r}, {a[0]}.d
 _BITS = {"float16": (5, 10), "float32": (8, 23), "float64": (11, 52)}
 
 
-def _reduce_precision(p: Pool) -> Draw | None:
-    a = p.pick(FLOATS)
-    if a is None:
-        return None
+@on_value(FLOATS)
+def _reduce_precision(p: Pool, a: Value) -> Draw | None:
     e, m = _BITS[a.dtype]
     return Draw([a.name], {"exponent_bits": p.integers(2, e), "mantissa_bits": p.integers(0, m)})
 
@@ -380,15 +393,6 @@ for _name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
     _shift(_name)
 
 
-def _axis_op(build: Callable[[Pool, Value, int], Draw | None], dtypes: tuple[str, ...] | None = None,
-             min_rank: int = 1) -> Callable[[Pool], Draw | None]:
-    def sample(p: Pool) -> Draw | None:
-        x = p.pick(dtypes, min_rank=min_rank)
-        return build(p, x, p.integers(0, x.rank - 1)) if x is not None else None
-
-    return sample
-
-
 def _cum(name: str, dtypes: tuple[str, ...]) -> None:
     op(name, _axis_op(lambda p, x, ax: Draw([x.name], {"axis": ax, "reverse": p.coin(0.3)}), dtypes),
        lambda a, at: f"lax.{name}({a[0]}, axis={at['axis']}, reverse={at['reverse']})")
@@ -401,10 +405,8 @@ _cum("cummin", NUM)
 _cum("cumlogsumexp", FLOATS)
 
 
-def _sort(p: Pool) -> Draw | None:
-    x = p.pick(NUM + ("bool",), min_rank=1)
-    if x is None:
-        return None
+@on_value(NUM + ("bool",), min_rank=1)
+def _sort(p: Pool, x: Value) -> Draw | None:
     others = [v.name for v in p.values.values() if v.shape == x.shape and v.name != x.name][:2]
     operands = [x.name, *others[:p.integers(0, len(others))]]
     return Draw(operands, {"dimension": p.integers(0, x.rank - 1), "num_keys": p.integers(1, len(operands)),
@@ -418,10 +420,8 @@ op("argsort", _axis_op(lambda p, x, ax: Draw([x.name], {"axis": ax, "descending"
    lambda a, at: f"jnp.argsort({a[0]}, axis={at['axis']}, stable=True, descending={at['descending']})")
 
 
-def _top_k(p: Pool) -> Draw | None:
-    x = p.pick(NUM, min_rank=1)
-    if x is None:
-        return None
+@on_value(NUM, min_rank=1)
+def _top_k(p: Pool, x: Value) -> Draw | None:
     return Draw([x.name], {"k": p.integers(1, x.shape[-1]), "which": p.integers(0, 1)})
 
 
@@ -442,10 +442,8 @@ def _spell_starts(at: dict[str, Any]) -> str:
     return repr(tuple(at["starts"]))
 
 
-def _dynamic_slice(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _dynamic_slice(p: Pool, x: Value) -> Draw | None:
     sizes = [p.integers(1, d) for d in x.shape]
     at = {"sizes": sizes, **_starts(p, x, sizes)}
     return Draw([x.name, at["from"]] if at["from"] else [x.name], at)
@@ -455,10 +453,8 @@ op("dynamic_slice", _dynamic_slice, lambda a, at: f"lax.dynamic_slice({a[0]}, {_
    f"{tuple(at['sizes'])!r})")
 
 
-def _dynamic_update_slice(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _dynamic_update_slice(p: Pool, x: Value) -> Draw | None:
     u = p.pick((x.dtype,), where=lambda w: w.rank == x.rank and all(a <= b for a, b in zip(w.shape, x.shape)))
     if u is None:
         return None
@@ -470,10 +466,8 @@ op("dynamic_update_slice", _dynamic_update_slice,
    lambda a, at: f"lax.dynamic_update_slice({a[0]}, {a[1]}, {_spell_starts(at)})")
 
 
-def _pad(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _pad(p: Pool, x: Value) -> Draw | None:
     cfg = [(p.integers(-2, 2), p.integers(-2, 2), p.integers(0, 2) if p.coin(0.4) else 0) for _ in x.shape]
     return Draw([x.name], {"config": cfg, "value": _py_scalar(p, x.dtype)})
 
@@ -482,10 +476,8 @@ op("pad", _pad, lambda a, at: f"lax.pad({a[0]}, jnp.asarray({at['value']!r}, {a[
    f"{[tuple(c) for c in at['config']]!r})")
 
 
-def _dot_general(p: Pool) -> Draw | None:
-    a = p.pick(NUM, min_rank=1)
-    if a is None:
-        return None
+@on_value(NUM, min_rank=1)
+def _dot_general(p: Pool, a: Value) -> Draw | None:
     b = _same(p, a)
     axes = list(range(a.rank))
     p.rng.shuffle(axes)
@@ -505,10 +497,8 @@ def _spell_dot(a: list[str], at: dict[str, Any]) -> str:
 op("dot_general", _dot_general, _spell_dot)
 
 
-def _select_n(p: Pool) -> Draw | None:
-    x = p.pick(ANY)
-    if x is None:
-        return None
+@on_value(ANY)
+def _select_n(p: Pool, x: Value) -> Draw | None:
     cases = [x.name, *[v.name for v in p.values.values() if v.dtype == x.dtype and v.shape == x.shape
                        and v.name != x.name][:2]]
     which = p.pick(("bool",) if len(cases) == 2 else INTS, where=lambda w: w.shape == x.shape)
@@ -522,10 +512,8 @@ op("select_n", _select_n, lambda a, at: f"lax.select_n({a[0]}, {', '.join(a[1:])
    f"lax.select_n(jnp.clip({a[0]}, 0, {at['n'] - 1}).astype(jnp.int32), {', '.join(a[1:])})")
 
 
-def _bitcast(p: Pool) -> Draw | None:
-    x = p.pick(NUM)
-    if x is None:
-        return None
+@on_value(NUM)
+def _bitcast(p: Pool, x: Value) -> Draw | None:
     same_width = [d for d in NUM if WIDTH[d] == WIDTH[x.dtype] and d != x.dtype]
     return Draw([x.name], {"dtype": p.choice(same_width)}) if same_width else None
 
@@ -574,10 +562,8 @@ op("reduce_with_identity", _custom_reduce,
    f"lax.{at['computation']}, {tuple(at['axes'])!r})")
 
 
-def _jnp_reduce(p: Pool) -> Draw | None:
-    x = p.pick(NUM + ("bool",), min_rank=1)
-    if x is None:
-        return None
+@on_value(NUM + ("bool",), min_rank=1)
+def _jnp_reduce(p: Pool, x: Value) -> Draw | None:
     return Draw([x.name], {"fn": p.choice(("sum", "prod", "mean", "max")), "axis": p.integers(0, x.rank - 1),
                            "keepdims": p.coin(0.3)})
 
@@ -586,10 +572,8 @@ op("jnp_reduce", _jnp_reduce, lambda a, at: f"jnp.{at['fn']}({a[0]}, axis={at['a
    weight=0.6)
 
 
-def _where(p: Pool) -> Draw | None:
-    x = p.pick(NUM)
-    if x is None:
-        return None
+@on_value(NUM)
+def _where(p: Pool, x: Value) -> Draw | None:
     cond = p.pick(("bool",), where=lambda w: len(w.shape) <= x.rank)
     other: Any = _py_scalar(p, x.dtype) if p.coin(0.6) else float(p.choice((0.5, -1.5)))
     return Draw([x.name, cond.name if cond else x.name, other], {"compare": cond is None, "swap": p.coin(0.3)})
@@ -607,10 +591,8 @@ def _index_value(p: Pool, x: Value) -> Value | None:
     return p.pick(("int8", "int16", "int32", "int64", "uint8"), max_rank=2, where=lambda w: 0 < np.prod(w.shape) <= 64)
 
 
-def _take(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _take(p: Pool, x: Value) -> Draw | None:
     idx = _index_value(p, x)
     if idx is None:
         return None
@@ -627,10 +609,8 @@ op("take", _take, lambda a, at: f"jnp.take({a[0]}, {_in_bounds(a[1], a[0], at['a
    f"mode={at['mode']!r})")
 
 
-def _at(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _at(p: Pool, x: Value) -> Draw | None:
     idx = _index_value(p, x)
     if idx is None:
         return None
@@ -644,10 +624,8 @@ op("at", _at, lambda a, at: f"{a[0]}.at[{_in_bounds(a[1], a[0], 0, at)}].{at['ho
    undefined=_scatter_check, weight=1.5)
 
 
-def _slice(p: Pool) -> Draw | None:
-    x = p.pick(ANY, min_rank=1)
-    if x is None:
-        return None
+@on_value(ANY, min_rank=1)
+def _slice(p: Pool, x: Value) -> Draw | None:
     start = [p.integers(0, d - 1) for d in x.shape]
     limit = [p.integers(s + 1, d) for s, d in zip(start, x.shape)]
     return Draw([x.name], {"start": start, "limit": limit, "strides": [p.integers(1, 3) for _ in x.shape]})
@@ -996,35 +974,8 @@ def run(compiled=False, wide=False):
     return [np.asarray(a) for a in list(outs) + list(slots)]
 
 
-def distance(a, ref):
-    a, ref = a.astype(np.float64), ref.astype(np.float64)
-    fin = np.isfinite(a) & np.isfinite(ref)
-    return float((np.abs(a[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))).max()) if fin.any() else 0.0
-
-
-def wrong(got, eager, fp64):
-    """Integers, bools, dtypes and shapes exactly; floats: the compiled result is wrong only when it is
-    further from the float64 reference than eager is, beyond the dtype's tolerance. Where the float64
-    reference itself disagrees with eager on an integer result, rounding decides it: not a bug."""
-    if got.shape != eager.shape or got.dtype != eager.dtype:
-        return f"dtype/shape {got.dtype}{got.shape} vs eager {eager.dtype}{eager.shape}"
-    if np.array_equal(got, eager, equal_nan=eager.dtype.kind == "f"):
-        return None
-    if eager.dtype.kind != "f":
-        if fp64 is not None and not np.array_equal(fp64.astype(eager.dtype), eager):
-            return None
-        k = int(np.flatnonzero((got != eager).reshape(-1))[0])
-        return f"differs from eager at flat index {k}: {got.reshape(-1)[k]!r} vs {eager.reshape(-1)[k]!r}"
-    tol = TOL.get(str(eager.dtype), 1e-3)
-    if fp64 is None:
-        d = distance(got, eager)
-        return f"distance {d:.3g} from eager" if d > tol else None
-    if (np.isfinite(got) != np.isfinite(eager)).any():
-        return None if (np.isfinite(fp64) != np.isfinite(eager)).any() else "NaN/Inf where eager and fp64 have numbers"
-    e, c = distance(eager, fp64), distance(got, fp64)
-    return f"distance from fp64 {c:.3g} > 2 x eager's {e:.3g} + {tol}" if c > 2 * e + tol else None
-
-
+'''
+_REPRO_END = '''
 eager = run()
 try:
     fp64 = run(wide=True)
@@ -1087,7 +1038,8 @@ TOL = {TOLERANCE!r}
 {INPUTS_SOURCE}{TRANSFORM_SOURCE}{PLANTED_SOURCE if planted else ""}
 
 {emit(program, OPS)}
-{faulty}{_REPRO_MAIN}'''
+{faulty}{_REPRO_MAIN}
+{JUDGE_SOURCE}{_REPRO_END}'''
 
 
 __all__ = ["DIALECT", "INPUTS_SOURCE", "OPS", "UNDEFINED", "JaxDialect", "checked_run", "input_specs", "make_inputs",
