@@ -2,7 +2,7 @@
 
 `JUDGE_SOURCE` defines `distance(a, ref)` and `wrong(got, eager, fp64)`: the programs oracle's rule
 (`strategies/programs.compare_to_eager`) as a script states it; the script defines `TOL` (the dtype
-tolerances) before it.
+tolerances) before it. `VERDICT_SOURCE` judges every slot with them.
 """
 
 JUDGE_SOURCE = '''
@@ -34,5 +34,15 @@ def wrong(got, eager, fp64):
     e, c = distance(eager, fp64), distance(got, fp64)
     return f"distance from fp64 {c:.3g} > 2 x eager's {e:.3g} + {tol}" if c > 2 * e + tol else None
 '''
+# The script's verdict: `got`, `eager`, `fp64` (or None) are lists of arrays, one per slot named in SLOT_NAMES;
+# exits 1 with "BUG REPRODUCED" at the first wrong slot (the script says "not reproduced" after it).
+VERDICT_SOURCE = '''
+for k, name in enumerate(SLOT_NAMES):
+    why = wrong(got[k], eager[k], fp64[k] if fp64 is not None else None)
+    if why:
+        print(f"BUG REPRODUCED: {name}: {why}")
+        print(f"  eager    {eager[k].reshape(-1)[:16]}\\n  compiled {got[k].reshape(-1)[:16]}")
+        sys.exit(1)
+'''
 
-__all__ = ["JUDGE_SOURCE"]
+__all__ = ["JUDGE_SOURCE", "VERDICT_SOURCE"]
