@@ -206,15 +206,18 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
         category, reason = meta["undefined"]
         return [Verdict("unknown", category, reason)], []
     runs: dict[str, dict[str, Any]] = meta["runs"]
-    obs = [_Obs(n, r["status"], r.get("error"), r.get("compile_s", 0.0)) for n, r in runs.items() if n != "fp64"]
+    obs = [_Obs(n, r["status"], r.get("error"), r.get("compile_s", 0.0)) for n, r in runs.items()
+           if n != "fp64" and r.get("role") != "reference"]
     n_out, n_in = int(meta["n_out"]), int(meta["n_in"])
     slots = [("out", k) for k in range(n_out)] + [("in", k) for k in range(n_in)]
-    has_fp64 = runs.get("fp64", {}).get("status") == "ok"
     verdicts: list[Verdict] = []
     unknown: list[Verdict] = []
     for name, r in runs.items():
-        if name in ("eager", "fp64"):
+        if name in ("eager", "fp64") or r.get("role") == "reference":
             continue
+        # a transformed configuration (e.g. a vmap) names its own eager and float64 references
+        ref_run, f64_run = r.get("reference", "eager"), r.get("reference64", "fp64")
+        has_fp64 = runs.get(f64_run, {}).get("status") == "ok"
         if r["status"] != "ok":
             err = r.get("error") or ""
             verdicts.append(Verdict("bug", C.UNEXPECTED_ERROR, f"{err}\n{r.get('traceback', '')}", ["eager", name],
@@ -222,14 +225,15 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
                                                   error_key(err, r.get("traceback"), frames))))
             continue
         for kind, k in slots:
-            got, ref = arrays[f"{name}/{kind}/{k}"], arrays[f"eager/{kind}/{k}"]
-            f64 = arrays.get(f"fp64/{kind}/{k}") if has_fp64 else None
+            got, ref = arrays[f"{name}/{kind}/{k}"], arrays[f"{ref_run}/{kind}/{k}"]
+            f64 = arrays.get(f"{f64_run}/{kind}/{k}") if has_fp64 else None
             reason, detail = compare_to_eager(got, ref, f64)
-            what = f"output {k}" if kind == "out" else f"input {pt.program.inputs[k].name} after the call"
+            what = f"output {k}" if kind == "out" else \
+                f"input {pt.program.inputs[k].name} {r.get('in_slot', 'after the call')}"
             if reason == "ill-conditioned":
                 unknown.append(Verdict("unknown", C.ILL_CONDITIONED_OUTPUT, f"{what}: {detail}", ["eager", name]))
             elif reason:
-                verdicts.append(Verdict("bug", C.INCONSISTENCY, f"{name} differs from eager at {what}: {detail}",
+                verdicts.append(Verdict("bug", C.INCONSISTENCY, f"{name} differs from {ref_run} at {what}: {detail}",
                                         ["eager", name], k if kind == "out" else -1,
                                         key=dedup_key(C.INCONSISTENCY, compiler, name, reason,
                                                       "mutation" if kind == "in" else "output")))

@@ -120,6 +120,12 @@ class XlaBackend(BackendBase):
 
         return f"jax {jax.__version__} (jaxlib {jaxlib.__version__}, XLA CPU)"
 
+    def program_dialect(self) -> Any:
+        """JAX programs with JAX's own semantics and transformations (backends/xla/programs.py)."""
+        from dlcfuzz.backends.xla.programs import DIALECT
+
+        return DIALECT
+
     def knobs(self) -> list[Knob]:
         from dlcfuzz.backends.xla.passes import optional_passes
 

@@ -40,6 +40,13 @@ class PlantedXla(XlaBackend):
     def version(self) -> str:
         return f"{super().version()} + planted off-by-one in {self.op} while {self.pass_name} runs"
 
+    def program_dialect(self) -> Any:
+        """The JAX dialect with the same fault: the `programs` strategy's compiles in which the pass runs get
+        the dialect's op of that name off by one."""
+        from dlcfuzz.backends.xla.programs import JaxDialect
+
+        return JaxDialect(fault=(self.pass_name, self.op))
+
     def build(self, lowered: Any, g: Graph, config: Config) -> XlaCompiled:
         if pass_enabled(config.options, self.pass_name):
             from dlcfuzz.lower.jax import TARGET, to_jax_program

@@ -1,0 +1,1040 @@
+"""XLA's program language: JAX programs with JAX's own semantics (`programs/core.py`'s representation):
+the op table, type inference by `jax.eval_shape`, the run (eager op by op under `jax.disable_jit()`, a
+float64 eager reference, compiled by `jax.jit(...).lower(...).compile(compiler_options=...)`), the
+whole-program transformations, the guards, and the reproducer as a plain JAX script.
+
+The op space is what ONNX graphs cannot say or spell differently: lax.atan2, rem, div, integer_pow,
+nextafter, clamp, reduce_precision, population_count, the three shifts, bitwise ops on every integer
+type (uint8..uint64, int8..int64) and bool, cumsum/cumprod/cummax/cummin/cumlogsumexp (forward and
+reverse), lax.sort of several operands with num_keys, argsort, top_k, dynamic_slice and
+dynamic_update_slice with starts out of range (clamped: JAX's documented semantics) and read from data,
+lax.pad with negative and interior padding, dot_general with batch and contracting dimensions, select_n,
+bitcast_convert_type (same width), reductions (lax.reduce_* and lax.reduce with the computation's own
+identity), jnp.where and arithmetic with Python scalars (weak types), `.at[].set/add/min/max` and
+jnp.take with their index modes. `jax_enable_x64` is on (float64 and int64 stay themselves). JAX has no
+memory layouts: an input's `layout` is ignored (every input is an array).
+
+Transformations are per-test configurations (`per_test_configs`): the plain `jit`; `jit(vmap(f))` over
+leading batch axes (up to a few hundred, sometimes nested vmap) against eager vmap on the same batched
+inputs; `jit(jvp)` (tangents of the float outputs) and `jit(grad)` (of the float outputs' sum, with
+respect to each float input) against the same transformation run eagerly; XLA option variants
+(`xla_backend_optimization_level` 0..3, `xla_disable_hlo_passes` with one sampled optional pass). A
+transformed configuration names its own references ("eager+T", "fp64+T": run meta "reference" and
+"reference64"); a grad configuration's input slots hold the gradients ("in_slot").
+
+Guards (a test that trips one is an `unknown`, never a finding), from what JAX and XLA document:
+- integer division or remainder by zero, and of INT_MIN by -1 (lax.div/lax.rem: "produces an
+  implementation defined value"; jnp.floor_divide and jnp.remainder lower to them);
+- a float converted to an integer type while NaN or out of the type's range (implementation defined:
+  XLA's emitter saturates, its constant folder need not);
+- nextafter, reduce_precision and bitcast_convert_type with a subnormal argument or result: XLA:CPU
+  flushes subnormals to zero in compiled code (denormals-are-zero), which a constant folded at compile
+  time does not; and a float bitcast to an integer while NaN (NaN payloads are not preserved);
+- `.at[].set` with indices that repeat after the mode's normalization (which update wins is
+  implementation defined: JAX's `.at` documentation).
+Not guards: signed integer overflow wraps (two's complement) in XLA's emitted code and in its constant
+folder (the HLO evaluator) alike, so an overflowing intermediate, folded or not, is compared exactly;
+shifts by the type's width or more are defined by XLA (0, or the sign for an arithmetic right shift);
+lax.clamp with lo > hi is min(max(x, lo), hi) (StableHLO). Fast-math options are never set (the XLA
+backend refuses them). An eager error is an invalid program, not a bug.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from dlcfuzz.lower.jax import enable_x64
+
+enable_x64()  # before any other use of jax in this process: float64 otherwise silently becomes float32
+
+import jax  # noqa: E402 - after jax_enable_x64
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+from dlcfuzz.oracle import categories as C  # noqa: E402
+from dlcfuzz.programs.core import Draw, Input, OpSpec, Pool, Program, Stmt, Value, emit  # noqa: E402
+from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE  # noqa: E402
+
+UNDEFINED = "undefined-behaviour"  # the program guards' category (the torch dialect registers the same row)
+C.add_category(C.Category(UNDEFINED, "unknown", routine=True))
+
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+SIGNED = ("int8", "int16", "int32", "int64")
+INTS = UNSIGNED + SIGNED
+FLOATS = ("float16", "float32", "float64")
+NUM = INTS + FLOATS
+INT_OR_BOOL = INTS + ("bool",)
+ANY = NUM + ("bool",)
+WIDTH = {"int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "float16": 16, "int32": 32, "uint32": 32,
+         "float32": 32, "int64": 64, "uint64": 64, "float64": 64}
+INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 1.0), ("int32", 2.0),
+                ("int16", 0.7), ("int8", 1.0), ("uint8", 1.0), ("uint16", 0.5), ("uint32", 0.7), ("uint64", 0.5),
+                ("bool", 1.0))
+UNIMPLEMENTED = re.compile(r"UNIMPLEMENTED")
+MAX_ELEMENTS = 4096  # per value: keeps compiles fast
+BATCH_ELEMENTS = 1 << 18  # a vmap test's batch times its largest value's elements
+
+# The inputs, built the same way by the runner and by the reproducer (it embeds this source): floats on a
+# grid of eighths in [-4, 4] (sums and products of a few are exact in float32), integers small, unsigned
+# ones non-negative. `lead`: leading batch axes (a vmap test's batched inputs).
+INPUTS_SOURCE = '''
+def make_inputs(specs, seed, lead=()):
+    """(name, dtype, shape) -> numpy array, with `lead` batch axes in front."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, dtype, shape in specs:
+        shape = tuple(lead) + tuple(shape)
+        if dtype == "bool":
+            a = rng.random(shape) < 0.5
+        elif dtype.startswith("uint"):
+            a = rng.integers(0, 17, shape)
+        elif dtype.startswith("int"):
+            a = rng.integers(-8, 9, shape)
+        else:
+            a = rng.integers(-32, 33, shape) / 8
+        out[name] = np.array(np.asarray(a).astype(dtype))
+    return out
+'''
+_NS: dict[str, Any] = {"np": np}
+exec(INPUTS_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducer
+make_inputs: Callable[..., dict[str, np.ndarray]] = _NS["make_inputs"]
+EVAL_NS: dict[str, Any] = {"jax": jax, "jnp": jnp, "lax": lax, "np": np}
+
+
+def input_specs(program: Program) -> list[list[Any]]:
+    return [[i.name, i.dtype, list(i.shape)] for i in program.inputs]
+
+
+def _dt(name: str) -> str:
+    return f"jnp.{'bool_' if name == 'bool' else name}"
+
+
+# ---- undefined-behaviour checks (numpy views of the actual arguments, before the op runs) -----------
+def _np(x: Any) -> np.ndarray:
+    return np.asarray(x)
+
+
+def _division_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    dtype = np.dtype(jnp.result_type(*args[:2]))  # JAX's promotion: a Python scalar is weak
+    if dtype.kind not in "iu":
+        return None
+    a, b = _np(args[0]), _np(args[1])
+    if attrs.get("nonzero"):
+        b = np.where(b == 0, 3, b)
+    if (b == 0).any():
+        return C.INTEGER_DIVISION_BY_ZERO, "an integer divided by zero (XLA: an implementation defined value)"
+    if dtype.kind == "i":
+        aa, bb = np.broadcast_arrays(a, b)
+        if ((aa == np.iinfo(dtype).min) & (bb == -1)).any():
+            return UNDEFINED, "INT_MIN divided by -1 (XLA: an implementation defined value)"
+    return None
+
+
+def _cast_range(x: Any, dtype: str) -> tuple[str, str] | None:
+    a = _np(x)
+    if a.dtype.kind != "f" or dtype not in INTS:
+        return None
+    info = np.iinfo(dtype)
+    a64 = a.astype(np.float64)
+    low, high = float(info.min) - 1, float(info.max) + 1  # truncation keeps (low, high) in range
+    if not np.isfinite(a64).all() or (a64 <= low).any() or (a64 >= high).any():
+        return UNDEFINED, f"a float outside {dtype}'s range converted to {dtype} (implementation defined)"
+    return None
+
+
+def _subnormal(a: np.ndarray) -> bool:
+    if a.dtype.kind != "f":
+        return False
+    tiny = np.finfo(a.dtype).tiny
+    with np.errstate(invalid="ignore"):
+        return bool(((a != 0) & (np.abs(a) < tiny)).any())
+
+
+def _denormal_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    if any(_subnormal(_np(a)) for a in args if not isinstance(a, (int, float))):
+        return UNDEFINED, "a subnormal argument (XLA:CPU flushes subnormals in compiled code, not when folding)"
+    return None
+
+
+def _bitcast_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    a = _np(args[0])
+    if a.dtype.kind == "f" and np.isnan(a).any():
+        return UNDEFINED, "a NaN bitcast to an integer (NaN payloads are not preserved)"
+    if a.dtype.kind in "iu" and attrs["dtype"] in FLOATS:
+        as_float = a.view(np.dtype(attrs["dtype"]))
+        if _subnormal(as_float) or np.isnan(as_float).any():
+            return UNDEFINED, "an integer bitcast to a subnormal or NaN float (flushed or canonicalized)"
+    return _denormal_check(args, attrs)
+
+
+def _normalized(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
+    i = np.where(idx < 0, idx + n, idx)
+    if mode == "clip":
+        return np.clip(i, 0, n - 1)
+    return i[(i >= 0) & (i < n)]  # "drop": out-of-range updates are dropped
+
+
+def _scatter_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    if attrs["how"] != "set":
+        return None
+    x, idx = _np(args[0]), _np(args[1]).astype(np.int64)
+    lead = attrs.get("batch", 0)  # a vmapped test: each batch element's own indices
+    rows = idx.reshape((-1,) + idx.shape[lead:]) if lead else idx[None]
+    n = x.shape[lead]
+    for row in rows:
+        i = _normalized(row.reshape(-1), n, "clip" if attrs["mode"] in ("clip", "promise_in_bounds") else "drop")
+        if len(np.unique(i)) != len(i):
+            return UNDEFINED, "an .at[].set with repeated indices (which update wins is implementation defined)"
+    return None
+
+
+# ---- the op table ------------------------------------------------------------------------------
+OPS: dict[str, OpSpec] = {}
+
+
+def op(name: str, sample: Callable[[Pool], Draw | None], spell: Callable[[list[str], dict[str, Any]], str],
+       **kw: Any) -> None:
+    OPS[name] = OpSpec(name, sample, spell, **kw)
+
+
+def _py_scalar(p: Pool, dtype: str) -> int | float | bool:
+    """A Python scalar of `dtype`'s kind (a weak type: jnp keeps the array's dtype)."""
+    if dtype == "bool":
+        return p.coin()
+    if dtype in INTS:
+        return p.integers(0 if dtype in UNSIGNED else -3, 4)
+    return float(p.choice((0.5, 2.5, -1.5, 3.0, 0.25, -0.75)))
+
+
+def _same(p: Pool, v: Value) -> str:
+    """Another value of `v`'s dtype and shape (lax's binary ops take no broadcasting nor promotion), or `v`."""
+    u = p.pick((v.dtype,), where=lambda w: w.shape == v.shape and w.name != v.name)
+    return u.name if u is not None else v.name
+
+
+def _unary_value(dtypes: tuple[str, ...], **pick: Any) -> Callable[[Pool], Draw | None]:
+    return lambda p: (lambda a: Draw([a.name]) if a else None)(p.pick(dtypes, **pick))
+
+
+def _lax_binary(name: str, dtypes: tuple[str, ...], **kw: Any) -> None:
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(dtypes)
+        return Draw([a.name, _same(p, a)]) if a else None
+
+    op(name, sample, lambda a, at: f"lax.{name}({a[0]}, {a[1]})", **kw)
+
+
+for _name in ("atan2",):
+    _lax_binary(_name, FLOATS, undefined=_denormal_check)
+_lax_binary("sub", NUM)
+_lax_binary("max", NUM)
+_lax_binary("min", NUM)
+_lax_binary("nextafter", FLOATS, undefined=_denormal_check, weight=0.6)
+for _name in ("lt", "eq", "ne"):
+    _lax_binary(_name, NUM, weight=0.4)
+
+
+def _divisor(b: str, at: dict[str, Any]) -> str:
+    # an integer divisor's zeros replaced in the program itself (small integer inputs hold zeros often)
+    return f"jnp.where({b} == 0, 3, {b})" if at.get("nonzero") else b
+
+
+def _lax_division(name: str) -> None:
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(NUM)
+        return Draw([a.name, _same(p, a)], {"nonzero": a.dtype in INTS and p.coin(0.9)}) if a else None
+
+    op(name, sample, lambda a, at: f"lax.{name}({a[0]}, {_divisor(a[1], at)})", undefined=_division_check)
+
+
+_lax_division("rem")
+_lax_division("div")
+
+
+def _jnp_binary(name: str, dtypes: tuple[str, ...], divisor: bool = False, **kw: Any) -> None:
+    """A jnp binary op: broadcasting, promotion, and Python scalars (weak types)."""
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(dtypes)
+        if a is None:
+            return None
+        if p.coin(0.4):
+            b: Any = _py_scalar(p, a.dtype) if p.coin(0.8) else float(p.choice((0.5, -2.5)))
+            if divisor and b == 0:
+                b = 2
+        else:
+            u = p.partner(a, dtypes)
+            b = u.name if u is not None else _py_scalar(p, a.dtype)
+        swap = not isinstance(b, str) and p.coin(0.3)
+        return Draw([a.name, b], {"swap": swap, "nonzero": divisor and isinstance(b, str)})
+
+    def spell(a: list[str], at: dict[str, Any]) -> str:
+        lhs, rhs = (a[1], a[0]) if at["swap"] else (a[0], _divisor(a[1], at))
+        return f"jnp.{name}({lhs}, {rhs})"
+
+    op(name, sample, spell, undefined=_swapped_division if divisor else None, **kw)
+
+
+def _swapped_division(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    a, b = (args[1], args[0]) if attrs["swap"] else (args[0], args[1])
+    return _division_check([a, b], attrs)
+
+
+for _name in ("add", "multiply", "subtract"):
+    _jnp_binary(_name, NUM, weight=1.5)
+_jnp_binary("floor_divide", NUM, divisor=True)
+_jnp_binary("remainder", NUM, divisor=True)
+_jnp_binary("true_divide", NUM)
+_jnp_binary("maximum", NUM)
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    _jnp_binary(_name, INT_OR_BOOL)
+_jnp_binary("greater_equal", NUM, weight=0.5)
+
+
+def _unary(name: str, dtypes: tuple[str, ...], spelled: str, **kw: Any) -> None:
+    op(name, _unary_value(dtypes), lambda a, at: spelled.format(a[0]), **kw)
+
+
+_unary("neg", NUM, "lax.neg({})")
+_unary("abs", NUM, "lax.abs({})")
+_unary("population_count", INTS, "lax.population_count({})")
+_unary("bitwise_not", INT_OR_BOOL, "jnp.bitwise_not({})")
+_unary("sign", NUM, "lax.sign({})", weight=0.5)
+for _name in ("exp", "log1p", "tanh", "sqrt", "floor", "logistic", "erf"):
+    _unary(_name, FLOATS, f"lax.{_name}({{}})", weight=0.4)
+
+
+def _round(p: Pool) -> Draw | None:
+    a = p.pick(FLOATS)
+    return Draw([a.name], {"method": p.integers(0, 1)}) if a else None
+
+
+op("round", _round, lambda a, at: f"lax.round({a[0]}, {at['method']})", weight=0.4)
+
+
+def on_value(dtypes: tuple[str, ...] | None = None, min_rank: int = 0
+             ) -> Callable[[Callable[[Pool, Value], Draw | None]], Callable[[Pool], Draw | None]]:
+    """A sampler of an op on one value: `build(pool, value)` draws the rest (None where no value fits)."""
+    def wrap(build: Callable[[Pool, Value], Draw | None]) -> Callable[[Pool], Draw | None]:
+        def sample(p: Pool) -> Draw | None:
+            x = p.pick(dtypes, min_rank=min_rank)
+            return build(p, x) if x is not None else None
+
+        return sample
+
+    return wrap
+
+
+def _axis_op(build: Callable[[Pool, Value, int], Draw | None], dtypes: tuple[str, ...] | None = None,
+             min_rank: int = 1) -> Callable[[Pool], Draw | None]:
+    return on_value(dtypes, min_rank)(lambda p, x: build(p, x, p.integers(0, x.rank - 1)))
+
+
+@on_value(NUM)
+def _integer_pow(p: Pool, a: Value) -> Draw | None:
+    return Draw([a.name], {"y": p.integers(-2 if a.dtype in FLOATS else 0, 5)})
+
+
+op("integer_pow", _integer_pow, lambda a, at: f"lax.integer_pow({a[0]}, {at['y']})")
+
+
+@on_value(NUM)
+def _clamp(p: Pool, a: Value) -> Draw | None:
+    lo, hi = sorted((_py_scalar(p, a.dtype), _py_scalar(p, a.dtype)))
+    if p.coin(0.1):
+        lo, hi = hi, lo  # lo > hi: min(max(x, lo), hi), StableHLO's definition
+    return Draw([a.name], {"lo": lo, "hi": hi})
+
+
+op("clamp", _clamp, lambda a, at: f"lax.clamp(jnp.asarray({at['lo']!r}, {a[0]}.dtype), {a[0]}, "
+   f"jnp.asarray({at['hi']!r}, {a[0]}.dtype))")
+
+
+_BITS = {"float16": (5, 10), "float32": (8, 23), "float64": (11, 52)}
+
+
+@on_value(FLOATS)
+def _reduce_precision(p: Pool, a: Value) -> Draw | None:
+    e, m = _BITS[a.dtype]
+    return Draw([a.name], {"exponent_bits": p.integers(2, e), "mantissa_bits": p.integers(0, m)})
+
+
+op("reduce_precision", _reduce_precision, lambda a, at: f"lax.reduce_precision({a[0]}, {at['exponent_bits']}, "
+   f"{at['mantissa_bits']})", undefined=_denormal_check, weight=0.6)
+
+
+def _shift(name: str) -> None:
+    def sample(p: Pool) -> Draw | None:
+        a = p.pick(INTS)
+        if a is None:
+            return None
+        u = p.pick((a.dtype,), where=lambda w: w.shape == a.shape)
+        if u is not None and p.coin(0.5):
+            return Draw([a.name, u.name], {"masked": WIDTH[a.dtype] - 1})  # amounts from data, within the width
+        # a constant amount, sometimes the width or past it (XLA defines those: 0, or the sign)
+        return Draw([a.name], {"amount": p.integers(0, WIDTH[a.dtype] + 2)})
+
+    def spell(a: list[str], at: dict[str, Any]) -> str:
+        if "masked" in at:
+            return f"lax.{name}({a[0]}, {a[1]} & {at['masked']})"
+        return f"lax.{name}({a[0]}, jnp.full_like({a[0]}, {at['amount']}))"
+
+    op(name, sample, spell)
+
+
+for _name in ("shift_left", "shift_right_logical", "shift_right_arithmetic"):
+    _shift(_name)
+
+
+def _cum(name: str, dtypes: tuple[str, ...]) -> None:
+    op(name, _axis_op(lambda p, x, ax: Draw([x.name], {"axis": ax, "reverse": p.coin(0.3)}), dtypes),
+       lambda a, at: f"lax.{name}({a[0]}, axis={at['axis']}, reverse={at['reverse']})")
+
+
+_cum("cumsum", NUM)
+_cum("cumprod", NUM)
+_cum("cummax", NUM)
+_cum("cummin", NUM)
+_cum("cumlogsumexp", FLOATS)
+
+
+@on_value(NUM + ("bool",), min_rank=1)
+def _sort(p: Pool, x: Value) -> Draw | None:
+    others = [v.name for v in p.values.values() if v.shape == x.shape and v.name != x.name][:2]
+    operands = [x.name, *others[:p.integers(0, len(others))]]
+    return Draw(operands, {"dimension": p.integers(0, x.rank - 1), "num_keys": p.integers(1, len(operands)),
+                           "which": p.integers(0, len(operands) - 1)})
+
+
+# stable: ties among the keys keep their order (an unstable sort of several operands is not deterministic)
+op("sort", _sort, lambda a, at: f"lax.sort(({', '.join(a)},), dimension={at['dimension']}, is_stable=True, "
+   f"num_keys={at['num_keys']})[{at['which']}]", weight=1.5)
+op("argsort", _axis_op(lambda p, x, ax: Draw([x.name], {"axis": ax, "descending": p.coin()}), NUM),
+   lambda a, at: f"jnp.argsort({a[0]}, axis={at['axis']}, stable=True, descending={at['descending']})")
+
+
+@on_value(NUM, min_rank=1)
+def _top_k(p: Pool, x: Value) -> Draw | None:
+    return Draw([x.name], {"k": p.integers(1, x.shape[-1]), "which": p.integers(0, 1)})
+
+
+# ties: the lower index first (lax.top_k's documented order)
+op("top_k", _top_k, lambda a, at: f"lax.top_k({a[0]}, {at['k']})[{at['which']}]")
+
+
+def _starts(p: Pool, x: Value, sizes: list[int]) -> dict[str, Any]:
+    """Start indices, some past either end (JAX clamps them into range), some read from an integer value."""
+    starts = [p.integers(-2, d - s + 2) for d, s in zip(x.shape, sizes)]
+    src = p.pick(INTS, min_rank=0)
+    return {"starts": starts, "from": src.name if src is not None and p.coin(0.4) else None}
+
+
+def _spell_starts(at: dict[str, Any]) -> str:
+    if at["from"]:
+        return "(" + "".join(f"{at['from']}.reshape(-1)[0].astype(jnp.int32) + {s}, " for s in at["starts"]) + ")"
+    return repr(tuple(at["starts"]))
+
+
+@on_value(ANY, min_rank=1)
+def _dynamic_slice(p: Pool, x: Value) -> Draw | None:
+    sizes = [p.integers(1, d) for d in x.shape]
+    at = {"sizes": sizes, **_starts(p, x, sizes)}
+    return Draw([x.name, at["from"]] if at["from"] else [x.name], at)
+
+
+op("dynamic_slice", _dynamic_slice, lambda a, at: f"lax.dynamic_slice({a[0]}, {_spell_starts(at)}, "
+   f"{tuple(at['sizes'])!r})")
+
+
+@on_value(ANY, min_rank=1)
+def _dynamic_update_slice(p: Pool, x: Value) -> Draw | None:
+    u = p.pick((x.dtype,), where=lambda w: w.rank == x.rank and all(a <= b for a, b in zip(w.shape, x.shape)))
+    if u is None:
+        return None
+    at = _starts(p, x, list(u.shape))
+    return Draw([x.name, u.name, at["from"]] if at["from"] else [x.name, u.name], at)
+
+
+op("dynamic_update_slice", _dynamic_update_slice,
+   lambda a, at: f"lax.dynamic_update_slice({a[0]}, {a[1]}, {_spell_starts(at)})")
+
+
+@on_value(ANY, min_rank=1)
+def _pad(p: Pool, x: Value) -> Draw | None:
+    cfg = [(p.integers(-2, 2), p.integers(-2, 2), p.integers(0, 2) if p.coin(0.4) else 0) for _ in x.shape]
+    return Draw([x.name], {"config": cfg, "value": _py_scalar(p, x.dtype)})
+
+
+op("pad", _pad, lambda a, at: f"lax.pad({a[0]}, jnp.asarray({at['value']!r}, {a[0]}.dtype), "
+   f"{[tuple(c) for c in at['config']]!r})")
+
+
+@on_value(NUM, min_rank=1)
+def _dot_general(p: Pool, a: Value) -> Draw | None:
+    b = _same(p, a)
+    axes = list(range(a.rank))
+    p.rng.shuffle(axes)
+    n_batch = p.integers(0, max(0, a.rank - 1))
+    batch = sorted(axes[:n_batch])
+    contract = sorted(axes[n_batch:n_batch + p.integers(0 if a.rank - n_batch > 1 else 1, a.rank - n_batch)])
+    pref = p.choice((None, None, "float32", "int32" if a.dtype in INTS else "float64"))
+    return Draw([a.name, b], {"contract": contract, "batch": batch, "preferred": pref})
+
+
+def _spell_dot(a: list[str], at: dict[str, Any]) -> str:
+    c, b = tuple(at["contract"]), tuple(at["batch"])
+    pref = f", preferred_element_type={_dt(at['preferred'])}" if at["preferred"] else ""
+    return f"lax.dot_general({a[0]}, {a[1]}, (({c!r}, {c!r}), ({b!r}, {b!r})){pref})"
+
+
+op("dot_general", _dot_general, _spell_dot)
+
+
+@on_value(ANY)
+def _select_n(p: Pool, x: Value) -> Draw | None:
+    cases = [x.name, *[v.name for v in p.values.values() if v.dtype == x.dtype and v.shape == x.shape
+                       and v.name != x.name][:2]]
+    which = p.pick(("bool",) if len(cases) == 2 else INTS, where=lambda w: w.shape == x.shape)
+    if which is None or len(cases) < 2:
+        return None
+    return Draw([which.name, *cases], {"n": len(cases)})
+
+
+# an integer selector clipped into [0, n): out of range is implementation defined
+op("select_n", _select_n, lambda a, at: f"lax.select_n({a[0]}, {', '.join(a[1:])})" if at["n"] == 2 else
+   f"lax.select_n(jnp.clip({a[0]}, 0, {at['n'] - 1}).astype(jnp.int32), {', '.join(a[1:])})")
+
+
+@on_value(NUM)
+def _bitcast(p: Pool, x: Value) -> Draw | None:
+    same_width = [d for d in NUM if WIDTH[d] == WIDTH[x.dtype] and d != x.dtype]
+    return Draw([x.name], {"dtype": p.choice(same_width)}) if same_width else None
+
+
+op("bitcast_convert_type", _bitcast, lambda a, at: f"lax.bitcast_convert_type({a[0]}, {_dt(at['dtype'])})",
+   undefined=_bitcast_check, weight=0.6)
+
+
+def _convert(p: Pool) -> Draw | None:
+    x = p.pick()
+    return Draw([x.name], {"dtype": p.choice(ANY)}) if x else None
+
+
+op("astype", _convert, lambda a, at: f"{a[0]}.astype({_dt(at['dtype'])})",
+   undefined=lambda args, at: _cast_range(args[0], at["dtype"]))
+
+
+def _axes(p: Pool, x: Value) -> list[int]:
+    return sorted({p.integers(0, x.rank - 1) for _ in range(p.integers(1, x.rank))})
+
+
+_REDUCERS = {"sum": NUM, "prod": NUM, "max": NUM, "min": NUM, "and": INT_OR_BOOL, "or": INT_OR_BOOL,
+             "xor": INT_OR_BOOL}
+
+
+def _lax_reduce(p: Pool) -> Draw | None:
+    kind = p.choice(tuple(_REDUCERS))
+    x = p.pick(_REDUCERS[kind], min_rank=1)
+    return Draw([x.name], {"kind": kind, "axes": _axes(p, x)}) if x else None
+
+
+op("reduce", _lax_reduce, lambda a, at: f"lax.reduce_{at['kind']}({a[0]}, {tuple(at['axes'])!r})")
+
+# lax.reduce with its computation's identity as the init value (XLA may apply the init any number of times)
+_IDENTITY = {"add": "0", "mul": "1", "max": "-jnp.inf if {x}.dtype.kind == 'f' else jnp.iinfo({x}.dtype).min",
+             "min": "jnp.inf if {x}.dtype.kind == 'f' else jnp.iinfo({x}.dtype).max"}
+
+
+def _custom_reduce(p: Pool) -> Draw | None:
+    x = p.pick(NUM, min_rank=1)
+    return Draw([x.name], {"computation": p.choice(tuple(_IDENTITY)), "axes": _axes(p, x)}) if x else None
+
+
+op("reduce_with_identity", _custom_reduce,
+   lambda a, at: f"lax.reduce({a[0]}, jnp.asarray({_IDENTITY[at['computation']].format(x=a[0])}, {a[0]}.dtype), "
+   f"lax.{at['computation']}, {tuple(at['axes'])!r})")
+
+
+@on_value(NUM + ("bool",), min_rank=1)
+def _jnp_reduce(p: Pool, x: Value) -> Draw | None:
+    return Draw([x.name], {"fn": p.choice(("sum", "prod", "mean", "max")), "axis": p.integers(0, x.rank - 1),
+                           "keepdims": p.coin(0.3)})
+
+
+op("jnp_reduce", _jnp_reduce, lambda a, at: f"jnp.{at['fn']}({a[0]}, axis={at['axis']}, keepdims={at['keepdims']})",
+   weight=0.6)
+
+
+@on_value(NUM)
+def _where(p: Pool, x: Value) -> Draw | None:
+    cond = p.pick(("bool",), where=lambda w: len(w.shape) <= x.rank)
+    other: Any = _py_scalar(p, x.dtype) if p.coin(0.6) else float(p.choice((0.5, -1.5)))
+    return Draw([x.name, cond.name if cond else x.name, other], {"compare": cond is None, "swap": p.coin(0.3)})
+
+
+def _spell_where(a: list[str], at: dict[str, Any]) -> str:
+    cond = f"({a[1]} > 0)" if at["compare"] else a[1]
+    return f"jnp.where({cond}, {a[2]}, {a[0]})" if at["swap"] else f"jnp.where({cond}, {a[0]}, {a[2]})"
+
+
+op("where", _where, _spell_where, weight=1.2)
+
+
+def _index_value(p: Pool, x: Value) -> Value | None:
+    return p.pick(("int8", "int16", "int32", "int64", "uint8"), max_rank=2, where=lambda w: 0 < np.prod(w.shape) <= 64)
+
+
+@on_value(ANY, min_rank=1)
+def _take(p: Pool, x: Value) -> Draw | None:
+    idx = _index_value(p, x)
+    if idx is None:
+        return None
+    return Draw([x.name, idx.name], {"axis": p.integers(0, x.rank - 1),
+                                     "mode": p.choice(("clip", "fill", "wrap", "promise_in_bounds"))})
+
+
+def _in_bounds(idx: str, x: str, axis: int, at: dict[str, Any]) -> str:
+    # promise_in_bounds only where the indices are in bounds: out of range it is implementation defined
+    return f"jnp.clip({idx}, 0, {x}.shape[{axis}] - 1)" if at["mode"] == "promise_in_bounds" else idx
+
+
+op("take", _take, lambda a, at: f"jnp.take({a[0]}, {_in_bounds(a[1], a[0], at['axis'], at)}, axis={at['axis']}, "
+   f"mode={at['mode']!r})")
+
+
+@on_value(ANY, min_rank=1)
+def _at(p: Pool, x: Value) -> Draw | None:
+    idx = _index_value(p, x)
+    if idx is None:
+        return None
+    how = p.choice(("set", "add", "min", "max") if x.dtype != "bool" else ("set", "max", "min"))
+    upd = p.pick((x.dtype,), where=lambda w: w.shape == x.shape[1:] and w.rank > 0)
+    return Draw([x.name, idx.name, upd.name if upd is not None and p.coin(0.5) else _py_scalar(p, x.dtype)],
+                {"how": how, "mode": p.choice(("clip", "drop", "promise_in_bounds"))})
+
+
+op("at", _at, lambda a, at: f"{a[0]}.at[{_in_bounds(a[1], a[0], 0, at)}].{at['how']}({a[2]}, mode={at['mode']!r})",
+   undefined=_scatter_check, weight=1.5)
+
+
+@on_value(ANY, min_rank=1)
+def _slice(p: Pool, x: Value) -> Draw | None:
+    start = [p.integers(0, d - 1) for d in x.shape]
+    limit = [p.integers(s + 1, d) for s, d in zip(start, x.shape)]
+    return Draw([x.name], {"start": start, "limit": limit, "strides": [p.integers(1, 3) for _ in x.shape]})
+
+
+op("slice", _slice, lambda a, at: f"lax.slice({a[0]}, {tuple(at['start'])!r}, {tuple(at['limit'])!r}, "
+   f"{tuple(at['strides'])!r})")
+
+
+def _transpose(p: Pool) -> Draw | None:
+    x = p.pick(ANY, min_rank=2)
+    return Draw([x.name], {"perm": [int(k) for k in p.rng.permutation(x.rank)]}) if x else None
+
+
+op("transpose", _transpose, lambda a, at: f"lax.transpose({a[0]}, {tuple(at['perm'])!r})")
+op("rev", _axis_op(lambda p, x, ax: Draw([x.name], {"dims": _axes(p, x)}), ANY),
+   lambda a, at: f"lax.rev({a[0]}, {tuple(at['dims'])!r})", weight=0.5)
+op("reshape", _unary_value(ANY, min_rank=1), lambda a, at: f"{a[0]}.reshape(-1)", weight=0.5)
+op("concatenate", _axis_op(lambda p, x, ax: Draw([x.name, _same(p, x)], {"axis": ax}), ANY),
+   lambda a, at: f"lax.concatenate([{a[0]}, {a[1]}], {at['axis']})", weight=0.5)
+
+
+# ---- type inference ----------------------------------------------------------------------------
+def _spell(stmt: Stmt, ops: dict[str, OpSpec] = OPS) -> str:
+    from dlcfuzz.lower.pysource.codegen import literal
+
+    return ops[stmt.op].spell([a if isinstance(a, str) else literal(a) for a in stmt.args], stmt.attrs)
+
+
+def _stmt_fn(stmt: Stmt) -> Callable[[dict[str, Any]], Any]:
+    code = compile(_spell(stmt), f"<{stmt.op}>", "eval")
+    return lambda env: eval(code, EVAL_NS, dict(env))  # noqa: S307 - our own generated source
+
+
+def _struct(i: Input) -> jax.ShapeDtypeStruct:
+    return jax.ShapeDtypeStruct(i.shape, np.dtype(i.dtype))
+
+
+# ---- transformations (per-test configurations) -----------------------------------------------------
+def transform_key(options: dict[str, Any]) -> str | None:
+    """The name of a configuration's transformation ("vmap300", "vmap3x50", "jvp", "grad"), or None."""
+    t = options.get("transform")
+    if t == "vmap":
+        return "vmap" + "x".join(str(b) for b in options["batch"])
+    return t
+
+
+def _floats(specs: list[list[Any]]) -> list[int]:
+    return [k for k, s in enumerate(specs) if s[1] in FLOATS]
+
+
+TRANSFORM_SOURCE = '''
+def transformed(fn, transform, specs, out_is_float):
+    """The program under `transform`: a function of the (batched) inputs returning (outputs, input slots)."""
+    floats = [k for k, s in enumerate(specs) if s[1].startswith("float")]
+    if transform is None:
+        return lambda *xs: (tuple(fn(*xs)), tuple(xs))
+    if transform["transform"] == "vmap":
+        g = lambda *xs: tuple(fn(*xs))
+        for _ in transform["batch"]:
+            g = jax.vmap(g)
+        return lambda *xs: (g(*xs), tuple(xs))
+    if transform["transform"] == "jvp":
+        def jvp(*args):
+            xs, ts = args[:len(specs)], list(args[len(specs):])
+            tangents = [ts.pop(0) if k in floats else np.zeros(np.shape(x), jax.dtypes.float0)
+                        for k, x in enumerate(xs)]
+            outs, touts = jax.jvp(lambda *a: tuple(fn(*a)), tuple(xs), tuple(tangents))
+            return tuple(t if f else o for o, t, f in zip(outs, touts, out_is_float)), tuple(xs)
+        return jvp
+    if transform["transform"] == "grad":
+        def total(*xs):
+            outs = fn(*xs)
+            return sum(jnp.sum(o.astype(jnp.float64)) for o, f in zip(outs, out_is_float) if f)
+        def grad(*xs):
+            gs = jax.grad(total, argnums=tuple(floats))(*xs)
+            slots = list(xs)
+            for k, g in zip(floats, gs):
+                slots[k] = g
+            return tuple(fn(*xs)), tuple(slots)
+        return grad
+    raise ValueError(f"unknown transform {transform!r}")
+
+
+def transform_inputs(specs, seed, transform, wide=False):
+    """The arguments of the transformed program: the inputs (batched for vmap), then a jvp's tangents."""
+    lead = tuple(transform["batch"]) if transform and transform["transform"] == "vmap" else ()
+    ins = make_inputs(specs, seed, lead)
+    args = [ins[s[0]] for s in specs]
+    if transform and transform["transform"] == "jvp":
+        tan = make_inputs(specs, seed + 1)
+        args += [tan[s[0]] for s in specs if s[1].startswith("float")]
+    if wide:
+        args = [a.astype(np.float64) if a.dtype.kind == "f" else a for a in args]
+    return [jnp.asarray(a) for a in args]  # arrays (an input's `.at` is jax's)
+'''
+exec(TRANSFORM_SOURCE, {**EVAL_NS, "make_inputs": make_inputs, "__name__": __name__}, _NS)  # noqa: S102
+transformed: Callable[..., Callable[..., Any]] = _NS["transformed"]
+transform_inputs: Callable[..., list[np.ndarray]] = _NS["transform_inputs"]
+
+
+def _transform_of(options: dict[str, Any]) -> dict[str, Any] | None:
+    t = options.get("transform")
+    return {"transform": t, "batch": list(options.get("batch") or [])} if t else None
+
+
+# ---- the dialect ---------------------------------------------------------------------------------
+class JaxDialect:
+    """JAX programs (`programs/core.Dialect`) for XLA. `fault`: (pass, op) of a planted fault: every
+    compile in which HLO pass `pass` runs gets op `op`'s results off by one (backends/xla/planted.py)."""
+
+    name = "jax"
+    ops = OPS
+    dtypes = INPUT_DTYPES
+
+    def __init__(self, fault: tuple[str, str] | None = None) -> None:
+        self.fault = fault
+
+    def start(self, inputs: list[Input]) -> dict[str, jax.ShapeDtypeStruct]:
+        return {i.name: _struct(i) for i in inputs}
+
+    def apply(self, state: dict[str, Any], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
+        used = {a: state[a] for a in stmt.uses()}
+        r = jax.eval_shape(_stmt_fn(stmt), used)
+        if not isinstance(r, jax.ShapeDtypeStruct) or str(r.dtype) not in ANY:
+            raise TypeError("not a real array")
+        if r.size > MAX_ELEMENTS or r.size == 0 or len(r.shape) > 5:
+            raise ValueError("too large or empty")  # keep programs small: compiles stay fast
+        state[stmt.out] = jax.ShapeDtypeStruct(r.shape, r.dtype)
+        return str(r.dtype), tuple(r.shape)
+
+    def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
+                         ) -> list[tuple[str, dict[str, Any]]]:
+        """Next to the campaign's configurations, most tests add one variant of its plain `jit` one: a
+        transformation (vmap at batch sizes up to a few hundred, sometimes nested; jvp; grad) or XLA
+        options (an LLVM optimization level, one sampled optional HLO pass disabled)."""
+        from dlcfuzz.backends.xla.passes import optional_passes
+
+        base = next(((n, o) for n, o in configs if o.get("mode", "jit") == "jit"
+                     and not (o.get("compiler_options") or {}) and not o.get("transform")), None)
+        r = rng.random()
+        if base is None or r < 0.15:
+            return configs
+        name, options = base
+        if r < 0.5:
+            batch = [int(rng.choice((2, 7, 64, 128, 300)))]
+            if rng.random() < 0.25:
+                batch = [int(rng.integers(2, 5)), int(rng.choice((3, 50)))]  # nested vmap
+            variant = {"transform": "vmap", "batch": batch}
+        elif r < 0.62:
+            variant = {"transform": "jvp"}
+        elif r < 0.74:
+            variant = {"transform": "grad"}
+        elif r < 0.87:
+            variant = {"compiler_options": {"xla_backend_optimization_level": int(rng.integers(0, 4))}}
+        else:
+            variant = {"compiler_options": {"xla_disable_hlo_passes": str(rng.choice(optional_passes()))}}
+        extra = transform_key(variant) or ",".join(f"{k}={v}" for k, v in variant["compiler_options"].items())
+        return [*configs, (f"{name}+{extra}", {**options, **variant})]
+
+    def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
+            note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        return run_program(program, seed, configs, note, self.fault)
+
+    def reproducer(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str,
+                   detail: str, version: str) -> str:
+        return reproducer(program, seed, configs, title, detail, version, self.fault)
+
+
+DIALECT = JaxDialect()
+
+
+# ---- the run -------------------------------------------------------------------------------------
+def _planted_ops(fault: tuple[str, str] | None, options: dict[str, Any]) -> dict[str, OpSpec]:
+    """The op table a compile sees: with a planted fault whose pass runs in it, its op off by one."""
+    from dlcfuzz.backends.xla.backend import pass_enabled
+
+    if fault is None or fault[1] not in OPS or not pass_enabled(options, fault[0]):
+        return OPS
+    spec = OPS[fault[1]]
+    return {**OPS, fault[1]: replace(spec, spell=lambda a, at: f"_planted({spec.spell(a, at)})")}
+
+
+PLANTED_SOURCE = '''
+def _planted(r):
+    """The planted fault: the result off by one (True for a bool)."""
+    return (r + jnp.ones((), r.dtype)).astype(r.dtype)
+'''
+
+
+def source_function(program: Program, ops: dict[str, OpSpec] = OPS) -> Callable[..., tuple]:
+    ns: dict[str, Any] = dict(EVAL_NS)
+    exec(PLANTED_SOURCE + emit(program, ops), ns)  # noqa: S102 - our own generated source
+    return ns["program"]
+
+
+def checked_run(program: Program, inputs: dict[str, np.ndarray], batch: int = 0) -> tuple[str, str] | None:
+    """Run the program eagerly a statement at a time (each under `batch` vmaps: a vmap test's batched
+    inputs) with each op's guards on the actual values; (category, reason) of the first undefined
+    behaviour, or None. Raises what eager raises (an invalid program)."""
+    env: dict[str, Any] = {k: jnp.asarray(v) for k, v in inputs.items()}
+    with jax.disable_jit():
+        for stmt in program.stmts:
+            spec = OPS[stmt.op]
+            if spec.undefined is not None:
+                args = [env[a] if isinstance(a, str) else a for a in stmt.args]
+                if (ub := spec.undefined(args, {**stmt.attrs, "batch": batch})) is not None:
+                    return ub
+            f = _stmt_fn(stmt)
+            for _ in range(batch):
+                f = jax.vmap(f)
+            env[stmt.out] = f({a: env[a] for a in stmt.uses()})
+            if stmt.op in ("nextafter", "reduce_precision", "bitcast_convert_type") \
+                    and _subnormal(np.asarray(env[stmt.out])):
+                return UNDEFINED, f"{stmt.op}: a subnormal result (XLA:CPU flushes subnormals in compiled code)"
+    return None
+
+
+def _arrays(tag: str, result: tuple[Any, Any]) -> dict[str, np.ndarray]:
+    outs, slots = result
+    out = {f"{tag}/out/{k}": np.asarray(o).copy() for k, o in enumerate(outs)}
+    out.update({f"{tag}/in/{k}": np.asarray(s).copy() for k, s in enumerate(slots)})
+    return out
+
+
+def _out_is_float(fn: Callable[..., tuple], args: list[np.ndarray]) -> list[bool]:
+    shapes = jax.eval_shape(lambda *xs: tuple(fn(*xs)), *args)
+    return [np.dtype(s.dtype).kind == "f" for s in shapes]
+
+
+def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
+                note: Callable[[str], None] = lambda s: None, fault: tuple[str, str] | None = None
+                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Eager (the guards first), a float64 eager reference, then every compiled configuration; a
+    transformed configuration against its transformation run eagerly (and in float64). Arrays
+    "RUN/out/K" and "RUN/in/K" (the inputs, or a grad run's gradients)."""
+    from dlcfuzz.backends.xla.backend import FAST_MATH, PIPELINE_PRECONDITION
+
+    specs = input_specs(program)
+    fn = source_function(program)
+    note("eager:run")
+    try:
+        ub = checked_run(program, make_inputs(specs, seed))
+        if ub is not None:
+            return {"undefined": list(ub)}, {}
+        args = transform_inputs(specs, seed, None)
+        out_is_float = _out_is_float(fn, args)
+        with jax.disable_jit():
+            arrays = _arrays("eager", transformed(fn, None, specs, out_is_float)(*args))
+    except Exception as e:  # noqa: BLE001 - eager rejects the program: invalid, not a bug
+        return {"invalid": f"{type(e).__name__}: {str(e)[:600]}"}, {}
+    runs: dict[str, dict[str, Any]] = {"eager": {"status": "ok"}}
+    skipped: dict[str, str] = {}
+
+    def reference(key: str, transform: dict[str, Any] | None) -> bool:
+        """The eager and float64 runs of a transformation ("eager+KEY", "fp64+KEY"); False when eager
+        rejects the transformed program (e.g. a derivative JAX does not define, or undefined behaviour in
+        a batch): the configuration is then not run."""
+        tag = f"eager+{key}" if key else "eager"
+        if tag in runs:
+            return True
+        try:
+            if transform and transform["transform"] == "vmap":
+                batched = make_inputs(specs, seed, tuple(transform["batch"]))
+                if (ub := checked_run(program, batched, len(transform["batch"]))) is not None:
+                    skipped[tag] = f"{ub[0]}: {ub[1]}"
+                    return False
+            with jax.disable_jit():
+                arrays.update(_arrays(tag, transformed(fn, transform, specs, out_is_float)(
+                    *transform_inputs(specs, seed, transform))))
+            runs[tag] = {"status": "ok", "role": "reference"}
+        except Exception as e:  # noqa: BLE001 - eager rejects the transformation: not applicable
+            skipped[tag] = f"{type(e).__name__}: {str(e)[:300]}"
+            return False
+        f64 = f"fp64+{key}" if key else "fp64"
+        try:  # the float64 reference: float inputs widened, the same program
+            with jax.disable_jit():
+                arrays.update(_arrays(f64, transformed(fn, transform, specs, out_is_float)(
+                    *transform_inputs(specs, seed, transform, wide=True))))
+            runs[f64] = {"status": "ok", "role": "reference"}
+        except Exception as e:  # noqa: BLE001 - no float64 reading of this program
+            runs[f64] = {"status": "error", "role": "reference", "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        return True
+
+    note("fp64:run")
+    reference("", None)
+    for name, options in configs:
+        if options.get("mode", "jit") == "eager":
+            continue
+        transform = _transform_of(options)
+        key = transform_key(options) or ""
+        if not reference(key, transform):
+            continue
+        co = dict(options.get("compiler_options") or {})
+        if set(co) & set(FAST_MATH):
+            raise ValueError("fast-math options change results by design: not compared for equality")
+        t0 = time.perf_counter()
+        note(f"{name}:compile")
+        args = transform_inputs(specs, seed, transform)
+        try:
+            g = transformed(source_function(program, _planted_ops(fault, options)), transform, specs, out_is_float)
+            compiled = jax.jit(g).lower(*args).compile(compiler_options=co)
+            note(f"{name}:run")
+            arrays.update(_arrays(name, compiled(*args)))
+            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
+        except MemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
+            if (co.get("xla_disable_hlo_passes") or co.get("xla_disable_all_hlo_passes")) and (
+                    PIPELINE_PRECONDITION.search(str(e)) or UNIMPLEMENTED.search(str(e))):
+                # XLA:CPU refusing a module a skipped pass should have prepared (e.g. "TopK is not yet supported
+                # by XLA:CPU ThunkEmitter" without the pass that rewrites TopK into a sort): a debug option's
+                # documented consequence, not a miscompile (backends/xla/backend.py)
+                skipped[name] = f"[passes disabled] {str(e).splitlines()[0][:300]}"
+                continue
+            runs[name] = {"status": "error", "error": f"{type(e).__name__}: {str(e)[:6000]}",
+                          "traceback": traceback.format_exc(limit=8)[-3000:],
+                          "compile_s": round(time.perf_counter() - t0, 4)}
+            continue
+        if key:
+            runs[name].update(reference=f"eager+{key}", reference64=f"fp64+{key}")
+        if transform and transform["transform"] == "grad":
+            runs[name]["in_slot"] = "gradient (d sum of float outputs / d input)"
+    meta: dict[str, Any] = {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs)}
+    if skipped:
+        meta["skipped"] = skipped
+    return meta, arrays
+
+
+# ---- the reproducer ------------------------------------------------------------------------------
+_REPRO_MAIN = '''
+
+def run(compiled=False, wide=False):
+    """Outputs and input slots (the inputs, or a grad's gradients) of the transformed program."""
+    args = transform_inputs(SPECS, SEED, TRANSFORM, wide)
+    ins = make_inputs(SPECS, SEED)
+    fn = program_compiled if compiled else program
+    shapes = jax.eval_shape(lambda *xs: tuple(program(*xs)), *[ins[s[0]] for s in SPECS])
+    out_is_float = [np.dtype(s.dtype).kind == "f" for s in shapes]
+    g = transformed(fn, TRANSFORM, SPECS, out_is_float)
+    if compiled:
+        outs, slots = jax.jit(g).lower(*args).compile(compiler_options=COMPILER_OPTIONS)(*args)
+    else:
+        with jax.disable_jit():
+            outs, slots = g(*args)
+    return [np.asarray(a) for a in list(outs) + list(slots)]
+
+
+'''
+_REPRO_END = '''
+eager = run()
+try:
+    fp64 = run(wide=True)
+except Exception:
+    fp64 = None
+try:
+    got = run(compiled=True)
+except Exception as e:
+    print(f"BUG REPRODUCED: eager runs the program, the XLA compile or run raises {type(e).__name__}: {e}")
+    sys.exit(1)
+SLOT_NAMES = [f"output {k}" for k in range(N_OUT)] + [f"input slot {s[0]}" for s in SPECS]
+'''
+
+
+def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str, detail: str,
+               version: str, fault: tuple[str, str] | None = None) -> str:
+    """A standalone script (jax and numpy alone): the program as a function, its inputs rebuilt from the
+    seed, the transformation and the exact compiler options, eager (`jax.disable_jit()`) vs compiled vs
+    float64; exits 1 with "BUG REPRODUCED" while the finding shows."""
+    from dlcfuzz.oracle.numeric import TOLERANCE
+
+    compiled = [(n, o) for n, o in configs if o.get("mode", "jit") != "eager"]
+    name, options = compiled[0] if compiled else ("xla", {"mode": "jit", "compiler_options": {}})
+    ops = _planted_ops(fault, options)
+    planted = ops is not OPS
+    det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    faulty = emit(program, ops, "program_compiled") if planted else "program_compiled = program\n"
+    note = (f"\nPLANTED FAULT (dlcfuzz's own, not XLA's): the compiled program is the one with {fault[1]!r} off by "
+            f"one, as if HLO pass {fault[0]!r} miscompiled it.\n") if planted and fault else ""
+    return f'''"""{title}
+
+Found by dlcfuzz (programs strategy) against {version}. The program runs eagerly op by op
+(jax.disable_jit()) and compiled by jax.jit(...).lower(...).compile(compiler_options=...) (configuration
+{name!r}, transformation {transform_key(options) or "none"}), each on the same inputs; float results are
+judged against the program run on float64 inputs. Exits 1 with "BUG REPRODUCED" while the bug is present.
+{note}"""
+{det}
+import sys
+
+import jax
+
+jax.config.update("jax_enable_x64", True)  # float64 stays float64
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+from jax import lax  # noqa: E402
+
+SEED = {seed}
+SPECS = {json.dumps(input_specs(program))}  # (name, dtype, shape)
+N_OUT = {len(program.outputs)}
+TRANSFORM = {_transform_of(options)!r}
+COMPILER_OPTIONS = {dict(options.get("compiler_options") or {})!r}
+TOL = {TOLERANCE!r}
+{INPUTS_SOURCE}{TRANSFORM_SOURCE}{PLANTED_SOURCE if planted else ""}
+
+{emit(program, OPS)}
+{faulty}{_REPRO_MAIN}
+{JUDGE_SOURCE}{_REPRO_END}{VERDICT_SOURCE}print("not reproduced: jax.jit agrees with eager")
+'''
+
+
+__all__ = ["DIALECT", "INPUTS_SOURCE", "OPS", "UNDEFINED", "JaxDialect", "checked_run", "input_specs", "make_inputs",
+           "reproducer", "run_program", "source_function", "transform_key"]
