@@ -5,11 +5,12 @@ domain): what probing and the reference policy's re-sampling need (a probe asks 
 runs an operator at all; a re-sample after a non-finite reference must be tame). A campaign's tests
 draw more: `edge_values` gives a share of tests (EDGE_TEST_SHARE) edge profiles on some of their
 inputs and constants, each profile a row of PROFILES (the dtype's full range, boundaries, float
-magnitude classes, signed zeros), always inside the merged domain of the value's consumers; on a few edge tests
-(NONFINITE_TEST_SHARE), some elements of a tensor become +-inf or NaN where every operator they reach defines
-them (OpSpec.nonfinite, nonfinite_allowed). Edge values are drawn from a generator of their own, seeded by one draw of the test's, on top of the
-small values the test's generator drew as it always did: a test's graph does not depend on the
-profiles, and `--values small` makes exactly the tests it made before profiles existed. In an edge test,
+magnitude classes, signed zeros), always inside the merged domain of the value's consumers; in a few edge
+tests (NONFINITE_TENSOR_SHARE), some elements of a tensor become +-inf or NaN where every operator they reach
+defines them (OpSpec.nonfinite, nonfinite_allowed). Edge values are drawn from a generator of their own, seeded
+by one draw of the test's, on top of the small values the test's generator drew as it always did: a test's
+graph does not depend on the profiles, and `--values small` makes exactly the tests it made before profiles
+existed. In an edge test,
 `edge_attrs` then draws some of the nodes' value attributes (OpSpec.value_attrs: a multiplier, a threshold,
 a fill value) from their legal ranges with the same profiles; only those attributes differ from the small test.
 """
