@@ -102,6 +102,11 @@ def test_the_reference_accepts_inherited_nonfinite_values_and_refuses_the_rest()
     b = np.array([0.0, 1.0, 2.0, 3.0], dtype=np.float32)
     assert reference_of(_binary("max", np.array([inf, -inf, 0.0, 1.0], np.float32), b), tries=1).outputs is not None
     assert reference_of(_binary("max", a, b), tries=1).reason == C.NONFINITE_REFERENCE
+    # a result of an inf is no rounding of a tiny value: Sigmoid's outputs stay judged (not ill-conditioned)
+    t = TensorType("float32", (4,))
+    g = Graph(inputs=[Value("a", t)], nodes=[Node("sigmoid", ["a"], [Value("y", t)], {}, name="n0")], outputs=["y"])
+    ref = reference_of(TestCase(g, {"a": np.array([inf, -inf, nan, 0.5], np.float32)}, [], seed=0), tries=1)
+    assert ref.outputs is not None and ref.unstable == set()
     # an inf made of finite values (overflow: rounding decides it) stays unjudged, as before
     big = np.full(4, 3e38, dtype=np.float32)
     assert reference_of(_binary("add", big, big), tries=1).reason == C.NONFINITE_REFERENCE

@@ -80,6 +80,14 @@ def _nonfinite(a: np.ndarray) -> np.ndarray:
     return ~np.isfinite(a) if a.dtype.kind == "f" else np.zeros(a.shape, dtype=bool)
 
 
+def _inherited(xs: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Where an elementwise (broadcasting) operator's output of `shape` reads an inf or NaN of its inputs `xs`."""
+    out = np.zeros(shape, dtype=bool)
+    for x in xs:
+        out |= np.broadcast_to(_nonfinite(np.asarray(x)), shape)
+    return out
+
+
 def nonfinite_undefined(g: Graph, env: Mapping[str, np.ndarray]) -> str | None:
     """The first node of `g` (its name, or its op) at which the non-finite values of `env` (reference.run's, keep_all)
     leave what its operator defines (OpSpec.nonfinite): an inf or NaN reaches an operator that does not define it,
@@ -94,12 +102,9 @@ def nonfinite_undefined(g: Graph, env: Mapping[str, np.ndarray]) -> str | None:
         kind = UNDEFINED if n.op == CALL_OP else get_op(n.op).nonfinite
         if kind == UNDEFINED or (kind == INFINITIES and any(x.dtype.kind == "f" and np.isnan(x).any() for x in xs)):
             return n.name or n.op
-        for y in ys:  # the operators that define non-finite inputs broadcast elementwise
-            inherited = np.zeros(y.shape, dtype=bool)
-            for x in xs:
-                inherited |= np.broadcast_to(_nonfinite(x), y.shape)
-            if (_nonfinite(y) & ~inherited).any():
-                return n.name or n.op
+        # the operators that define non-finite inputs broadcast elementwise
+        if any((_nonfinite(y) & ~_inherited(xs, y.shape)).any() for y in ys):
+            return n.name or n.op
     return None
 
 
@@ -138,8 +143,12 @@ def _perturbed(how: np.random.Generator | float | str, n: Any, xs: list[np.ndarr
     y = np.asarray(y, dtype=np.float64)
     scale = np.broadcast_to(get_op(n.op).error_scale(xs, n.attrs, y), y.shape)
     if how == ZERO:  # a legal error that reaches zero may give exactly zero (ORT's sigmoid(-20) is 0)
-        # (not where the scale is not finite: an inf input's result, which no rounding moves)
-        return np.where(np.isfinite(scale) & (np.abs(y) <= PERTURB_EPS * float(np.finfo(dtype).eps) * scale), 0.0, y)
+        near = np.abs(y) <= PERTURB_EPS * float(np.finfo(dtype).eps) * scale
+        if not all(map(finite, xs)):
+            # not a result of an inf or NaN input (sigmoid(inf) = 1, an infinite scale): no rounding moves it; an
+            # operator that does not define them (elementwise or not) makes the test unjudged anyway
+            near &= ~_inherited(xs, y.shape) if get_op(n.op).nonfinite else np.zeros(y.shape, dtype=bool)
+        return np.where(near, 0.0, y)
     direction = how.uniform(-1.0, 1.0, y.shape) if isinstance(how, np.random.Generator) else float(how)
     noise = direction * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
     return y + np.where(np.isfinite(noise), noise, 0.0)
