@@ -299,13 +299,15 @@ def nonfinite_allowed(g: Graph) -> dict[str, int]:
     """Per value of `g`'s main function (inputs, constants, computed values): the non-finite values it may hold
     (UNDEFINED, INFINITIES or IEEE of ops/base.py) so that every operator downstream of it defines them: the least
     of its consumers' facts (OpSpec.nonfinite; a call's is UNDEFINED), where a consumer's float outputs allow as
-    much (an IEEE operator makes NaN of infinities: inf - inf). A graph output no operator reads allows IEEE;
-    a bool or integer output (a comparison's, IsNaN's) carries no non-finite value, so it allows IEEE too."""
+    much (an IEEE operator makes NaN of infinities: inf - inf). A graph output allows IEEE (compare_one matches
+    NaN and inf); a bool or integer output (a comparison's, IsNaN's) carries no non-finite value, so it allows IEEE
+    too; a value neither read nor output (the broken node's inputs when hirgen's disruptive mode leaves it out)
+    allows nothing, and is not in the result."""
     types = g.types()
-    allowed: dict[str, int] = {}
+    allowed: dict[str, int] = dict.fromkeys(g.outputs, IEEE)
     for n in reversed(g.nodes):  # topological: a node's consumers come after it
         kind = UNDEFINED if n.op == CALL_OP else get_op(n.op).nonfinite
-        outs = [allowed.get(v.name, IEEE) for v in n.outputs if types[v.name].dtype in FLOATS]
+        outs = [allowed.get(v.name, UNDEFINED) for v in n.outputs if types[v.name].dtype in FLOATS]
         if kind == IEEE and any(a != IEEE for a in outs):
             kind = UNDEFINED
         elif kind == INFINITIES and any(a == UNDEFINED for a in outs):
@@ -359,9 +361,9 @@ def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generato
             continue
         small = np.asarray(values)
         profile, drawn = profile_tensor(prng, small, doms.get(name, ANY))
-        if (small.dtype.kind == "f" and small.size and allowed.get(name, IEEE) != UNDEFINED
+        if (small.dtype.kind == "f" and small.size and allowed.get(name, UNDEFINED) != UNDEFINED
                 and not doms.get(name, ANY).strict and nrng.random() < NONFINITE_TENSOR_SHARE):
-            profile, drawn = "nonfinite", nonfinite_tensor(nrng, drawn, allowed.get(name, IEEE))
+            profile, drawn = "nonfinite", nonfinite_tensor(nrng, drawn, allowed[name])
         if profile == "small":
             continue
         out.profiles[name], out.small[name] = profile, small
