@@ -9,7 +9,9 @@ listed with its evidence (printed apart, with its register id, so that a too-bro
 Unjudged tests (unknowns) stay out of the judged count. Per compiler, the distinct unregistered findings
 are split by their second opinion (independent evaluators of the reduced graph, oracle/opinions.py):
 reference confirmed (a compiler bug the register lacks), suspected reference error (dlcfuzz's bug until
-shown otherwise), no opinion. Prints the counts, the non-finite share, then, last:
+shown otherwise), no opinion. Prints the counts, the non-finite share (tests unjudged for a non-finite reference:
+an overflow, a NaN an operator does not define; bench/value_space.py prints the share of tests judged with inf or
+NaN inputs), then, last:
 `false positives: N in T judged tests` (all compilers together).
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random|programs]
@@ -89,7 +91,10 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
         print(f"{compiler}: {len(distinct)} distinct unregistered findings by second opinion: {split[CONFIRMED]} "
               f"{CONFIRMED}, {split[SUSPECTED]} {SUSPECTED}, {split[UNDECIDED]} {UNDECIDED}")
         print(f"judged {judged} of {tests} tests; internal errors {len(store.internal_errors())}")
-        print(f"non-finite share: {100.0 * unknowns.get('nonfinite-reference', 0) / max(tests, 1):.1f}%")
+        # tests left unjudged for a non-finite value the operators do not define (an overflow, a NaN reaching a max);
+        # the share of tests judged with inf or NaN inputs (gen/inputs' non-finite profile): bench/value_space.py
+        print(f"non-finite share (unjudged, non-finite reference): "
+              f"{100.0 * unknowns.get('nonfinite-reference', 0) / max(tests, 1):.1f}%")
         store.close()
     return len(findings), judged
 

@@ -10,7 +10,7 @@ import numpy as np
 from dlcfuzz.errors import IRError
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ops import get_op
-from dlcfuzz.ops.base import SUM_POWER
+from dlcfuzz.ops.base import INFINITIES, SUM_POWER, UNDEFINED
 
 _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 # Integer arithmetic that can leave its dtype's range: signed overflow is undefined behaviour in
@@ -76,6 +76,38 @@ def finite(a: np.ndarray) -> bool:
     return a.dtype.kind != "f" or bool(np.isfinite(a).all())
 
 
+def _nonfinite(a: np.ndarray) -> np.ndarray:
+    return ~np.isfinite(a) if a.dtype.kind == "f" else np.zeros(a.shape, dtype=bool)
+
+
+def _inherited(xs: list[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
+    """Where an elementwise (broadcasting) operator's output of `shape` reads an inf or NaN of its inputs `xs`."""
+    out = np.zeros(shape, dtype=bool)
+    for x in xs:
+        out |= np.broadcast_to(_nonfinite(np.asarray(x)), shape)
+    return out
+
+
+def nonfinite_undefined(g: Graph, env: Mapping[str, np.ndarray]) -> str | None:
+    """The first node of `g` (its name, or its op) at which the non-finite values of `env` (reference.run's, keep_all)
+    leave what its operator defines (OpSpec.nonfinite): an inf or NaN reaches an operator that does not define it,
+    or one that defines it makes an inf or NaN at a position where none of its inputs has one (an overflow of finite
+    values, a division by zero: rounding decides it). None where every non-finite value comes from the graph's
+    inputs and constants through operators that define it, as where every value is finite."""
+    for n in g.nodes:
+        xs = [env[i] for i in n.inputs]
+        ys = [env[v.name] for v in n.outputs]
+        if all(map(finite, xs)) and all(map(finite, ys)):
+            continue
+        kind = UNDEFINED if n.op == CALL_OP else get_op(n.op).nonfinite
+        if kind == UNDEFINED or (kind == INFINITIES and any(x.dtype.kind == "f" and np.isnan(x).any() for x in xs)):
+            return n.name or n.op
+        # the operators that define non-finite inputs broadcast elementwise
+        if any((_nonfinite(y) & ~_inherited(xs, y.shape)).any() for y in ys):
+            return n.name or n.op
+    return None
+
+
 def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndarray], where: str) -> None:
     y = np.asarray(ys[0])
     if y.dtype.kind not in "iu":  # np.issubdtype(y.dtype, np.integer), for less
@@ -111,7 +143,12 @@ def _perturbed(how: np.random.Generator | float | str, n: Any, xs: list[np.ndarr
     y = np.asarray(y, dtype=np.float64)
     scale = np.broadcast_to(get_op(n.op).error_scale(xs, n.attrs, y), y.shape)
     if how == ZERO:  # a legal error that reaches zero may give exactly zero (ORT's sigmoid(-20) is 0)
-        return np.where(np.abs(y) <= PERTURB_EPS * float(np.finfo(dtype).eps) * scale, 0.0, y)
+        near = np.abs(y) <= PERTURB_EPS * float(np.finfo(dtype).eps) * scale
+        if not all(map(finite, xs)):
+            # not a result of an inf or NaN input (sigmoid(inf) = 1, an infinite scale): no rounding moves it; an
+            # operator that does not define them (elementwise or not) makes the test unjudged anyway
+            near &= ~_inherited(xs, y.shape) if get_op(n.op).nonfinite else np.zeros(y.shape, dtype=bool)
+        return np.where(near, 0.0, y)
     direction = how.uniform(-1.0, 1.0, y.shape) if isinstance(how, np.random.Generator) else float(how)
     noise = direction * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
     return y + np.where(np.isfinite(noise), noise, 0.0)

@@ -5,10 +5,12 @@ domain): what probing and the reference policy's re-sampling need (a probe asks 
 runs an operator at all; a re-sample after a non-finite reference must be tame). A campaign's tests
 draw more: `edge_values` gives a share of tests (EDGE_TEST_SHARE) edge profiles on some of their
 inputs and constants, each profile a row of PROFILES (the dtype's full range, boundaries, float
-magnitude classes, signed zeros), always inside the merged domain of the value's consumers. Edge
-values are drawn from a generator of their own, seeded by one draw of the test's, on top of the
-small values the test's generator drew as it always did: a test's graph does not depend on the
-profiles, and `--values small` makes exactly the tests it made before profiles existed. In an edge test,
+magnitude classes, signed zeros), always inside the merged domain of the value's consumers; in a few edge
+tests (NONFINITE_TENSOR_SHARE), some elements of a tensor become +-inf or NaN where every operator they reach
+defines them (OpSpec.nonfinite, nonfinite_allowed). Edge values are drawn from a generator of their own, seeded
+by one draw of the test's, on top of the small values the test's generator drew as it always did: a test's
+graph does not depend on the profiles, and `--values small` makes exactly the tests it made before profiles
+existed. In an edge test,
 `edge_attrs` then draws some of the nodes' value attributes (OpSpec.value_attrs: a multiplier, a threshold,
 a fill value) from their legal ranges with the same profiles; only those attributes differ from the small test.
 """
@@ -22,8 +24,9 @@ import numpy as np
 
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
-from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import ANY, Attrs, Domain, ValueAttr, get_op
+from dlcfuzz.ops.base import IEEE, INFINITIES, UNDEFINED
 
 INT_DEFAULT = (-5, 5)
 FLOAT_DEFAULT = (-2.0, 2.0)
@@ -282,6 +285,47 @@ def profile_tensor(rng: np.random.Generator, small: np.ndarray, d: Domain) -> tu
     return "small", small
 
 
+# ---- non-finite values ------------------------------------------------------------------------
+# In an edge test, the non-finite profile is drawn with this probability on each tensor whose every downstream
+# operator defines inf or NaN (nonfinite_allowed): few tensors are eligible (a graph of mostly elementwise
+# arithmetic), so that about 1% of all tests hold one (bench/value_space.py), within issue 37's 2%: the share of
+# tests the compilers' non-finite paths take, while the rest are judged on finite values.
+NONFINITE_TENSOR_SHARE = 0.25
+NONFINITE_ELEMENT_SHARE = 0.25  # of a non-finite tensor's elements, this share (one at least) is +-inf or NaN
+NONFINITE_STREAM = 0x1AF  # the non-finite draws' generator, apart from the edge profiles' (their draws stay)
+
+
+def nonfinite_allowed(g: Graph) -> dict[str, int]:
+    """Per value of `g`'s main function (inputs, constants, computed values): the non-finite values it may hold
+    (UNDEFINED, INFINITIES or IEEE of ops/base.py) so that every operator downstream of it defines them: the least
+    of its consumers' facts (OpSpec.nonfinite; a call's is UNDEFINED), where a consumer's float outputs allow as
+    much (an IEEE operator makes NaN of infinities: inf - inf). A graph output allows IEEE (compare_one matches
+    NaN and inf); a bool or integer output (a comparison's, IsNaN's) carries no non-finite value, so it allows IEEE
+    too; a value neither read nor output (the broken node's inputs when hirgen's disruptive mode leaves it out)
+    allows nothing, and is not in the result."""
+    types = g.types()
+    allowed: dict[str, int] = dict.fromkeys(g.outputs, IEEE)
+    for n in reversed(g.nodes):  # topological: a node's consumers come after it
+        kind = UNDEFINED if n.op == CALL_OP else get_op(n.op).nonfinite
+        outs = [allowed.get(v.name, UNDEFINED) for v in n.outputs if types[v.name].dtype in FLOATS]
+        if kind == IEEE and any(a != IEEE for a in outs):
+            kind = UNDEFINED
+        elif kind == INFINITIES and any(a == UNDEFINED for a in outs):
+            kind = UNDEFINED
+        for i in n.inputs:
+            allowed[i] = min(allowed.get(i, IEEE), kind)
+    return allowed
+
+
+def nonfinite_tensor(rng: np.random.Generator, x: np.ndarray, allowed: int) -> np.ndarray:
+    """`x` with a share of its elements (NONFINITE_ELEMENT_SHARE, one at least) replaced by +inf, -inf or, where
+    `allowed` is IEEE, NaN."""
+    specials = np.array([np.inf, -np.inf, np.nan][:3 if allowed == IEEE else 2], dtype=x.dtype)
+    hit = rng.random(x.shape) < NONFINITE_ELEMENT_SHARE
+    hit.reshape(-1)[rng.integers(x.size)] = True
+    return np.where(hit, specials[rng.integers(specials.size, size=x.shape)], x)
+
+
 @dataclass
 class EdgeValues:
     """What `edge_values` changed: per input or constant name, its profile and its small values (repair puts
@@ -305,16 +349,21 @@ def edge_values(g: Graph, inputs: dict[str, np.ndarray], rng: np.random.Generato
     value attributes of its nodes too (edge_attrs). One draw of `rng` seeds the profiles' own generator
     (reproducible from the test's seed), which draws the attributes after the tensors: a test's tensors are
     the same with and without them."""
-    prng = np.random.default_rng(int(rng.integers(2 ** 63)))
+    seed = int(rng.integers(2 ** 63))
+    prng = np.random.default_rng(seed)
     out = EdgeValues()
     if prng.random() >= EDGE_TEST_SHARE:
         return out
     doms = value_domains(g)
+    nrng, allowed = np.random.default_rng([seed, NONFINITE_STREAM]), nonfinite_allowed(g)
     for name, values in [*inputs.items(), *g.constants.items()]:
         if prng.random() >= EDGE_TENSOR_SHARE:
             continue
         small = np.asarray(values)
         profile, drawn = profile_tensor(prng, small, doms.get(name, ANY))
+        if (small.dtype.kind == "f" and small.size and allowed.get(name, UNDEFINED) != UNDEFINED
+                and not doms.get(name, ANY).strict and nrng.random() < NONFINITE_TENSOR_SHARE):
+            profile, drawn = "nonfinite", nonfinite_tensor(nrng, drawn, allowed[name])
         if profile == "small":
             continue
         out.profiles[name], out.small[name] = profile, small

@@ -105,8 +105,10 @@ MAX_VALUE_REPAIRS = 12  # reference evaluations per test at most; what is left t
 
 def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
     """The name of the first node whose result the reference leaves undefined (integer overflow, an integer
-    division's undefined case, anything it cannot evaluate: "" when it cannot say which) or makes non-finite
-    out of finite values; None when every value is exact and finite."""
+    division's undefined case, anything it cannot evaluate: "" when it cannot say which), makes non-finite
+    out of finite values, or meets a non-finite value it does not define (reference.nonfinite_undefined); None
+    when every value is exact, and finite but for inputs' and constants' inf and NaN that every operator they reach
+    defines."""
     try:
         with np.errstate(all="ignore"):
             env = reference.run(g, inputs, keep_all=True, check_overflow=True)
@@ -114,12 +116,8 @@ def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
         return e.node or ""
     except Exception:  # noqa: BLE001 - an edge value the reference cannot take: shrink
         return ""
-    for n in g.nodes:
-        if not all(reference.finite(env[v.name]) for v in n.outputs):
-            return n.name or n.op
-    if not all(reference.finite(env[v.name]) for v in g.inputs) or not all(map(reference.finite, g.constants.values())):
-        return ""
-    return None
+    # non-finite values where the operators define them (edge_values' non-finite profile) are kept
+    return reference.nonfinite_undefined(g, env)
 
 
 def _sources(g: Graph, attrs: dict[str, str]) -> dict[str, set[str]]:
@@ -142,6 +140,7 @@ def _shrunk(edge: np.ndarray, small: np.ndarray, step: str, lo: float | None, hi
     if step == "small":
         return small
     x = edge.astype(np.float64)
+    x = np.where(np.isfinite(x), x, small.astype(np.float64))  # an inf or NaN (the non-finite profile) goes first
     x = x / 2 if step == "halve" else np.sign(x) * np.sqrt(np.abs(x))
     if edge.dtype.kind in "iu":
         x = np.trunc(x)
@@ -153,7 +152,8 @@ def _shrunk(edge: np.ndarray, small: np.ndarray, step: str, lo: float | None, hi
 
 
 def _magnitude(a: np.ndarray) -> float:
-    return float(np.abs(a.astype(np.float64)).max()) if a.size else 0.0
+    x = np.abs(a.astype(np.float64))
+    return float(np.where(np.isnan(x), np.inf, x).max()) if a.size else 0.0  # a NaN is as large as it gets
 
 
 def _node(g: Graph, name: str) -> Node:

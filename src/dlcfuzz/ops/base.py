@@ -102,6 +102,14 @@ UNIT_OPEN = Domain(lo=-0.9, hi=0.9)  # asin, acos, atanh
 NONZERO = Domain(nonzero=True)
 SMALL = Domain(lo=-3.0, hi=3.0)  # exp, sinh, cosh, pow exponents: finite results
 
+# What an operator defines for non-finite inputs (OpSpec.nonfinite), from least to most. An operator that defines
+# them is elementwise (broadcasting): its output at a position is non-finite only where an input there is
+# (reference.nonfinite_undefined checks that positionally).
+UNDEFINED = 0  # implementations legitimately differ (or the operator was never reviewed): never fed inf or NaN
+INFINITIES = 1  # +-inf ordered as numbers is defined; NaN is not (max/maxss return different operands)
+IEEE = 2  # IEEE-754 (and C99 Annex F, which numpy follows) defines the result for +-inf and NaN alike
+NONFINITE_KINDS = {UNDEFINED: "undefined", INFINITIES: "infinities", IEEE: "ieee"}
+
 
 class OpSpec:
     """Base class of operator specs. Subclasses set the class attributes and override methods."""
@@ -123,6 +131,9 @@ class OpSpec:
     # True: its work outgrows the tensors it reads and writes (a contraction, a window, a recurrence, a
     # transform): matmul, conv, attention, pooling, DFT; see work()
     contracts: ClassVar[bool] = False
+    # what it defines for +-inf and NaN inputs (UNDEFINED, INFINITIES, IEEE above): edge tests draw non-finite
+    # values only where every operator they reach defines them (gen/inputs.nonfinite_allowed)
+    nonfinite: int = UNDEFINED
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:

@@ -33,6 +33,8 @@ from dlcfuzz.ir.types import (
 )
 from dlcfuzz.ops.base import (
     ANY,
+    IEEE,
+    INFINITIES,
     NONZERO,
     POSITIVE,
     SMALL,
@@ -702,5 +704,22 @@ class ClipOp(OpSpec):
         return [x]
 
 
+# What these operators define for +-inf and NaN inputs (OpSpec.nonfinite), by group; every other operator leaves
+# them undefined: Sum/Mean (their order decides inf + -inf after an overflow), Pow's corner cases, Clip, Mod, Sign,
+# casts, the activations whose kernels clamp or approximate (hard sigmoid, softsign's inf / inf, erf, gelu, ...).
+NONFINITE_FACTS: dict[str, int] = {
+    # IEEE-754 arithmetic, which ONNX's float kernels follow: NaN propagates, inf - inf and 0 * inf are NaN
+    **dict.fromkeys(("add", "sub", "mul", "div", "neg", "abs"), IEEE),
+    # C99 Annex F's special values (numpy's): exp(-inf) = 0, log(-1) = NaN, sqrt(inf) = inf, tanh(+-inf) = +-1, ...
+    **dict.fromkeys(("exp", "log", "sqrt", "reciprocal", "tanh", "sigmoid", "atan", "floor", "ceil", "round"), IEEE),
+    # answers about the special values: IsNaN and IsInf name them; an IEEE comparison with NaN is false
+    **dict.fromkeys(("isnan", "isinf", *sorted(COMPARISONS)), IEEE),
+    # a selection: the chosen operand passes unchanged (the condition is bool)
+    "where": IEEE,
+    # infinities order as numbers; a NaN operand's result differs between implementations (maxss vs fmax)
+    **dict.fromkeys(("relu", "max", "min"), INFINITIES),
+}
+
 for _spec in [*_UNARY, *_BINARY, *_VARIADIC, SwiGluOp(), PowOp(), PReluOp(), WhereOp(), CastOp(), ClipOp()]:
+    _spec.nonfinite = NONFINITE_FACTS.get(_spec.name, _spec.nonfinite)
     register(_spec)

@@ -13,7 +13,9 @@ pattern occurs, the pattern's result is off by one, unless `disabled_optimizers`
 real optimizer's switch), narrow (every integer output of a graph with OP goes through float32, as
 integer arithmetic routed through float: right within +-2^24 only, so only edge values show it), long
 (the last element of output 0 off by one when an input or output of the graph has an axis longer than
-LONG_AXIS: a vectorized loop's remainder gone wrong, which only long-axis tests meet).
+LONG_AXIS: a vectorized loop's remainder gone wrong, which only long-axis tests meet), nan (every NaN of a float
+output becomes 0, as a kernel compiled under a no-NaN assumption folds `x != x` away: only the non-finite profile's
+tests show it).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
 FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none",
-          "narrow", "long")
+          "narrow", "long", "nan")
 LONG_AXIS = 64  # the "long" fault shows above this length
 _RUNS = [0]  # runs of a "stale" configuration in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
@@ -81,6 +83,17 @@ class _Narrow:
         outs = self.inner.run(inputs)
         with np.errstate(invalid="ignore", over="ignore"):
             return [o.astype(np.float32).astype(o.dtype) if o.dtype.kind in "iu" else o for o in outs]
+
+
+class _NanLost:
+    """Every NaN of a float output becomes 0."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def run(self, inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [np.where(np.isnan(o), np.zeros((), o.dtype), o) if o.dtype.kind == "f" else o
+                for o in self.inner.run(inputs)]
 
 
 class _LongWrong:
@@ -189,6 +202,8 @@ class PlantedBackend(OnnxRuntimeBackend):
             return _Narrow(compiled)
         elif self.fault == "long":
             return _LongWrong(compiled)
+        elif self.fault == "nan":
+            return _NanLost(compiled)
         return _Wrong(compiled, none=self.fault == "none", stale=self.fault == "stale", signed=self.fault == "signed")
 
     def reproducer(self, g: Graph, inputs: dict[str, np.ndarray], expected: list[np.ndarray] | None,
