@@ -121,6 +121,8 @@ class OpSpec:
     # its float results carry gradients to its float arguments (training steps); a function of the attributes
     # where that depends on them (a Python operator that may be `//`)
     differentiable: bool | Callable[[dict[str, Any]], bool] = True
+    # a Python decision on a computed value (a branch on it, `.item()`): a tracer cannot keep the program one graph
+    breaks_graph: bool = False
 
 
 class Dialect(Protocol):
@@ -262,6 +264,11 @@ def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_i
     return Program(inputs, stmts, _outputs(rng, inputs, stmts))
 
 
+def one_graph(program: Program, ops: Mapping[str, OpSpec]) -> bool:
+    """Whether a tracer can keep `program` one graph (no statement's op breaks it)."""
+    return not any(ops[s.op].breaks_graph for s in program.stmts)
+
+
 def trainable(program: Program, ops: Mapping[str, OpSpec]) -> bool:
     """Whether `program` can run as a training step: a float input (a parameter) and only differentiable ops."""
     def differentiable(s: Stmt) -> bool:
@@ -364,5 +371,5 @@ def decode_test(blob: bytes) -> tuple[Program, int, list[tuple[str, dict[str, An
 
 
 __all__ = ["ENTRY", "FLOAT", "INTEGER", "LAYOUTS", "NUMERIC", "SIGNED", "Dialect", "Draw", "Input", "OpSpec", "Pool",
-           "Program", "Stmt", "Value", "broadcasts_to", "closure", "decode_test", "emit", "encode_test", "generate", "reduce_program", "restrict",
-           "trainable", "with_training"]
+           "Program", "Stmt", "Value", "broadcasts_to", "closure", "decode_test", "emit", "encode_test", "generate", "one_graph", "reduce_program",
+           "restrict", "trainable", "with_training"]
