@@ -2,8 +2,9 @@
 stop undefined behaviour before anything compiles, the oracle's float64 rule, a planted Inductor fault
 found by a short campaign (reduced to a few statements, its reproducer firing standalone) while the
 correct Inductor stays quiet on the same tests, a wrong mutation of an input caught, and training steps
-(a planted wrong gradient caught, the correct Inductor quiet). Compiles are few: one campaign pair and
-three single programs."""
+(a planted wrong gradient caught, the correct Inductor quiet) and programs that break Dynamo's graph on
+purpose (a branch on a value, `.item()`: compiled without fullgraph, judged the same). Compiles are few:
+one campaign pair and four single programs."""
 
 from __future__ import annotations
 
@@ -237,3 +238,20 @@ def test_a_planted_wrong_gradient_is_caught_and_the_correct_inductor_is_quiet(tr
     assert verdicts[0].key.endswith("|gradient") and "the gradient of x0" in verdicts[0].detail
     # the forward is right: the first step's outputs agree
     assert np.array_equal(arrays[f"{PLANTED_GRADIENT[0]}/out/0"], arrays[f"{CORRECT[0]}/out/0"])
+
+
+# ---- Dynamo features ------------------------------------------------------------------------------
+def test_a_program_that_breaks_the_graph_compiles_without_fullgraph_and_is_judged_the_same():
+    """A Python branch on a value and `.item()`: Dynamo splits the program (graph breaks counted, no
+    finding); the planted fault in the relu between them is caught, the correct Inductor is quiet."""
+    from dlcfuzz.programs.core import one_graph
+
+    p = Program([Input("x0", "float32", (4, 6)), Input("x1", "int32", (3,))],
+                [Stmt("branch", ["x0", 1.5], {"threshold": 0, "arms": ["+", "*"]}, "v0"),
+                 Stmt("relu", ["v0"], out="v1"), Stmt("item", ["v1", "x1"], {"reduce": "amax"}, "v2")], ["v2"])
+    assert not one_graph(p, OPS) and one_graph(Program(p.inputs, p.stmts[1:2], []), OPS)
+    configs = [EAGER, CORRECT, PLANTED]
+    meta, arrays = run_program(p, 3, configs)
+    assert all(meta["runs"][n]["status"] == "ok" and meta["runs"][n]["graph_breaks"] >= 1 for n, _ in configs[1:])
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, configs), meta, arrays)
+    assert [(v.kind, v.category, v.configs) for v in verdicts] == [("bug", C.INCONSISTENCY, ["eager", PLANTED[0]])]

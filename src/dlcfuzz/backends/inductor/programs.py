@@ -43,6 +43,7 @@ from dlcfuzz.programs.core import (
     Stmt,
     Value,
     emit,
+    one_graph,
 )
 
 UNDEFINED = "undefined-behaviour"  # a category of the program guards (registered below)
@@ -728,6 +729,36 @@ def _relu_(p: Pool) -> Draw | None:
 op("relu_", _relu_, lambda a, at: f"{a[0]}.relu_()", inplace=True)
 
 
+# Dynamo features: a Python branch on a computed value and `.item()`. Dynamo cannot keep either in one graph
+# (a data-dependent branch, a scalar out of a tensor), so a program holding one compiles with fullgraph=False:
+# Dynamo splits it into graphs around the decision (a configuration fact, counted in the run's
+# "graph_breaks", never a finding), and the oracle is the same. Both arms of a branch add the same Python
+# scalar (the same result type either way; the type inference runs the statement on zeros: a meta tensor
+# has no value to decide on).
+def _branch(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    return Draw([x.name, _scalar(p, x.dtype, True)], {"threshold": p.integers(-2, 2), "arms": p.choice(
+        (("+", "*"), ("-", "+"), ("*", "-")))})
+
+
+op("branch", _branch, lambda a, at: f"(({a[0]} {at['arms'][0]} {a[1]}) if bool({a[0]}.sum() > {at['threshold']}) "
+   f"else ({a[0]} {at['arms'][1]} {a[1]}))", breaks_graph=True, overflows=True, weight=0.7)
+
+
+def _item(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    y = p.pick(NUMERIC + ("bool",))
+    return Draw([x.name, y.name], {"reduce": p.choice(("amax", "amin"))}) if y is not None else None
+
+
+op("item", _item, lambda a, at: f"({a[0]} * {a[1]}.{at['reduce']}().item())", breaks_graph=True, overflows=True,
+   weight=0.7)
+
+
 # ---- the dialect ---------------------------------------------------------------------------------
 def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "transposed":
@@ -765,7 +796,11 @@ class TorchDialect:
 
     def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
         with torch.no_grad():
-            r = _eval(stmt, state)
+            if OPS[stmt.op].breaks_graph:  # a decision on a value: zeros of the same types decide it
+                zeros = {a: torch.zeros(state[a].shape, dtype=state[a].dtype) for a in stmt.uses()}
+                r = _eval(stmt, zeros).to("meta")
+            else:
+                r = _eval(stmt, state)
         if stmt.out is None:
             return None
         if not isinstance(r, torch.Tensor) or r.dtype == torch.bfloat16 or r.is_complex():
@@ -876,7 +911,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
     inputs = make_inputs(input_specs(program), seed)
     names = [i.name for i in program.inputs]
     fn = source_function(program)
-    train = program.steps > 0
+    train, fullgraph = program.steps > 0, one_graph(program, OPS)
     note("eager:run")
     try:
         ub = checked_run(program, _clones(inputs))
@@ -907,18 +942,20 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         t0 = time.perf_counter()
         note(f"{name}:compile")
         try:
-            compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train)
+            torch._dynamo.utils.counters.clear()
+            compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train, fullgraph)
+            breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
             if fault == GRADIENT_FAULT:
                 compiled = _perturbed_gradients(compiled)
             note(f"{name}:run")
             # the whole step under the compile's config: AOTAutograd may compile the backward lazily, at its first call
             with torch._inductor.config.patch(inductor_patch(knobs, inductor_fault)):
                 arrays.update(_arrays(name, execute(compiled, _clones(inputs), names, program.steps)))
-            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
+            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4), "graph_breaks": breaks}
         except MemoryError:
             raise
         except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
-            stage = first_failing_stage(fn, example, {**options, "fault": inductor_fault}, train)
+            stage = first_failing_stage(fn, example, {**options, "fault": inductor_fault}, train, fullgraph)
             summary = summarize_cpp_compile_error(str(e))
             runs[name] = {"status": "error", "error": f"[stage {stage}] {type(e).__name__}: {scrub(summary)}"[:6000],
                           "traceback": traceback.format_exc(limit=8)[-3000:],
@@ -955,7 +992,7 @@ _REPRO_MAIN = '''
 def compiled_fn(opts):
     torch.compiler.reset()
     kwargs = {"mode": opts["mode"]} if opts["mode"] != "default" else {}
-    return torch.compile(program, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
+    return torch.compile(program, backend=opts["backend"], fullgraph=FULLGRAPH, dynamic=opts["dynamic"], **kwargs)
 
 
 def run(fn, wide=False, opts=None):
@@ -1037,7 +1074,7 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     return f'''"""{title}
 
 Found by dlcfuzz (programs strategy) against {version}. The program runs eagerly and compiled by
-torch.compile (configuration {name!r}, fullgraph=True, fallback_random=True), each on its own copies
+torch.compile (configuration {name!r}, fullgraph={one_graph(program, OPS)}, fallback_random=True), each on its own copies
 of the inputs; outputs and the inputs after the call (mutations) are compared{training}.
 Exits 1 with "BUG REPRODUCED" while the bug is present.
 """
@@ -1053,6 +1090,7 @@ SPECS = {json.dumps(input_specs(program))}  # (name, dtype, shape, layout)
 INPUT_ORDER = {[i.name for i in program.inputs]!r}
 N_OUT = {len(program.outputs)}
 STEPS = {program.steps}  # training steps (0: one call without autograd)
+FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on purpose (a branch on a value, .item())
 PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
 TOL = {TOLERANCE!r}
