@@ -142,14 +142,15 @@ def test_a_wrong_mutation_of_an_input_is_caught_and_a_right_one_passes():
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> dict[str, Path]:
-    """The same 6 tests (seed 1) against the planted fault and against the correct Inductor."""
+    """The same 6 tests (seed 4: two hold a relu, the planted fault's op) against the planted fault and against the
+    correct Inductor."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     out = {}
     for name, configs in (("planted", "eager,inductor-planted-accuracy"), ("correct", "eager,inductor")):
         out[name] = tmp_path_factory.mktemp(name)
         Campaign(campaign_options(compiler="inductor", strategy="programs", configs=configs.split(","), seconds=900,
-                                  jobs=1, seed=1, out=out[name], quiet=True, max_tests=6)).run()
+                                  jobs=1, seed=4, out=out[name], quiet=True, max_tests=6)).run()
     return out
 
 
