@@ -1,8 +1,10 @@
 """The `programs` strategy on the real torch: generated PyTorch programs are valid in eager, the guards
 stop undefined behaviour before anything compiles, the oracle's float64 rule, a planted Inductor fault
 found by a short campaign (reduced to a few statements, its reproducer firing standalone) while the
-correct Inductor stays quiet on the same tests, and a wrong mutation of an input caught. Compiles are
-few: one campaign pair and two single programs."""
+correct Inductor stays quiet on the same tests, a wrong mutation of an input caught, and training steps
+(a planted wrong gradient caught, the correct Inductor quiet) and programs that break Dynamo's graph on
+purpose (a branch on a value, `.item()`: compiled without fullgraph, judged the same). Compiles are few:
+one campaign pair and four single programs."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ torch = pytest.importorskip("torch", reason="the programs strategy's dialect her
 from dlcfuzz.backends import get_backend  # noqa: E402
 from dlcfuzz.backends.inductor.programs import (  # noqa: E402
     DIALECT,
+    GRADIENT_FAULT,
     OPS,
     UNDEFINED,
     checked_run,
@@ -28,7 +31,17 @@ from dlcfuzz.backends.inductor.programs import (  # noqa: E402
     source_function,
 )
 from dlcfuzz.oracle import categories as C  # noqa: E402
-from dlcfuzz.programs.core import Input, Program, Stmt, closure, emit, generate, restrict  # noqa: E402
+from dlcfuzz.programs.core import (  # noqa: E402
+    Input,
+    Program,
+    Stmt,
+    closure,
+    emit,
+    generate,
+    restrict,
+    trainable,
+    with_training,
+)
 from dlcfuzz.strategies.programs import ProgramTest, compare_to_eager, judge_program  # noqa: E402
 
 PLANTED = ("inductor-planted-accuracy", {"backend": "inductor", "fault": "accuracy"})
@@ -129,14 +142,15 @@ def test_a_wrong_mutation_of_an_input_is_caught_and_a_right_one_passes():
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> dict[str, Path]:
-    """The same 6 tests (seed 1) against the planted fault and against the correct Inductor."""
+    """The same 6 tests (seed 4: two hold a relu, the planted fault's op) against the planted fault and against the
+    correct Inductor."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     out = {}
     for name, configs in (("planted", "eager,inductor-planted-accuracy"), ("correct", "eager,inductor")):
         out[name] = tmp_path_factory.mktemp(name)
         Campaign(campaign_options(compiler="inductor", strategy="programs", configs=configs.split(","), seconds=900,
-                                  jobs=1, seed=1, out=out[name], quiet=True, max_tests=6)).run()
+                                  jobs=1, seed=4, out=out[name], quiet=True, max_tests=6)).run()
     return out
 
 
@@ -173,3 +187,72 @@ def test_auto_adds_the_programs_arm_only_where_the_backend_has_a_program_languag
 
     assert "programs" in [a.name for a in arms_for("inductor", get_backend("inductor"))]
     assert "programs" not in [a.name for a in arms_for("inductor", None)]
+
+
+# ---- training steps --------------------------------------------------------------------------------
+PLANTED_GRADIENT = ("inductor-planted-gradient", {"backend": "inductor", "fault": GRADIENT_FAULT})
+
+
+def test_only_float_programs_of_differentiable_ops_train_and_the_stored_form_keeps_the_steps():
+    trained, floor_divides = 0, 0
+    for seed in range(300):
+        rng = np.random.default_rng(seed)
+        p = with_training(generate(DIALECT, rng, 8), OPS, rng, DIALECT.train_share)
+        if p.steps:
+            trained += 1
+            assert any(i.dtype in ("float16", "float32", "float64") for i in p.inputs)
+            assert 1 <= p.steps <= 3 and Program.from_json(p.to_json()) == p and restrict(p, [0]).steps == p.steps
+        else:
+            assert "steps" not in p.to_json()  # an inference program's stored form is what it was
+        floor_divides += any(s.op == "floor_divide" or s.attrs.get("op") == "//" for s in p.stmts if p.steps)
+    assert 40 <= trained <= 110 and floor_divides == 0  # torch has no derivative of floor_divide
+    ints = Program([Input("x0", "int32", (3,))], [Stmt("neg", ["x0"], out="v0")], ["v0"])
+    assert not trainable(ints, OPS)
+
+
+@pytest.fixture(scope="module")
+def training_run() -> tuple[Program, dict, dict]:
+    """Three training steps of a program that writes a parameter in place (from an integer input it also
+    mutates) before reading it, and whose input is a transposed view."""
+    p = Program([Input("x0", "float32", (4, 6), "transposed"), Input("x1", "float32", (4, 6)),
+                 Input("x2", "int64", (6,))],
+                [Stmt("add_", ["x1", "x2"]), Stmt("mul", ["x0", "x1"], out="v0"), Stmt("tanh", ["v0"], out="v1"),
+                 Stmt("add_", ["x2", 1]), Stmt("relu", ["v1"], out="v2")], ["v2"], steps=3)
+    meta, arrays = run_program(p, 3, [EAGER, CORRECT, PLANTED_GRADIENT])
+    return p, meta, arrays
+
+
+def test_a_training_step_compares_gradients_and_the_state_after_the_steps(training_run):
+    p, meta, arrays = training_run
+    assert meta["n_grad"] == 2 and {n: r["status"] for n, r in meta["runs"].items()} == dict.fromkeys(
+        ["eager", "fp64", CORRECT[0], PLANTED_GRADIENT[0]], "ok")
+    assert not np.array_equal(arrays["eager/param/0"], make_inputs(input_specs(p), 3)["x0"].numpy())  # it trained
+    assert arrays["eager/in/2"].tolist() == (make_inputs(input_specs(p), 3)["x2"] + 1).tolist()  # the first call's
+
+
+def test_a_planted_wrong_gradient_is_caught_and_the_correct_inductor_is_quiet(training_run):
+    p, meta, arrays = training_run
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, [EAGER, CORRECT, PLANTED_GRADIENT]), meta, arrays)
+    # the correct Inductor's outputs, mutations, gradients and state after the steps all agree with eager
+    assert [(v.kind, v.category, v.configs) for v in verdicts] == [("bug", C.INCONSISTENCY,
+                                                                    ["eager", PLANTED_GRADIENT[0]])]
+    assert verdicts[0].key.endswith("|gradient") and "the gradient of x0" in verdicts[0].detail
+    # the forward is right: the first step's outputs agree
+    assert np.array_equal(arrays[f"{PLANTED_GRADIENT[0]}/out/0"], arrays[f"{CORRECT[0]}/out/0"])
+
+
+# ---- Dynamo features ------------------------------------------------------------------------------
+def test_a_program_that_breaks_the_graph_compiles_without_fullgraph_and_is_judged_the_same():
+    """A Python branch on a value and `.item()`: Dynamo splits the program (graph breaks counted, no
+    finding); the planted fault in the relu between them is caught, the correct Inductor is quiet."""
+    from dlcfuzz.programs.core import one_graph
+
+    p = Program([Input("x0", "float32", (4, 6)), Input("x1", "int32", (3,))],
+                [Stmt("branch", ["x0", 1.5], {"threshold": 0, "arms": ["+", "*"]}, "v0"),
+                 Stmt("relu", ["v0"], out="v1"), Stmt("item", ["v1", "x1"], {"reduce": "amax"}, "v2")], ["v2"])
+    assert not one_graph(p, OPS) and one_graph(Program(p.inputs, p.stmts[1:2], []), OPS)
+    configs = [EAGER, CORRECT, PLANTED]
+    meta, arrays = run_program(p, 3, configs)
+    assert all(meta["runs"][n]["status"] == "ok" and meta["runs"][n]["graph_breaks"] >= 1 for n, _ in configs[1:])
+    verdicts, _ = judge_program("inductor", ProgramTest(p, 3, configs), meta, arrays)
+    assert [(v.kind, v.category, v.configs) for v in verdicts] == [("bug", C.INCONSISTENCY, ["eager", PLANTED[0]])]

@@ -5,7 +5,9 @@ A program is inputs (name, dtype, shape, layout), a list of statements `vK = op(
 in-place statements `op_(target, args, attrs)` that mutate their first argument (a value, a view of
 one, or an input) and define nothing, and outputs (value names; an output may be an input or a view
 of one, and may repeat). After a call every input is compared too, so a mutation is judged like an
-output.
+output. A program may also be a training step (`steps` > 0): its float outputs reduced to a scalar loss,
+the gradients of its float inputs, and that many in-place updates of those inputs by their gradients
+(the dialect's runner says how); its statements are the same either way.
 
 The framework is a `Dialect` (its backend's): an op table (`OpSpec`: what an op accepts, how its
 attributes are sampled, its source spelling) and the framework's own type inference (`apply`: the
@@ -16,6 +18,7 @@ the generator exact about the framework's promotion and broadcasting rules, what
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,15 +60,18 @@ class Program:
     inputs: list[Input]
     stmts: list[Stmt]
     outputs: list[str]
+    steps: int = 0  # 0: an inference call; N: N training steps (loss, backward, in-place update)
 
     def to_json(self) -> dict[str, Any]:
-        return {"inputs": [[i.name, i.dtype, list(i.shape), i.layout] for i in self.inputs],
-                "stmts": [[s.op, s.args, s.attrs, s.out] for s in self.stmts], "outputs": list(self.outputs)}
+        d = {"inputs": [[i.name, i.dtype, list(i.shape), i.layout] for i in self.inputs],
+             "stmts": [[s.op, s.args, s.attrs, s.out] for s in self.stmts], "outputs": list(self.outputs)}
+        return {**d, "steps": self.steps} if self.steps else d  # an inference program's form is unchanged
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Program:
         return cls([Input(n, t, tuple(s), lay) for n, t, s, lay in d["inputs"]],
-                   [Stmt(op, list(a), dict(at), out) for op, a, at, out in d["stmts"]], list(d["outputs"]))
+                   [Stmt(op, list(a), dict(at), out) for op, a, at, out in d["stmts"]], list(d["outputs"]),
+                   int(d.get("steps", 0)))
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), sort_keys=True)
@@ -112,6 +118,11 @@ class OpSpec:
     # behaviour, or None; opaque here (the dialect's runner calls it)
     undefined: Callable[..., tuple[str, str] | None] | None = None
     overflows: bool = False  # a signed integer result may overflow (the dialect checks it on a wide copy)
+    # its float results carry gradients to its float arguments (training steps); a function of the attributes
+    # where that depends on them (a Python operator that may be `//`)
+    differentiable: bool | Callable[[dict[str, Any]], bool] = True
+    # a Python decision on a computed value (a branch on it, `.item()`): a tracer cannot keep the program one graph
+    breaks_graph: bool = False
 
 
 class Dialect(Protocol):
@@ -253,6 +264,28 @@ def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_i
     return Program(inputs, stmts, _outputs(rng, inputs, stmts))
 
 
+def one_graph(program: Program, ops: Mapping[str, OpSpec]) -> bool:
+    """Whether a tracer can keep `program` one graph (no statement's op breaks it)."""
+    return not any(ops[s.op].breaks_graph for s in program.stmts)
+
+
+def trainable(program: Program, ops: Mapping[str, OpSpec]) -> bool:
+    """Whether `program` can run as a training step: a float input (a parameter) and only differentiable ops."""
+    def differentiable(s: Stmt) -> bool:
+        d = ops[s.op].differentiable
+        return d(s.attrs) if callable(d) else d
+
+    return any(i.dtype in FLOAT for i in program.inputs) and all(map(differentiable, program.stmts))
+
+
+def with_training(program: Program, ops: Mapping[str, OpSpec], rng: np.random.Generator, share: float,
+                  max_steps: int = 3) -> Program:
+    """`program` as a training step of 1..max_steps steps for a `share` of the trainable programs."""
+    if share <= 0 or not trainable(program, ops) or rng.random() >= share:
+        return program
+    return dataclasses.replace(program, steps=int(rng.integers(1, max_steps + 1)))
+
+
 def _outputs(rng: np.random.Generator, inputs: list[Input], stmts: list[Stmt]) -> list[str]:
     """The values nothing later reads (the program's results), sometimes an input itself or a value
     twice (outputs that alias an input or each other)."""
@@ -299,7 +332,7 @@ def restrict(program: Program, kept: Sequence[int], outputs: Sequence[str] | Non
     defined = {s.out for s in stmts if s.out} | {i.name for i in program.inputs}
     outs = [o for o in (program.outputs if outputs is None else outputs) if o in defined]
     read = {a for s in stmts for a in s.uses()} | set(outs)
-    return Program([i for i in program.inputs if i.name in read], stmts, outs)
+    return Program([i for i in program.inputs if i.name in read], stmts, outs, program.steps)
 
 
 def reduce_program(program: Program, fails: Callable[[Program], bool], max_checks: int = 40) -> Program:
@@ -318,8 +351,8 @@ def reduce_program(program: Program, fails: Callable[[Program], bool], max_check
         cur = restrict(cur, range(len(cur.stmts)), [cur.outputs[k] for k in outs])
     for k, i in enumerate(cur.inputs):
         if i.layout != "contiguous":
-            cand = Program([*cur.inputs[:k], Input(i.name, i.dtype, i.shape), *cur.inputs[k + 1:]], cur.stmts,
-                           cur.outputs)
+            cand = dataclasses.replace(cur, inputs=[*cur.inputs[:k], Input(i.name, i.dtype, i.shape),
+                                                    *cur.inputs[k + 1:]])
             if fails(cand):
                 cur = cand
     return cur
@@ -338,4 +371,5 @@ def decode_test(blob: bytes) -> tuple[Program, int, list[tuple[str, dict[str, An
 
 
 __all__ = ["ENTRY", "FLOAT", "INTEGER", "LAYOUTS", "NUMERIC", "SIGNED", "Dialect", "Draw", "Input", "OpSpec", "Pool",
-           "Program", "Stmt", "Value", "broadcasts_to", "closure", "decode_test", "emit", "encode_test", "generate", "reduce_program", "restrict"]
+           "Program", "Stmt", "Value", "broadcasts_to", "closure", "decode_test", "emit", "encode_test", "generate", "one_graph", "reduce_program",
+           "restrict", "trainable", "with_training"]

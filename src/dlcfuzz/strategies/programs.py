@@ -11,7 +11,9 @@ is, beyond the dtype's tolerance (`torch._dynamo.utils.same` with `fp64_ref`); w
 reference disagrees with eager itself (an integer result that rounding decides, or eager further from
 float64 than the tolerance), the output is ill-conditioned: an unknown, not a bug. An eager error is an
 invalid program; undefined behaviour the dialect's guards detect is an unknown; a compiled error where
-eager runs is a bug.
+eager runs is a bug. A training program (`Program.steps`) is judged the same way on two more things
+per float input: its gradient after the first step and its value after the last (each slot's key
+names what differs: output, mutation, gradient, training-state).
 
 Reduction: delta debugging over the statements, each candidate closed over the statements it reads,
 then over the outputs, then the inputs' layouts (programs/core.reduce_program).
@@ -31,7 +33,7 @@ from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import chebyshev, tolerance
 from dlcfuzz.oracle.signature import error_key
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.programs.core import Program, decode_test, encode_test, generate, reduce_program
+from dlcfuzz.programs.core import FLOAT, Program, decode_test, encode_test, generate, reduce_program, with_training
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
 
 if TYPE_CHECKING:
@@ -93,6 +95,8 @@ class ProgramsStrategy(Strategy):
         program = generate(self.dialect, rng, self.params["stmts"])
         seed_inputs = int(rng.integers(1 << 31))
         configs = self.dialect.per_test_configs(rng, [(c.name, dict(c.options)) for c in self.ctx.configs])
+        # drawn last: a seed's program, inputs and configurations are what they were before training existed
+        program = with_training(program, self.dialect.ops, rng, getattr(self.dialect, "train_share", 0.0))
         pt = ProgramTest(program, seed_inputs, configs)
         return Test(seq, seed, encode_test(pt.program, pt.seed, pt.configs), pt)
 
@@ -208,8 +212,10 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
     runs: dict[str, dict[str, Any]] = meta["runs"]
     obs = [_Obs(n, r["status"], r.get("error"), r.get("compile_s", 0.0)) for n, r in runs.items()
            if n != "fp64" and r.get("role") != "reference"]
-    n_out, n_in = int(meta["n_out"]), int(meta["n_in"])
-    slots = [("out", k) for k in range(n_out)] + [("in", k) for k in range(n_in)]
+    n_out, n_in, n_grad = int(meta["n_out"]), int(meta["n_in"]), int(meta.get("n_grad", 0))
+    slots = ([("out", k) for k in range(n_out)] + [("in", k) for k in range(n_in)]
+             + [(kind, k) for kind in ("grad", "param") for k in range(n_grad)])
+    params = [i.name for i in pt.program.inputs if i.dtype in FLOAT]
     verdicts: list[Verdict] = []
     unknown: list[Verdict] = []
     for name, r in runs.items():
@@ -228,17 +234,30 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
             got, ref = arrays[f"{name}/{kind}/{k}"], arrays[f"{ref_run}/{kind}/{k}"]
             f64 = arrays.get(f"{f64_run}/{kind}/{k}") if has_fp64 else None
             reason, detail = compare_to_eager(got, ref, f64)
-            what = f"output {k}" if kind == "out" else \
-                f"input {pt.program.inputs[k].name} {r.get('in_slot', 'after the call')}"
+            what = _slot_name(pt.program, params, kind, k, r.get("in_slot", "after the call"))
             if reason == "ill-conditioned":
                 unknown.append(Verdict("unknown", C.ILL_CONDITIONED_OUTPUT, f"{what}: {detail}", ["eager", name]))
             elif reason:
                 verdicts.append(Verdict("bug", C.INCONSISTENCY, f"{name} differs from {ref_run} at {what}: {detail}",
                                         ["eager", name], k if kind == "out" else -1,
-                                        key=dedup_key(C.INCONSISTENCY, compiler, name, reason,
-                                                      "mutation" if kind == "in" else "output")))
+                                        key=dedup_key(C.INCONSISTENCY, compiler, name, reason, SLOT_KEYS[kind])))
                 break
     return verdicts or unknown or [Verdict("pass", C.PASS)], obs
+
+
+SLOT_KEYS = {"out": "output", "in": "mutation", "grad": "gradient", "param": "training-state"}  # a key's last part
+
+
+def _slot_name(program: Program, params: list[str], kind: str, k: int, in_slot: str = "after the call") -> str:
+    """What a compared slot is, in a finding's words (`in_slot`: what a run's input slots hold, e.g. a
+    transformed run's tangents)."""
+    if kind == "out":
+        return f"output {k}"
+    if kind == "in":
+        return f"input {program.inputs[k].name} {in_slot}"
+    if kind == "grad":
+        return f"the gradient of {params[k]}"
+    return f"{params[k]} after {program.steps} training step{'s' * (program.steps > 1)}"
 
 
 def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None) -> tuple[str | None, str]:

@@ -85,19 +85,27 @@ def summarize_cpp_compile_error(message: str) -> str:
     return f"{first}\n{rest}\nOutput{note}:\n" + "\n".join(kept)
 
 
-def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]], backend: str,
-                     knobs: dict[str, Any], fault: str | None, grad: bool = False) -> Callable[..., tuple]:
-    """`fn` compiled by torch.compile's `backend` with `knobs` (and a planted `fault`), under
-    `fallback_random=True` and `fullgraph=True`; compilation forced by a first call on `example_inputs()`,
-    under no_grad unless `grad` (then AOTAutograd traces the backward of inputs that require grad too)."""
-    if backend == "eager":
-        return fn
-    mode, dynamic, patch = split_knobs(knobs)
-    patch = {"fallback_random": True, **patch}
+def inductor_patch(knobs: dict[str, Any], fault: str | None) -> dict[str, Any]:
+    """The torch._inductor.config patch a compile with `knobs` and a planted `fault` runs under."""
+    patch = {"fallback_random": True, **split_knobs(knobs)[2]}
     if fault:
         patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
+    return patch
+
+
+def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]], backend: str,
+                     knobs: dict[str, Any], fault: str | None, grad: bool = False,
+                     fullgraph: bool = True) -> Callable[..., tuple]:
+    """`fn` compiled by torch.compile's `backend` with `knobs` (and a planted `fault`), under
+    `fallback_random=True` and `fullgraph` (False: a program that breaks the graph on purpose);
+    compilation forced by a first call on `example_inputs()` (with autograd on where `grad`: a training
+    step's forward, whose backward AOTAutograd compiles too)."""
+    if backend == "eager":
+        return fn
+    mode, dynamic, _ = split_knobs(knobs)
+    patch = inductor_patch(knobs, fault)
     torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
-    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": True, "dynamic": dynamic}
+    kwargs: dict[str, Any] = {"backend": backend, "fullgraph": fullgraph, "dynamic": dynamic}
     if backend == "inductor" and mode != "default":
         kwargs["mode"] = mode
     compiled = torch.compile(fn, **kwargs)
@@ -107,7 +115,7 @@ def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list
 
 
 def first_failing_stage(fn: Callable[..., tuple], example_inputs: Callable[[], list[Any]],
-                        options: dict[str, Any]) -> str:
+                        options: dict[str, Any], grad: bool = False, fullgraph: bool = True) -> str:
     """The first stage of the ladder eager -> ... -> options' backend whose compile (and example run)
     fails; "none" when the failure does not repeat."""
     knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
@@ -115,7 +123,7 @@ def first_failing_stage(fn: Callable[..., tuple], example_inputs: Callable[[], l
     for stage in LADDER[:top + 1]:
         try:
             compile_callable(fn, example_inputs, stage, knobs if stage == "inductor" else
-                             {k: v for k, v in knobs.items() if k == "dynamic"}, fault)
+                             {k: v for k, v in knobs.items() if k == "dynamic"}, fault, grad, fullgraph)
         except Exception:  # noqa: BLE001 - any failure is the answer
             return stage
     return "none"

@@ -43,6 +43,7 @@ from dlcfuzz.programs.core import (
     Stmt,
     Value,
     emit,
+    one_graph,
 )
 
 UNDEFINED = "undefined-behaviour"  # a category of the program guards (registered below)
@@ -52,6 +53,8 @@ INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 
                 ("int16", 1.0), ("int8", 1.0), ("uint8", 1.5), ("bool", 1.0))
 INT_OR_BOOL = INTEGER + ("bool",)
 DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
+TRAIN_SHARE = 0.3  # trainable programs (programs.core.trainable) run as training steps
+GRADIENT_FAULT = "gradient"  # a configuration's planted fault "gradient": compiled gradients scaled (tests only)
 
 # The inputs, built the same way by the runner and by the reproducer (the reproducer embeds this source):
 # floats on a grid of eighths in [-4, 4] (sums and products of a few are exact in float32, so rounding
@@ -83,6 +86,46 @@ def make_inputs(specs, seed):
 _NS: dict[str, Any] = {"np": np, "torch": torch}
 exec(INPUTS_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducer
 make_inputs: Callable[[list[Any], int], dict[str, torch.Tensor]] = _NS["make_inputs"]
+
+# One call of a program, or a training program's steps, the same in the runner and in the reproducer (it embeds
+# this source). Training compiles the forward alone (the program and the loss are traced by Dynamo; AOTAutograd
+# derives the backward and Inductor compiles both); `loss.backward()` and the update run outside the compiled
+# function: Dynamo with fullgraph=True cannot trace `backward()` (a graph break), and the update's arithmetic is
+# the same in every run, so a difference is the compiled forward's or backward's. The loss, half the sum of
+# squares of every float result that requires a gradient (the outputs and the float inputs after the call),
+# sends each result's own values back as its gradient (a sum would send ones). The float inputs are the
+# parameters: each step calls the program on a clone of them (a leaf that requires a gradient cannot be written
+# in place) and updates them in place by LR times their gradient (a power of two: the product is exact).
+RUN_SOURCE = '''
+LR = 0.125
+
+
+def execute(fn, inputs, order, steps):
+    """Outputs and inputs after the call ("out", "in"); with steps > 0 those of the first step, its gradients of
+    the float inputs ("grad") and the float inputs after `steps` updates ("param"). `inputs` is consumed."""
+    if not steps:
+        with torch.no_grad():
+            outs = fn(*[inputs[n] for n in order])
+        return {"out": list(outs), "in": [inputs[n] for n in order]}
+    params = {n: t.requires_grad_() for n, t in inputs.items() if t.is_floating_point()}
+    first = {}
+    for step in range(steps):
+        args = {n: params[n].clone() if n in params else t for n, t in inputs.items()}
+        outs = fn(*[args[n] for n in order])
+        results = [t for t in list(outs) + [args[n] for n in params] if t.is_floating_point() and t.requires_grad]
+        sum(0.5 * (t * t).sum() for t in results).backward()
+        with torch.no_grad():
+            if step == 0:
+                first = {"out": [t.detach().clone() for t in outs], "in": [args[n].detach().clone() for n in order],
+                         "grad": [p.grad.clone() for p in params.values()]}
+            for p in params.values():
+                p.sub_(LR * p.grad)
+                p.grad = None
+    return {**first, "param": [p.detach() for p in params.values()]}
+'''
+exec(RUN_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducer
+execute: Callable[[Callable[..., tuple], dict[str, torch.Tensor], list[str], int], dict[str, list[torch.Tensor]]] = (
+    _NS["execute"])
 
 
 def input_specs(program: Program) -> list[list[Any]]:
@@ -232,7 +275,9 @@ _binary("minimum", NUMERIC, scalar=False)
 _binary("atan2", FLOAT, scalar=False)
 _binary("pow", FLOAT)
 for _name in ("floor_divide", "remainder", "fmod"):
-    _binary(_name, NUMERIC, overflows=True, undefined=_zero_divisor, divisor=True, weight=1.5)
+    # torch implements no derivative of floor_divide (its programs never train)
+    _binary(_name, NUMERIC, overflows=True, undefined=_zero_divisor, divisor=True, weight=1.5,
+            differentiable=_name != "floor_divide")
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
     _binary(_name, INT_OR_BOOL, same=True)
 for _name in ("eq", "lt", "ge"):
@@ -270,7 +315,7 @@ def _operator(p: Pool) -> Draw | None:
 
 op("operator", _operator, lambda a, at: f"({a[1]} {at['op']} {a[0]})" if at["swap"]
    else f"({a[0]} {at['op']} {_divisor(a[1], at)})",
-   overflows=True, undefined=_operator_check, weight=2.0)
+   overflows=True, undefined=_operator_check, weight=2.0, differentiable=lambda at: at["op"] != "//")
 
 
 def _shift(left: bool) -> None:
@@ -684,6 +729,36 @@ def _relu_(p: Pool) -> Draw | None:
 op("relu_", _relu_, lambda a, at: f"{a[0]}.relu_()", inplace=True)
 
 
+# Dynamo features: a Python branch on a computed value and `.item()`. Dynamo cannot keep either in one graph
+# (a data-dependent branch, a scalar out of a tensor), so a program holding one compiles with fullgraph=False:
+# Dynamo splits it into graphs around the decision (a configuration fact, counted in the run's
+# "graph_breaks", never a finding), and the oracle is the same. Both arms of a branch add the same Python
+# scalar (the same result type either way; the type inference runs the statement on zeros: a meta tensor
+# has no value to decide on).
+def _branch(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    return Draw([x.name, _scalar(p, x.dtype, True)], {"threshold": p.integers(-2, 2), "arms": p.choice(
+        (("+", "*"), ("-", "+"), ("*", "-")))})
+
+
+op("branch", _branch, lambda a, at: f"(({a[0]} {at['arms'][0]} {a[1]}) if bool({a[0]}.sum() > {at['threshold']}) "
+   f"else ({a[0]} {at['arms'][1]} {a[1]}))", breaks_graph=True, overflows=True, weight=0.7)
+
+
+def _item(p: Pool) -> Draw | None:
+    x = p.pick(NUMERIC)
+    if x is None:
+        return None
+    y = p.pick(NUMERIC + ("bool",))
+    return Draw([x.name, y.name], {"reduce": p.choice(("amax", "amin"))}) if y is not None else None
+
+
+op("item", _item, lambda a, at: f"({a[0]} * {a[1]}.{at['reduce']}().item())", breaks_graph=True, overflows=True,
+   weight=0.7)
+
+
 # ---- the dialect ---------------------------------------------------------------------------------
 def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "transposed":
@@ -714,13 +789,18 @@ class TorchDialect:
     name = "torch"
     ops = OPS
     dtypes = INPUT_DTYPES
+    train_share = TRAIN_SHARE
 
     def start(self, inputs: list[Input]) -> dict[str, torch.Tensor]:
         return {i.name: _meta(i) for i in inputs}
 
     def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
         with torch.no_grad():
-            r = _eval(stmt, state)
+            if OPS[stmt.op].breaks_graph:  # a decision on a value: zeros of the same types decide it
+                zeros = {a: torch.zeros(state[a].shape, dtype=state[a].dtype) for a in stmt.uses()}
+                r = _eval(stmt, zeros).to("meta")
+            else:
+                r = _eval(stmt, state)
         if stmt.out is None:
             return None
         if not isinstance(r, torch.Tensor) or r.dtype == torch.bfloat16 or r.is_complex():
@@ -802,13 +882,10 @@ def checked_run(program: Program, inputs: dict[str, torch.Tensor]) -> tuple[str,
     return None
 
 
-def _arrays(tag: str, outs: Any, ins: dict[str, torch.Tensor], program: Program) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
-    for k, t in enumerate(outs):
-        out[f"{tag}/out/{k}"] = t.detach().contiguous().numpy().copy()
-    for k, i in enumerate(program.inputs):
-        out[f"{tag}/in/{k}"] = ins[i.name].detach().contiguous().numpy().copy()
-    return out
+def _arrays(tag: str, result: dict[str, list[torch.Tensor]]) -> dict[str, np.ndarray]:
+    """`execute`'s tensors as the reply's arrays "TAG/KIND/K"."""
+    return {f"{tag}/{kind}/{k}": t.detach().contiguous().numpy().copy()
+            for kind, ts in result.items() for k, t in enumerate(ts)}
 
 
 def source_function(program: Program) -> Callable[..., tuple]:
@@ -820,10 +897,13 @@ def source_function(program: Program) -> Callable[..., tuple]:
 def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
                 note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Eager (the guards first), a float64 eager reference, then every compiled configuration, each on
-    its own copies of the inputs. Arrays "RUN/out/K" (outputs) and "RUN/in/K" (inputs after the call)."""
+    its own copies of the inputs (`execute`: a call, or a training program's steps). Arrays "RUN/out/K"
+    (outputs), "RUN/in/K" (inputs after the call) and, for a training program, "RUN/grad/K" (the first
+    step's gradients of the float inputs) and "RUN/param/K" (the float inputs after the steps)."""
     from dlcfuzz.backends.inductor.compiling import (
         compile_callable,
         first_failing_stage,
+        inductor_patch,
         scrub,
         summarize_cpp_compile_error,
     )
@@ -831,24 +911,20 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
     inputs = make_inputs(input_specs(program), seed)
     names = [i.name for i in program.inputs]
     fn = source_function(program)
+    train, fullgraph = program.steps > 0, one_graph(program, OPS)
     note("eager:run")
     try:
         ub = checked_run(program, _clones(inputs))
         if ub is not None:
             return {"undefined": list(ub)}, {}
-        ins = _clones(inputs)
-        with torch.no_grad():
-            outs = fn(*[ins[n] for n in names])
-    except Exception as e:  # noqa: BLE001 - eager rejects the program: invalid, not a bug
+        arrays = _arrays("eager", execute(fn, _clones(inputs), names, program.steps))
+    except Exception as e:  # noqa: BLE001 - eager rejects the program (or its backward): invalid, not a bug
         return {"invalid": f"{type(e).__name__}: {str(e)[:600]}"}, {}
-    arrays = _arrays("eager", outs, ins, program)
     runs: dict[str, dict[str, Any]] = {"eager": {"status": "ok"}}
     note("fp64:run")
     try:  # the float64 reference: float inputs widened, the same program
         wide = {k: t.double() if t.is_floating_point() else t for k, t in _clones(inputs).items()}
-        with torch.no_grad():
-            outs64 = fn(*[wide[n] for n in names])
-        arrays.update(_arrays("fp64", outs64, wide, program))
+        arrays.update(_arrays("fp64", execute(fn, wide, names, program.steps)))
         runs["fp64"] = {"status": "ok"}
     except Exception as e:  # noqa: BLE001 - e.g. an index_put whose values keep float32: no fp64 reading
         runs["fp64"] = {"status": "error", "error": f"{type(e).__name__}: {str(e)[:300]}"}
@@ -857,25 +933,57 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         if backend == "eager":
             continue
         knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
+        inductor_fault = None if fault == GRADIENT_FAULT else fault
+
+        def example() -> list[Any]:
+            return [t.requires_grad_().clone() if train and t.is_floating_point() else t
+                    for t in _clones(inputs).values()]
+
         t0 = time.perf_counter()
         note(f"{name}:compile")
         try:
-            compiled = compile_callable(fn, lambda: list(_clones(inputs).values()), backend, knobs, fault)
+            torch._dynamo.utils.counters.clear()
+            compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train, fullgraph)
+            breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+            if fault == GRADIENT_FAULT:
+                compiled = _perturbed_gradients(compiled)
             note(f"{name}:run")
-            ins = _clones(inputs)
-            with torch.no_grad():
-                outs = compiled(*[ins[n] for n in names])
-            arrays.update(_arrays(name, outs, ins, program))
-            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
+            # the whole step under the compile's config: AOTAutograd may compile the backward lazily, at its first call
+            with torch._inductor.config.patch(inductor_patch(knobs, inductor_fault)):
+                arrays.update(_arrays(name, execute(compiled, _clones(inputs), names, program.steps)))
+            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4), "graph_breaks": breaks}
         except MemoryError:
             raise
         except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
-            stage = first_failing_stage(fn, lambda: list(_clones(inputs).values()), options)
+            stage = first_failing_stage(fn, example, {**options, "fault": inductor_fault}, train, fullgraph)
             summary = summarize_cpp_compile_error(str(e))
             runs[name] = {"status": "error", "error": f"[stage {stage}] {type(e).__name__}: {scrub(summary)}"[:6000],
                           "traceback": traceback.format_exc(limit=8)[-3000:],
                           "compile_s": round(time.perf_counter() - t0, 4)}
-    return {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs)}, arrays
+    n_params = sum(t.is_floating_point() for t in inputs.values()) if train else 0
+    return {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs), "n_grad": n_params}, arrays
+
+
+class _PerturbGradient(torch.autograd.Function):
+    """Identity forward; a backward that scales the gradient: the planted fault of a wrong compiled gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        return grad * 1.5
+
+
+def _perturbed_gradients(compiled: Callable[..., tuple]) -> Callable[..., tuple]:
+    """`compiled` whose float outputs pass their gradient on scaled (configuration fault "gradient", tests only:
+    Inductor's own planted faults are in its forward kernels)."""
+
+    def call(*args: Any) -> tuple:
+        return tuple(_PerturbGradient.apply(o) if o.requires_grad else o for o in compiled(*args))
+
+    return call
 
 
 # ---- the reproducer ------------------------------------------------------------------------------
@@ -884,23 +992,18 @@ _REPRO_MAIN = '''
 def compiled_fn(opts):
     torch.compiler.reset()
     kwargs = {"mode": opts["mode"]} if opts["mode"] != "default" else {}
-    compiled = torch.compile(program, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
-
-    def call(*args):
-        with torch._inductor.config.patch(opts["inductor_config"]), torch.no_grad():
-            return compiled(*args)
-
-    return call
+    return torch.compile(program, backend=opts["backend"], fullgraph=FULLGRAPH, dynamic=opts["dynamic"], **kwargs)
 
 
-def run(fn, wide=False):
-    """Outputs and inputs after the call, each run on its own copies of the inputs."""
+def run(fn, wide=False, opts=None):
+    """Outputs and inputs after the call (and a training program's gradients and parameters after STEPS
+    steps), each run on its own copies of the inputs, the whole run under the compile's Inductor config."""
     ins = make_inputs(SPECS, SEED)
     if wide:
         ins = {k: t.double() if t.is_floating_point() else t for k, t in ins.items()}
-    with torch.no_grad():
-        outs = fn(*[ins[n] for n in INPUT_ORDER])
-    return [t.detach().contiguous().numpy() for t in list(outs) + [ins[n] for n in INPUT_ORDER]]
+    with torch._inductor.config.patch(opts["inductor_config"] if opts else {}):
+        result = execute(fn, ins, INPUT_ORDER, STEPS)
+    return [t.detach().contiguous().numpy() for kind in ("out", "in", "grad", "param") for t in result.get(kind, [])]
 
 
 def distance(a, ref):
@@ -939,11 +1042,12 @@ try:
 except Exception:
     fp64 = None
 try:
-    got = run(compiled_fn(OPTIONS))
+    got = run(compiled_fn(OPTIONS), opts=OPTIONS)
 except Exception as e:
     print(f"BUG REPRODUCED: eager runs the program, torch.compile raises {type(e).__name__}: {e}")
     sys.exit(1)
 names = [f"output {k}" for k in range(N_OUT)] + [f"input {n} after the call" for n in INPUT_ORDER]
+names += [f"the gradient of {n}" for n in PARAMS] + [f"{n} after {STEPS} training steps" for n in PARAMS]
 for k, name in enumerate(names):
     why = wrong(got[k], eager[k], fp64[k] if fp64 is not None else None)
     if why:
@@ -965,11 +1069,13 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     compiled = [(n, o) for n, o in configs if o.get("backend", "inductor") != "eager"]
     name, options = compiled[0] if compiled else ("inductor", {"backend": "inductor"})
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    training = (f"; as {program.steps} training step{'s' * (program.steps > 1)} (execute below), the gradients of "
+                "the float inputs and their values after the steps too") if program.steps else ""
     return f'''"""{title}
 
 Found by dlcfuzz (programs strategy) against {version}. The program runs eagerly and compiled by
-torch.compile (configuration {name!r}, fullgraph=True, fallback_random=True), each on its own copies
-of the inputs; outputs and the inputs after the call (mutations) are compared.
+torch.compile (configuration {name!r}, fullgraph={one_graph(program, OPS)}, fallback_random=True), each on its own copies
+of the inputs; outputs and the inputs after the call (mutations) are compared{training}.
 Exits 1 with "BUG REPRODUCED" while the bug is present.
 """
 {det}
@@ -983,12 +1089,16 @@ SEED = {seed}
 SPECS = {json.dumps(input_specs(program))}  # (name, dtype, shape, layout)
 INPUT_ORDER = {[i.name for i in program.inputs]!r}
 N_OUT = {len(program.outputs)}
+STEPS = {program.steps}  # training steps (0: one call without autograd)
+FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on purpose (a branch on a value, .item())
+PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
 TOL = {TOLERANCE!r}
-{INPUTS_SOURCE}
+{INPUTS_SOURCE}{RUN_SOURCE}
 
 {emit(program, OPS)}{_REPRO_MAIN}'''
 
 
-__all__ = ["DIALECT", "INPUTS_SOURCE", "OPS", "UNDEFINED", "TorchDialect", "checked_run", "make_inputs",
+__all__ = ["DIALECT", "GRADIENT_FAULT", "INPUTS_SOURCE", "OPS", "RUN_SOURCE", "TRAIN_SHARE", "UNDEFINED", "TorchDialect",
+           "checked_run", "execute", "make_inputs",
            "reproducer", "run_program", "source_function"]

@@ -22,15 +22,15 @@ from dlcfuzz.ir.graph import Graph
 def compile_options(options: dict[str, Any]) -> dict[str, Any]:
     """A configuration's options as the reproducer's run() reads them: backend, mode, dynamic and
     the exact torch._inductor.config patch (fallback_random included, as dlcfuzz compiled it)."""
+    from dlcfuzz.backends.inductor.compiling import inductor_patch
     from dlcfuzz.backends.inductor.knobs import split_knobs
 
     if options.get("backend") == "openvino":  # OpenVINO's PyTorch front door (backends/openvino)
         return {"backend": "openvino", "mode": "default", "dynamic": False, "inductor_config": {},
                 "options": options["options"]}
-    mode, dynamic, patch = split_knobs(dict(options.get("knobs") or {}))
-    patch = {"fallback_random": True, **patch}
-    if options.get("fault"):
-        patch["cpp.inject_relu_bug_TESTING_ONLY"] = options["fault"]
+    knobs = dict(options.get("knobs") or {})
+    mode, dynamic, _ = split_knobs(knobs)
+    patch = inductor_patch(knobs, options.get("fault"))
     return {"backend": options.get("backend", "inductor"), "mode": mode, "dynamic": dynamic, "inductor_config": patch}
 
 
