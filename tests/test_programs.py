@@ -9,12 +9,12 @@ one campaign pair and four single programs."""
 from __future__ import annotations
 
 import collections
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from program_harness import assert_reproducer_fires_standalone, planted_finding_folder
 
 torch = pytest.importorskip("torch", reason="the programs strategy's dialect here is torch's (Inductor)")
 
@@ -155,18 +155,10 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
 
 
 def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
-    from dlcfuzz.engine.store import Store
-
-    found = Store(campaigns["planted"] / "store.sqlite", create=False).findings()
-    assert found and all(f["category"] == C.INCONSISTENCY for f in found)
-    folder = next((campaigns["planted"] / "findings").iterdir())
+    folder = planted_finding_folder(campaigns["planted"])
     program = (folder / "program.py").read_text()
     assert "relu" in program and program.count("\n    ") <= 4  # a few statements and the return
-    script = folder / "repro.py"
-    res = subprocess.run([sys.executable, "-I", str(script)], capture_output=True, text=True, timeout=600)
-    assert res.returncode == 1 and "BUG REPRODUCED" in res.stdout, res.stdout + res.stderr
-    assert "dlcfuzz" not in "\n".join(ln for ln in script.read_text().splitlines() if ln.startswith(("import",
-                                                                                                      "from")))
+    assert_reproducer_fires_standalone(folder)
 
 
 def test_correct_inductor_is_quiet_on_the_same_tests(campaigns):

@@ -45,6 +45,7 @@ from dlcfuzz.programs.core import (
     emit,
     one_graph,
 )
+from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE
 
 UNDEFINED = "undefined-behaviour"  # a category of the program guards (registered below)
 C.add_category(C.Category(UNDEFINED, "unknown", routine=True))
@@ -1005,37 +1006,7 @@ def run(fn, wide=False, opts=None):
         result = execute(fn, ins, INPUT_ORDER, STEPS)
     return [t.detach().contiguous().numpy() for kind in ("out", "in", "grad", "param") for t in result.get(kind, [])]
 
-
-def distance(a, ref):
-    a, ref = a.astype(np.float64), ref.astype(np.float64)
-    fin = np.isfinite(a) & np.isfinite(ref)
-    return float((np.abs(a[fin] - ref[fin]) / np.maximum(1.0, np.abs(ref[fin]))).max()) if fin.any() else 0.0
-
-
-def wrong(got, eager, fp64):
-    """PyTorch's fuzzer rule (torch._dynamo.utils.same with fp64_ref): integers, bools, dtypes and shapes
-    exactly; floats: the compiled result is wrong only when it is further from the float64 reference than
-    eager is, beyond the dtype's tolerance. Where the float64 reference itself disagrees with eager on an
-    integer result, rounding decides it: not a bug."""
-    if got.shape != eager.shape or got.dtype != eager.dtype:
-        return f"dtype/shape {got.dtype}{got.shape} vs eager {eager.dtype}{eager.shape}"
-    if np.array_equal(got, eager, equal_nan=eager.dtype.kind == "f"):
-        return None
-    if eager.dtype.kind != "f":
-        if fp64 is not None and not np.array_equal(fp64.astype(eager.dtype), eager):
-            return None
-        k = int(np.flatnonzero((got != eager).reshape(-1))[0])
-        return f"differs from eager at flat index {k}: {got.reshape(-1)[k]!r} vs {eager.reshape(-1)[k]!r}"
-    tol = TOL.get(str(eager.dtype), 1e-3)
-    if fp64 is None:
-        d = distance(got, eager)
-        return f"distance {d:.3g} from eager" if d > tol else None
-    if (np.isfinite(got) != np.isfinite(eager)).any():
-        return None if (np.isfinite(fp64) != np.isfinite(eager)).any() else "NaN/Inf where eager and fp64 have numbers"
-    e, c = distance(eager, fp64), distance(got, fp64)
-    return f"distance from fp64 {c:.3g} > 2 x eager's {e:.3g} + {tol}" if c > 2 * e + tol else None
-
-
+''' + JUDGE_SOURCE + '''
 eager = run(program)
 try:
     fp64 = run(program, wide=True)
@@ -1046,15 +1017,9 @@ try:
 except Exception as e:
     print(f"BUG REPRODUCED: eager runs the program, torch.compile raises {type(e).__name__}: {e}")
     sys.exit(1)
-names = [f"output {k}" for k in range(N_OUT)] + [f"input {n} after the call" for n in INPUT_ORDER]
-names += [f"the gradient of {n}" for n in PARAMS] + [f"{n} after {STEPS} training steps" for n in PARAMS]
-for k, name in enumerate(names):
-    why = wrong(got[k], eager[k], fp64[k] if fp64 is not None else None)
-    if why:
-        print(f"BUG REPRODUCED: {name}: {why}")
-        print(f"  eager    {eager[k].reshape(-1)[:16]}\\n  compiled {got[k].reshape(-1)[:16]}")
-        sys.exit(1)
-print("not reproduced: torch.compile agrees with eager")
+SLOT_NAMES = [f"output {k}" for k in range(N_OUT)] + [f"input {n} after the call" for n in INPUT_ORDER]
+SLOT_NAMES += [f"the gradient of {n}" for n in PARAMS] + [f"{n} after {STEPS} training steps" for n in PARAMS]
+''' + VERDICT_SOURCE + '''print("not reproduced: torch.compile agrees with eager")
 '''
 
 
