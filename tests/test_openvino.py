@@ -450,6 +450,12 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"qlinear_matmul", "relu"}, "int8", "", None),
         (W, {"reduce_min"}, "int64", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"bit_shift", "topk"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),
+        (W, {"lp_pool"}, "float32", "", "ov-onnx-lppool-ceil-mode-overhang-scaled"),
+        ("crash", {"lp_pool", "group_norm", "mean"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu",
+         "ov-cpu-lppool-groupnorm-mean-segfault"),
+        ("crash", {"lp_pool", "group_norm"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu", None),
+        (W, {"lstm", "greater"}, "float16", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
+        (W, {"greater"}, "float16", "", None),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
