@@ -456,6 +456,8 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         ("crash", {"lp_pool", "group_norm"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu", None),
         (W, {"lstm", "greater"}, "float16", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
         (W, {"greater"}, "float16", "", None),
+        (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
+        (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
