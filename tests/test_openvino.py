@@ -458,6 +458,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"greater"}, "float16", "", None),
         (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
+        (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
