@@ -17,7 +17,14 @@ import openvino as ov
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
-from dlcfuzz.backends.openvino.known import EXPECTED, F64_IN_F32, INTEGERS_IN_I32, KNOWN_GAPS, WIDER_THAN_I32
+from dlcfuzz.backends.openvino.known import (
+    EXPECTED,
+    F64_IN_F32,
+    FLOATS_IN_F32,
+    INTEGERS_IN_I32,
+    KNOWN_GAPS,
+    WIDER_THAN_I32,
+)
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
@@ -290,13 +297,18 @@ class OpenVinoBackend(BackendBase):
 
     def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
         """The CPU plugin (every front door reaches it but Model.evaluate and ONNXRuntime) runs int64, uint32 and
-        uint64 in int32."""
+        uint64 in int32, and float64 in float32."""
         if config.options.get("device", "CPU") != "CPU":
             return None
         info = np.iinfo(np.int32)
         beyond = sorted(name for name, x in values.items() if x.dtype.name in WIDER_THAN_I32 and x.size
                         and (int(x.min()) < info.min or int(x.max()) > info.max))
-        return INTEGERS_IN_I32.format(names=", ".join(beyond[:3]) + (", ..." if len(beyond) > 3 else "")) if beyond else None
+        if beyond:
+            return INTEGERS_IN_I32.format(names=_some(beyond))
+        with np.errstate(over="ignore"):  # beyond float32's range: inf, which differs
+            not_f32 = sorted(name for name, x in values.items() if x.dtype == np.float64 and x.size
+                             and not np.array_equal(x.astype(np.float32).astype(np.float64), x, equal_nan=True))
+        return FLOATS_IN_F32.format(names=_some(not_f32)) if not_f32 else None
 
     # ---- per test -------------------------------------------------------
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
@@ -410,6 +422,11 @@ def _ort_form_gaps(g: Graph) -> bool:
     from dlcfuzz.gen.random import form_gaps_in
 
     return bool(form_gaps_in(g, lambda op: KNOWN_FORM_GAPS.get(op, ())))
+
+
+def _some(names: list[str]) -> str:
+    """The first three names, then an ellipsis."""
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
 
 
 def _torch_lowers(g: Graph) -> bool:
