@@ -25,12 +25,11 @@ import numpy as np
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, JAX_EAGER
+from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION, disabled_passes, pass_enabled
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.opinions import Evaluator
 
 OPT_LEVELS = (0, 1, 2, 3)
-FAST_MATH = ("xla_cpu_enable_fast_math", "xla_cpu_fast_math_honor_nans", "xla_cpu_fast_math_honor_infs",
-             "xla_cpu_fast_math_honor_division", "xla_cpu_fast_math_honor_functions")
 SELECTIVE = "xla-disable"  # name prefix of the per-test configurations with sampled disabled passes
 
 # Documented rejections: XLA or JAX refusing a program it does not implement (never a miscompile).
@@ -42,18 +41,10 @@ EXPECTED = [
     # same message from a default compile stays a finding).
     ("unsupported", re.compile(r"\[passes disabled\] ")),
 ]
-# compile-time status codes of XLA refusing a module its skipped passes should have prepared
-PIPELINE_PRECONDITION = re.compile(r"FAILED_PRECONDITION|INTERNAL|INVALID_ARGUMENT")
 
 
 class PassesDisabledError(RuntimeError):
     """XLA refused to compile because passes it relies on were disabled (not a miscompile)."""
-
-
-def disabled_passes(options: dict[str, Any]) -> list[str]:
-    """The pass names a configuration disables (xla_disable_hlo_passes is a comma-separated list)."""
-    text = str((options.get("compiler_options") or {}).get("xla_disable_hlo_passes", ""))
-    return [p for p in text.split(",") if p]
 
 
 def with_disabled(config: Config, passes: list[str], name: str | None = None) -> Config:
@@ -62,14 +53,6 @@ def with_disabled(config: Config, passes: list[str], name: str | None = None) ->
     if passes:
         opts["xla_disable_hlo_passes"] = ",".join(sorted(passes))
     return Config(name or config.name, {**config.options, "compiler_options": opts})
-
-
-def pass_enabled(options: dict[str, Any], name: str) -> bool:
-    """Whether HLO pass `name` runs when compiling with `options`."""
-    if options.get("mode", "jit") == "eager":
-        return False
-    co = options.get("compiler_options") or {}
-    return not co.get("xla_disable_all_hlo_passes") and name not in disabled_passes(options)
 
 
 class XlaCompiled:

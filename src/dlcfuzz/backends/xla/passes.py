@@ -18,6 +18,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -188,3 +189,24 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# ---- compile options: facts the backend and the program dialect share ----------------------------------
+FAST_MATH = ("xla_cpu_enable_fast_math", "xla_cpu_fast_math_honor_nans", "xla_cpu_fast_math_honor_infs",
+             "xla_cpu_fast_math_honor_division", "xla_cpu_fast_math_honor_functions")
+# compile-time status codes of XLA refusing a module its skipped passes should have prepared
+PIPELINE_PRECONDITION = re.compile(r"FAILED_PRECONDITION|INTERNAL|INVALID_ARGUMENT")
+
+
+def disabled_passes(options: dict[str, Any]) -> list[str]:
+    """The pass names a configuration disables (xla_disable_hlo_passes is a comma-separated list)."""
+    text = str((options.get("compiler_options") or {}).get("xla_disable_hlo_passes", ""))
+    return [p for p in text.split(",") if p]
+
+
+def pass_enabled(options: dict[str, Any], name: str) -> bool:
+    """Whether HLO pass `name` runs when compiling with `options`."""
+    if options.get("mode", "jit") == "eager":
+        return False
+    co = options.get("compiler_options") or {}
+    return not co.get("xla_disable_all_hlo_passes") and name not in disabled_passes(options)

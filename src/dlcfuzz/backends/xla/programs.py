@@ -801,7 +801,7 @@ DIALECT = JaxDialect()
 # ---- the run -------------------------------------------------------------------------------------
 def _planted_ops(fault: tuple[str, str] | None, options: dict[str, Any]) -> dict[str, OpSpec]:
     """The op table a compile sees: with a planted fault whose pass runs in it, its op off by one."""
-    from dlcfuzz.backends.xla.backend import pass_enabled
+    from dlcfuzz.backends.xla.passes import pass_enabled
 
     if fault is None or fault[1] not in OPS or not pass_enabled(options, fault[0]):
         return OPS
@@ -862,7 +862,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
     """Eager (the guards first), a float64 eager reference, then every compiled configuration; a
     transformed configuration against its transformation run eagerly (and in float64). Arrays
     "RUN/out/K" and "RUN/in/K" (the inputs, or a grad run's gradients)."""
-    from dlcfuzz.backends.xla.backend import FAST_MATH, PIPELINE_PRECONDITION
+    from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION
 
     specs = input_specs(program)
     fn = source_function(program)
