@@ -8,6 +8,7 @@ captures as HLO constants (XLA may fold them).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -17,13 +18,20 @@ from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, lit
 from dlcfuzz.lower.registry import target
 
 TARGET = target("jax")
+
+
 class JaxSpelling(Spelling):
-    """JAX's spelling of what is not NumPy's: a shift is a lax slice, padded; argsort's positions come
+    """JAX's spelling of what is not NumPy's: a constant pad of every axis is lax.pad (which crops where
+    negative); a shift is a lax slice, padded; argsort's positions come
     in the default int."""
 
     def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
         pad = [(1, 0) if i == axis else (0, 0) for i in range(rank)]
         return f"jnp.pad(lax.slice_in_dim({x}, 0, {n - 1}, axis={axis}), {literal(pad)}, constant_values={fill})"
+
+    def pad_constant(self, x: str, before: Sequence[int], after: Sequence[int], value: str, dtype: str) -> str:
+        width = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
+        return f"lax.pad({x}, jnp.array({value}, dtype={self.dtype(dtype)}), {width})"
 
     def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
         return f"jax.nn.one_hot({idx}, {n}, axis={axis}, dtype={self.dtype(dtype)})"
@@ -44,6 +52,13 @@ SPELLING = JaxSpelling(
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
     casts_indices=True, prod_one_axis=False, tensor="jnp.asarray", numel="{x}.size",
     bitcast="lax.bitcast_convert_type({x}, {dtype})",
+    templates={
+        "bitwise_not": "jnp.bitwise_not({x})", "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
+        "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
+        "relu": "jnp.maximum({x}, 0)",  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
+        "hard_sigmoid": "jnp.clip({alpha} * {x} + {beta}, 0, 1)", "expand": "jnp.broadcast_to({x}, {out_shape})",
+        "thresholded_relu": "jnp.where({x} > {alpha}, {x}, jnp.zeros_like({x}))",
+    },
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "JaxProgram", "Rule", "enable_x64", "jnp_dtype",

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, TensorType
-from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
+from dlcfuzz.ir.types import FLOATS, SIGNED_INTS, TensorType
+from dlcfuzz.lower.jax.codegen import SPELLING, TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_indexing import wrapped
@@ -30,19 +30,9 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
-# the one-expression operators jax spells otherwise than the other Python targets (pysource/rules.py: the rest)
-_TEMPLATES = {
-    "bitwise_not": "jnp.bitwise_not({x})",
-    "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
-    "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))
-    "relu": "jnp.maximum({x}, 0)",  # jax.nn.relu is float-only in spirit; max(x, 0) keeps ints
-    "hard_sigmoid": "jnp.clip({alpha} * {x} + {beta}, 0, 1)",
-    "thresholded_relu": "jnp.where({x} > {alpha}, {x}, jnp.zeros_like({x}))",
-    "expand": "jnp.broadcast_to({x}, {out_shape})",
-}
-
-
-pyrules.register_templates(TARGET, _TEMPLATES)
+# the one-expression operators jax spells otherwise than the other Python targets (codegen.py's
+# SPELLING.templates; pysource/rules.py: the rest)
+pyrules.register_templates(SPELLING)
 
 
 @R("gelu")
@@ -91,23 +81,6 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
     shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(in_types[1])}))"
     fill = "0" if attrs["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(in_types[0])})"
     return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(in_types[0])})"]
-
-
-@R("clip")
-def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-          out_types: Types) -> list[str]:
-    # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX)
-    x = ins[0]
-    if attrs["min"] is not None:
-        x = e.bind(f"jnp.maximum({x}, {_scalar(attrs['min'], in_types[0])})")
-    if attrs["max"] is not None:
-        x = f"jnp.minimum({x}, {_scalar(attrs['max'], in_types[0])})"
-    return [x]
-
-
-def _scalar(v: float | int, t: TensorType) -> str:
-    """A scalar attribute as a literal of the tensor's kind (an int literal for an integer tensor)."""
-    return literal(int(v)) if t.dtype in INTS else literal(float(v))
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -283,21 +256,6 @@ def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
     cuts = [int(v) for v in np.cumsum(attrs["split"])[:-1]]
     parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(attrs['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
-
-
-@R("pad")
-def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    t = in_types[0]
-    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
-    x = ins[0]
-    if mode == "constant":  # lax.pad: negative pads crop, as in ONNX
-        v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
-        cfg = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
-        return [f"lax.pad({x}, jnp.array({v}, dtype={_dt(t)}), {cfg})"]
-    return [pyrules.pad_by_gather(e, x, mode, t.shape, before, after)]
 
 
 @R("unsqueeze")

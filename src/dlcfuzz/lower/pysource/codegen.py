@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from dlcfuzz.ir.graph import CALL_OP, Graph
-from dlcfuzz.ir.types import TensorType
+from dlcfuzz.ir.types import INTS, TensorType
 from dlcfuzz.lower.registry import target
 
 ENTRY = "model"  # the name of the lowered main function
@@ -66,6 +66,10 @@ class Spelling:
     # has no kernels for, as (e, name, ins, attrs, dtype) -> source; None where the module has them all
     wide_binary: Callable[..., str] | None = None
     wide_dtypes: tuple[str, ...] = ()  # the dtypes wide_binary is for
+    # the one-expression operators this target spells otherwise than the other Python targets (the rest are
+    # pysource/rules.py's): operator -> a template of its input `{x}`, its output's static shape `{out_shape}`
+    # and its attributes by name (`{alpha}`), each as a Python literal (`rules.templated`)
+    templates: dict[str, str] = field(default_factory=dict)
 
     def fn(self, name: str) -> str:
         """The target's function of NumPy's name `name` (torch.pow for power, jax.nn.sigmoid for sigmoid)."""
@@ -111,6 +115,17 @@ class Spelling:
         """`x` (N, C, spatial...) padded on its spatial axes by constant `value` (zero when None)."""
         width = literal([(0, 0), (0, 0)] + [(b, f) for b, f in zip(before, after)])
         return f"{self.mod}.pad({x}, {width}" + (f", constant_values={value})" if value is not None else ")")
+
+    def pad_constant(self, x: str, before: Sequence[int], after: Sequence[int], value: str, dtype: str) -> str:
+        """`x` (of our dtype `dtype`) padded on every axis by the constant `value` (a literal), ONNX's Pad:
+        a negative pad crops."""
+        raise NotImplementedError(f"{self.target} spells no pad_constant")
+
+    def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
+        """`x` (of our dtype `dtype`) bounded by the scalar `v`: from below, or from above when `upper`. The
+        scalar is a literal of x's kind (an int literal for an integer tensor), which keeps x's dtype."""
+        scalar = literal(int(v)) if dtype in INTS else literal(float(v))
+        return f"{self.fn('minimum' if upper else 'maximum')}({x}, {scalar})"
 
 
 def literal(v: Any) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 
 from dlcfuzz.ir.types import FLOATS, INTS, TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Spelling, Types, literal
-from dlcfuzz.lower.registry import Target, target
+from dlcfuzz.lower.registry import target
 
 PY_TARGETS = ("torch", "jax")
 
@@ -76,10 +76,10 @@ def templated(template: str) -> Rule:
     return rule
 
 
-def register_templates(tgt: Target, templates: dict[str, str]) -> None:
-    """Register on `tgt` the `templated` rule of each operator -> template of `templates`."""
-    for op, template in templates.items():
-        tgt.register(op)(templated(template))
+def register_templates(sp: Spelling) -> None:
+    """Register on the target of `sp` the `templated` rule of each operator of its `templates`."""
+    for op, template in sp.templates.items():
+        target(sp.target).register(op)(templated(template))
 
 
 def binary(sp: Spelling, op: str, x: str, y: str) -> str:
@@ -155,6 +155,18 @@ def _prelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
 def _where(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
            out_types: Types) -> list[str]:
     return [f"{e.sp.mod}.where({ins[2]}, {ins[0]}, {ins[1]})"]
+
+
+@shared("clip")
+def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+          out_types: Types) -> list[str]:
+    # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
+    x, dt = ins[0], in_types[0].dtype
+    if attrs["min"] is not None:
+        x = e.bind(e.sp.bound(x, attrs["min"], dt, upper=False))
+    if attrs["max"] is not None:
+        x = e.sp.bound(x, attrs["max"], dt, upper=True)
+    return [x if x != ins[0] else e.sp.copy(x)]
 
 
 @shared("cast")
@@ -259,6 +271,18 @@ def pad_by_gather(e: Emitter, x: str, mode: str, shape: tuple[int, ...], before:
             src = np.clip(src, 0, d - 1)
         x = take_static(e, x, ax, src)
     return x
+
+
+@shared("pad")
+def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    t = in_types[0]
+    before, after, mode, value = spec.parse(t, attrs)
+    if mode == "constant":
+        v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
+        return [e.sp.pad_constant(ins[0], before, after, v, t.dtype)]
+    y = pad_by_gather(e, ins[0], mode, t.shape, before, after)
+    return [y if y != ins[0] else e.sp.copy(y)]
 
 
 def reshape_permute(sp: Spelling, x: str, steps: tuple[Any, Any, Any]) -> str:

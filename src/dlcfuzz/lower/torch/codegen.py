@@ -23,16 +23,27 @@ from dlcfuzz.lower.torch.wide import wide_binary
 TARGET = target("torch")
 
 
+def f_pad_widths(before: Sequence[int], after: Sequence[int]) -> list[int]:
+    """Pads per axis as F.pad lists them: (before, after) of the last axis first."""
+    flat: list[int] = []
+    for i in reversed(range(len(before))):
+        flat += [before[i], after[i]]
+    return flat
+
+
 class TorchSpelling(Spelling):
     """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
-    shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
+    scalar bound is clamp_min / clamp_max; a shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
     zeros."""
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
-        flat: list[int] = []
-        for i in reversed(range(len(before))):  # F.pad lists the last dim first
-            flat += [before[i], after[i]]
-        return f"F.pad({x}, {literal(flat)}" + (f", value={value})" if value is not None else ")")
+        return f"F.pad({x}, {literal(f_pad_widths(before, after))}" + (f", value={value})" if value is not None else ")")
+
+    def pad_constant(self, x: str, before: Sequence[int], after: Sequence[int], value: str, dtype: str) -> str:
+        return f"F.pad({x}, {literal(f_pad_widths(before, after))}, mode='constant', value={value})"
+
+    def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
+        return f"torch.clamp_{'max' if upper else 'min'}({x}, {literal(v)})"  # torch.maximum wants a tensor
 
     def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
         first = f"torch.full_like({x}.narrow({axis}, 0, 1), {fill})"
@@ -68,6 +79,11 @@ SPELLING = TorchSpelling(
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
     casts_indices=False, prod_one_axis=True, tensor="torch.tensor", numel="{x}.numel()",
     bitcast="{x}.view({dtype})", wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
+    templates={
+        "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
+        "gelu": "F.gelu({x}, approximate={approximate})", "expand": "{x}.expand({out_shape})",
+        "hard_sigmoid": "torch.clamp({alpha} * {x} + {beta}, 0.0, 1.0)", "thresholded_relu": "F.threshold({x}, {alpha}, 0.0)",
+    },
 )
 
 __all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",

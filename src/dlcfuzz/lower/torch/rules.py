@@ -19,7 +19,7 @@ from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorTyp
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_indexing import wrapped
-from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
+from dlcfuzz.lower.torch.codegen import SPELLING, TARGET, f_pad_widths, literal, torch_dtype
 from dlcfuzz.lower.torch.wide import wide_binary
 
 R = TARGET.register
@@ -31,17 +31,9 @@ def _dt(t: TensorType) -> str:
 
 # ---- elementwise, unary ------------------------------------------------------------------
 
-# the one-expression operators torch spells otherwise than the other Python targets (pysource/rules.py: the rest)
-_TEMPLATES = {
-    "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
-    "gelu": "F.gelu({x}, approximate={approximate})",
-    "hard_sigmoid": "torch.clamp({alpha} * {x} + {beta}, 0.0, 1.0)",
-    "thresholded_relu": "F.threshold({x}, {alpha}, 0.0)",
-    "expand": "{x}.expand({out_shape})",
-}
-
-
-pyrules.register_templates(TARGET, _TEMPLATES)
+# the one-expression operators torch spells otherwise than the other Python targets (codegen.py's
+# SPELLING.templates; pysource/rules.py: the rest)
+pyrules.register_templates(SPELLING)
 
 
 @R("bitwise_not")
@@ -92,18 +84,6 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
     return [f"torch.where({inside}, {shifted}, {fill})"]
 
 
-@R("clip")
-def _clip(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-          out_types: Types) -> list[str]:
-    # Min(max, Max(x, min)) in this order: min > max gives max everywhere (ONNX), as torch.clamp does
-    x = ins[0]
-    if attrs["min"] is not None:
-        x = e.bind(f"torch.clamp_min({x}, {literal(attrs['min'])})")
-    if attrs["max"] is not None:
-        x = f"torch.clamp_max({x}, {literal(attrs['max'])})"
-    return [x if x != ins[0] else f"{x}.clone()"]
-
-
 # ---- reductions ------------------------------------------------------------------------------
 
 
@@ -117,10 +97,7 @@ def _pad_spatial(e: Emitter, x: str, pads: Sequence[int], value: str = "0.0") ->
     lo, hi = list(pads[:nd]), list(pads[nd:])
     if lo == hi:
         return x, lo
-    flat: list[int] = []
-    for i in reversed(range(nd)):  # F.pad lists the last dim first
-        flat += [lo[i], hi[i]]
-    return e.bind(f"F.pad({x}, {literal(flat)}, value={value})"), [0] * nd
+    return e.bind(f"F.pad({x}, {literal(f_pad_widths(lo, hi))}, value={value})"), [0] * nd
 
 
 @R("conv1d", "conv2d")
@@ -307,24 +284,6 @@ def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
            out_types: Types) -> list[str]:
     parts = e.bind(f"torch.split({ins[0]}, {literal(list(attrs['split']))}, dim={int(attrs['axis'])})")
     return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
-
-
-@R("pad")
-def _pad(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    from dlcfuzz.ops import get_op
-
-    t = in_types[0]
-    before, after, mode, value = get_op("pad").parse(t, attrs)  # type: ignore[attr-defined]
-    x = ins[0]
-    if mode == "constant":
-        flat: list[int] = []
-        for i in reversed(range(t.rank)):  # negative pads crop, as in ONNX
-            flat += [before[i], after[i]]
-        v = literal(bool(value)) if t.dtype == "bool" else literal(value if t.dtype in FLOATS else int(value))
-        return [f"F.pad({x}, {literal(flat)}, mode='constant', value={v})"]
-    x = pyrules.pad_by_gather(e, x, mode, t.shape, before, after)
-    return [x if x != ins[0] else f"{x}.clone()"]
 
 
 @R("unsqueeze")
