@@ -3,6 +3,7 @@
 from dlcfuzz.lower.jax.codegen import (
     ENTRY,
     PRELUDE,
+    SPELLING,
     TARGET,
     JaxProgram,
     enable_x64,
@@ -14,7 +15,7 @@ from dlcfuzz.lower.jax.codegen import (
 )
 from dlcfuzz.lower.pysource import load_rules
 
-load_rules(__name__)
+load_rules(__name__, SPELLING)
 
 __all__ = ["ENTRY", "PRELUDE", "TARGET", "JaxProgram", "enable_x64", "jnp_dtype", "run_eager", "to_jax",
            "to_jax_program", "to_numpy"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
+from dlcfuzz.lower.pysource.codegen import ENTRY, Emitter, PyProgram, Rule, Spelling, literal, wrapped
 from dlcfuzz.lower.registry import target
 
 TARGET = target("jax")
@@ -22,7 +22,7 @@ TARGET = target("jax")
 
 class JaxSpelling(Spelling):
     """JAX's spelling of what is not NumPy's: a constant pad of every axis is lax.pad (which crops where
-    negative); a shift is a lax slice, padded; argsort's positions come
+    negative); a gather is jnp.take; a shift is a lax slice, padded; argsort's positions come
     in the default int."""
 
     def shift_in(self, x: str, axis: int, n: int, rank: int, fill: str) -> str:
@@ -32,6 +32,10 @@ class JaxSpelling(Spelling):
     def pad_constant(self, x: str, before: Sequence[int], after: Sequence[int], value: str, dtype: str) -> str:
         width = literal([(int(b), int(f), 0) for b, f in zip(before, after)])
         return f"lax.pad({x}, jnp.array({value}, dtype={self.dtype(dtype)}), {width})"
+
+    def gather(self, e: Emitter, x: str, idx: str, axis: int, n: int, out_shape: Sequence[int]) -> str:
+        # the wrap made explicit rather than left to jnp.take's mode; in bounds, clip is a no-op
+        return f"jnp.take({x}, {e.bind(wrapped(self, idx, n))}, axis={axis}, mode='clip')"
 
     def one_hot(self, idx: str, n: int, axis: int, dtype: str) -> str:
         return f"jax.nn.one_hot({idx}, {n}, axis={axis}, dtype={self.dtype(dtype)})"

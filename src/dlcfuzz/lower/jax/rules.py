@@ -15,25 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.ir.types import FLOATS, SIGNED_INTS, TensorType
-from dlcfuzz.lower.jax.codegen import SPELLING, TARGET, jnp_dtype, literal
+from dlcfuzz.ir.types import FLOATS, SIGNED_INTS
+from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_indexing import wrapped
 
 R = TARGET.register
 
 
-def _dt(t: TensorType) -> str:
-    return jnp_dtype(t.dtype)
-
-
 # ---- elementwise, unary ------------------------------------------------------------------
-
-# the one-expression operators jax spells otherwise than the other Python targets (codegen.py's
-# SPELLING.templates; pysource/rules.py: the rest)
-pyrules.register_templates(SPELLING)
-
 
 @R("gelu")
 def _gelu(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
@@ -78,9 +68,9 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
     # signed (opset 28): an amount outside [0, bits) gives the sign fill alone (arithmetic right shift)
     bits = np.dtype(in_types[0].dtype).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
-    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({_dt(in_types[1])}))"
-    fill = "0" if attrs["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({_dt(in_types[0])})"
-    return [f"jnp.where({inside}, {shifted}, {fill}).astype({_dt(in_types[0])})"]
+    shifted = f"{fn}({x}, jnp.where({inside}, {y}, 0).astype({jnp_dtype(in_types[1].dtype)}))"
+    fill = "0" if attrs["direction"] == "LEFT" else f"jnp.where({x} < 0, -1, 0).astype({jnp_dtype(in_types[0].dtype)})"
+    return [f"jnp.where({inside}, {shifted}, {fill}).astype({jnp_dtype(in_types[0].dtype)})"]
 
 
 # ---- reductions ------------------------------------------------------------------------------
@@ -142,9 +132,8 @@ def _window_padding(in_types: Types, out_types: Types, attrs: dict) -> str:
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
     t = in_types[0]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
-    init = f"jnp.array({low}, dtype={_dt(t)})"
+    init = f"jnp.array({pyrules.lowest(t.dtype)}, dtype={jnp_dtype(t.dtype)})"
     return [f"lax.reduce_window({ins[0]}, {init}, lax.max, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
             f"{_window_padding(in_types, out_types, attrs)}, window_dilation={literal((1, 1, *d))})"]
 
@@ -156,21 +145,15 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     t = in_types[0]
     k, s = list(attrs["kernel"]), list(attrs["strides"])
     pad = _window_padding(in_types, out_types, attrs)
-    zero = f"jnp.array(0, dtype={_dt(t)})"
+    zero = f"jnp.array(0, dtype={jnp_dtype(t.dtype)})"
     total = e.bind(f"lax.reduce_window({ins[0]}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, "
                    f"{pad})")
     if attrs["count_include_pad"]:
         return [f"{total} / {int(np.prod(k))}"]
     # the mean over the window's real elements: divide by the pooled count of them
-    ones = f"jnp.ones({literal((1, 1, *t.shape[2:]))}, dtype={_dt(t)})"
+    ones = f"jnp.ones({literal((1, 1, *t.shape[2:]))}, dtype={jnp_dtype(t.dtype)})"
     count = e.bind(f"lax.reduce_window({ones}, {zero}, lax.add, {literal((1, 1, *k))}, {literal((1, 1, *s))}, {pad})")
     return [f"{total} / {count}"]
-
-
-@R("global_avg_pool")
-def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    return [f"jnp.mean({ins[0]}, axis={literal(tuple(range(2, in_types[0].rank)))}, keepdims=True)"]
 
 
 @R("gemm")
@@ -198,8 +181,7 @@ def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
     y = f"({x} - {_channel(mean, r)}) * {inv} * {_channel(scale, r)} + {_channel(bias, r)}"
     if not attrs.get("training_mode", 0):
         return [y]
-    m = literal(float(attrs.get("momentum", 0.9)))
-    return [y, f"{mean_in} * {m} + {mean} * (1 - {m})", f"{var_in} * {m} + {var} * (1 - {m})"]
+    return [y, *pyrules.running_statistics(mean_in, var_in, mean, var, attrs)]
 
 
 @R("layer_norm")
@@ -221,24 +203,6 @@ def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
     return ys
 
 
-@R("instance_norm")
-def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-        out_types: Types) -> list[str]:
-    t = in_types[0]
-    axes = literal(tuple(range(2, t.rank)))
-    x = ins[0]
-    mean = e.bind(f"jnp.mean({x}, axis={axes}, keepdims=True)")
-    var = e.bind(f"jnp.mean(jnp.square({x} - {mean}), axis={axes}, keepdims=True)")
-    return [f"({x} - {mean}) / jnp.sqrt({var} + {literal(attrs['epsilon'])}) * {_channel(ins[1], t.rank)} "
-            f"+ {_channel(ins[2], t.rank)}"]
-
-
-@R("lrn")
-def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]
-
-
 @R("dropout")
 def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
@@ -250,32 +214,12 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("split")
-def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-           out_types: Types) -> list[str]:
-    cuts = [int(v) for v in np.cumsum(attrs["split"])[:-1]]
-    parts = e.bind(f"jnp.split({ins[0]}, {literal(cuts)}, axis={int(attrs['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
-
-
 @R("unsqueeze")
 def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
     r = in_types[0].rank + len(attrs["axes"])
     dims = tuple(sorted(int(v) % r for v in attrs["axes"]))
     return [f"jnp.expand_dims({ins[0]}, {literal(dims)})"]
-
-
-@R("gather")
-def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    data, idx = ins
-    t = in_types[0]
-    ax = int(attrs["axis"]) % t.rank
-    n = t.shape[ax]
-    # ONNX allows negative indices in [-n, -1]; made explicit rather than left to jnp.take's mode
-    fixed = e.bind(wrapped(e.sp, idx, n))
-    return [f"jnp.take({data}, {fixed}, axis={ax}, mode='clip')"]  # in bounds: clip is a no-op
 
 
 @R("resize")
@@ -285,7 +229,7 @@ def _resize(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     if attrs.get("mode", "nearest") != "nearest":  # linear/cubic: the static matrix of each resized axis
         acc = "float32" if t.dtype == "float16" else t.dtype
         y = pyrules.interpolate_axes(e, spec, e.bind(f"{ins[0]}.astype(jnp.{acc})"), attrs, t, acc)
-        return [f"{y}.astype({_dt(t)})"]
+        return [f"{y}.astype({jnp_dtype(t.dtype)})"]
     indices = spec.indices(t, attrs)  # type: ignore[attr-defined]
     return [pyrules.nearest_by_gather(e, ins[0], indices, pyrules.resized_axes(t, indices))]
 

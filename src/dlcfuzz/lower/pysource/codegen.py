@@ -121,6 +121,20 @@ class Spelling:
         a negative pad crops."""
         raise NotImplementedError(f"{self.target} spells no pad_constant")
 
+    def split(self, x: str, sizes: Sequence[int], axis: int) -> str:
+        """The tuple of `x`'s consecutive parts of `sizes` along `axis`."""
+        cuts = [int(v) for v in np.cumsum(sizes)[:-1]]
+        return f"{self.mod}.split({x}, {literal(cuts)}, {self.axis_kw}={axis})"
+
+    def gather(self, e: Emitter, x: str, idx: str, axis: int, n: int, out_shape: Sequence[int]) -> str:
+        """ONNX's Gather: `x` indexed along `axis` (of length `n`) by the index tensor `idx`, whose negative
+        entries (in [-n, -1]) count from the end (`wrapped`)."""
+        raise NotImplementedError(f"{self.target} spells no gather")
+
+    def variance(self, x: str, mean: str, over: str) -> str:
+        """The population variance of `x` (whose mean is `mean`) over the reduction arguments `over` (`axes`)."""
+        return f"{self.mod}.mean({self.mod}.square({x} - {mean}), {over})"
+
     def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
         """`x` (of our dtype `dtype`) bounded by the scalar `v`: from below, or from above when `upper`. The
         scalar is a literal of x's kind (an int literal for an integer tensor), which keeps x's dtype."""
@@ -145,6 +159,12 @@ def literal(v: Any) -> str:
         inner = ", ".join(literal(x) for x in v)
         return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
     return repr(v)
+
+
+def wrapped(sp: Spelling, idx: str, n: int | str) -> str:
+    """`idx` with ONNX's negative indices (in [-n, -1]) counted from the end: the targets' gathers do
+    not wrap them (torch), or wrap or fill them by a mode (jnp)."""
+    return f"{sp.mod}.where({idx} < 0, {idx} + {n}, {idx})"
 
 
 @dataclass

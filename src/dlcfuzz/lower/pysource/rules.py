@@ -30,6 +30,45 @@ def shared(*ops: str) -> Callable[[Rule], Rule]:
     return deco
 
 
+# a rule that may decline: None where the target's native function is not ONNX's operator (`native`)
+NativeRule = Callable[[Any, Emitter, list[str], list[str], dict, Types, Types], "list[str] | None"]
+# target -> operator -> the target's native rule of a shared operator that allows one (`native`)
+NATIVE: dict[str, dict[str, NativeRule]] = {name: {} for name in PY_TARGETS}
+_ALLOW_NATIVE: set[str] = set()  # the operators of `shared_unless_native`
+
+
+def shared_unless_native(*ops: str) -> Callable[[Rule], Rule]:
+    """Decorator: the function is the rule of `ops` in every Python target (written with the module's
+    functions: a formula), unless the target's `native` rule of the operator gives its own function."""
+
+    def deco(fn: Rule) -> Rule:
+        def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                 out_types: Types) -> list[str]:
+            own = NATIVE[e.sp.target].get(spec.name)
+            exprs = own(spec, e, ins, outs, attrs, in_types, out_types) if own is not None else None
+            return exprs if exprs is not None else fn(spec, e, ins, outs, attrs, in_types, out_types)
+
+        _ALLOW_NATIVE.update(ops)
+        return shared(*ops)(rule)
+
+    return deco
+
+
+def native(tgt: str, *ops: str) -> Callable[[NativeRule], NativeRule]:
+    """Decorator: the function is target `tgt`'s native rule of `ops` (operators of `shared_unless_native`):
+    its own function where that has ONNX's semantics (what its compiler's lowerings are written for),
+    None otherwise, decided before it emits anything; the shared formula applies then."""
+
+    def deco(fn: NativeRule) -> NativeRule:
+        for op in ops:
+            if op not in _ALLOW_NATIVE:
+                raise ValueError(f"{tgt}: {op!r} has no shared rule that allows a native one")
+            NATIVE[tgt][op] = fn
+        return fn
+
+    return deco
+
+
 # ---- elementwise ---------------------------------------------------------------------------------
 
 # operator -> NumPy's name of the function that is the operator on every Python target (Spelling.fn)
@@ -292,6 +331,21 @@ def reshape_permute(sp: Spelling, x: str, steps: tuple[Any, Any, Any]) -> str:
             f"{sp.shape(out)})")
 
 
+@shared("split")
+def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+           out_types: Types) -> list[str]:
+    parts = e.bind(e.sp.split(ins[0], attrs["split"], int(attrs["axis"])))
+    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
+
+
+@shared("gather")
+def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+            out_types: Types) -> list[str]:
+    t = in_types[0]
+    ax = int(attrs["axis"]) % t.rank
+    return [e.sp.gather(e, ins[0], ins[1], ax, t.shape[ax], out_types[0].shape)]
+
+
 @shared("space_to_depth")
 def _s2d(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
          out_types: Types) -> list[str]:
@@ -422,6 +476,11 @@ def _arg(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in
 # ---- nn ------------------------------------------------------------------------------------------
 
 
+def lowest(dtype: str) -> str:
+    """The lowest value of `dtype` as a literal (the identity of max)."""
+    return '-float("inf")' if dtype in FLOATS else literal(int(np.iinfo(dtype).min))
+
+
 def pool_any(e: Emitter, spec: Any, x: str, attrs: dict, t: TensorType) -> list[str]:
     """Any MaxPool/AveragePool (1-3 spatial dims, ceil_mode, auto_pad, dilations, Indices): the input
     padded explicitly (ceil_mode's extra included), one strided view per kernel offset, combined; the
@@ -441,8 +500,7 @@ def pool_any(e: Emitter, spec: Any, x: str, attrs: dict, t: TensorType) -> list[
         total = e.bind(" + ".join(views(xp)))
         count = e.const(spec.window_count(t, attrs).astype(acc), "count")
         return [sp.cast(f"({total} / {count})", t.dtype)]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
-    xp = e.bind(sp.pad(x, before, after, low))
+    xp = e.bind(sp.pad(x, before, after, lowest(t.dtype)))
     vs = views(xp)
     y = vs[0]
     for v in vs[1:]:
@@ -480,6 +538,12 @@ def _pool_nd(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict
     return pool_any(e, spec, ins[0], attrs, in_types[0])
 
 
+@shared_unless_native("global_avg_pool")
+def _global_avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                     out_types: Types) -> list[str]:
+    return [f"{e.sp.mod}.mean({ins[0]}, {e.sp.axes(range(2, in_types[0].rank), True)})"]
+
+
 @shared("global_max_pool")
 def _global_max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                      out_types: Types) -> list[str]:
@@ -492,16 +556,35 @@ def _matmul(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
     return [f"{e.sp.fn('matmul')}({ins[0]}, {ins[1]})"]
 
 
-def lrn_banded(e: Emitter, x: str, attrs: dict, t: TensorType) -> str:
-    """LRN over ONNX's window, channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares."""
-    from dlcfuzz.ops import get_op
-
-    size = int(attrs["size"])
+@shared_unless_native("lrn")
+def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+         out_types: Types) -> list[str]:
+    # ONNX's window, channels [c - (size-1)//2, c + ceil((size-1)/2)]: a banded sum of squares
+    x, t, size = ins[0], in_types[0], int(attrs["size"])
     alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
-    band = e.const(get_op("lrn")._band(t.shape[1], size).astype(t.dtype), "band")  # type: ignore[attr-defined]
+    band = e.const(spec._band(t.shape[1], size).astype(t.dtype), "band")
     moveaxis = e.sp.fn("moveaxis")
     sq = e.bind(f"{moveaxis}({moveaxis}({x} * {x}, 1, -1) @ {band}, -1, 1)")
-    return f"{x} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"
+    return [f"{x} / ({bias} + {alpha} / {size} * {sq}) ** {beta}"]
+
+
+@shared_unless_native("instance_norm")
+def _instance_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                   out_types: Types) -> list[str]:
+    sp, x, t = e.sp, ins[0], in_types[0]
+    over = sp.axes(range(2, t.rank), True)
+    mean = e.bind(f"{sp.mod}.mean({x}, {over})")
+    var = e.bind(sp.variance(x, mean, over))
+    channel = sp.shape([1, -1] + [1] * (t.rank - 2))
+    return [f"({x} - {mean}) / {sp.mod}.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}.reshape({channel}) "
+            f"+ {ins[2]}.reshape({channel})"]
+
+
+def running_statistics(mean: str, var: str, batch_mean: str, batch_var: str, attrs: dict) -> list[str]:
+    """BatchNormalization's training outputs: its running mean and variance updated by the batch's (ONNX's
+    momentum weighs the old value)."""
+    m = literal(float(attrs.get("momentum", 0.9)))
+    return [f"{mean} * {m} + {batch_mean} * (1 - {m})", f"{var} * {m} + {batch_var} * (1 - {m})"]
 
 
 # ---- resize --------------------------------------------------------------------------------------

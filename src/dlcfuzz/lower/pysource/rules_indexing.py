@@ -1,5 +1,5 @@
 """The indexing operators (ops/indexing.py) that every Python target writes alike up to spelling, and
-the negative-index wrap the targets' own gathers share."""
+the pieces the targets' own rules share."""
 
 from __future__ import annotations
 
@@ -8,14 +8,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import TensorType
-from dlcfuzz.lower.pysource.codegen import Emitter, Spelling, Types
+from dlcfuzz.lower.pysource.codegen import Emitter, Types, wrapped
 from dlcfuzz.lower.pysource.rules import shared
-
-
-def wrapped(sp: Spelling, idx: str, n: int | str) -> str:
-    """`idx` with ONNX's negative indices (in [-n, -1]) counted from the end: the targets' gathers do
-    not wrap them (torch), or wrap or fill them by a mode (jnp)."""
-    return f"{sp.mod}.where({idx} < 0, {idx} + {n}, {idx})"
 
 
 @shared("gather_nd")

@@ -4,6 +4,7 @@ from dlcfuzz.lower.pysource import load_rules
 from dlcfuzz.lower.torch.codegen import (
     ENTRY,
     PRELUDE,
+    SPELLING,
     TARGET,
     TorchProgram,
     run_eager,
@@ -13,7 +14,7 @@ from dlcfuzz.lower.torch.codegen import (
     torch_dtype,
 )
 
-load_rules(__name__)
+load_rules(__name__, SPELLING)
 
 __all__ = ["ENTRY", "PRELUDE", "TARGET", "TorchProgram", "run_eager", "to_numpy", "to_torch", "to_torch_program",
            "torch_dtype"]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import WIDE_UNSIGNED
-from dlcfuzz.lower.pysource.codegen import ENTRY, PyProgram, Rule, Spelling, literal
+from dlcfuzz.lower.pysource.codegen import ENTRY, Emitter, PyProgram, Rule, Spelling, literal, wrapped
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.torch.wide import wide_binary
 
@@ -33,7 +33,8 @@ def f_pad_widths(before: Sequence[int], after: Sequence[int]) -> list[int]:
 
 class TorchSpelling(Spelling):
     """torch's spelling of what is not NumPy's: F.pad lists the pads per axis, the last axis first; a
-    scalar bound is clamp_min / clamp_max; a shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
+    scalar bound is clamp_min / clamp_max; a split takes the sizes; a gather is index_select of a flat
+    int64 index; the variance is torch.var; a shift is a narrow and a concatenation; one-hot vectors come last and in int64; an empty arange is
     zeros."""
 
     def pad(self, x: str, before: Sequence[int], after: Sequence[int], value: str | None = None) -> str:
@@ -41,6 +42,18 @@ class TorchSpelling(Spelling):
 
     def pad_constant(self, x: str, before: Sequence[int], after: Sequence[int], value: str, dtype: str) -> str:
         return f"F.pad({x}, {literal(f_pad_widths(before, after))}, mode='constant', value={value})"
+
+    def split(self, x: str, sizes: Sequence[int], axis: int) -> str:
+        return f"torch.split({x}, {literal(list(sizes))}, dim={axis})"
+
+    def gather(self, e: Emitter, x: str, idx: str, axis: int, n: int, out_shape: Sequence[int]) -> str:
+        # index_select wants one int64 index vector, without negative entries
+        i64 = e.bind(f"{idx}.to(torch.int64)")
+        fixed = e.bind(f"{wrapped(self, i64, n)}.reshape(-1)")
+        return f"torch.index_select({x}, {axis}, {fixed}).reshape({literal(list(out_shape))})"
+
+    def variance(self, x: str, mean: str, over: str) -> str:
+        return f"torch.var({x}, {over}, correction=0)"
 
     def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
         return f"torch.clamp_{'max' if upper else 'min'}({x}, {literal(v)})"  # torch.maximum wants a tensor

@@ -18,29 +18,19 @@ import numpy as np
 from dlcfuzz.ir.types import FLOATS, INTS, SIGNED_INTS, WIDE_UNSIGNED, TensorType
 from dlcfuzz.lower.pysource import rules as pyrules
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_indexing import wrapped
-from dlcfuzz.lower.torch.codegen import SPELLING, TARGET, f_pad_widths, literal, torch_dtype
+from dlcfuzz.lower.torch.codegen import TARGET, f_pad_widths, literal, torch_dtype
 from dlcfuzz.lower.torch.wide import wide_binary
 
 R = TARGET.register
 
 
-def _dt(t: TensorType) -> str:
-    return torch_dtype(t.dtype)
-
-
 # ---- elementwise, unary ------------------------------------------------------------------
-
-# the one-expression operators torch spells otherwise than the other Python targets (codegen.py's
-# SPELLING.templates; pysource/rules.py: the rest)
-pyrules.register_templates(SPELLING)
-
 
 @R("bitwise_not")
 def _bitwise_not(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                  out_types: Types) -> list[str]:
     if in_types[0].dtype in WIDE_UNSIGNED:  # computed on int64 bits (torch has no uint16/32/64 kernel)
-        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({_dt(in_types[0])})"]
+        return [f"torch.bitwise_not({ins[0]}.to(torch.int64)).to({torch_dtype(in_types[0].dtype)})"]
     return [f"torch.bitwise_not({ins[0]})"]
 
 
@@ -80,7 +70,7 @@ def _shift(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, 
     bits = np.dtype(dt).itemsize * 8
     inside = e.bind(f"({y} >= 0) & ({y} < {bits})")
     shifted = f"{fn}({x}, torch.where({inside}, {y}, torch.zeros_like({y})))"
-    fill = "torch.zeros_like(" + x + ")" if attrs["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({_dt(in_types[0])})"
+    fill = "torch.zeros_like(" + x + ")" if attrs["direction"] == "LEFT" else f"torch.where({x} < 0, -1, 0).to({torch_dtype(in_types[0].dtype)})"
     return [f"torch.where({inside}, {shifted}, {fill})"]
 
 
@@ -139,7 +129,7 @@ def _conv_t(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict,
 def _max_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
               out_types: Types) -> list[str]:
     t = in_types[0]
-    low = '-float("inf")' if t.dtype in FLOATS else literal(int(np.iinfo(t.dtype).min))
+    low = pyrules.lowest(t.dtype)
     k, s, d = list(attrs["kernel"]), list(attrs["strides"]), list(attrs.get("dilations", [1, 1]))
     pads = list(attrs["pads"])
     # torch's own padding must be symmetric and at most half the kernel: other pads go before it
@@ -185,12 +175,10 @@ def _avg_pool(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     return [f"{total} / F.avg_pool2d({mask}, {literal(k)}, stride={literal(s)})"]
 
 
-@R("global_avg_pool")
+@pyrules.native(TARGET.name, "global_avg_pool")
 def _gap(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
-    if in_types[0].rank == 4:
-        return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"]
-    return [f"torch.mean({ins[0]}, dim={literal(list(range(2, in_types[0].rank)))}, keepdim=True)"]
+         out_types: Types) -> list[str] | None:
+    return [f"F.adaptive_avg_pool2d({ins[0]}, 1)"] if in_types[0].rank == 4 else None
 
 
 @R("gemm")
@@ -215,8 +203,7 @@ def _bn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
     bm = e.bind(f"torch.mean({x}, dim={dims})")
     bv = e.bind(f"torch.var({x}, dim={dims}, correction=0)")
     y = f"F.batch_norm({x}, {bm}, {bv}, {scale}, {bias}, training=False, eps={literal(attrs['epsilon'])})"
-    m = literal(float(attrs.get("momentum", 0.9)))
-    return [y, f"{mean} * {m} + {bm} * (1 - {m})", f"{var} * {m} + {bv} * (1 - {m})"]
+    return [y, *pyrules.running_statistics(mean, var, bm, bv, attrs)]
 
 
 @R("layer_norm")
@@ -241,30 +228,24 @@ def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
     return ys
 
 
-@R("instance_norm")
+@pyrules.native(TARGET.name, "instance_norm")
 def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-        out_types: Types) -> list[str]:
-    t = in_types[0]
-    if int(np.prod(t.shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
-        dims, shape = literal(list(range(2, t.rank))), literal([1, -1] + [1] * (t.rank - 2))
-        x = ins[0]
-        mean = e.bind(f"torch.mean({x}, dim={dims}, keepdim=True)")
-        var = e.bind(f"torch.var({x}, dim={dims}, keepdim=True, correction=0)")
-        return [f"({x} - {mean}) / torch.sqrt({var} + {literal(attrs['epsilon'])}) * {ins[1]}.reshape({shape}) "
-                f"+ {ins[2]}.reshape({shape})"]
+        out_types: Types) -> list[str] | None:
+    if int(np.prod(in_types[0].shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
+        return None
     return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(attrs['epsilon'])})"]
 
 
-@R("lrn")
+@pyrules.native(TARGET.name, "lrn")
 def _lrn(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-         out_types: Types) -> list[str]:
+         out_types: Types) -> list[str] | None:
     size = int(attrs["size"])
     alpha, beta, bias = literal(attrs["alpha"]), literal(attrs["beta"]), literal(attrs["bias"])
     # torch's window is centred like ONNX's only for odd sizes, and its CPU kernel (avg_pool3d) has
-    # no float16 version
+    # no float16 version: otherwise ONNX's window, the formula's banded sum
     if size % 2 == 1 and in_types[0].dtype != "float16":
         return [f"F.local_response_norm({ins[0]}, {size}, alpha={alpha}, beta={beta}, k={bias})"]
-    return [pyrules.lrn_banded(e, ins[0], attrs, in_types[0])]  # otherwise ONNX's window: a banded sum
+    return None
 
 
 @R("dropout")
@@ -279,13 +260,6 @@ def _dropout(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict
 # ---- shape -----------------------------------------------------------------------------------------
 
 
-@R("split")
-def _split(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-           out_types: Types) -> list[str]:
-    parts = e.bind(f"torch.split({ins[0]}, {literal(list(attrs['split']))}, dim={int(attrs['axis'])})")
-    return [f"{parts}[{i}]" for i in range(len(attrs["split"]))]
-
-
 @R("unsqueeze")
 def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
@@ -294,19 +268,6 @@ def _unsqueeze(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
     for ax in sorted(int(v) % r for v in attrs["axes"]):
         y = f"torch.unsqueeze({y}, {ax})"
     return [y]
-
-
-@R("gather")
-def _gather(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-            out_types: Types) -> list[str]:
-    data, idx = ins
-    t = in_types[0]
-    ax = int(attrs["axis"]) % t.rank
-    n = t.shape[ax]
-    # ONNX allows negative indices in [-n, -1]; index_select does not
-    i64 = e.bind(f"{idx}.to(torch.int64)")
-    fixed = e.bind(f"{wrapped(e.sp, i64, n)}.reshape(-1)")
-    return [f"torch.index_select({data}, {ax}, {fixed}).reshape({literal(list(out_types[0].shape))})"]
 
 
 def _interpolate_mode(in_n: int, out_n: int, idx: np.ndarray) -> str | None:
@@ -327,7 +288,7 @@ def _resize_interp(e: Emitter, spec: object, x: str, attrs: dict, t: TensorType)
     acc = "float32" if t.dtype == "float16" else t.dtype
     y = e.bind(f"{x}.to(torch.{acc})") if acc != t.dtype else x
     y = pyrules.interpolate_axes(e, spec, y, attrs, t, acc)
-    return f"{y}.to({_dt(t)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
+    return f"{y}.to({torch_dtype(t.dtype)})" if acc != t.dtype else (y if y != x else f"{y}.clone()")
 
 
 @R("resize")

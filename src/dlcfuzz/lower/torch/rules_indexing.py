@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.ir.types import FLOATS
-from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_indexing import scatter_nd_rows, wrapped
+from dlcfuzz.lower.pysource.codegen import Emitter, Types, wrapped
+from dlcfuzz.lower.pysource.rules_indexing import scatter_nd_rows
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
