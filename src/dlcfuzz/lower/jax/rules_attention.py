@@ -13,11 +13,11 @@ from typing import Any
 from dlcfuzz.lower.jax.codegen import TARGET, jnp_dtype, literal
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_attention import (
-    allowed_keys,
+    additive_bias,
     attention_operands,
     causal_conv_operands,
 )
-from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
+from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_scale_root
 
 R = TARGET.register
 
@@ -25,25 +25,9 @@ R = TARGET.register
 @R("attention")
 def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
-    lay = attention_layout(in_types, attrs)
+    lay, q, k, v, mask, _, nonpad = attention_operands(e, ins, attrs, in_types)
     dt = jnp_dtype(lay.dtype)
-    q, k, v, mask, _, nonpad = attention_operands(e, ins, attrs, lay)
-
-    bias: str | None = None
-    if mask is not None:
-        width = lay.t - lay.mask.shape[-1]
-        pad = f"[(0, 0)] * {lay.mask.rank - 1} + [(0, {width})]"
-        if lay.mask.dtype == "bool":
-            m = f"jnp.pad({mask}, {pad}, constant_values=False)" if width else mask
-            bias = e.bind(f"jnp.where({m}, jnp.asarray(0, {dt}), jnp.asarray(-jnp.inf, {dt}))")
-        else:
-            bias = e.bind(f"jnp.pad({mask}, {pad}, constant_values=-jnp.inf)") if width else mask
-    causal = bool(attrs.get("is_causal"))
-    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
-    if causal or left >= 0 or right >= 0 or nonpad is not None:
-        allowed = allowed_keys(e, lay, attrs, nonpad)
-        frontier = e.bind(f"jnp.where({allowed}, jnp.asarray(0, {dt}), jnp.asarray(-jnp.inf, {dt}))")
-        bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
+    bias = additive_bias(e, lay, attrs, mask, nonpad)
 
     rep = lay.hq // lay.hkv
     root = f"jnp.asarray({literal(attention_scale_root(lay, attrs))}, {dt})"

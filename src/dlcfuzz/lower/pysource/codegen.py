@@ -135,6 +135,17 @@ class Spelling:
         """The population variance of `x` (whose mean is `mean`) over the reduction arguments `over` (`axes`)."""
         return f"{self.mod}.mean({self.mod}.square({x} - {mean}), {over})"
 
+    def additive_mask(self, allowed: str, dtype: str) -> str:
+        """0 where `allowed`, -inf elsewhere, in our dtype `dtype`: an additive attention bias."""
+        m = self.mod
+        return f"{m}.where({allowed}, {m}.asarray(0, {self.dtype(dtype)}), {m}.asarray(-{m}.inf, {self.dtype(dtype)}))"
+
+    def extend_mask(self, mask: str, width: int, rank: int, boolean: bool) -> str:
+        """An attention mask (of rank `rank`) extended by `width` masked-out keys: False, or -inf where the
+        mask is additive."""
+        fill = "False" if boolean else f"-{self.mod}.inf"
+        return f"{self.mod}.pad({mask}, [(0, 0)] * {rank - 1} + [(0, {width})], constant_values={fill})"
+
     def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
         """`x` (of our dtype `dtype`) bounded by the scalar `v`: from below, or from above when `upper`. The
         scalar is a literal of x's kind (an int literal for an integer tensor), which keeps x's dtype."""

@@ -1,6 +1,6 @@
 """The pieces of the attention operators (ops/attention.py) that every Python target writes alike up
-to spelling: the operands in (B, H, S, D) with the cache in front, the bottom-right causal / window /
-padding frontier, and RotaryEmbedding's rotated halves; and LinearAttention's recurrence, unrolled over
+to spelling: the operands in (B, H, S, D) with the cache in front, the additive bias of the mask and
+the bottom-right causal / window / padding frontier, and RotaryEmbedding's rotated halves; and LinearAttention's recurrence, unrolled over
 the static sequence; RotaryEmbedding whole, and CausalConvWithState's padded input. The Attention
 rules themselves stay per target (torch calls
 F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
@@ -14,6 +14,7 @@ import numpy as np
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
+from dlcfuzz.ops.attention import attention_layout
 
 
 def heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
@@ -22,10 +23,10 @@ def heads(e: Emitter, x: str, b: int, s: int, h: int, rank: int) -> str:
 
 
 def attention_operands(e: Emitter, ins: list[str], attrs: dict,
-                       lay: Any) -> tuple[str, str, str, str | None, bool, str | None]:
-    """Attention's q, k, v in (B, H, S, D) (k and v after the past cache), its mask, whether it has a
-    past cache, and its non-padded lengths (None where absent)."""
-    sp = e.sp
+                       in_types: Types) -> tuple[Any, str, str, str, str | None, bool, str | None]:
+    """Attention's layout (`attention_layout`), its q, k, v in (B, H, S, D) (k and v after the past cache),
+    its mask, whether it has a past cache, and its non-padded lengths (None where absent)."""
+    sp, lay = e.sp, attention_layout(in_types, attrs)
     rest = list(ins[3:])
     mask = rest.pop(0) if attrs.get("has_mask") else None
     past = (rest.pop(0), rest.pop(0)) if attrs.get("has_past") else None
@@ -36,14 +37,40 @@ def attention_operands(e: Emitter, ins: list[str], attrs: dict,
     if past is not None:
         k = e.bind(f"{sp.fn('concatenate')}([{past[0]}, {k}], {sp.axis_kw}=2)")
         v = e.bind(f"{sp.fn('concatenate')}([{past[1]}, {v}], {sp.axis_kw}=2)")
-    return q, k, v, mask, past is not None, nonpad
+    return lay, q, k, v, mask, past is not None, nonpad
+
+
+def window(attrs: dict) -> tuple[int, int]:
+    """Attention's left and right window sizes (-1: unbounded)."""
+    return int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
+
+
+def additive_bias(e: Emitter, lay: Any, attrs: dict, mask: str | None, nonpad: str | None,
+                  frontier: bool = True) -> str | None:
+    """Attention's additive bias of the logits (None: no bias): attn_mask (a boolean one as 0 / -inf),
+    extended with masked-out keys to the key length, plus the bottom-right causal / window / padding
+    frontier (unless not `frontier`: where the target's own function applies it)."""
+    sp, bias = e.sp, None
+    if mask is not None:
+        width = lay.t - lay.mask.shape[-1]
+        boolean = lay.mask.dtype == "bool"
+        m = sp.extend_mask(mask, width, lay.mask.rank, boolean) if width else mask
+        if boolean:
+            bias = e.bind(sp.additive_mask(m, lay.dtype))
+        else:
+            bias = e.bind(m) if width else mask
+    left, right = window(attrs)
+    if frontier and (attrs.get("is_causal") or left >= 0 or right >= 0 or nonpad is not None):
+        allowed = e.bind(sp.additive_mask(allowed_keys(e, lay, attrs, nonpad), lay.dtype))
+        bias = allowed if bias is None else e.bind(f"{bias} + {allowed}")
+    return bias
 
 
 def allowed_keys(e: Emitter, lay: Any, attrs: dict, nonpad: str | None) -> str:
     """Whether query i may see key j under the causal / window / padding frontier (bottom-right: offset
     by the cache length, or by each batch's padding), as a boolean expression of shape (B, 1, Sq, T)."""
     m = e.sp.mod
-    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
+    left, right = window(attrs)
     offset = f"({nonpad} - {lay.sq}).reshape({lay.b}, 1, 1, 1)" if nonpad is not None else literal(lay.p)
     pos = e.bind(f"{m}.arange({lay.sq}).reshape(1, 1, {lay.sq}, 1) + {offset}")
     j = e.bind(f"{m}.arange({lay.t}).reshape(1, 1, 1, {lay.t})")

@@ -55,6 +55,13 @@ class TorchSpelling(Spelling):
     def variance(self, x: str, mean: str, over: str) -> str:
         return f"torch.var({x}, {over}, correction=0)"
 
+    def additive_mask(self, allowed: str, dtype: str) -> str:
+        return f"torch.where({allowed}, 0.0, -float('inf')).to({self.dtype(dtype)})"
+
+    def extend_mask(self, mask: str, width: int, rank: int, boolean: bool) -> str:
+        fill = "False" if boolean else "-float('inf')"
+        return f"F.pad({mask}, (0, {width}), value={fill})"
+
     def bound(self, x: str, v: float, dtype: str, upper: bool) -> str:
         return f"torch.clamp_{'max' if upper else 'min'}({x}, {literal(v)})"  # torch.maximum wants a tensor
 

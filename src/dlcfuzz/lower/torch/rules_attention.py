@@ -14,12 +14,13 @@ from typing import Any
 
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.pysource.rules_attention import (
-    allowed_keys,
+    additive_bias,
     attention_operands,
     causal_conv_operands,
+    window,
 )
 from dlcfuzz.lower.torch.codegen import TARGET, literal, torch_dtype
-from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_layout, attention_scale_root
+from dlcfuzz.ops.attention import SOFTMAX_PRECISIONS, attention_scale_root
 
 R = TARGET.register
 
@@ -29,27 +30,13 @@ _PRECISION_OF = {"float16": 10, "float32": 1, "float64": 11}
 @R("attention")
 def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
                out_types: Types) -> list[str]:
-    lay = attention_layout(in_types, attrs)
+    lay, q, k, v, mask, has_past, nonpad = attention_operands(e, ins, attrs, in_types)
     dt = torch_dtype(lay.dtype)
-    q, k, v, mask, has_past, nonpad = attention_operands(e, ins, attrs, lay)
     present = [k, v] if attrs.get("present") else []
-
-    # the additive bias: attn_mask, then the causal / window / padding frontier (None: no bias)
-    bias: str | None = None
-    if mask is not None:
-        width = lay.t - lay.mask.shape[-1]
-        if lay.mask.dtype == "bool":
-            m = f"F.pad({mask}, (0, {width}), value=False)" if width else mask
-            bias = e.bind(f"torch.where({m}, 0.0, -float('inf')).to({dt})")
-        else:
-            bias = e.bind(f"F.pad({mask}, (0, {width}), value=-float('inf'))") if width else mask
-    causal = bool(attrs.get("is_causal"))
-    left, right = int(attrs.get("left_window_size", -1)), int(attrs.get("right_window_size", -1))
-    plain_causal = causal and mask is None and not has_past and nonpad is None and left < 0 and right < 0
-    if (causal or left >= 0 or right >= 0 or nonpad is not None) and not plain_causal:
-        allowed = allowed_keys(e, lay, attrs, nonpad)
-        frontier = e.bind(f"torch.where({allowed}, 0.0, -float('inf')).to({dt})")
-        bias = frontier if bias is None else e.bind(f"{bias} + {frontier}")
+    # SDPA's is_causal is the frontier where nothing offsets it
+    plain_causal = bool(attrs.get("is_causal")) and mask is None and not has_past and nonpad is None \
+        and window(attrs) == (-1, -1)
+    bias = additive_bias(e, lay, attrs, mask, nonpad, frontier=not plain_causal)
 
     rep = lay.hq // lay.hkv
     softcap = float(attrs.get("softcap", 0.0))
@@ -69,7 +56,7 @@ def _attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: di
     capped = e.bind(f"{literal(softcap)} * torch.tanh({logits} / {literal(softcap)})") if softcap else logits
     if plain_causal:
         tri = e.bind(f"torch.ones({lay.sq}, {lay.t}, dtype=torch.bool).tril()")
-        bias = e.bind(f"torch.where({tri}, 0.0, -float('inf')).to({dt})")
+        bias = e.bind(e.sp.additive_mask(tri, lay.dtype))
     x = e.bind(f"{capped} + {bias}") if bias is not None else capped
     soft_dt = torch_dtype(SOFTMAX_PRECISIONS[precision]) if precision else dt
     probs = e.bind(f"torch.softmax({x}.to({soft_dt}), dim=-1).to({dt})")
