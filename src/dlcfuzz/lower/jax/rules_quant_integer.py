@@ -6,13 +6,15 @@ rounds half to even (jnp.round)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dlcfuzz.lower.jax.codegen import literal
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.rules_quant_integer import (
+    DYNAMIC_QUANTIZE,
+    INTEGER_PRODUCTS,
+    DynamicQuantize,
+    IntegerProducts,
+)
 
-from dlcfuzz.lower.jax.codegen import TARGET, literal
-from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_quant_integer import INTEGER_PRODUCTS, IntegerProducts
-
-R = TARGET.register
 _DIMS = {3: "('NCH', 'OIH', 'NCH')", 4: "('NCHW', 'OIHW', 'NCHW')"}
 
 
@@ -48,15 +50,10 @@ class _JaxIntegerProducts(IntegerProducts):
 INTEGER_PRODUCTS["jax"] = _JaxIntegerProducts()
 
 
-@R("dynamic_quantize_linear")
-def _dynamic_quantize_linear(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                             out_types: Types) -> list[str]:
-    x = ins[0]
-    if in_types[0].size == 0:  # no extremes: the range is [0, 0], the scale 1
-        return [f"jnp.zeros({literal(in_types[0].shape)}, dtype=jnp.uint8)", "jnp.float32(1.0)", "jnp.uint8(0)"]
-    hi = e.bind(f"jnp.maximum(jnp.max({x}), jnp.float32(0))")
-    lo = e.bind(f"jnp.minimum(jnp.min({x}), jnp.float32(0))")
-    scale = e.bind(f"jnp.where({hi} == {lo}, jnp.float32(1), ({hi} - {lo}) / jnp.float32(255))")
-    zp = e.bind(f"jnp.round(jnp.clip(jnp.float32(0) - {lo} / {scale}, 0, 255))")
-    y = e.bind(f"jnp.clip(jnp.round({x} / {scale}) + {zp}, 0, 255)")
-    return [f"{y}.astype(jnp.uint8)", scale, f"{zp}.astype(jnp.uint8)"]
+DYNAMIC_QUANTIZE["jax"] = DynamicQuantize(
+    empty=("jnp.zeros({shape}, dtype=jnp.uint8)", "jnp.float32(1.0)", "jnp.uint8(0)"),
+    high="jnp.maximum(jnp.max({x}), jnp.float32(0))", low="jnp.minimum(jnp.min({x}), jnp.float32(0))",
+    scale="jnp.where({hi} == {lo}, jnp.float32(1), ({hi} - {lo}) / jnp.float32(255))",
+    zero_point="jnp.round(jnp.clip(jnp.float32(0) - {lo} / {scale}, 0, 255))",
+    quantized="jnp.clip(jnp.round({x} / {scale}) + {zp}, 0, 255)",
+)

@@ -1,10 +1,11 @@
 """The integer-product operators of ops/quant_integer.py (MatMulInteger, ConvInteger, QLinearMatMul,
 QLinearConv), written once over each target's `IntegerProducts`: how it shifts by the zero points and
 accumulates exactly (torch in float64, jax in int32: the accumulation really differs), and how it
-requantizes."""
+requantizes; and DynamicQuantizeLinear's steps, each spelled by the target (`DynamicQuantize`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,34 @@ class IntegerProducts:
 
 
 INTEGER_PRODUCTS: dict[str, IntegerProducts] = {}  # target name -> its products
+
+
+@dataclass(frozen=True)
+class DynamicQuantize:
+    """A target's expressions of DynamicQuantizeLinear's steps (uint8, float32 arithmetic), as templates."""
+
+    empty: tuple[str, str, str]  # y, y_scale, y_zero_point of an empty input (a template of shape)
+    high: str  # max(x, 0) over all of x (a template of x)
+    low: str  # min(x, 0) (of x)
+    scale: str  # (high - low) / 255, 1 where the range is empty (of hi, lo)
+    zero_point: str  # round(clip(0 - low / scale, 0, 255)) (of lo, scale)
+    quantized: str  # clip(round(x / scale) + zero_point, 0, 255) (of x, scale, zp)
+
+
+DYNAMIC_QUANTIZE: dict[str, DynamicQuantize] = {}  # target name -> its DynamicQuantizeLinear
+
+
+@shared("dynamic_quantize_linear")
+def _dynamic_quantize_linear(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                             out_types: Types) -> list[str]:
+    dq, x = DYNAMIC_QUANTIZE[e.sp.target], ins[0]
+    if in_types[0].size == 0:  # no extremes: the range is [0, 0], the scale 1
+        return [dq.empty[0].format(shape=literal(in_types[0].shape)), *dq.empty[1:]]
+    hi, lo = e.bind(dq.high.format(x=x)), e.bind(dq.low.format(x=x))
+    scale = e.bind(dq.scale.format(hi=hi, lo=lo))
+    zp = e.bind(dq.zero_point.format(lo=lo, scale=scale))
+    y = e.bind(dq.quantized.format(x=x, scale=scale, zp=zp))
+    return [e.sp.cast(y, "uint8"), scale, e.sp.cast(zp, "uint8")]
 
 
 def _operands(e: Emitter, ins: list[str], attrs: dict, zps: tuple[str, str], w_rank: int = 0) -> tuple[str, str]:

@@ -8,13 +8,14 @@ The requantization multiplies by the float32 multiplier and rounds half to even 
 
 from __future__ import annotations
 
-from typing import Any
-
-from dlcfuzz.lower.pysource.codegen import Emitter, Types
-from dlcfuzz.lower.pysource.rules_quant_integer import INTEGER_PRODUCTS, IntegerProducts
-from dlcfuzz.lower.torch.codegen import TARGET, literal
-
-R = TARGET.register
+from dlcfuzz.lower.pysource.codegen import Emitter
+from dlcfuzz.lower.pysource.rules_quant_integer import (
+    DYNAMIC_QUANTIZE,
+    INTEGER_PRODUCTS,
+    DynamicQuantize,
+    IntegerProducts,
+)
+from dlcfuzz.lower.torch.codegen import literal
 
 
 class _TorchIntegerProducts(IntegerProducts):
@@ -54,16 +55,11 @@ class _TorchIntegerProducts(IntegerProducts):
 INTEGER_PRODUCTS["torch"] = _TorchIntegerProducts()
 
 
-@R("dynamic_quantize_linear")
-def _dynamic_quantize_linear(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                             out_types: Types) -> list[str]:
-    x = ins[0]
-    if in_types[0].size == 0:  # no extremes: the range is [0, 0], the scale 1
-        return [f"torch.zeros({literal(in_types[0].shape)}, dtype=torch.uint8)", "torch.tensor(1.0, dtype=torch.float32)",
-                "torch.tensor(0, dtype=torch.uint8)"]
-    hi = e.bind(f"torch.clamp(torch.amax({x}), min=0.0)")
-    lo = e.bind(f"torch.clamp(torch.amin({x}), max=0.0)")
-    scale = e.bind(f"torch.where({hi} == {lo}, torch.ones_like({hi}), ({hi} - {lo}) / 255.0)")
-    zp = e.bind(f"torch.round(torch.clamp(0.0 - {lo} / {scale}, 0.0, 255.0))")
-    y = e.bind(f"torch.clamp(torch.round({x} / {scale}) + {zp}, 0.0, 255.0)")
-    return [f"{y}.to(torch.uint8)", scale, f"{zp}.to(torch.uint8)"]
+DYNAMIC_QUANTIZE["torch"] = DynamicQuantize(
+    empty=("torch.zeros({shape}, dtype=torch.uint8)", "torch.tensor(1.0, dtype=torch.float32)",
+           "torch.tensor(0, dtype=torch.uint8)"),
+    high="torch.clamp(torch.amax({x}), min=0.0)", low="torch.clamp(torch.amin({x}), max=0.0)",
+    scale="torch.where({hi} == {lo}, torch.ones_like({hi}), ({hi} - {lo}) / 255.0)",
+    zero_point="torch.round(torch.clamp(0.0 - {lo} / {scale}, 0.0, 255.0))",
+    quantized="torch.clamp(torch.round({x} / {scale}) + {zp}, 0.0, 255.0)",
+)
