@@ -25,14 +25,6 @@ def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     return [f"{x} / jnp.sqrt({square} + {literal(attrs['epsilon'])}) * {ins[1]}"]
 
 
-@R("group_norm")
-def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                out_types: Types) -> list[str]:
-    t = in_types[0]
-    scale, bias = pynorm.group_params(e.sp, ins, t, attrs)
-    return [pynorm.group_norm_formula(e, ins[0], t, int(attrs["num_groups"]), literal(attrs["epsilon"]), scale, bias)]
-
-
 @R("lp_norm")
 def _lp_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:

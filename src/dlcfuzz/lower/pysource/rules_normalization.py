@@ -1,6 +1,6 @@
 """The normalization operators (ops/normalization.py) that every Python target writes alike up to
-spelling, and the pieces the targets' own rules share (|x|^p and its root, Lp normalization's division,
-LpPool's window, the group-norm formula)."""
+spelling (GroupNormalization's formula, unless torch's F.group_norm applies), and the pieces the targets'
+own rules share (|x|^p and its root, Lp normalization's division, LpPool's window)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Spelling, Types, literal
-from dlcfuzz.lower.pysource.rules import shared
+from dlcfuzz.lower.pysource.rules import shared, shared_unless_native
 from dlcfuzz.ops.normalization import MVN_EPSILON
 
 
@@ -55,6 +55,14 @@ def group_params(sp: Spelling, ins: list[str], t: TensorType, attrs: dict) -> tu
         per = t.shape[1] // int(attrs["num_groups"])
         scale, bias = (f"{sp.fn('repeat')}({p}, {per})" for p in (scale, bias))
     return scale, bias
+
+
+@shared_unless_native("group_norm")
+def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
+                out_types: Types) -> list[str]:
+    t = in_types[0]
+    scale, bias = group_params(e.sp, ins, t, attrs)
+    return [group_norm_formula(e, ins[0], t, int(attrs["num_groups"]), literal(attrs["epsilon"]), scale, bias)]
 
 
 @shared("global_lp_pool")

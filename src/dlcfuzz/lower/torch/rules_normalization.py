@@ -1,6 +1,7 @@
 """PyTorch lowering rules of the normalization operators (ops/normalization.py).
 
-RMS and group normalization are torch functions; Lp normalization keeps ONNX's zero vector (torch's
+RMS normalization is F.rms_norm, group normalization F.group_norm where it takes the groups (the shared
+formula otherwise); Lp normalization keeps ONNX's zero vector (torch's
 F.normalize clamps the norm instead); LpPool pads |x|^p with zeros (its end pads widened so that
 ceil_mode's last windows lie inside) and sums the strided windows itself: torch's avg_pool has no
 dilation and F.lp_pool drops the absolute value."""
@@ -14,6 +15,7 @@ import numpy as np
 
 from dlcfuzz.lower.pysource import rules_normalization as pynorm
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
+from dlcfuzz.lower.pysource.rules import native
 from dlcfuzz.lower.torch.codegen import TARGET, literal
 
 R = TARGET.register
@@ -30,16 +32,16 @@ def _rms_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dic
     return [f"F.rms_norm({ins[0]}, {literal(norm)}, eps={eps}) * {ins[1]}"]  # scale broadcasts to the suffix
 
 
-@R("group_norm")
+@native(TARGET.name, "group_norm")
 def _group_norm(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
-                out_types: Types) -> list[str]:
-    t, g, eps = in_types[0], int(attrs["num_groups"]), literal(attrs["epsilon"])
+                out_types: Types) -> list[str] | None:
+    t, g = in_types[0], int(attrs["num_groups"])
+    if t.shape[1] // g * int(np.prod(t.shape[2:])) <= 1:
+        # F.group_norm refuses groups of one element ("Expected more than 1 value per channel"): the
+        # formula, whose normalized value is 0 there
+        return None
     scale, bias = pynorm.group_params(e.sp, ins, t, attrs)
-    if t.shape[1] // g * int(np.prod(t.shape[2:])) > 1:
-        return [f"F.group_norm({ins[0]}, {g}, {scale}, {bias}, eps={eps})"]
-    # F.group_norm refuses groups of one element ("Expected more than 1 value per channel"): the
-    # formula, whose normalized value is 0 there
-    return [pynorm.group_norm_formula(e, ins[0], t, g, eps, scale, bias)]
+    return [f"F.group_norm({ins[0]}, {g}, {scale}, {bias}, eps={literal(attrs['epsilon'])})"]
 
 
 @R("lp_norm")
