@@ -62,6 +62,39 @@ def test_a_target_refuses_a_second_rule_and_explains_a_gap():
         t.rule("exp")
 
 
+def test_a_native_rule_precedes_a_shared_formula_only_where_it_applies():
+    """torch's F.group_norm stands for GroupNormalization except for groups of one element, which it
+    refuses: there its native rule declines and the shared formula (jax's rule too) is the lowering,
+    whose normalized value is 0, so the output is the bias."""
+    import numpy as np
+
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.types import TensorType
+    from dlcfuzz.lower.pysource.rules import native
+
+    loaded("torch")
+    from dlcfuzz.lower.torch import run_eager, to_torch_program
+
+    def group_norm(channels: int, spatial: int) -> Graph:
+        x, p = TensorType("float32", (2, channels, spatial)), TensorType("float32", (channels,))
+        g = Graph(inputs=[Value("x", x), Value("scale", p), Value("bias", p)])
+        g.nodes.append(Node("group_norm", ["x", "scale", "bias"], [Value("y", x)],
+                            {"num_groups": 2, "epsilon": 1e-5}, name="n0"))
+        g.outputs = ["y"]
+        return g
+
+    assert "F.group_norm(" in to_torch_program(group_norm(4, 3)).source
+    one = group_norm(2, 1)
+    assert "F.group_norm(" not in to_torch_program(one).source
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((2, 2, 1)).astype(np.float32),
+              "scale": np.float32([2.0, 3.0]), "bias": np.float32([0.5, -1.5])}
+    (y,) = run_eager(one, inputs)
+    np.testing.assert_allclose(y, np.broadcast_to(inputs["bias"].reshape(1, 2, 1), (2, 2, 1)))
+    with pytest.raises(ValueError, match="no shared rule that allows a native one"):
+        native("torch", "add")(lambda *a: None)
+
+
 def test_the_core_floors_do_not_import_lowering_or_compilers():
     """ir imports neither ops nor lower; ops imports no lowering and no compiler (fresh interpreter)."""
     code = (

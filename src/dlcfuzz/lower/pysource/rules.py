@@ -1,7 +1,9 @@
 """Rules of the Python targets that are the same up to spelling, registered on both (`target("torch")`
 and `target("jax")`); each reads its target's spelling from the emitter (`e.sp`). Each returns source
-expressions whose semantics equal the operator's NumPy reference (ONNX semantics). What really
-differs per target stays in `lower/torch/` and `lower/jax/`, which also use the helpers here.
+expressions whose semantics equal the operator's NumPy reference (ONNX semantics). A shared formula
+may let a target's own function precede it where that function has ONNX's semantics
+(`shared_unless_native`, `native`). What really differs per target stays in `lower/torch/` and
+`lower/jax/`, which also use the helpers here.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def shared(*ops: str) -> Callable[[Rule], Rule]:
 
 
 # a rule that may decline: None where the target's native function is not ONNX's operator (`native`)
-NativeRule = Callable[[Any, Emitter, list[str], list[str], dict, Types, Types], "list[str] | None"]
+NativeRule = Callable[[Any, Emitter, list[str], list[str], dict, Types, Types], list[str] | None]
 # target -> operator -> the target's native rule of a shared operator that allows one (`native`)
 NATIVE: dict[str, dict[str, NativeRule]] = {name: {} for name in PY_TARGETS}
 _ALLOW_NATIVE: set[str] = set()  # the operators of `shared_unless_native`
