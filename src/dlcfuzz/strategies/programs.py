@@ -33,10 +33,30 @@ from dlcfuzz.oracle.categories import dedup_key, with_option
 from dlcfuzz.oracle.numeric import chebyshev, tolerance
 from dlcfuzz.oracle.signature import error_key
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.programs.core import FLOAT, Program, decode_test, encode_test, generate, reduce_program, with_training
-from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.programs.core import (
+    FLOAT,
+    Dialect,
+    Program,
+    decode_test,
+    encode_test,
+    generate,
+    reduce_program,
+    with_training,
+)
+from dlcfuzz.strategies.base import (
+    Context,
+    Finding,
+    Judgement,
+    Option,
+    Reduction,
+    Strategy,
+    StrategyStore,
+    Test,
+    judgement_of_failure,
+)
 
 if TYPE_CHECKING:
+    from dlcfuzz.backends.base import Backend
     from dlcfuzz.exec.pool import TaskResult
 
 HANDLER = "dlcfuzz.exec.programs:make_handler"
@@ -62,7 +82,7 @@ class _Obs:
     input_set: int = 0
 
 
-def dialect_of(backend: Any) -> Any:
+def dialect_of(backend: Backend | None) -> Dialect | None:
     return backend.program_dialect() if backend is not None else None
 
 
@@ -196,7 +216,7 @@ class ProgramsStrategy(Strategy):
                          not_minimal=self.ctx.budget.stopped)
 
     @classmethod
-    def report_section(cls, store: Any) -> str:
+    def report_section(cls, store: StrategyStore) -> str:
         return "<p>" + html.escape("programs: tests are programs of the compiler's framework language") + "</p>"
 
 
