@@ -3,13 +3,16 @@ target names an operator that does not exist; `ops` (semantics) never imports a 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dlcfuzz.engine.store import Store
 from dlcfuzz.lower.registry import TARGET_MODULES, load_target, target
 from dlcfuzz.ops import all_ops, registry
 
@@ -144,3 +147,30 @@ def test_onnx_value_info_builder_matches_onnx_helper(shape, dtype):
 
     theirs = onnx.helper.make_tensor_value_info("v", onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
     assert tensor_value_info("v", dtype, shape).SerializeToString() == theirs.SerializeToString()
+
+
+def test_the_add_an_operator_recipe_from_one_plugin_file(tmp_path):
+    """docs/architecture.md's "Add an operator", done from one file (tests/plugin_operator.py): every target
+    covers the new operator, the Python targets spell it through the shared rule, and a campaign of it on
+    ONNXRuntime judges its tests against the reference and stays quiet. Subprocesses, so the registry of
+    this process keeps its operators."""
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "tests"), os.environ.get("PYTHONPATH", "")])}
+    check = (
+        "import plugin_operator as p\n"
+        "from dlcfuzz.lower.registry import TARGET_MODULES, load_target\n"
+        "assert all(load_target(t).covers(p.NAME) for t in TARGET_MODULES), 'a target misses it'\n"
+        "print(sorted(t for t in TARGET_MODULES if p.NAME in load_target(t).rules))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "['jax', 'onnx', 'torch']"
+    out = tmp_path / "cube"
+    p = subprocess.run([sys.executable, "-m", "dlcfuzz.cli", "--plugin", "plugin_operator", "--plugin", "plugin_example",
+                        "fuzz", "--strategy", "one-op", "--op", "example_cube", "--compiler", "onnxruntime",
+                        "--max-tests", "6", "--jobs", "1", "--seed", "0", "--out", str(out), "--quiet"],
+                       cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    store = Store(out / "store.sqlite", create=False)
+    assert store.findings(distinct_only=False) == []
+    assert store.totals()["verdicts"].get("pass", 0) >= 5  # judged against the reference, not unknown

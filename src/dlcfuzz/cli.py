@@ -418,9 +418,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_plugin_args(argv: list[str]) -> list[str]:
-    """`--plugin MODULE` (anywhere, repeatable): import a module that registers strategies or
-    compilers before the registries are read; returns argv without those options."""
+    """`--plugin MODULE` (anywhere, repeatable): import a module that registers strategies, compilers or
+    operators before the registries are read; returns argv without those options."""
     import importlib
+
+    from dlcfuzz.backends import note_plugin
 
     rest, i = [], 0
     while i < len(argv):
@@ -431,6 +433,7 @@ def load_plugin_args(argv: list[str]) -> list[str]:
                 importlib.import_module(name)
             except ImportError as e:
                 raise UsageError(f"--plugin {name}: cannot import it ({e})") from None
+            note_plugin(name)  # workers import it too, whatever it registers (an operator, a lowering rule)
             continue
         rest.append(argv[i])
         i += 1
