@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from dlcfuzz.exec.pool import WorkerPool, WorkerStartupError, _scan_groups, progress
+from dlcfuzz.exec.pool import WorkerPool, WorkerStartupError, _ForkedProcess, _scan_groups, _zygote, progress
 
 H = "dlcfuzz.exec.planted:make_handler"
 ECHO = "dlcfuzz.exec.pool:make_echo_handler"
@@ -19,10 +19,21 @@ def cmd(do: str, data=None) -> bytes:
     return json.dumps({"do": do, "data": data}).encode()
 
 
-@pytest.fixture(scope="module")
-def pool():
-    with WorkerPool(H, jobs=2, timeout_s=1.0, memory_mb=300) as p:
+# every guarantee holds for both ways a worker starts: a fresh interpreter, or forked by a zygote that
+# imported the handler's module once
+START = {"spawned": None, "forked": ["dlcfuzz.exec.planted"]}
+
+
+@pytest.fixture(scope="module", params=list(START))
+def pool(request):
+    with WorkerPool(H, jobs=2, timeout_s=1.0, memory_mb=300, preload=START[request.param]) as p:
+        assert all(isinstance(w.proc, _ForkedProcess) == (request.param == "forked") for w in p._workers)
         yield p
+
+
+@pytest.fixture(params=list(START))
+def preload(request) -> list[str] | None:
+    return START[request.param]
 
 
 def alive(pid: int) -> bool:
@@ -149,8 +160,8 @@ def test_stats_count_everything(pool):
     assert 0 < s.handler_s <= s.task_s <= s.wall_s * pool.jobs
 
 
-def test_short_tasks_are_sent_ahead_and_long_ones_are_not():
-    with WorkerPool(H, jobs=1) as p:
+def test_short_tasks_are_sent_ahead_and_long_ones_are_not(preload):
+    with WorkerPool(H, jobs=1, preload=preload) as p:
         first, second = p.submit(cmd("sleep", 0.05)), p.submit(cmd("sleep", 0.05))
         time.sleep(0.5)  # the parent does not poll: only a task already in the worker's pipe can run
         got = [p.next_result(timeout=0.0), p.next_result(timeout=0.0)]
@@ -163,8 +174,8 @@ def test_short_tasks_are_sent_ahead_and_long_ones_are_not():
         assert p.next_result(timeout=5).task_id == second
 
 
-def test_faults_behind_and_ahead_keep_their_own_task_and_stderr():
-    with WorkerPool(H, jobs=1, timeout_s=1.0) as p:
+def test_faults_behind_and_ahead_keep_their_own_task_and_stderr(preload):
+    with WorkerPool(H, jobs=1, timeout_s=1.0, preload=preload) as p:
         ids = [p.submit(cmd("note", "alpha")), p.submit(cmd("segfault")), p.submit(cmd("stderr", "gamma")),
                p.submit(cmd("hang")), p.submit(cmd("stderr", "epsilon"))]
         got = {r.task_id: r for r in p.results()}
@@ -194,9 +205,9 @@ def test_many_small_tasks_and_big_payloads():
     ({"fail_startup": True}, "RuntimeError: planted startup failure: compiler not installed"),
     ({"startup_crash": True}, r"killed by signal 11 \(SIGSEGV\) during startup"),
 ])
-def test_startup_failure_is_a_clear_error(init, match):
+def test_startup_failure_is_a_clear_error(init, match, preload):
     with pytest.raises(WorkerStartupError, match=match):
-        WorkerPool(H, init, jobs=2)
+        WorkerPool(H, init, jobs=2, preload=preload)
 
 
 def test_startup_timeout_and_missing_module():
@@ -208,8 +219,8 @@ def test_startup_timeout_and_missing_module():
         WorkerPool("no_such_compiler_module:make", jobs=1)
 
 
-def test_close_leaves_no_processes():
-    p = WorkerPool(H, jobs=2)
+def test_close_leaves_no_processes(preload):
+    p = WorkerPool(H, jobs=2, preload=preload)
     p.submit(cmd("spawn_child_and_hang"))
     p.submit(cmd("hang"))
     deadline = time.monotonic() + 5
@@ -223,3 +234,27 @@ def test_close_leaves_no_processes():
     assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)  # reaped: no zombies
     with pytest.raises(RuntimeError, match="closed"):
         p.submit(cmd("echo"))
+
+
+def test_forked_workers_come_from_one_zygote_and_start_without_importing():
+    """Pools that preload the same modules share this process's zygote: their workers are its children,
+    each in a session of its own, each running the handler factory itself; a module that does not import
+    is the worker's clear startup error, as when spawned; a killed zygote is replaced by the next pool."""
+    preload = ["dlcfuzz.exec.planted"]
+    with WorkerPool(H, jobs=2, preload=preload) as a, WorkerPool(H, {"startup_sleep": 0.01}, preload=preload) as b:
+        assert a._zygote is b._zygote is _zygote(preload, 10.0) and a._zygote.alive
+        zygote = a._zygote.proc.pid
+        for w in [*a._workers, *b._workers]:
+            with open(f"/proc/{w.pid}/stat") as f:
+                ppid, pgid, sid = map(int, f.read().rsplit(")", 1)[1].split()[1:4])
+            assert ppid == zygote and pgid == sid == w.pid
+        assert [json.loads(r.payload) for r in b.map([cmd("echo", i) for i in range(4)])] == list(range(4))
+    with pytest.raises(WorkerStartupError, match="ModuleNotFoundError"):
+        WorkerPool("no_such_compiler_module:make", jobs=1, preload=["no_such_compiler_module"])
+    os.kill(zygote, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _zygote(preload, 10.0).proc.pid == zygote and time.monotonic() < deadline:
+        time.sleep(0.05)
+    with WorkerPool(H, jobs=1, preload=preload) as c:
+        assert c._zygote.proc.pid != zygote and isinstance(c._workers[0].proc, _ForkedProcess)
+        assert json.loads(c.run(cmd("echo", 7)).payload) == 7

@@ -402,7 +402,7 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
     """Re-run a stored test in the sandbox and judge it as the campaign did. A test that was an
     internal error raises it again: making it (the strategy rebuilt from the store), in the worker,
     or judging it."""
-    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.exec.cluster import make_pool
 
     camp = Campaign(CampaignOptions(out=run, quiet=True, timeout_s=timeout_s), resume=True, record_run=False)
     row = camp.store.test_row(test_id)
@@ -414,8 +414,8 @@ def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verd
         # regenerated from its own shard's master seed and strategy state: replayed there
         raise UsageError(f"test {test_id} of this merged campaign is test {test_id - shard['first_test'] + 1} of its "
                          f"shard {shard['name']}: replay it there")
-    with WorkerPool(strategy.handler, strategy.handler_init(), jobs=1,
-                    timeout_s=timeout_s or strategy.deadline_s(), memory_mb=camp.opts.memory_mb) as pool:
+    with make_pool(None, strategy.handler, strategy.handler_init(), jobs=1,
+                   timeout_s=timeout_s or strategy.deadline_s(), memory_mb=camp.opts.memory_mb) as pool:
         camp.ctx.reducer_pool = lambda: pool
         if errors and errors[0]["phase"] == "make":
             strategy.start(pool, True)

@@ -78,7 +78,10 @@ def make_pool(cluster: str | None, handler: str, init: dict | None, jobs: int, t
               memory_mb: int = 4096, cpus_per_actor: float = 1.0) -> WorkerPool | RayPool:
     """The engine's pool: local worker processes, or Ray actors when `cluster` is given."""
     if cluster is None:
-        return WorkerPool(handler, init, jobs=jobs, timeout_s=timeout_s, memory_mb=memory_mb)
+        from dlcfuzz.exec.worker import preload_modules
+
+        return WorkerPool(handler, init, jobs=jobs, timeout_s=timeout_s, memory_mb=memory_mb,
+                          preload=preload_modules(handler, init or {}))
     return RayPool(handler, init, jobs=jobs, timeout_s=timeout_s, memory_mb=memory_mb, address=cluster,
                    cpus_per_actor=cpus_per_actor)
 

@@ -19,6 +19,7 @@ Frame: <u32 header length><u32 body length><JSON header><body>.
 
 from __future__ import annotations
 
+import atexit
 import collections
 import contextlib
 import json
@@ -312,26 +313,306 @@ p._worker_main(int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]))
 """
 
 
+# ---- zygote: a pre-imported process that forks workers --------------------
+# Importing a compiler takes seconds (TVM with its torch frontend 10-30 s on a loaded 2-core machine), and
+# every worker did it again: at each pool start and after each crash. A zygote imports the pool's modules
+# once, single-threaded and before any compiler state exists (no session, no backend object, no thread
+# pool), and forks each worker from there; the worker then runs `_worker_main` as a spawned one does, in
+# its own session, so it still calls the handler factory itself (per-worker set-up such as Inductor's
+# private cache folder and one intra-op thread happens after the fork). The zygote keeps each dead
+# worker as a zombie until the parent has killed its process group and asks for the reap, so a worker's
+# pid (and group id) is never reused while the parent may still signal it.
+
+_ZYGOTE_BOOT = """\
+import sys
+try:
+    import dlcfuzz.exec.pool as p
+except ImportError:
+    sys.path.append(sys.argv[1])
+    import dlcfuzz.exec.pool as p
+p._zygote_main(int(sys.argv[2]), sys.argv[3] == "1")
+"""
+_CTRL_BYTES = 1 << 16
+
+
+def _exit_code(info: os.waitid_result) -> int:
+    """A waitid result as subprocess's returncode: the exit status, or minus the killing signal."""
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
+def _zygote_main(parent: int, pdeathsig: bool) -> None:
+    import importlib
+    import socket
+
+    if pdeathsig:
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(70)
+    ctrl = socket.socket(fileno=os.dup(0))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    spec = json.loads(ctrl.recv(_CTRL_BYTES) or b"{}")
+    for p in spec.get("sys_path", []):
+        if p not in sys.path:
+            sys.path.append(p)
+    for module in spec.get("preload", []):
+        # a module that fails here is imported again by the worker, which reports why (WorkerStartupError)
+        with contextlib.suppress(BaseException):
+            importlib.import_module(module)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_r, False)
+    os.set_blocking(wake_w, False)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.set_wakeup_fd(wake_w)
+    ctrl.send(_encode({"kind": "ready"}).encode())
+    children: dict[int, bool] = {}  # pid -> its exit was reported
+    sel = selectors.DefaultSelector()
+    sel.register(ctrl, selectors.EVENT_READ)
+    sel.register(wake_r, selectors.EVENT_READ)
+    while True:
+        events = sel.select(1.0)
+        if os.getppid() != parent:
+            os._exit(70)  # the workers follow: their death signal is this process's exit
+        for key, _ in events:
+            if key.fileobj == wake_r:
+                with contextlib.suppress(OSError):
+                    while os.read(wake_r, 512):
+                        pass
+                continue
+            try:
+                msg, fds, _, _ = socket.recv_fds(ctrl, _CTRL_BYTES, 4)
+            except OSError:
+                msg, fds = b"", []
+            if not msg:
+                os._exit(0)
+            req = json.loads(msg)
+            if req["kind"] == "fork":
+                pid = os.fork()
+                if pid == 0:
+                    _forked_worker(ctrl, (wake_r, wake_w), fds, parent=os.getppid())
+                for fd in fds:
+                    os.close(fd)
+                children[pid] = False
+                ctrl.send(_encode({"kind": "forked", "pid": pid}).encode())
+            elif req["kind"] == "reap" and req["pid"] in children:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(req["pid"], 0)
+                del children[req["pid"]]
+                ctrl.send(_encode({"kind": "reaped", "pid": req["pid"]}).encode())
+        for pid, reported in list(children.items()):
+            if reported:
+                continue
+            try:
+                info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                info = None
+            if info is not None:
+                children[pid] = True
+                ctrl.send(_encode({"kind": "exit", "pid": pid, "code": _exit_code(info)}).encode())
+
+
+def _forked_worker(ctrl, wake: tuple[int, int], fds: list[int], parent: int) -> None:
+    """In the child the zygote forked: a session of its own, the pipes as stdin/stdout/stderr, the
+    zygote's signal set-up undone, then the worker's main loop, as a spawned worker runs it."""
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        ctrl.close()
+        for fd in wake:
+            os.close(fd)
+        stdin, stdout, stderr, note_fd = fds
+        for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+            os.dup2(fd, target)
+            os.close(fd)
+        _worker_main(parent, True, note_fd)
+    finally:
+        os._exit(1)
+
+
+class _ForkedProcess:
+    """A worker the zygote forked, with what the pool uses of a Popen: pid, the three pipes, returncode
+    and wait (its exit status comes from the zygote, which reaps it when wait() returns)."""
+
+    def __init__(self, zygote: _Zygote, pid: int, stdin: int, stdout: int, stderr: int) -> None:
+        self.zygote, self.pid = zygote, pid
+        self.stdin = os.fdopen(stdin, "wb", buffering=0)
+        self.stdout = os.fdopen(stdout, "rb", buffering=0)
+        self.stderr = os.fdopen(stderr, "rb", buffering=0)
+        self.returncode: int | None = None
+
+    def exited(self, timeout: float) -> bool:
+        """Whether it died within `timeout` s (not reaped yet)."""
+        code = self.zygote.exit_code(self.pid, timeout)
+        return code is not None
+
+    def wait(self, timeout: float) -> int:
+        if self.returncode is None:
+            code = self.zygote.exit_code(self.pid, timeout)
+            if code is None:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            self.zygote.reap(self.pid, timeout)
+            self.returncode = code
+        return self.returncode
+
+
+class _Zygote:
+    """The parent's side of a zygote: its process, the control socket, and a thread that reads the
+    zygote's messages (fork replies, exits, reaps). Thread-safe: pools of several threads share it."""
+
+    def __init__(self, preload: list[str], startup_timeout_s: float) -> None:
+        import socket
+
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pdeathsig = threading.current_thread() is threading.main_thread()
+        root = str(Path(__file__).resolve().parents[2])
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _ZYGOTE_BOOT, root, str(os.getpid()), "1" if pdeathsig else "0"],
+                stdin=theirs.fileno(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                start_new_session=True, close_fds=True)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()  # one fork request at a time
+        self.cond = threading.Condition()
+        self.replies: collections.deque[dict] = collections.deque()
+        self.exits: dict[int, int] = {}
+        self.workers: set[int] = set()  # forked and not reaped
+        self.ready = False
+        self.alive = True
+        ours.send(_encode({"preload": preload, "sys_path": sys.path}).encode())
+        self.reader = threading.Thread(target=self._read, daemon=True, name=f"zygote-{self.proc.pid}")
+        self.reader.start()
+        with self.cond:
+            self.cond.wait_for(lambda: self.ready or not self.alive, startup_timeout_s)
+        if not self.ready:
+            self.close()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                msg = self.sock.recv(_CTRL_BYTES)
+            except OSError:
+                msg = b""
+            with self.cond:
+                if not msg:
+                    self.alive = False
+                    self.cond.notify_all()
+                    return
+                m = json.loads(msg)
+                if m["kind"] == "ready":
+                    self.ready = True
+                elif m["kind"] == "exit":
+                    self.exits[m["pid"]] = m["code"]
+                else:
+                    self.replies.append(m)
+                self.cond.notify_all()
+
+    def _reply(self, kind: str, timeout: float) -> dict | None:
+        with self.cond:
+            self.cond.wait_for(lambda: (self.replies and self.replies[0]["kind"] == kind) or not self.alive, timeout)
+            return self.replies.popleft() if self.replies and self.replies[0]["kind"] == kind else None
+
+    def fork(self, fds: list[int]) -> int | None:
+        """A new worker with `fds` (stdin, stdout, stderr, progress memory) as its own; its pid, or None
+        when the zygote is gone."""
+        import socket
+
+        with self.lock:
+            if not self.alive:
+                return None
+            try:
+                socket.send_fds(self.sock, [_encode({"kind": "fork"}).encode()], fds)
+            except OSError:
+                return None
+            reply = self._reply("forked", 30.0)
+            if reply is None:
+                return None
+            self.workers.add(reply["pid"])
+            return reply["pid"]
+
+    def exit_code(self, pid: int, timeout: float) -> int | None:
+        with self.cond:
+            self.cond.wait_for(lambda: pid in self.exits or not self.alive, timeout)
+            if pid not in self.exits and not self.alive:
+                return -signal.SIGKILL  # the zygote died, and its workers with it (their death signal)
+            return self.exits.get(pid)
+
+    def reap(self, pid: int, timeout: float) -> None:
+        with self.lock:
+            self.exits.pop(pid, None)
+            self.workers.discard(pid)
+            with contextlib.suppress(OSError):
+                self.sock.send(_encode({"kind": "reap", "pid": pid}).encode())
+                self._reply("reaped", timeout)
+
+    def close(self) -> None:
+        self.alive = False
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(2)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=10)
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+_ZYGOTES: dict[tuple, _Zygote] = {}  # one per preload list, environment, import path and folder
+_ZYGOTES_KEPT = 2
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def _zygote(preload: list[str], startup_timeout_s: float) -> _Zygote | None:
+    """This process's zygote for `preload` (started on first use, shared by the pools that preload the same
+    modules in the same environment, import path and working folder; what a module reads at import is the
+    same in every worker); None when it could not start: the pool spawns its workers then."""
+    key = (tuple(preload), tuple(sorted(os.environ.items())), tuple(sys.path), os.getcwd())
+    with _ZYGOTES_LOCK:
+        z = _ZYGOTES.pop(key, None)
+        if z is None or not z.alive:
+            z = _Zygote(preload, startup_timeout_s)
+        _ZYGOTES[key] = z  # the most recently used last
+        for old in list(_ZYGOTES)[:-_ZYGOTES_KEPT]:  # each holds its compiler's memory: the idle ones go
+            if not _ZYGOTES[old].workers:
+                _ZYGOTES.pop(old).close()
+        return z if z.alive else None
+
+
+def close_zygotes() -> None:
+    """Kill every zygote of this process (their workers die with them): at exit, or to free their memory."""
+    with _ZYGOTES_LOCK:
+        for z in _ZYGOTES.values():
+            z.close()
+        _ZYGOTES.clear()
+
+
+atexit.register(close_zygotes)
+
+
 # ---- parent side ----------------------------------------------------------
 
 
 class _Worker:
     """One worker process as seen from the parent: starting -> idle <-> busy -> dead."""
 
-    def __init__(self, spec: bytes, startup_timeout_s: float) -> None:
-        pdeathsig = threading.current_thread() is threading.main_thread()
-        root = str(Path(__file__).resolve().parents[2])
+    def __init__(self, spec: bytes, startup_timeout_s: float, zygote: _Zygote | None = None) -> None:
         import mmap
 
         note_fd = os.memfd_create("dlcfuzz-progress")
         try:
             os.ftruncate(note_fd, _NOTE_BYTES)
             self.notes = mmap.mmap(note_fd, _NOTE_BYTES)
-            self.proc = subprocess.Popen(
-                [sys.executable, "-c", _BOOT, root, str(os.getpid()), "1" if pdeathsig else "0", str(note_fd)],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, bufsize=0, close_fds=True, pass_fds=(note_fd,),
-            )
+            forked = zygote and self._fork(zygote, note_fd)
+            self.proc: subprocess.Popen | _ForkedProcess = forked or self._spawn(note_fd)
         finally:
             os.close(note_fd)  # the mapping and the worker's inherited descriptor keep it
         self.pid = self.proc.pid
@@ -358,6 +639,32 @@ class _Worker:
             _write_all(self.wfd, spec)
         except OSError:
             pass  # died at once: seen as EOF on its stdout
+
+    @staticmethod
+    def _spawn(note_fd: int) -> subprocess.Popen:
+        pdeathsig = threading.current_thread() is threading.main_thread()
+        root = str(Path(__file__).resolve().parents[2])
+        return subprocess.Popen(
+            [sys.executable, "-c", _BOOT, root, str(os.getpid()), "1" if pdeathsig else "0", str(note_fd)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True, bufsize=0, close_fds=True, pass_fds=(note_fd,),
+        )
+
+    @staticmethod
+    def _fork(zygote: _Zygote, note_fd: int) -> _ForkedProcess | None:
+        """The worker forked by `zygote` on new pipes; None when the zygote is gone (then it is spawned)."""
+        pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr: (read end, write end)
+        theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
+        try:
+            pid = zygote.fork([*theirs, note_fd])
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        if pid is None:
+            for fd in (pipes[0][1], pipes[1][0], pipes[2][0]):
+                os.close(fd)
+            return None
+        return _ForkedProcess(zygote, pid, pipes[0][1], pipes[1][0], pipes[2][0])
 
     # -- stderr ring buffer (own thread: a chatty worker never blocks on a full pipe)
     def _drain_stderr(self) -> None:
@@ -491,6 +798,10 @@ class _Worker:
 
     def exit_status(self, grace_s: float = 1.0) -> int | None:
         """After EOF: wait briefly for the worker to die on its own, without reaping it."""
+        if isinstance(self.proc, _ForkedProcess):
+            self.proc.exited(grace_s)
+            self.kill()
+            return self.proc.returncode
         end = time.monotonic() + grace_s
         while True:
             try:
@@ -508,6 +819,9 @@ class _Worker:
         """SIGKILL the whole process group (grandchildren included) and reap the worker."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)
+        if isinstance(self.proc, _ForkedProcess):  # forked just now, it may not lead its own group yet
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             self.proc.wait(timeout=10)
         self.state = "dead"
@@ -576,11 +890,14 @@ class ClosingPool:
 class WorkerPool(ClosingPool):
     """`jobs` persistent workers serving `handler` ("module:factory"; factory(init) -> handle(bytes) -> bytes).
 
-    `init` must be JSON-serializable. Not thread-safe: use one pool from one thread at a time.
+    `init` must be JSON-serializable. `preload`: modules a zygote imports once for every worker of this
+    process that preloads the same (the worker then forks from it and skips their import); without it, each
+    worker is a fresh interpreter that imports everything itself. Not thread-safe: use one pool from one
+    thread at a time.
     """
 
     def __init__(self, handler: str, init: dict | None = None, jobs: int = 1, timeout_s: float = 30.0,
-                 memory_mb: int = 4096, startup_timeout_s: float = 120.0) -> None:
+                 memory_mb: int = 4096, startup_timeout_s: float = 120.0, preload: list[str] | None = None) -> None:
         if ":" not in handler:
             raise ValueError(f"handler must be 'module:factory', got {handler!r}")
         self.handler = handler
@@ -601,6 +918,7 @@ class WorkerPool(ClosingPool):
         self._broken: str | None = None
         self._next_rss = 0.0
         self._next_scan = 0.0
+        self._zygote = _zygote(list(preload), self.startup_timeout_s) if preload else None
         try:
             for _ in range(self.jobs):  # all start in parallel
                 self._workers.append(self._start())
@@ -612,7 +930,7 @@ class WorkerPool(ClosingPool):
 
     # ---- workers ---------------------------------------------------------
     def _start(self) -> _Worker:
-        w = _Worker(self._spec, self.startup_timeout_s)
+        w = _Worker(self._spec, self.startup_timeout_s, self._zygote)
         self._sel.register(w.rfd, selectors.EVENT_READ, w)
         return w
 

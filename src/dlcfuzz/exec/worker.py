@@ -109,6 +109,19 @@ def run_sets(compiled: Any, config: str, sets: list[dict[str, np.ndarray]], comp
     return obs
 
 
+def preload_modules(handler: str, init: dict) -> list[str]:
+    """What a zygote imports once for the workers of a campaign's pool (exec/pool.py): the handler's module,
+    the campaign's plug-ins, the compiler's backend module (the compiler itself: seconds to import) and the
+    reference policy's modules. Nothing here makes a backend or touches its state."""
+    from dlcfuzz.backends import BACKENDS, registry_name
+
+    modules = [handler.partition(":")[0], *init.get("plugins", [])]
+    compiler = registry_name(str(init.get("compiler", "")))
+    if compiler in BACKENDS:
+        modules.append(BACKENDS[compiler][0])
+    return [*modules, "dlcfuzz.oracle.policy"]
+
+
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
     """Pool factory: init = {"compiler": NAME, "invalid": bool}. Imports the compiler here, once per
     worker. Valid graphs get the reference policy here (in parallel with the other workers);

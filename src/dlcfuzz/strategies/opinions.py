@@ -30,8 +30,8 @@ def second_opinion(ctx: Context, tc: TestCase, v: Verdict, g: Graph, inputs: dic
     departs from the reference there (not a finding the reference is involved in: a metamorphic one, an
     inconsistency between configurations that both match it, or a reference that is unknown)."""
     from dlcfuzz.backends import plugin_modules
+    from dlcfuzz.exec.cluster import make_pool
     from dlcfuzz.exec.opinions import opinion_request
-    from dlcfuzz.exec.pool import WorkerPool
 
     if v.category not in REFERENCE_JUDGED or ctx.backend is None:
         return None
@@ -67,8 +67,8 @@ def second_opinion(ctx: Context, tc: TestCase, v: Verdict, g: Graph, inputs: dic
         said.update({n: Opinion(n, NO_OPINION, f"inputs of {size} elements, over the bound of "
                                                f"{OPINION_MAX_ELEMENTS}") for n in to_run})
     elif to_run:
-        with WorkerPool("dlcfuzz.exec.opinions:make_handler", {"compiler": tc.compiler, "plugins": plugin_modules()},
-                        jobs=1, timeout_s=OPINION_TIMEOUT_S) as pool:
+        with make_pool(None, "dlcfuzz.exec.opinions:make_handler", {"compiler": tc.compiler, "plugins": plugin_modules()},
+                       jobs=1, timeout_s=OPINION_TIMEOUT_S) as pool:
             got = pool.run(opinion_request(cand, departing, to_run))
         if got.status == "ok":
             for o in reply_from_bytes(got.payload)[0]:
