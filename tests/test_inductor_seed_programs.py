@@ -3,7 +3,7 @@ torch 2.13: a spliced program round-trips through the store's form, runs eagerly
 its rewrite when compiled and agrees with eager, and its reproducer (plain torch: the search function imported
 from torch by name) runs standalone; a planted fault in Inductor's replacement patterns is found by a small
 campaign of spliced programs, and the same campaign on the correct Inductor is quiet. The campaign prefers
-search functions whose rewrites have not fired yet. Compiles are few: one program, and two 3-test campaigns."""
+search functions whose rewrites have not fired yet. Compiles are few: one program, and two 2-test campaigns."""
 
 from __future__ import annotations
 
@@ -99,14 +99,15 @@ def test_a_spliced_program_fires_its_rewrite_agrees_with_eager_and_its_reproduce
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> dict[str, Path]:
-    """The same 3 spliced tests (seed 2) against the planted fault and against the correct Inductor."""
+    """The same 2 spliced tests (seed 6: _sfdp_pattern_2 with a Python scale and prepare_softmax_pattern, float32
+    inference variants) against the planted fault and against the correct Inductor; no reduction."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     out = {}
     for compiler in ("inductor-planted-pattern", "inductor"):
         out[compiler] = tmp_path_factory.mktemp(compiler)
-        Campaign(campaign_options(compiler=compiler, strategy="programs", splice=1.0, seconds=900, jobs=1, seed=2,
-                                  out=out[compiler], quiet=True, max_tests=3, reduce=False)).run()
+        Campaign(campaign_options(compiler=compiler, strategy="programs", splice=1.0, seconds=900, jobs=1, seed=6,
+                                  out=out[compiler], quiet=True, max_tests=2, reduce=False)).run()
     return out
 
 

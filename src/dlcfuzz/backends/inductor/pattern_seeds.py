@@ -329,16 +329,40 @@ def splice_seeds() -> tuple[PatternSeed, ...]:
     return tuple(out.values())
 
 
+TENSOR_SCALE_WEIGHT = 0.25  # a variant with a 0-d float tensor argument: most fusions' checks refuse a tensor scale
+
+
+def splice_target(seed: PatternSeed) -> str:
+    """The rewrite the seed's variant is likeliest to fire: the name of the function's registration (training or
+    inference as the seed) whose dtype class (float16/bfloat16: torch's "half" traces) and batch of 1 ("bs1")
+    agree most with the seed's."""
+    def traits(args: tuple) -> tuple[bool, bool]:
+        tensors = [a for a in args if isinstance(a, TensorSpec) and a.shape]
+        return (any(t.dtype in ("float16", "bfloat16") for t in tensors), bool(tensors) and tensors[0].shape[0] == 1)
+
+    half, bs1 = traits(seed.args)
+    regs = [r for r in registrations() if r.search == seed.search and r.training == seed.training and r.pattern_name]
+    if not regs:
+        return pattern_names(seed)[0]
+    best = max(regs, key=lambda r: 2 * (traits(r.args)[0] == half) + (traits(r.args)[1] == bs1))
+    module = seed.search.partition(":")[0].removeprefix("torch._inductor.fx_passes.")
+    return f"{module}.{best.pattern_name}"
+
+
 def choose_splice(rng: np.random.Generator, fired: set[str] | frozenset[str] = frozenset()) -> PatternSeed:
-    """A seed to splice: a search function (one with a rewrite not in `fired`, the campaign's fired rewrites,
-    UNFIRED_WEIGHT times likelier), then one of its variants."""
+    """A seed to splice: a search function, then one of its variants, each UNFIRED_WEIGHT times likelier where a
+    rewrite it registered (the function) or its likeliest rewrite (`splice_target`, the variant) is not in
+    `fired`, the campaign's fired rewrites; a variant with a tensor scale TENSOR_SCALE_WEIGHT times as likely."""
     by_fn: dict[str, list[PatternSeed]] = {}
     for seed in splice_seeds():
         by_fn.setdefault(seed.search, []).append(seed)
     fns = sorted(by_fn)
     w = np.asarray([UNFIRED_WEIGHT if set(pattern_names(by_fn[f][0])) - fired else 1.0 for f in fns])
     variants = by_fn[fns[int(rng.choice(len(fns), p=w / w.sum()))]]
-    return variants[int(rng.integers(len(variants)))]
+    v = np.asarray([(UNFIRED_WEIGHT if splice_target(s) not in fired else 1.0)
+                    * (TENSOR_SCALE_WEIGHT if any(isinstance(a, TensorSpec) and not a.shape and a.dtype != "bool"
+                                                  for a in s.args) else 1.0) for s in variants])
+    return variants[int(rng.choice(len(variants), p=v / v.sum()))]
 
 
 def _dim_order(spec: TensorSpec) -> list[int]:
