@@ -57,6 +57,7 @@ INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 
                 ("int16", 1.0), ("int8", 1.0), ("uint8", 1.5), ("bool", 1.0))
 INT_OR_BOOL = INTEGER + ("bool",)
 DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
+FREEZING_SHARE = 0.2  # of the other tests, those whose plain Inductor configuration compiles with freezing=True
 TRAIN_SHARE = 0.3  # trainable programs (programs.core.trainable) run as training steps
 SPLICE_SHARE = 0.3  # tests whose program starts with one of Inductor's replacement patterns (TorchDialect.splice)
 GRADIENT_FAULT = "gradient"  # a configuration's planted fault "gradient": compiled gradients scaled (tests only)
@@ -900,10 +901,16 @@ class TorchDialect:
     def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
                          ) -> list[tuple[str, dict[str, Any]]]:
         """A share of the tests compile their plain Inductor configuration with dynamic shapes (symbolic
-        sizes: other kernels and guards than the static compile's, on the same inputs)."""
-        if rng.random() >= DYNAMIC_SHARE:
+        sizes: other kernels and guards than the static compile's, on the same inputs), a share of the others
+        with `freezing=True` (Inductor's freezing passes run in an inference compile: constants folded, the
+        freezing pattern passes, e.g. mkldnn's weight packing of a matmul by a constant; a training program's
+        compile runs with gradients on, where freezing does nothing)."""
+        dynamic = rng.random() < DYNAMIC_SHARE
+        # from a child stream (spawning leaves the test's own as it was): a test's other draws are what they were
+        if not dynamic and rng.spawn(1)[0].random() >= FREEZING_SHARE:
             return configs
-        return [(f"{n}+dynamic", {**o, "knobs": {"dynamic": True}})
+        suffix, knobs = ("dynamic", {"dynamic": True}) if dynamic else ("freezing", {"freezing": True})
+        return [(f"{n}+{suffix}", {**o, "knobs": knobs})
                 if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") else (n, o)
                 for n, o in configs]
 
