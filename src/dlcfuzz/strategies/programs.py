@@ -262,7 +262,7 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
         for kind, k in slots:
             got, ref = arrays[f"{name}/{kind}/{k}"], arrays[f"{ref_run}/{kind}/{k}"]
             f64 = arrays.get(f"{f64_run}/{kind}/{k}") if has_fp64 else None
-            reason, detail = compare_to_eager(got, ref, f64)
+            reason, detail = compare_to_eager(got, ref, f64, float(meta.get("tolerance", 0.0)))
             what = _slot_name(pt.program, params, kind, k, r.get("in_slot", "after the call"))
             if reason == "ill-conditioned":
                 unknown.append(Verdict("unknown", C.ILL_CONDITIONED_OUTPUT, f"{what}: {detail}", ["eager", name]))
@@ -289,9 +289,12 @@ def _slot_name(program: Program, params: list[str], kind: str, k: int, in_slot: 
     return f"{params[k]} after {program.steps} training step{'s' * (program.steps > 1)}"
 
 
-def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None) -> tuple[str | None, str]:
+def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None, floor: float = 0.0
+                     ) -> tuple[str | None, str]:
     """(reason, detail): None when `got` is right; "ill-conditioned" when rounding alone decides the
-    difference; else the kind of difference (shape, dtype, value, nan)."""
+    difference; else the kind of difference (shape, dtype, value, nan). `floor`: the least float tolerance
+    (the run's meta "tolerance": a program that computes part of its results in a lower precision than their
+    dtype, e.g. a spliced bfloat16 pattern, says that precision's)."""
     if got.shape != ref.shape:
         return "shape", f"shape {got.shape} != {ref.shape}"
     if got.dtype != ref.dtype:
@@ -305,7 +308,7 @@ def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None) -
         if f64 is not None and (f64.shape != ref.shape or not np.array_equal(f64.astype(ref.dtype), ref)):
             return "ill-conditioned", f"the float64 reference disagrees with eager too ({at})"
         return "value", at
-    tol = tolerance(str(ref.dtype)) or 1e-3
+    tol = max(tolerance(str(ref.dtype)) or 1e-3, floor)
     if f64 is None or f64.shape != ref.shape:
         d = chebyshev(got, ref)
         nan = (np.isnan(got) != np.isnan(ref)).any()

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlcfuzz.backends.inductor.pattern_seeds import SPLICE_ELEMENTS, SPLICE_SCALE, inductor_pattern
+from dlcfuzz.backends.inductor.pattern_seeds import BFLOAT16_TOLERANCE, SPLICE_ELEMENTS, SPLICE_SCALE, inductor_pattern
 from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.numeric import tolerance
 from dlcfuzz.programs.core import (
     FLOAT,
     INTEGER,
@@ -824,6 +825,14 @@ def widened(program: Program) -> Program:
 _pattern_function = functools.cache(inductor_pattern)
 
 
+def splice_tolerance(program: Program) -> float:
+    """The least float tolerance of the program's results: a spliced pattern computes in its variant's dtype
+    (float16, bfloat16) whatever the dtype its results reach the oracle in (a bfloat16 result cast to float32, the
+    float32 inputs its gradients reach), so eager and compiled differ by that dtype's rounding; 0 without one."""
+    dtypes = {b[2] for s in program.stmts if s.op == "pattern" for b in s.attrs["bridges"] if b}
+    return max([0.0] + [BFLOAT16_TOLERANCE if d == "bfloat16" else tolerance(d) for d in dtypes & {"bfloat16", "float16"}])
+
+
 def _namespace(stmts: list[Stmt]) -> dict[str, Any]:
     """The globals a program's source runs with: torch, and the search functions its spliced patterns call."""
     ns: dict[str, Any] = {"torch": torch}
@@ -1063,8 +1072,11 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
                           "traceback": traceback.format_exc(limit=8)[-3000:],
                           "compile_s": round(time.perf_counter() - t0, 4)}
     n_params = sum(t.is_floating_point() for t in inputs.values()) if train else 0
-    return {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs), "n_grad": n_params,
-            "fired": sorted(fired)}, arrays
+    meta = {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs), "n_grad": n_params,
+            "fired": sorted(fired)}
+    if floor := splice_tolerance(program):
+        meta["tolerance"] = floor
+    return meta, arrays
 
 
 class _PerturbGradient(torch.autograd.Function):
@@ -1154,6 +1166,8 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     compiled = [(n, o) for n, o in configs if o.get("backend", "inductor") != "eager"]
     name, options = compiled[0] if compiled else ("inductor", {"backend": "inductor"})
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    floor = (f"\nTOL_FLOOR = {splice_tolerance(program)!r}  # a spliced pattern computes in float16 or bfloat16"
+             if splice_tolerance(program) else "")
     training = (f"; as {program.steps} training step{'s' * (program.steps > 1)} (execute below), the gradients of "
                 "the float inputs and their values after the steps too") if program.steps else ""
     return f'''"""{title}
@@ -1178,7 +1192,7 @@ STEPS = {program.steps}  # training steps (0: one call without autograd)
 FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on purpose (a branch on a value, .item())
 PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
-TOL = {TOLERANCE!r}
+TOL = {TOLERANCE!r}{floor}
 {INPUTS_SOURCE}{RUN_SOURCE}{_patterns_source(program)}
 
 {emit(program, OPS)}{_wide_source(program)}{_REPRO_MAIN}'''
