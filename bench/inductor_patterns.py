@@ -8,6 +8,9 @@ source runs for `--time` seconds of compiling (setup apart), every compile recor
 
 - `graphs`: today's random graphs (`gen.random.generate`, `--ops` operators), compiled by the Inductor
   backend's default configuration (eager vs inductor, fallback_random);
+- `programs`: generated PyTorch programs that each start with one of those patterns spliced in (the programs
+  strategy's spliced tests: backends/inductor/programs.py's "pattern" statement; search functions whose rewrites
+  have not fired yet preferred), run and judged as the strategy runs them (eager, float64, Inductor);
 - `seeds`: torch's own replacement patterns as programs (backends/inductor/pattern_seeds.py: each search
   function in every float dtype, registered and doubled sizes, a Python scale, inference and training), in rounds over the
   functions; each compiled as the backend compiles, its outputs (and gradients) judged against eager with
@@ -17,7 +20,8 @@ Prints per source each rewrite fired, by name, with the compiles that fired it a
 `Inductor pattern rewrites fired (<source>): X of Y`, and last the union over the sources:
 `Inductor pattern rewrites fired: X of Y`.
 
-  python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds] [--seed 0] [--ops 10]
+  python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds|programs] [--seed 0] [--ops 10]
+                                    [--stmts 8]
 """
 
 from __future__ import annotations
@@ -86,6 +90,37 @@ def seed_source(backend: Any, seconds: float, seed: int) -> tuple[int, Counter[s
     return tests, compiles, applications, findings, len(seeds)
 
 
+def program_source(seconds: float, seed: int, stmts: int) -> tuple[int, Counter[str], Counter[str], list[str], Counter[str]]:
+    """Spliced programs as the programs strategy makes them (every test spliced: `TorchDialect.splice`, search
+    functions whose rewrites have not fired yet preferred; a training variant trains), each run by the dialect
+    (eager, float64, the default Inductor configuration, rewrites recorded) and judged by the programs oracle:
+    (tests, compiles per rewrite, applications (compiles, since a program run records names only), findings,
+    outcomes)."""
+    from dlcfuzz.backends.inductor.programs import DIALECT, OPS, run_program
+    from dlcfuzz.oracle.policy import test_seed
+    from dlcfuzz.programs.core import generate, with_training
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    configs = [("eager", {"backend": "eager"}), ("inductor", {"backend": "inductor"})]
+    compiles, findings, outcomes, fired, tests = Counter(), [], Counter(), set(), 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        rng = np.random.default_rng(test_seed(seed, tests))
+        first, training = DIALECT.splice(rng, fired)
+        program = with_training(generate(DIALECT, rng, stmts, first=first), OPS, rng, float(training))
+        input_seed = int(rng.integers(1 << 31))
+        tests += 1
+        meta, arrays = run_program(program, input_seed, configs)
+        compiles.update(meta.get("fired", []))
+        fired |= set(meta.get("fired", []))
+        verdicts, _ = judge_program("inductor", ProgramTest(program, input_seed, configs), meta, arrays)
+        outcomes[verdicts[0].category] += 1
+        findings += [f"{v.category} [{program.stmts[0].attrs['search'].rpartition(':')[2]} "
+                     f"{program.stmts[0].attrs['variant']}]: {v.detail.splitlines()[0][:300]}"
+                     for v in verdicts if v.kind == "bug"]
+    return tests, compiles, Counter(compiles), findings, outcomes
+
+
 def fired_table(inventory: dict[str, Any], compiles: Counter[str], applications: Counter[str]) -> list[str]:
     lines = [f"  {name:72s} compiles {compiles[name]:5d}  applied {applications[name]:6d}"
              for name in sorted(compiles) if name in inventory]
@@ -99,9 +134,11 @@ def fired_table(inventory: dict[str, Any], compiles: Counter[str], applications:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--time", type=float, default=600.0, help="seconds of compiling per source")
-    ap.add_argument("--source", choices=["both", "graphs", "seeds"], default="both")
+    ap.add_argument("--source", choices=["both", "graphs", "seeds", "programs"], default="both",
+                    help="both: graphs and seeds")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ops", type=int, default=10, help="operators per random graph")
+    ap.add_argument("--stmts", type=int, default=8, help="statements per spliced program (the pattern's included)")
     a = ap.parse_args()
     from dlcfuzz.backends import get_backend
     from dlcfuzz.backends.inductor.patterns import pattern_inventory
@@ -118,6 +155,11 @@ def main() -> None:
             tests, compiles, applications, failed = graph_source(backend, a.time, a.seed, a.ops)
             print(f"\n{source}: {tests} random graphs of {a.ops} operators in {time.monotonic() - t0:.0f} s "
                   f"({failed} compiles failed: torch rejects the graph or a finding; the campaigns judge them)")
+        elif source == "programs":
+            tests, compiles, applications, program_findings, outcomes = program_source(a.time, a.seed, a.stmts)
+            print(f"\n{source}: {tests} spliced programs in {time.monotonic() - t0:.0f} s (setup included); "
+                  f"verdicts {dict(outcomes)}; {len(program_findings)} findings")
+            print("\n".join(f"  {f}" for f in program_findings))
         else:
             tests, compiles, applications, findings, total = seed_source(backend, a.time, a.seed)
             print(f"\n{source}: {tests} of {total} seed programs in {time.monotonic() - t0:.0f} s "
@@ -131,7 +173,22 @@ def main() -> None:
         by_gate = Counter(inventory[name].gate for name in hit)
         print(f"Inductor pattern rewrites fired ({source}): {len(hit)} of {len(inventory)} "
               f"(default passes: {by_gate['default']} of {gates['default']})", flush=True)
+    print("\nnot fired, by class (what their passes need; the attention fusions by traced variant):")
+    for cls, n in sorted(Counter(rewrite_class(info) for name, info in inventory.items()
+                                 if name not in union).items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {n:4d}  {cls}")
     print(f"Inductor pattern rewrites fired: {len(union)} of {len(inventory)}")
+
+
+def rewrite_class(info: Any) -> str:
+    """A rewrite's class for the unfired count: its gate and module, and for a replacement pattern torch traced in
+    variants (fuse_attention's `_sfdp_pattern_N_half_bs1_training`) the variant's kind."""
+    family = info.name.split(".")[0]
+    if info.kind != "replacement" or "_pattern_" not in info.name:
+        return f"{info.gate}: {family} ({info.kind})"
+    suffix = info.name.rsplit("_pattern_", 1)[1].split("_", 1)[-1]  # e.g. "half_bs1_training"
+    variant = " ".join(part for part in ("half", "mask_fp32", "bs1") if part in suffix) or "float32"
+    return f"{info.gate}: {family} {variant} {'training' if suffix.endswith('training') else 'inference'}"
 
 
 if __name__ == "__main__":

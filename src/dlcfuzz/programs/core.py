@@ -233,9 +233,12 @@ def _sample_inputs(rng: np.random.Generator, dtypes: Sequence[tuple[str, float]]
     return out
 
 
-def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_inputs: int = 3) -> Program:
+def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_inputs: int = 3,
+             first: Callable[[Pool], list[Stmt]] | None = None) -> Program:
     """A random valid program of about `n_stmts` statements: each op's sampler draws arguments from the
-    values so far and the dialect's type inference accepts or rejects the statement."""
+    values so far and the dialect's type inference accepts or rejects the statement. `first` (a generic
+    hook, e.g. a spliced seed): statements drawn from the inputs before the others (their values named
+    v0, v1, ... in order), kept as they are; it raises where the framework rejects one."""
     inputs = _sample_inputs(rng, dialect.dtypes, int(rng.integers(1, max_inputs + 1)))
     state = dialect.start(inputs)
     values = {i.name: Value(i.name, i.dtype, i.shape) for i in inputs}
@@ -244,6 +247,18 @@ def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_i
     w = np.asarray([o.weight for o in ops], float)
     w /= w.sum()
     stmts: list[Stmt] = []
+
+    def add(op: OpSpec, stmt: Stmt) -> None:
+        typed = dialect.apply(state, stmt)
+        stmts.append(stmt)
+        if typed is not None and stmt.out is not None:
+            base = values[stmt.args[0]] if stmt.args and isinstance(stmt.args[0], str) else None
+            writable = not op.overlapping and (base.writable if op.view and base is not None else True)
+            values[stmt.out] = Value(stmt.out, typed[0], tuple(typed[1]), writable, op.view)
+
+    for stmt in first(pool) if first is not None else ():
+        add(dialect.ops[stmt.op], stmt)
+    n_stmts += len(stmts)
     for _ in range(6 * n_stmts):
         if len(stmts) >= n_stmts:
             break
@@ -251,16 +266,10 @@ def generate(dialect: Dialect, rng: np.random.Generator, n_stmts: int = 8, max_i
         draw = op.sample(pool)
         if draw is None:
             continue
-        stmt = Stmt(op.name, list(draw.args), dict(draw.attrs), None if op.inplace else f"v{len(stmts)}")
         try:
-            typed = dialect.apply(state, stmt)
+            add(op, Stmt(op.name, list(draw.args), dict(draw.attrs), None if op.inplace else f"v{len(stmts)}"))
         except Exception:  # noqa: S112 - the framework rejects this draw: draw another
             continue
-        stmts.append(stmt)
-        if typed is not None and stmt.out is not None:
-            base = values[stmt.args[0]] if stmt.args and isinstance(stmt.args[0], str) else None
-            writable = not op.overlapping and (base.writable if op.view and base is not None else True)
-            values[stmt.out] = Value(stmt.out, typed[0], tuple(typed[1]), writable, op.view)
     return Program(inputs, stmts, _outputs(rng, inputs, stmts))
 
 

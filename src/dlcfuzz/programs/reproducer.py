@@ -2,7 +2,7 @@
 
 `JUDGE_SOURCE` defines `distance(a, ref)` and `wrong(got, eager, fp64)`: the programs oracle's rule
 (`strategies/programs.compare_to_eager`) as a script states it; the script defines `TOL` (the dtype
-tolerances) before it. `VERDICT_SOURCE` judges every slot with them.
+tolerances) before it, and may define `TOL_FLOOR` (the least float tolerance: the run's meta "tolerance"). `VERDICT_SOURCE` judges every slot with them.
 """
 
 JUDGE_SOURCE = '''
@@ -25,7 +25,7 @@ def wrong(got, eager, fp64):
             return None
         k = int(np.flatnonzero((got != eager).reshape(-1))[0])
         return f"differs from eager at flat index {k}: {got.reshape(-1)[k]!r} vs {eager.reshape(-1)[k]!r}"
-    tol = TOL.get(str(eager.dtype), 1e-3)
+    tol = max(TOL.get(str(eager.dtype), 1e-3), globals().get("TOL_FLOOR", 0.0))
     if fp64 is None:
         d = distance(got, eager)
         return f"distance {d:.3g} from eager" if d > tol else None

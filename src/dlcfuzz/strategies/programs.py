@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from dlcfuzz.exec.pool import TaskResult
 
 HANDLER = "dlcfuzz.exec.programs:make_handler"
+SPLICE_STREAM = 0x5EED  # the random stream (with the test's seed) that decides whether a test is spliced
 FP64_SLACK = 2.0  # compiled may be this many times further from float64 than eager is (torch's `same`)
 
 
@@ -68,6 +69,7 @@ class ProgramTest:
     program: Program
     seed: int
     configs: list[tuple[str, dict[str, Any]]]
+    spliced: bool = False  # its program starts with a seed the dialect spliced in (Dialect.splice)
 
 
 @dataclasses.dataclass
@@ -91,7 +93,9 @@ class ProgramsStrategy(Strategy):
     summary = "programs in the compiler's own framework language and semantics (views, in-place, integer semantics)"
     handler = HANDLER
     regenerable = True  # a test is a pure function of its seed
-    options = (Option("stmts", 8, "statements per generated program", int),)
+    options = (Option("stmts", 8, "statements per generated program", int),
+               Option("splice", -1.0, "share of programs that start with a seed the dialect splices in (Inductor: "
+                      "one of its replacement patterns); negative: the dialect's own share", float))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -99,6 +103,11 @@ class ProgramsStrategy(Strategy):
         if self.dialect is None:
             raise UsageError(f"--strategy programs: {ctx.compiler} has no program language")
         self.counts.update(invalid=0, undefined=0)
+        self.fired: set[str] = set()  # the compiler's rewrites this campaign's tests fired (worker meta "fired")
+        share = self.params["splice"]
+        self.splice_share = getattr(self.dialect, "splice_share", 0.0) if share < 0 else share
+        if self.splice_share > 0 and not hasattr(self.dialect, "splice"):
+            raise UsageError(f"--splice: {ctx.compiler}'s program language has nothing to splice")
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -106,22 +115,38 @@ class ProgramsStrategy(Strategy):
 
         if params["stmts"] < 1:
             raise UsageError("--stmts must be at least 1")
+        if params["splice"] > 1:
+            raise UsageError("--splice is a share: at most 1")
         if dialect_of(get_backend(compiler)) is None:
             raise UsageError(f"--strategy programs: {compiler} has no program language (Backend.program_dialect)")
 
     # ---- tests -----------------------------------------------------------
     def make_test(self, seq: int, seed: int) -> Test:
         rng = np.random.default_rng(seed)
-        program = generate(self.dialect, rng, self.params["stmts"])
+        # a share of the programs starts with a seed the dialect splices in (Inductor: one of its own replacement
+        # patterns, those not fired yet in this campaign preferred), decided by a stream of its own: an unspliced
+        # test is what it was before splicing existed
+        splice = None
+        if np.random.default_rng([seed, SPLICE_STREAM]).random() < self.splice_share:
+            splice = self.dialect.splice(rng, self.fired)
+        program = generate(self.dialect, rng, self.params["stmts"], first=splice[0] if splice else None)
         seed_inputs = int(rng.integers(1 << 31))
         configs = self.dialect.per_test_configs(rng, [(c.name, dict(c.options)) for c in self.ctx.configs])
-        # drawn last: a seed's program, inputs and configurations are what they were before training existed
-        program = with_training(program, self.dialect.ops, rng, getattr(self.dialect, "train_share", 0.0))
-        pt = ProgramTest(program, seed_inputs, configs)
+        # drawn last: a seed's program, inputs and configurations are what they were before training existed; a
+        # spliced training variant trains (its rewrite matches in a training compile), an inference one does not
+        share = getattr(self.dialect, "train_share", 0.0) if splice is None else float(splice[1])
+        program = with_training(program, self.dialect.ops, rng, share)
+        pt = ProgramTest(program, seed_inputs, configs, spliced=splice is not None)
         return Test(seq, seed, encode_test(pt.program, pt.seed, pt.configs), pt)
 
+    def keeps_blob(self, test: Test) -> bool:
+        """A spliced test depends on the rewrites fired before it (not a function of its seed alone): kept whole."""
+        return bool(getattr(test.payload, "spliced", False))
+
     def decode(self, blob: bytes) -> ProgramTest:
-        return ProgramTest(*decode_test(blob))
+        pt = ProgramTest(*decode_test(blob))
+        pt.spliced = any(s.op in getattr(self.dialect, "splice_ops", ()) for s in pt.program.stmts)
+        return pt
 
     def restore(self, seq: int) -> None:
         """Nothing to rebuild: make_test depends on the seed alone."""
@@ -145,8 +170,12 @@ class ProgramsStrategy(Strategy):
         if meta.get("undefined"):
             self.counts["undefined"] += 1
         compiler_s = sum(o.compile_s for o in obs)
+        fired = list(meta.get("fired") or [])
+        if fired:  # kept as trigger records (the report's table, `auto`'s first-fired yield)
+            self.ctx.store.add_triggers(test.test_id, "programs", dict.fromkeys(fired, True))
+            self.fired.update(fired)
         return Judgement(verdicts, obs, any(o.status == "ok" and o.config != "eager" for o in obs),
-                         compiler_s=compiler_s)
+                         compiler_s=compiler_s, fired=fired)
 
     # ---- findings --------------------------------------------------------
     def early_key(self, test: Test, v: Verdict) -> str | None:
@@ -253,7 +282,7 @@ def judge_program(compiler: str, pt: ProgramTest, meta: dict[str, Any], arrays: 
         for kind, k in slots:
             got, ref = arrays[f"{name}/{kind}/{k}"], arrays[f"{ref_run}/{kind}/{k}"]
             f64 = arrays.get(f"{f64_run}/{kind}/{k}") if has_fp64 else None
-            reason, detail = compare_to_eager(got, ref, f64)
+            reason, detail = compare_to_eager(got, ref, f64, float(meta.get("tolerance", 0.0)))
             what = _slot_name(pt.program, params, kind, k, r.get("in_slot", "after the call"))
             if reason == "ill-conditioned":
                 unknown.append(Verdict("unknown", C.ILL_CONDITIONED_OUTPUT, f"{what}: {detail}", ["eager", name]))
@@ -280,9 +309,12 @@ def _slot_name(program: Program, params: list[str], kind: str, k: int, in_slot: 
     return f"{params[k]} after {program.steps} training step{'s' * (program.steps > 1)}"
 
 
-def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None) -> tuple[str | None, str]:
+def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None, floor: float = 0.0
+                     ) -> tuple[str | None, str]:
     """(reason, detail): None when `got` is right; "ill-conditioned" when rounding alone decides the
-    difference; else the kind of difference (shape, dtype, value, nan)."""
+    difference; else the kind of difference (shape, dtype, value, nan). `floor`: the least float tolerance
+    (the run's meta "tolerance": a program that computes part of its results in a lower precision than their
+    dtype, e.g. a spliced bfloat16 pattern, says that precision's)."""
     if got.shape != ref.shape:
         return "shape", f"shape {got.shape} != {ref.shape}"
     if got.dtype != ref.dtype:
@@ -296,7 +328,7 @@ def compare_to_eager(got: np.ndarray, ref: np.ndarray, f64: np.ndarray | None) -
         if f64 is not None and (f64.shape != ref.shape or not np.array_equal(f64.astype(ref.dtype), ref)):
             return "ill-conditioned", f"the float64 reference disagrees with eager too ({at})"
         return "value", at
-    tol = tolerance(str(ref.dtype)) or 1e-3
+    tol = max(tolerance(str(ref.dtype)) or 1e-3, floor)
     if f64 is None or f64.shape != ref.shape:
         d = chebyshev(got, ref)
         nan = (np.isnan(got) != np.isnan(ref)).any()

@@ -171,35 +171,21 @@ def registrations() -> tuple[Registration, ...]:
                               tuple(sorted(c["kwargs"].items())), c["training"]) for c in calls)
 
 
-@functools.cache
-def search_callable(search: str) -> Callable[..., Any]:
-    """The installed torch's search function "module:qualname": a module attribute, or one defined inside an
-    initializer (taken from the registered pattern's check)."""
-    from torch._inductor.pattern_matcher import ReplacementPatternEntry
-
-    from dlcfuzz.backends.inductor.patterns import registered_passes, search_function
-
-    module, _, qualname = search.partition(":")
-    if "<locals>" not in qualname:
-        obj: Any = importlib.import_module(module)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-        return obj
-    for p in registered_passes().values():
-        for entries in p.patterns.values():
-            for entry in entries:
-                fn = search_function(entry) if isinstance(entry, ReplacementPatternEntry) else None
-                fn = getattr(fn, "__func__", fn)
-                if fn is not None and f"{fn.__module__}:{fn.__qualname__}" == search:
-                    return fn
-    raise LookupError(f"no registered search function {search}")
+# How a program reaches torch's search function by its name, the same in the runner and in a reproducer (which
+# embeds this source: plain Python on the installed torch, nothing of torch's source copied). `traceable`: Dynamo
+# skips (runs eagerly, and with fullgraph refuses) functions whose code lives in torch/_inductor, so the function as
+# torch wrote it is given another file name, and so are the functions of its module it calls (`_sfdp_pattern_28`
+# calls `_sfdp_pattern_4`), through a copy of the module's globals; code, defaults and closures are torch's.
+PATTERN_SOURCE = '''
+def _refiled(fn, namespace):
+    code = fn.__code__.replace(co_filename=f"<inductor pattern {fn.__qualname__}>")
+    new = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    return new
 
 
-def traceable(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` with its code filed under a name of its own: Dynamo skips (runs eagerly, and with fullgraph
-    refuses) functions whose code lives in torch/_inductor, so the search function as torch wrote it is
-    given another file name, and so are the functions of its module it calls (`_sfdp_pattern_28` calls
-    `_sfdp_pattern_4`), through a copy of the module's globals; code, defaults and closures are torch's."""
+def traceable(fn):
+    """`fn` with its code (and its module's functions it calls) filed under a name Dynamo traces."""
     source_file = fn.__code__.co_filename
     namespace = dict(fn.__globals__)
     for name, obj in list(namespace.items()):
@@ -208,11 +194,44 @@ def traceable(fn: Callable[..., Any]) -> Callable[..., Any]:
     return _refiled(fn, namespace)
 
 
-def _refiled(fn: Any, namespace: dict[str, Any]) -> Any:
-    code = fn.__code__.replace(co_filename=f"<inductor pattern {fn.__qualname__}>")
-    new = types.FunctionType(code, namespace, fn.__name__, fn.__defaults__, fn.__closure__)
-    new.__kwdefaults__ = fn.__kwdefaults__
-    return new
+def module_function(search):
+    """The installed torch's function "module:qualname" (a module attribute)."""
+    module, _, qualname = search.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def inductor_pattern(search):
+    """torch's search function "module:qualname", traceable by Dynamo."""
+    return traceable(module_function(search))
+'''
+_NS: dict[str, Any] = {"types": types, "importlib": importlib}
+exec(PATTERN_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducers
+traceable: Callable[[Callable[..., Any]], Callable[..., Any]] = _NS["traceable"]
+module_function: Callable[[str], Callable[..., Any]] = _NS["module_function"]
+inductor_pattern: Callable[[str], Callable[..., Any]] = _NS["inductor_pattern"]
+
+
+@functools.cache
+def search_callable(search: str) -> Callable[..., Any]:
+    """The installed torch's search function "module:qualname": a module attribute, or one defined inside an
+    initializer (taken from the registered pattern's check)."""
+    from torch._inductor.pattern_matcher import ReplacementPatternEntry
+
+    from dlcfuzz.backends.inductor.patterns import registered_passes, search_function
+
+    if "<locals>" not in search:
+        return module_function(search)
+    for p in registered_passes().values():
+        for entries in p.patterns.values():
+            for entry in entries:
+                fn = search_function(entry) if isinstance(entry, ReplacementPatternEntry) else None
+                fn = getattr(fn, "__func__", fn)
+                if fn is not None and f"{fn.__module__}:{fn.__qualname__}" == search:
+                    return fn
+    raise LookupError(f"no registered search function {search}")
 
 
 # ---- seeds ---------------------------------------------------------------------------------------------------
@@ -272,6 +291,122 @@ def pattern_seeds() -> Iterator[PatternSeed]:
                 variant = " ".join(x for x in (dtype, size, "training" if r.training else "inference"))
                 yield PatternSeed(r.search, variant, r.argnames, typed, r.kwargs, r.training,
                                   tuple(names.get(r.search, ())))
+
+
+# ---- seeds spliced into generated programs (the programs strategy; backends/inductor/programs.py's "pattern") ----
+SPLICE_ELEMENTS = 1 << 16  # a spliced seed's tensors hold at most this many elements in all (sfdp_13's 16M do not)
+SPLICE_SCALE = 0.25  # a program's float inputs (eighths in [-4, 4]) scaled into [-1, 1] for the pattern
+UNFIRED_WEIGHT = 3.0  # a search function with a rewrite not yet fired in the campaign is this much likelier
+
+
+def pattern_names(seed: PatternSeed) -> tuple[str, ...]:
+    """The rewrites (patterns.pattern_inventory names) torch registered from the seed's search function."""
+    module, _, qualname = seed.search.partition(":")
+    short = module.removeprefix("torch._inductor.fx_passes.")
+    return tuple(f"{short}.{n}" for n in seed.registered_as) or (f"{short}.{qualname}",)
+
+
+def _spliceable(seed: PatternSeed) -> bool:
+    """A seed a program can call by name and judge against eager: a module attribute (a reproducer imports it),
+    deterministic once its dropout probability is 0, float and bool tensors only, small."""
+    tensors = [a for a in seed.args if isinstance(a, TensorSpec)]
+    return ("<locals>" not in seed.search and not seed.random and bool(tensors)
+            and all(t.dtype == "bool" or t.dtype.startswith(("float", "bfloat")) for t in tensors)
+            and sum(int(np.prod(t.shape)) for t in tensors) <= SPLICE_ELEMENTS)
+
+
+@functools.cache
+def splice_seeds() -> tuple[PatternSeed, ...]:
+    """Every seed variant a program may call (`_spliceable`): a training variant's dropout probability is set to 0
+    (the rewrite matches any probability; a draw of 0 keeps eager and compiled equal), variants that then coincide
+    are one."""
+    out: dict[tuple, PatternSeed] = {}
+    for seed in pattern_seeds():
+        kwargs = tuple((k, 0.0 if k == "dropout_p" else v) for k, v in seed.kwargs)
+        seed = dataclasses.replace(seed, kwargs=kwargs)
+        if _spliceable(seed):
+            out.setdefault((seed.search, seed.args, kwargs, seed.training), seed)
+    return tuple(out.values())
+
+
+TENSOR_SCALE_WEIGHT = 0.25  # a variant with a 0-d float tensor argument: most fusions' checks refuse a tensor scale
+
+
+def splice_target(seed: PatternSeed) -> str:
+    """The rewrite the seed's variant is likeliest to fire: the name of the function's registration (training or
+    inference as the seed) whose dtype class (float16/bfloat16: torch's "half" traces) and batch of 1 ("bs1")
+    agree most with the seed's."""
+    def traits(args: tuple) -> tuple[bool, bool]:
+        tensors = [a for a in args if isinstance(a, TensorSpec) and a.shape]
+        return (any(t.dtype in ("float16", "bfloat16") for t in tensors), bool(tensors) and tensors[0].shape[0] == 1)
+
+    half, bs1 = traits(seed.args)
+    regs = [r for r in registrations() if r.search == seed.search and r.training == seed.training and r.pattern_name]
+    if not regs:
+        return pattern_names(seed)[0]
+    best = max(regs, key=lambda r: 2 * (traits(r.args)[0] == half) + (traits(r.args)[1] == bs1))
+    module = seed.search.partition(":")[0].removeprefix("torch._inductor.fx_passes.")
+    return f"{module}.{best.pattern_name}"
+
+
+def choose_splice(rng: np.random.Generator, fired: set[str] | frozenset[str] = frozenset()) -> PatternSeed:
+    """A seed to splice: a search function, then one of its variants, each UNFIRED_WEIGHT times likelier where a
+    rewrite it registered (the function) or its likeliest rewrite (`splice_target`, the variant) is not in
+    `fired`, the campaign's fired rewrites; a variant with a tensor scale TENSOR_SCALE_WEIGHT times as likely."""
+    by_fn: dict[str, list[PatternSeed]] = {}
+    for seed in splice_seeds():
+        by_fn.setdefault(seed.search, []).append(seed)
+    fns = sorted(by_fn)
+    w = np.asarray([UNFIRED_WEIGHT if set(pattern_names(by_fn[f][0])) - fired else 1.0 for f in fns])
+    variants = by_fn[fns[int(rng.choice(len(fns), p=w / w.sum()))]]
+    v = np.asarray([(UNFIRED_WEIGHT if splice_target(s) not in fired else 1.0)
+                    * (TENSOR_SCALE_WEIGHT if any(isinstance(a, TensorSpec) and not a.shape and a.dtype != "bool"
+                                                  for a in s.args) else 1.0) for s in variants])
+    return variants[int(rng.choice(len(variants), p=v / v.sum()))]
+
+
+def _dim_order(spec: TensorSpec) -> list[int]:
+    """The axes from outermost to innermost in memory (a registered non-contiguous input, e.g. sfdp_28's, becomes
+    its dimension order without the padding)."""
+    return sorted(range(len(spec.shape)), key=lambda d: (-spec.stride[d], d)) if spec.stride else \
+        list(range(len(spec.shape)))
+
+
+def splice_statement(seed: PatternSeed, pool: Any, out: str) -> Any:
+    """The program statement `out = search(bridged args...)` (op "pattern"): each tensor argument bridged from a
+    program value the pool picks (its elements repeated to the registered shape, in the registered dimension
+    order, cast to the variant's dtype; floats scaled by SPLICE_SCALE, a 0-d scale moved into [1, 2]), scalars and
+    fixed keywords as registered; a tuple result gives its first tensor."""
+    from dlcfuzz.programs.core import Stmt
+
+    args: list[Any] = []
+    bridges: list[Any] = []
+    for a in seed.args:
+        if isinstance(a, TensorSpec):
+            source = pool.pick()
+            args.append(source.name)
+            bridges.append([list(a.shape), _dim_order(a), a.dtype, int(np.prod(source.shape))])
+        else:
+            args.append(a)
+            bridges.append(None)
+    returns_tuple, dtype = _result_type(seed)
+    # a bfloat16 result is cast to float32: the program's values, and the arrays the oracle compares, have no bfloat16
+    return Stmt("pattern", args, {"search": seed.search, "variant": seed.variant, "argnames": list(seed.argnames),
+                                  "bridges": bridges, "kwargs": dict(seed.kwargs), "tuple": returns_tuple,
+                                  "cast": "float32" if dtype == "bfloat16" else None}, out)
+
+
+@functools.cache
+def _result_type(seed: PatternSeed) -> tuple[bool, str]:
+    """Whether the search function returns a tuple, and its (first) result's dtype, from a run on meta tensors."""
+    import torch
+
+    meta = [torch.empty(a.shape, dtype=getattr(torch, a.dtype), device="meta") if isinstance(a, TensorSpec) else a
+            for a in seed.args]
+    with torch.no_grad():
+        out = seed.function()(*meta)
+    first = out[0] if isinstance(out, (tuple, list)) else out
+    return isinstance(out, (tuple, list)), str(first.dtype).removeprefix("torch.")
 
 
 def make_inputs(seed: PatternSeed, rng: np.random.Generator) -> list[Any]:

@@ -20,6 +20,8 @@ range). An eager error is an invalid program, not a bug.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import time
 import traceback
@@ -29,7 +31,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlcfuzz.backends.inductor.pattern_seeds import BFLOAT16_TOLERANCE, SPLICE_ELEMENTS, SPLICE_SCALE, inductor_pattern
 from dlcfuzz.oracle import categories as C
+from dlcfuzz.oracle.numeric import tolerance
 from dlcfuzz.programs.core import (
     FLOAT,
     INTEGER,
@@ -54,7 +58,9 @@ INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 
                 ("int16", 1.0), ("int8", 1.0), ("uint8", 1.5), ("bool", 1.0))
 INT_OR_BOOL = INTEGER + ("bool",)
 DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
+FREEZING_SHARE = 0.2  # of the other tests, those whose plain Inductor configuration compiles with freezing=True
 TRAIN_SHARE = 0.3  # trainable programs (programs.core.trainable) run as training steps
+SPLICE_SHARE = 0.3  # tests whose program starts with one of Inductor's replacement patterns (TorchDialect.splice)
 GRADIENT_FAULT = "gradient"  # a configuration's planted fault "gradient": compiled gradients scaled (tests only)
 
 # The inputs, built the same way by the runner and by the reproducer (the reproducer embeds this source):
@@ -760,6 +766,82 @@ op("item", _item, lambda a, at: f"({a[0]} * {a[1]}.{at['reduce']}().item())", br
    weight=0.7)
 
 
+# Inductor's own replacement patterns spliced into programs (issue 38, OATest applied to Inductor): one statement
+# calls torch's search function by name (pattern_seeds.splice_statement draws it; never drawn here: weight 0,
+# so the op table's other draws are what they were) on program values bridged to the shapes, dimension order and
+# dtype the pattern was registered with. The bridges are inside the statement: a bridged value of the pattern's
+# own dtype (bfloat16) must not reach the rest of the program, whose dtypes the op table bounds.
+def _bridged(x: str, bridge: list[Any]) -> str:
+    """Value `x` (of `n_src` elements) as a tensor of `shape`, stored in dimension `order`, of `dtype`."""
+    shape, order, dtype, n_src = bridge
+    n = int(np.prod(shape))
+    expr = f"{x}.reshape(-1)"
+    if n_src < n:
+        expr += f".repeat({-(-n // n_src)})"
+    if n_src != n:
+        expr += f"[:{n}]"
+    expr += f".reshape({tuple(shape[d] for d in order)!r})"
+    if order != sorted(order):
+        expr += f".permute({', '.join(str(order.index(d)) for d in range(len(order)))})"
+    if dtype == "bool":
+        return f"({expr} > 0)"
+    expr += f".to({_dt(dtype)})"
+    return f"({expr}.abs() * {SPLICE_SCALE} + 1.0)" if not shape else f"({expr} * {SPLICE_SCALE})"
+
+
+def pattern_alias(search: str) -> str:
+    """The name a program calls torch's search function "module:qualname" by."""
+    return search.rpartition(":")[2].replace(".", "_")
+
+
+def _pattern_spelled(a: list[str], at: dict[str, Any]) -> str:
+    parts = [f"{name}={_bridged(x, b) if b else x}" for name, x, b in zip(at["argnames"], a, at["bridges"], strict=True)]
+    parts += [f"{k}={v!r}" for k, v in at["kwargs"].items()]
+    call = f"{pattern_alias(at['search'])}({', '.join(parts)})" + ("[0]" if at["tuple"] else "")
+    return f"{call}.to({_dt(at['cast'])})" if at["cast"] else call
+
+
+op("pattern", lambda p: None, _pattern_spelled, weight=0.0)
+
+
+def pattern_searches(program: Program) -> list[str]:
+    """The search functions (module:qualname) the program's spliced patterns call, in first-call order."""
+    return list(dict.fromkeys(s.attrs["search"] for s in program.stmts if s.op == "pattern"))
+
+
+def widened(program: Program) -> Program:
+    """The program whose spliced patterns run in float64 (their bridges' float casts widened): the float64
+    reference of a float16 or bfloat16 pattern (its casts are part of its inputs' making, as the inputs are)."""
+    def wide(s: Stmt) -> Stmt:
+        if s.op != "pattern":
+            return s
+        bridges = [[*b[:2], "float64" if b[2].startswith(("float", "bfloat")) else b[2], b[3]] if b else b
+                   for b in s.attrs["bridges"]]
+        return Stmt(s.op, s.args, {**s.attrs, "bridges": bridges, "cast": None}, s.out)
+
+    return dataclasses.replace(program, stmts=[wide(s) for s in program.stmts])
+
+
+_pattern_function = functools.cache(inductor_pattern)
+
+
+def splice_tolerance(program: Program) -> float:
+    """The least float tolerance of the program's results: a spliced pattern computes in its variant's dtype
+    (float16, bfloat16) whatever the dtype its results reach the oracle in (a bfloat16 result cast to float32, the
+    float32 inputs its gradients reach), so eager and compiled differ by that dtype's rounding; 0 without one."""
+    dtypes = {b[2] for s in program.stmts if s.op == "pattern" for b in s.attrs["bridges"] if b}
+    return max([0.0] + [BFLOAT16_TOLERANCE if d == "bfloat16" else tolerance(d) for d in dtypes & {"bfloat16", "float16"}])
+
+
+def _namespace(stmts: list[Stmt]) -> dict[str, Any]:
+    """The globals a program's source runs with: torch, and the search functions its spliced patterns call."""
+    ns: dict[str, Any] = {"torch": torch}
+    for s in stmts:
+        if s.op == "pattern":
+            ns[pattern_alias(s.attrs["search"])] = _pattern_function(s.attrs["search"])
+    return ns
+
+
 # ---- the dialect ---------------------------------------------------------------------------------
 def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "transposed":
@@ -781,7 +863,7 @@ def _spell(stmt: Stmt) -> str:
 
 
 def _eval(stmt: Stmt, env: dict[str, Any]) -> Any:
-    return eval(_spell(stmt), {"torch": torch}, env)  # noqa: S307 - our own generated source
+    return eval(_spell(stmt), _namespace([stmt]), env)  # noqa: S307 - our own generated source
 
 
 class TorchDialect:
@@ -791,6 +873,8 @@ class TorchDialect:
     ops = OPS
     dtypes = INPUT_DTYPES
     train_share = TRAIN_SHARE
+    splice_share = SPLICE_SHARE
+    splice_ops = ("pattern",)  # the ops of spliced statements
 
     def start(self, inputs: list[Input]) -> dict[str, torch.Tensor]:
         return {i.name: _meta(i) for i in inputs}
@@ -806,18 +890,36 @@ class TorchDialect:
             return None
         if not isinstance(r, torch.Tensor) or r.dtype == torch.bfloat16 or r.is_complex():
             raise TypeError("not a real tensor")
-        if r.numel() > 4096 or r.dim() > 5:
-            raise ValueError("too large")  # keep programs small: compiles stay fast
+        # keep programs small (compiles stay fast): a result past 4096 elements only where an argument (a spliced
+        # pattern's) is as large already
+        limit = SPLICE_ELEMENTS if stmt.op == "pattern" else max([4096] + [state[a].numel() for a in stmt.uses()])
+        if r.numel() > limit or r.dim() > 5:
+            raise ValueError("too large")
         state[stmt.out] = r
         return str(r.dtype).removeprefix("torch."), tuple(r.shape)
+
+    def splice(self, rng: np.random.Generator, fired: set[str]) -> tuple[Callable[[Pool], list[Stmt]], bool]:
+        """A program's first statement, one of Inductor's replacement patterns called on bridged program values
+        (`generate(first=...)`; pattern_seeds.choose_splice: rewrites not in `fired` preferred), and whether the
+        chosen variant is a training one (its rewrite matches in a training compile: the program should train)."""
+        from dlcfuzz.backends.inductor.pattern_seeds import choose_splice, splice_statement
+
+        seed = choose_splice(rng, fired)
+        return (lambda pool: [splice_statement(seed, pool, "v0")]), seed.training
 
     def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
                          ) -> list[tuple[str, dict[str, Any]]]:
         """A share of the tests compile their plain Inductor configuration with dynamic shapes (symbolic
-        sizes: other kernels and guards than the static compile's, on the same inputs)."""
-        if rng.random() >= DYNAMIC_SHARE:
+        sizes: other kernels and guards than the static compile's, on the same inputs), a share of the others
+        with `freezing=True` (Inductor's freezing passes run in an inference compile: constants folded, the
+        freezing pattern passes, e.g. mkldnn's weight packing of a matmul by a constant; a training program's
+        compile runs with gradients on, where freezing does nothing)."""
+        dynamic = rng.random() < DYNAMIC_SHARE
+        # from a child stream (spawning leaves the test's own as it was): a test's other draws are what they were
+        if not dynamic and rng.spawn(1)[0].random() >= FREEZING_SHARE:
             return configs
-        return [(f"{n}+dynamic", {**o, "knobs": {"dynamic": True}})
+        suffix, knobs = ("dynamic", {"dynamic": True}) if dynamic else ("freezing", {"freezing": True})
+        return [(f"{n}+{suffix}", {**o, "knobs": knobs})
                 if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") else (n, o)
                 for n, o in configs]
 
@@ -890,7 +992,7 @@ def _arrays(tag: str, result: dict[str, list[torch.Tensor]]) -> dict[str, np.nda
 
 
 def source_function(program: Program) -> Callable[..., tuple]:
-    ns: dict[str, Any] = {"torch": torch}
+    ns = _namespace(program.stmts)
     exec(emit(program, OPS), ns)  # noqa: S102 - our own generated source
     return ns["program"]
 
@@ -908,6 +1010,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         scrub,
         summarize_cpp_compile_error,
     )
+    from dlcfuzz.backends.inductor.patterns import recording_fired
 
     inputs = make_inputs(input_specs(program), seed)
     names = [i.name for i in program.inputs]
@@ -922,10 +1025,12 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
     except Exception as e:  # noqa: BLE001 - eager rejects the program (or its backward): invalid, not a bug
         return {"invalid": f"{type(e).__name__}: {str(e)[:600]}"}, {}
     runs: dict[str, dict[str, Any]] = {"eager": {"status": "ok"}}
+    fired: set[str] = set()  # the pattern-matcher rewrites the compiles applied (patterns.recording_fired)
     note("fp64:run")
     try:  # the float64 reference: float inputs widened, the same program
         wide = {k: t.double() if t.is_floating_point() else t for k, t in _clones(inputs).items()}
-        arrays.update(_arrays("fp64", execute(fn, wide, names, program.steps)))
+        fn64 = source_function(widened(program)) if pattern_searches(program) else fn
+        arrays.update(_arrays("fp64", execute(fn64, wide, names, program.steps)))
         runs["fp64"] = {"status": "ok"}
     except Exception as e:  # noqa: BLE001 - e.g. an index_put whose values keep float32: no fp64 reading
         runs["fp64"] = {"status": "error", "error": f"{type(e).__name__}: {str(e)[:300]}"}
@@ -943,15 +1048,20 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         t0 = time.perf_counter()
         note(f"{name}:compile")
         try:
-            torch._dynamo.utils.counters.clear()
-            compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train, fullgraph)
-            breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
-            if fault == GRADIENT_FAULT:
-                compiled = _perturbed_gradients(compiled)
-            note(f"{name}:run")
-            # the whole step under the compile's config: AOTAutograd may compile the backward lazily, at its first call
-            with torch._inductor.config.patch(inductor_patch(knobs, inductor_fault)):
-                arrays.update(_arrays(name, execute(compiled, _clones(inputs), names, program.steps)))
+            # the rewrites Inductor's pattern matcher applies are recorded (feedback: the campaign prefers seeds
+            # of rewrites not fired yet); the FX graph caches are off meanwhile (a hit skips the passes)
+            with recording_fired() as applied:
+                torch._dynamo.utils.counters.clear()
+                compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train, fullgraph)
+                breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
+                if fault == GRADIENT_FAULT:
+                    compiled = _perturbed_gradients(compiled)
+                note(f"{name}:run")
+                # the whole step under the compile's config: AOTAutograd may compile the backward lazily, at its
+                # first call
+                with torch._inductor.config.patch(inductor_patch(knobs, inductor_fault)):
+                    arrays.update(_arrays(name, execute(compiled, _clones(inputs), names, program.steps)))
+            fired.update(applied)
             runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4), "graph_breaks": breaks}
         except MemoryError:
             raise
@@ -962,7 +1072,11 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
                           "traceback": traceback.format_exc(limit=8)[-3000:],
                           "compile_s": round(time.perf_counter() - t0, 4)}
     n_params = sum(t.is_floating_point() for t in inputs.values()) if train else 0
-    return {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs), "n_grad": n_params}, arrays
+    meta = {"runs": runs, "n_out": len(program.outputs), "n_in": len(program.inputs), "n_grad": n_params,
+            "fired": sorted(fired)}
+    if floor := splice_tolerance(program):
+        meta["tolerance"] = floor
+    return meta, arrays
 
 
 class _PerturbGradient(torch.autograd.Function):
@@ -1009,7 +1123,7 @@ def run(fn, wide=False, opts=None):
 ''' + JUDGE_SOURCE + '''
 eager = run(program)
 try:
-    fp64 = run(program, wide=True)
+    fp64 = run(program64, wide=True)
 except Exception:
     fp64 = None
 try:
@@ -1023,6 +1137,24 @@ SLOT_NAMES += [f"the gradient of {n}" for n in PARAMS] + [f"{n} after {STEPS} tr
 '''
 
 
+def _patterns_source(program: Program) -> str:
+    """The reproducer's lines that take torch's search functions the program calls from the installed torch by
+    name (pattern_seeds.PATTERN_SOURCE: the runner's own way)."""
+    from dlcfuzz.backends.inductor.pattern_seeds import PATTERN_SOURCE
+
+    searches = pattern_searches(program)
+    if not searches:
+        return ""
+    calls = "".join(f"{pattern_alias(s)} = inductor_pattern({s!r})\n" for s in searches)
+    return (f"\nimport importlib\nimport types\n\n# Inductor's own replacement patterns: the search functions of the "
+            f"installed torch, by name\n{PATTERN_SOURCE}\n{calls}")
+
+
+def _wide_source(program: Program) -> str:
+    """`program64`, the float64 reference's program: the program whose spliced patterns run in float64."""
+    return f"\n{emit(widened(program), OPS, 'program64')}" if pattern_searches(program) else "\nprogram64 = program\n"
+
+
 def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str, detail: str,
                version: str) -> str:
     """A standalone script (torch and numpy alone): the program as a function, its inputs rebuilt from
@@ -1034,6 +1166,8 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     compiled = [(n, o) for n, o in configs if o.get("backend", "inductor") != "eager"]
     name, options = compiled[0] if compiled else ("inductor", {"backend": "inductor"})
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
+    floor = (f"\nTOL_FLOOR = {splice_tolerance(program)!r}  # a spliced pattern computes in float16 or bfloat16"
+             if splice_tolerance(program) else "")
     training = (f"; as {program.steps} training step{'s' * (program.steps > 1)} (execute below), the gradients of "
                 "the float inputs and their values after the steps too") if program.steps else ""
     return f'''"""{title}
@@ -1058,12 +1192,12 @@ STEPS = {program.steps}  # training steps (0: one call without autograd)
 FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on purpose (a branch on a value, .item())
 PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
-TOL = {TOLERANCE!r}
-{INPUTS_SOURCE}{RUN_SOURCE}
+TOL = {TOLERANCE!r}{floor}
+{INPUTS_SOURCE}{RUN_SOURCE}{_patterns_source(program)}
 
-{emit(program, OPS)}{_REPRO_MAIN}'''
+{emit(program, OPS)}{_wide_source(program)}{_REPRO_MAIN}'''
 
 
-__all__ = ["DIALECT", "GRADIENT_FAULT", "INPUTS_SOURCE", "OPS", "RUN_SOURCE", "TRAIN_SHARE", "UNDEFINED", "TorchDialect",
-           "checked_run", "execute", "make_inputs",
-           "reproducer", "run_program", "source_function"]
+__all__ = ["DIALECT", "GRADIENT_FAULT", "INPUTS_SOURCE", "OPS", "RUN_SOURCE", "SPLICE_SHARE", "TRAIN_SHARE", "UNDEFINED",
+           "TorchDialect", "checked_run", "execute", "make_inputs", "pattern_alias", "pattern_searches", "reproducer",
+           "run_program", "source_function", "widened"]
