@@ -182,3 +182,20 @@ def test_a_compile_xla_refuses_with_its_passes_disabled_is_skipped_not_a_finding
     meta, arrays = run_program(p, 0, configs)
     assert "UNIMPLEMENTED" in meta["skipped"]["xla-nopasses"] and "xla-nopasses" not in meta["runs"]
     assert [v.kind for v in judge_program("xla", ProgramTest(p, 0, configs), meta, arrays)[0]] == ["pass"]
+
+
+@pytest.mark.parametrize("dtype, preferred", [("float16", "float32"), ("float32", "float64")])
+def test_the_unoptimized_build_keeps_the_passes_dot_general_with_a_wider_result_needs(dtype, preferred):
+    """Regression (found by a programs campaign): `xla-nopasses` disabled operand_upcaster and result_caster,
+    without which XLA:CPU cannot run a dot_general whose preferred_element_type is wider than its operands
+    ("Unsupported element type for DotThunk::Execute: F16 x F16 = F32"): two false findings. The passes are
+    required now; the unoptimized build runs the dot and agrees."""
+    nopasses = get_backend("xla").configs()["xla-nopasses"]
+    disabled = nopasses.options["compiler_options"]["xla_disable_hlo_passes"].split(",")
+    assert "operand_upcaster" not in disabled and "result_caster" not in disabled
+    configs = [(nopasses.name, dict(nopasses.options)), XLA]
+    p = _one(Stmt("dot_general", ["x0", "x0"], {"contract": [1], "batch": [], "preferred": preferred}, "v0"),
+             dtype, (3, 4))
+    meta, arrays = run_program(p, 0, configs)
+    assert meta["runs"]["xla-nopasses"]["status"] == "ok" and arrays["xla-nopasses/out/0"].dtype == np.dtype(preferred)
+    assert [v.kind for v in judge_program("xla", ProgramTest(p, 0, configs), meta, arrays)[0]] == ["pass"]

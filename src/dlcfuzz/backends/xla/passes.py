@@ -48,6 +48,12 @@ REQUIRED_FOR_CORRECTNESS = {
                                          "without the pass, jnp.take_along_axis (TensorScatter's lowering) "
                                          "kills the process with SIGSEGV (measured by bisecting the pass set, "
                                          "jax 0.10.2); the generated table's probes had no batched gather",
+    "operand_upcaster": "dot_general with preferred_element_type wider than its operands (JAX programs' float16 x "
+                        "float16 = float32, int16 x int16 = int64) needs it: without it and result_caster the CPU "
+                        "thunk raises 'Unsupported element type for DotThunk::Execute: F16 x F16 = F32' or the "
+                        "compile fails a RET_CHECK (measured, jax 0.10.2; openxla/xla#14607); the generated "
+                        "table's probes (ONNX graphs) had no mixed-precision dot",
+    "result_caster": "the other half of dot_general's preferred_element_type (see operand_upcaster)",
 }
 
 
