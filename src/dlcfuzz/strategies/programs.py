@@ -94,8 +94,8 @@ class ProgramsStrategy(Strategy):
     handler = HANDLER
     regenerable = True  # a test is a pure function of its seed
     options = (Option("stmts", 8, "statements per generated program", int),
-               Option("splice", -1.0, "share of programs that start with a seed the dialect splices in (Inductor: "
-                      "one of its replacement patterns); negative: the dialect's own share", float))
+               Option("splice", -1.0, "share of programs that start with a seed the dialect splices in (a compiler's "
+                      "own replacement pattern); negative: the dialect's own share", float))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
