@@ -123,8 +123,8 @@ class ProgramsStrategy(Strategy):
     # ---- tests -----------------------------------------------------------
     def make_test(self, seq: int, seed: int) -> Test:
         rng = np.random.default_rng(seed)
-        # a share of the programs starts with a seed the dialect splices in (Inductor: one of its own replacement
-        # patterns, those not fired yet in this campaign preferred), decided by a stream of its own: an unspliced
+        # a share of the programs starts with a seed the dialect splices in (a compiler's own replacement pattern,
+        # those not fired yet in this campaign preferred), decided by a stream of its own: an unspliced
         # test is what it was before splicing existed
         splice = None
         if np.random.default_rng([seed, SPLICE_STREAM]).random() < self.splice_share:
