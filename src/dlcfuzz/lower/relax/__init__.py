@@ -257,6 +257,7 @@ def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
 # the rules register themselves on import (after the names above)
 from dlcfuzz.lower.relax import (  # noqa: E402, F401
     attention,
+    control,
     elementwise,
     indexing,
     linalg,
