@@ -264,3 +264,46 @@ def test_random_strategy_finds_a_planted_wrong_branch_and_is_quiet_on_the_real_c
     good = campaign("good", "onnxruntime")
     assert good.findings(distinct_only=False) == []
     assert good.totals()["verdicts"].get("pass", 0) >= 10
+
+
+def test_reduction_removes_regions_while_the_finding_shows():
+    from dlcfuzz.reduce.graph import reduce_graph
+    from dlcfuzz.reduce.regions import without_region
+
+    g = if_graph()
+    x = {"x": np.ones((2, 3), np.float32), "y": np.full((2, 3), 2.0, np.float32)}  # the sum is positive: then
+    taken = without_region(g, 2, "then_branch")
+    check_graph(taken)
+    np.testing.assert_array_equal(reference.outputs(taken, x)[0], reference.outputs(g, x)[0])
+    # a finding that needs an add (the taken branch's) reduces to the graph without the conditional
+    small, _ = reduce_graph(g, x, lambda h, _: "add" in h.ops_used())
+    assert "if" not in small.ops_used() and small.ops_used() == {"add"}
+    for make in (lambda: loop_graph(True), nested_graph):  # one trip; a nested conditional inlined with it
+        h = make()
+        one = without_region(h, len(h.nodes) - 1)
+        check_graph(one)
+        assert "loop" not in {n.op for n in one.nodes}
+    assert without_region(loop_graph(False), 0) is None  # four trips of scan outputs: the types would change
+    s = scan_graph(0)
+    s.inputs[1] = Value("xs", TensorType("float32", (1, 3)))
+    s.nodes[0].outputs[1] = Value("sums", TensorType("float32", (1, 3)))
+    check_graph(s)
+    one = without_region(s, 0)
+    check_graph(one)
+    feed = {"init": np.ones(3, np.float32), "xs": np.full((1, 3), 2.0, np.float32), "w": np.ones(3, np.float32)}
+    for a, b in zip(reference.outputs(one, feed), reference.outputs(s, feed), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_onnx_reproducer_source_builds_regions_with_onnx_helper():
+    import onnx
+
+    from dlcfuzz.backends.script import UNPACK, onnx_model_source
+
+    model = to_onnx(nested_graph())
+    source = onnx_model_source(model.SerializeToString())
+    assert "def build_model" in source and "then_branch=graph_" in source and "body=graph_" in source
+    space = {"np": np, "base64": __import__("base64"), "zlib": __import__("zlib"), "TensorProto": onnx.TensorProto,
+             "helper": onnx.helper, "numpy_helper": onnx.numpy_helper}
+    exec(UNPACK + source, space)  # noqa: S102 - the reproducer's own code
+    assert onnx.load_from_string(space["MODEL"]).graph.node[0].op_type == "Loop"
