@@ -253,9 +253,9 @@ def test_random_strategy_finds_a_planted_wrong_branch_and_is_quiet_on_the_real_c
 
     def campaign(name: str, compiler: str) -> Store:
         out = tmp_path / name
-        Campaign(campaign_options(seconds=600, jobs=2, seed=3, out=out, quiet=True, compiler=compiler,
+        Campaign(campaign_options(seconds=600, jobs=2, seed=3, out=out, quiet=True, compiler=compiler, reduce_budget_s=8,
                                   strategy="random", ops=5, regions=1.0, only_ops=list(OPS), values="small",
-                                  sizes="small", max_tests=16)).run()
+                                  sizes="small", max_tests=10)).run()
         return Store(out / "store.sqlite", create=False)
 
     bad = campaign("bad", "wrong-branch")
@@ -263,7 +263,7 @@ def test_random_strategy_finds_a_planted_wrong_branch_and_is_quiet_on_the_real_c
     assert found and all(f["category"] in ("inconsistency", "wrong-result") for f in found)
     good = campaign("good", "onnxruntime")
     assert good.findings(distinct_only=False) == []
-    assert good.totals()["verdicts"].get("pass", 0) >= 10
+    assert good.totals()["verdicts"].get("pass", 0) >= 7
 
 
 def test_reduction_removes_regions_while_the_finding_shows():
@@ -307,3 +307,26 @@ def test_onnx_reproducer_source_builds_regions_with_onnx_helper():
              "helper": onnx.helper, "numpy_helper": onnx.numpy_helper}
     exec(UNPACK + source, space)  # noqa: S102 - the reproducer's own code
     assert onnx.load_from_string(space["MODEL"]).graph.node[0].op_type == "Loop"
+
+
+def test_jax_lowering_runs_regions_eagerly_and_under_jit():
+    jax = pytest.importorskip("jax")
+    from dlcfuzz.lower.jax import to_jax_program
+
+    for name, g in hand_built().items():
+        x = feeds(g, 0)
+        prog = to_jax_program(g)
+        jitted = jax.jit(prog.function())(*[prog.argument(np.array(x[n])) for n in prog.input_names])
+        for ours, eager, compiled in zip(reference.outputs(g, x), prog.run_eager(x), jitted, strict=True):
+            np.testing.assert_allclose(eager, ours, rtol=1e-6, atol=1e-6, err_msg=name)
+            np.testing.assert_allclose(np.asarray(compiled), ours, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_xla_agrees_with_the_reference_on_random_region_graphs():
+    pytest.importorskip("jax")
+    from dlcfuzz.backends import get_backend
+    from op_harness import judged_side_by_side
+
+    backend = get_backend("xla")
+    cases = judged_cases(backend, random_region_graphs(4, seed=5))  # XLA's compile time grows with the module
+    assert judged_side_by_side(backend, cases, lambda g: list(backend.default_pair()), batch=4) == 4
