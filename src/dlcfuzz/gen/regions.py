@@ -18,6 +18,7 @@ regions, or sit inside another's body (nested)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,6 +40,16 @@ def _all_supported(op: str, dtype: str) -> bool:
     return True
 
 
+def fresh_name(taken: set[str], base: str) -> str:
+    """`base`, or `base_1`, `base_2`, ...: the first not in `taken` (which it joins)."""
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    taken.add(name)
+    return name
+
+
 class _Host:
     """A graph that receives a region (the main graph or a region body), with fresh names in its scope."""
 
@@ -47,12 +58,7 @@ class _Host:
         self.taken = set(g.types()) | {n.name for n in g.nodes}
 
     def fresh(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.taken:
-            i += 1
-            name = f"{base}_{i}"
-        self.taken.add(name)
-        return name
+        return fresh_name(self.taken, base)
 
     def constant(self, array: np.ndarray, base: str = "rc") -> str:
         name = self.fresh(base)
@@ -60,10 +66,20 @@ class _Host:
         return name
 
 
-def _segment(g: Graph, start: int, stop: int) -> tuple[list[Node], list[str], list[Value], dict[str, np.ndarray]]:
-    """The range's nodes, what it reads from before it (its captures), the values read after it, and the
-    constants only it reads, which move into its body: a trip count stays a constant of its loop, never a
-    value a region around it carries or scans."""
+@dataclass
+class Segment:
+    """A range of a graph's nodes: its nodes, what it reads from before it (its captures), the values read
+    after it (the region's outputs), and the constants only it reads, which move into its body: a trip count
+    stays a constant of its loop, never a value a region around it carries or scans."""
+
+    body: list[Node]
+    reads: list[str]
+    outs: list[Value]
+    moved: dict[str, np.ndarray]
+
+
+def segment(g: Graph, start: int, stop: int) -> Segment:
+    """nodes[start:stop] of `g` as a Segment."""
     body = g.nodes[start:stop]
     defined = {v.name for n in body for v in n.outputs}
     reads = list(dict.fromkeys(i for n in body for i in n.inputs if i not in defined))
@@ -71,7 +87,7 @@ def _segment(g: Graph, start: int, stop: int) -> tuple[list[Node], list[str], li
     outs = [v for n in body for v in n.outputs if v.name in later]
     elsewhere = {i for n in g.nodes[:start] + g.nodes[stop:] for i in n.inputs} | set(g.outputs)
     moved = {r: g.constants[r] for r in reads if r in g.constants and r not in elsewhere}
-    return body, [r for r in reads if r not in moved], outs, moved
+    return Segment(body, [r for r in reads if r not in moved], outs, moved)
 
 
 def _move(g: Graph, moved: dict[str, np.ndarray]) -> None:
@@ -81,15 +97,6 @@ def _move(g: Graph, moved: dict[str, np.ndarray]) -> None:
 
 def _names_of(g: Graph) -> set[str]:
     return set(g.types()) | {n.name for n in g.nodes}
-
-
-def _fresh_in(taken: set[str], base: str) -> str:
-    name, i = base, 0
-    while name in taken:
-        i += 1
-        name = f"{base}_{i}"
-    taken.add(name)
-    return name
 
 
 def _condition(h: _Host, start: int, rng: np.random.Generator, supported: Supported,
@@ -130,8 +137,8 @@ def _other_branch(then: Graph, supported: Supported) -> Graph:
         if op is None or not supported(op, t.dtype):
             outputs.append(o)
             continue
-        name = _fresh_in(taken, f"{o}_else")
-        other.nodes.append(Node(op, [o], [Value(name, t)], {}, name=_fresh_in(taken, f"n_{o}_else")))
+        name = fresh_name(taken, f"{o}_else")
+        other.nodes.append(Node(op, [o], [Value(name, t)], {}, name=fresh_name(taken, f"n_{o}_else")))
         outputs.append(name)
     other.outputs = outputs
     return other
@@ -154,15 +161,13 @@ def _carried(h: _Host, reads: list[str], outs: list[Value], body: list[Node], rn
             params.append(Value(r, o.type))
         else:
             inits.append(h.constant(sample_tensor(rng, o.type, ANY), "rinit"))
-            params.append(Value(_fresh_in(taken, f"{o.name}_prev"), o.type))
+            params.append(Value(fresh_name(taken, f"{o.name}_prev"), o.type))
     return inits, params, free
 
 
-def wrap_if(h: _Host, start: int, stop: int, rng: np.random.Generator, supported: Supported) -> bool:
+def wrap_if(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
     g = h.g
-    body, reads, outs, moved = _segment(g, start, stop)
-    if not outs:
-        return False
+    body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     types = g.types()
     cond_nodes, cond = _condition(h, start, rng, supported, moved)
     then = Graph(inputs=[Value(r, types[r]) for r in reads], constants=moved, nodes=list(body),
@@ -177,35 +182,38 @@ def wrap_if(h: _Host, start: int, stop: int, rng: np.random.Generator, supported
     return True
 
 
-def wrap_loop(h: _Host, start: int, stop: int, rng: np.random.Generator, supported: Supported) -> bool:
+def _stacked(h: _Host, outs: list[Value], length: int, suffix: str) -> list[Value]:
+    """New graph outputs stacking `length` values of each of `outs` (a loop's or a scan's scan outputs)."""
+    stacked = [Value(h.fresh(f"{o.name}_{suffix}"), o.type.with_shape((length, *o.type.shape))) for o in outs]
+    h.g.outputs.extend(v.name for v in stacked)
+    return stacked
+
+
+def wrap_loop(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
     g = h.g
-    body, reads, outs, moved = _segment(g, start, stop)
-    if not outs:
-        return False
+    body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     types = g.types()
     inits, params, captured = _carried(h, reads, outs, body, rng)
     trips = int(rng.integers(1, MAX_TRIPS + 1))
     inner = Graph(constants=dict(moved), nodes=list(body), name="body")
     taken = set(reads) | set(moved) | {v.name for n in body for v in n.outputs} | {n.name for n in body} \
         | {p.name for p in params}
-    iteration, cond_in = _fresh_in(taken, "iteration"), _fresh_in(taken, "cond_in")
+    iteration, cond_in = fresh_name(taken, "iteration"), fresh_name(taken, "cond_in")
     scan_outputs = h.top and rng.random() < P_SCAN_OUTPUTS
     cond_out = cond_in
     if not scan_outputs and rng.random() < P_EARLY_EXIT and supported("less", "int64"):
-        last = _fresh_in(taken, "last_trip")
+        last = fresh_name(taken, "last_trip")
         inner.constants[last] = np.array(int(rng.integers(0, trips)), dtype=np.int64)
-        cond_out = _fresh_in(taken, "cond_out")
+        cond_out = fresh_name(taken, "cond_out")
         inner.nodes.append(Node("less", [iteration, last], [Value(cond_out, TensorType("bool", ()))], {},
-                                name=_fresh_in(taken, "n_exit")))
+                                name=fresh_name(taken, "n_exit")))
     inner.inputs = [Value(iteration, TensorType("int64", ())), Value(cond_in, TensorType("bool", ())), *params,
                     *(Value(r, types[r]) for r in captured)]
     inner.outputs = [cond_out, *(o.name for o in outs), *((o.name for o in outs) if scan_outputs else ())]
     node_outs = list(outs)
     attrs: dict = {"body": inner, "num_carried": len(outs)}
     if scan_outputs:
-        stacked = [Value(h.fresh(f"{o.name}_trips"), o.type.with_shape((trips, *o.type.shape))) for o in outs]
-        node_outs += stacked
-        g.outputs.extend(v.name for v in stacked)
+        node_outs += _stacked(h, outs, trips, "trips")
         attrs["trips"] = trips
     count = h.constant(np.array(trips, dtype=np.int64), "rtrips")
     go = h.constant(np.array(True), "rgo")
@@ -214,16 +222,14 @@ def wrap_loop(h: _Host, start: int, stop: int, rng: np.random.Generator, support
     return True
 
 
-def wrap_scan(h: _Host, start: int, stop: int, rng: np.random.Generator, supported: Supported) -> bool:
+def wrap_scan(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
     g = h.g
-    body, reads, outs, moved = _segment(g, start, stop)
-    if not outs:
+    body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
+    if not reads:
         return False
     types = g.types()
-    inits, params, free = _carried(h, reads, outs, body, rng)
-    if not free:
-        return False
-    sliced = free.pop(int(rng.integers(len(free))))
+    sliced = reads[int(rng.integers(len(reads)))]  # a value the range reads, one slice per step
+    inits, params, free = _carried(h, [r for r in reads if r != sliced], outs, body, rng)
     length = int(rng.integers(1, MAX_TRIPS + 1))
     t = types[sliced]
     scanned = h.constant(sample_tensor(rng, t.with_shape((length, *t.shape)), ANY), "rscanned")
@@ -232,9 +238,7 @@ def wrap_scan(h: _Host, start: int, stop: int, rng: np.random.Generator, support
                   nodes=list(body), outputs=[o.name for o in outs] * (2 if scan_outputs else 1), name="body")
     node_outs = list(outs)
     if scan_outputs:
-        stacked = [Value(h.fresh(f"{o.name}_steps"), o.type.with_shape((length, *o.type.shape))) for o in outs]
-        node_outs += stacked
-        g.outputs.extend(v.name for v in stacked)
+        node_outs += _stacked(h, outs, length, "steps")
     k = len(node_outs) - len(outs)
     attrs = {"body": inner, "num_states": len(outs), "num_scan_inputs": 1, "scan_input_axes": [0],
              "scan_input_directions": [int(rng.integers(2))], "scan_output_axes": [0] * k,
@@ -276,7 +280,8 @@ def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds:
         start = int(rng.integers(n))
         stop = int(rng.integers(start + 1, min(n, start + 4) + 1))
         kind = kinds[int(rng.integers(len(kinds)))]
-        if WRAPPERS[kind](host, start, stop, rng, supported):
+        seg = segment(host.g, start, stop)
+        if seg.outs and WRAPPERS[kind](host, start, stop, seg, rng, supported):
             made += 1
     check_graph(h)
     return h
@@ -293,7 +298,7 @@ def region_samples() -> list[Graph]:
                          Node("add", ["v0", "y"], [Value("v1", t)], name="n1")],
                   outputs=["v1"])
         rng = np.random.default_rng(0)
-        if not WRAPPERS[kind](_Host(g, top=True), 0, 2, rng, _all_supported):
+        if not WRAPPERS[kind](_Host(g, top=True), 0, 2, segment(g, 0, 2), rng, _all_supported):
             raise AssertionError(f"no {kind} sample")
         check_graph(g)
         out.append(g)

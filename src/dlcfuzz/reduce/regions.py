@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dlcfuzz.gen.regions import fresh_name
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 
@@ -21,12 +22,7 @@ class _Names:
         self.taken = set(g.types()) | {n.name for n in g.nodes}
 
     def fresh(self, base: str) -> str:
-        name, i = base, 0
-        while name in self.taken:
-            i += 1
-            name = f"{base}_{i}"
-        self.taken.add(name)
-        return name
+        return fresh_name(self.taken, base)
 
 
 def _inline(g: Graph, idx: int, body: Graph, bind: list[str], targets: dict[int, str],
