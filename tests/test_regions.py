@@ -330,3 +330,17 @@ def test_xla_agrees_with_the_reference_on_random_region_graphs():
     backend = get_backend("xla")
     cases = judged_cases(backend, random_region_graphs(4, seed=5))  # XLA's compile time grows with the module
     assert judged_side_by_side(backend, cases, lambda g: list(backend.default_pair()), batch=4) == 4
+
+
+def test_torch_lowering_runs_conditionals_with_torch_cond():
+    pytest.importorskip("torch")
+    from dlcfuzz.lower.torch import to_torch_program
+
+    # torch.cond traces its branches with Dynamo even eagerly: one graph (Inductor compiling random graphs with
+    # conditionals agreed too, probed apart: a compile costs half a minute here)
+    for g in [if_graph()]:
+        x = feeds(g, 0)
+        prog = to_torch_program(g)
+        assert "torch.cond(" in prog.source
+        for ours, eager in zip(reference.outputs(g, x), prog.run_eager(x), strict=True):
+            np.testing.assert_allclose(eager, ours, rtol=1e-5, atol=1e-6)

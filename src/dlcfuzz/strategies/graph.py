@@ -229,29 +229,32 @@ class GraphStrategy(Strategy):
         """`g` with node ranges wrapped in regions (gen/regions.py) in a `--regions` share of tests, drawn from a
         stream of the seed's own (a test without regions is the graph it was before regions existed)."""
         share = float(self.params.get("regions", REGIONS.default))
-        if share <= 0 or not self.lowers_regions():
+        kinds = self.region_kinds() if share > 0 else ()
+        if not kinds:
             return g
         rng = np.random.default_rng([seed, REGION_STREAM])
         if rng.random() >= share:
             return g
         from dlcfuzz.gen.regions import add_regions
 
-        return add_regions(g, rng, supported=supported)
+        return add_regions(g, rng, kinds=kinds, supported=supported)
 
-    def lowers_regions(self) -> bool:
-        """Whether the compiler's baseline configuration lowers regions (asked once, by lowering one of each
-        kind: a target without region rules documents them as gaps)."""
-        if not hasattr(self, "_lowers_regions"):
+    def region_kinds(self) -> tuple[str, ...]:
+        """The region kinds the compiler's baseline configuration lowers (asked once, by lowering one sample
+        of each: a target without a kind's rule documents it as a gap)."""
+        if not hasattr(self, "_region_kinds"):
             from dlcfuzz.errors import Unsupported
-            from dlcfuzz.gen.regions import region_samples
+            from dlcfuzz.gen.regions import REGION_KINDS, region_samples
 
-            try:
-                for g in region_samples():
+            kinds = []
+            for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
+                try:
                     self.ctx.backend.lower(g, self.ctx.configs[0])
-                self._lowers_regions = True
-            except Unsupported:
-                self._lowers_regions = False
-        return self._lowers_regions
+                    kinds.append(kind)
+                except Unsupported:
+                    pass
+            self._region_kinds = tuple(kinds)
+        return self._region_kinds
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
         """Inputs sampled in the operators' domains, edge values on a share of tests (`--values edge`, the
