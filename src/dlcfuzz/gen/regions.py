@@ -25,7 +25,7 @@ import numpy as np
 from dlcfuzz.gen.inputs import sample_tensor
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, SIGNED_INTS, TensorType
-from dlcfuzz.ops import ANY, check_graph
+from dlcfuzz.ops import ANY, check_graph, get_op
 
 REGION_KINDS = ("if", "loop", "scan")
 P_NESTED = 0.3  # the next region goes inside an existing region's body
@@ -38,6 +38,11 @@ Supported = Callable[[str, str], bool]
 
 def _all_supported(op: str, dtype: str) -> bool:
     return True
+
+
+def _can(op: str, dtype: str, supported: Supported) -> bool:
+    """Whether a helper operator (a condition's, an else-branch's) takes `dtype`: its spec and the compiler."""
+    return dtype in get_op(op).dtypes and supported(op, dtype)
 
 
 def fresh_name(taken: set[str], base: str) -> str:
@@ -107,7 +112,7 @@ def _condition(h: _Host, start: int, rng: np.random.Generator, supported: Suppor
     before = [*g.inputs, *(Value(k, TensorType.of(a)) for k, a in g.constants.items() if k not in moved),
               *(v for n in g.nodes[:start] for v in n.outputs)]
     fits = [v for v in before if v.type.dtype != "bool" and v.type.size
-            and supported("reduce_max", v.type.dtype) and supported("greater", v.type.dtype)]
+            and _can("reduce_max", v.type.dtype, supported) and _can("greater", v.type.dtype, supported)]
     if not fits:
         return [], h.constant(np.array(bool(rng.random() < 0.5)), "rcond")
     v = fits[int(rng.integers(len(fits)))]
@@ -134,7 +139,7 @@ def _other_branch(then: Graph, supported: Supported) -> Graph:
     for o in other.outputs:
         t = types[o]
         op = "not" if t.dtype == "bool" else "neg" if t.dtype in FLOATS + SIGNED_INTS else None
-        if op is None or not supported(op, t.dtype):
+        if op is None or not _can(op, t.dtype, supported):
             outputs.append(o)
             continue
         name = fresh_name(taken, f"{o}_else")
@@ -201,7 +206,7 @@ def wrap_loop(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Gene
     iteration, cond_in = fresh_name(taken, "iteration"), fresh_name(taken, "cond_in")
     scan_outputs = h.top and rng.random() < P_SCAN_OUTPUTS
     cond_out = cond_in
-    if not scan_outputs and rng.random() < P_EARLY_EXIT and supported("less", "int64"):
+    if not scan_outputs and rng.random() < P_EARLY_EXIT and _can("less", "int64", supported):
         last = fresh_name(taken, "last_trip")
         inner.constants[last] = np.array(int(rng.integers(0, trips)), dtype=np.int64)
         cond_out = fresh_name(taken, "cond_out")
