@@ -344,3 +344,17 @@ def test_torch_lowering_runs_conditionals_with_torch_cond():
         assert "torch.cond(" in prog.source
         for ours, eager in zip(reference.outputs(g, x), prog.run_eager(x), strict=True):
             np.testing.assert_allclose(eager, ours, rtol=1e-5, atol=1e-6)
+
+
+def test_tvm_agrees_with_the_reference_on_conditionals():
+    """Our Relax lowering (relax.If, the dataflow blocks split around it) and TVM's ONNX front door."""
+    pytest.importorskip("tvm")
+    from dlcfuzz.backends import get_backend
+    from op_harness import judged_side_by_side
+
+    backend = get_backend("tvm")
+    rng = np.random.default_rng(12)
+    graphs = [if_graph()] + [add_regions(generate(rng, 5, ops=[get_op(o) for o in OPS], dtypes=["float32"]), rng,
+                                         kinds=("if",)) for _ in range(2)]
+    configs = [backend.configs()[n] for n in ("tvm-unopt", "tvm-opt", "tvm-onnx-opt")]
+    assert judged_side_by_side(backend, judged_cases(backend, graphs), lambda g: configs, batch=3) == 3

@@ -1,4 +1,5 @@
-"""Regions (ops/regions.py) in Relax: documented gaps of this slice (issue 40)."""
+"""Regions (ops/regions.py) in Relax: loops and scans are documented gaps of this slice (issue 40); a
+conditional is relax.If (its rule is in the package's __init__, beside the function builder it uses)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from dlcfuzz.lower.registry import target
 
 RELAX = target("relax")
 
-_NOT_YET = ("a region's Relax form (relax.If with the dataflow block split around it; loops as recursive "
-            "functions) is not written yet: issue 40's next slice")
-for _op in ("if", "loop", "scan"):
-    RELAX.gap(_op, _NOT_YET)
+_LOOPS = ("Relax has no loop construct: a loop is a recursive function (or a while in TVMScript), and apache-tvm "
+          "0.27's ONNX frontend refuses Loop and Scan (OpNotImplemented); not written yet (issue 40's next slice)")
+RELAX.gap("loop", _LOOPS)
+RELAX.gap("scan", _LOOPS)
