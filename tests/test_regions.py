@@ -206,6 +206,28 @@ def test_generated_regions_cover_every_kind_and_nesting():
     assert all(graphs_equal(loads(dumps(g)), g) for g in graphs)
 
 
+def test_edge_values_keep_every_generated_trip_count():
+    """A loop's trip count is its structure (LoopSpec.domain): an edge profile there (2**62) would make the
+    reference run MAX_TRIPS trips per repair evaluation (half a minute of the campaign's driver) and the
+    compiler loop until the test's timeout. Edge values still reach the loops' other inputs."""
+    from dlcfuzz.gen.inputs import edge_values
+
+    graphs = [g for g in random_region_graphs(40) if any(n.op == "loop" for n in g.nodes)]
+    trip_counts = {n.inputs[0] for g in graphs for n in g.nodes if n.op == "loop"}
+    assert len(graphs) >= 5 and trip_counts <= {k for g in graphs for k in g.constants}
+    edged = set()
+    for k, g in enumerate(graphs):
+        for seed in range(20):
+            h = g.light_copy()
+            edges = edge_values(h, sample_inputs(h, np.random.default_rng(seed)), np.random.default_rng([k, seed]))
+            edged |= set(edges.profiles)
+            for n in h.nodes:
+                if n.op == "loop":
+                    assert n.inputs[0] not in edges.profiles
+                    np.testing.assert_array_equal(h.constants[n.inputs[0]], g.constants[n.inputs[0]])
+    assert edged - trip_counts  # the other inputs and constants do get edge values
+
+
 def judged_cases(backend, graphs: list[Graph]) -> list:
     from dlcfuzz.oracle.policy import reference_of
     from dlcfuzz.oracle.testcase import TestCase

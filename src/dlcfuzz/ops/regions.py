@@ -32,12 +32,13 @@ from typing import ClassVar
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import DTYPES, TensorType
-from dlcfuzz.ops.base import Attrs, OpSpec
+from dlcfuzz.ops.base import Attrs, Domain, OpSpec
 
 # the most trips a loop may run in the reference (ONNX's absent trip count is INT64_MAX: a loop whose
 # condition never turns false would not end)
 MAX_TRIPS = 100_000
 INT64_MAX = 2 ** 63 - 1
+TRIP_COUNT = Domain(strict=True)  # a loop's trip count: kept as its builder chose it (LoopSpec.domain)
 
 
 def _types(vs: Sequence) -> list[TensorType]:
@@ -126,6 +127,12 @@ class LoopSpec(RegionSpec):
 
     def bound_inputs(self, inputs: Sequence[str], attrs: Attrs) -> dict[str, list[str | None]]:
         return {"body": [None, *inputs[1:]]}
+
+    def domain(self, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+        """The trip count is the loop's structure, not data: strict and unbounded, so edge values leave it as
+        built (gen/inputs.profile_tensor). An edge trip count (2**62) would make the reference run MAX_TRIPS
+        trips per evaluation and the compiler loop until the test's timeout."""
+        return TRIP_COUNT if index == 0 else super().domain(index, ins, attrs)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         n = int(attrs.get("num_carried", -1))
