@@ -64,7 +64,7 @@ def value_domains(g: Graph) -> dict[str, Domain]:
                 for p, a in zip(body.inputs, bound):
                     if a is not None and p.name in inner:
                         needs.setdefault(a, []).append(inner[p.name])
-            # then the region's own needs of its inputs (a loop's trip count), as any operator's
+        # an operator's needs of its inputs; a region's own too (a loop's trip count: LoopSpec.domain)
         spec = get_op(n.op)
         in_types = [types[i] for i in n.inputs]
         for k, i in enumerate(n.inputs):
