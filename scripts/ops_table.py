@@ -21,9 +21,10 @@ def table() -> str:
     from dlcfuzz.lower.onnx_scope import EXCLUDED_DOMAINS, EXCLUDED_OPERATORS, EXCLUDED_TYPES
     from dlcfuzz.lower.registry import load_target
     from dlcfuzz.ops import all_ops
+    from dlcfuzz.ops.regions import REGION_OPS
 
     targets = {name: load_target(name) for name in LOWERING_TARGETS}
-    specs = all_ops()
+    specs = all_ops() + list(REGION_OPS.values())  # the regions (if, loop, scan) last: never drawn, built around subgraphs
     lines = [f"{len(specs)} operators. Per target: a lowering rule, or `gap` (documented, see the target's module).", "",
              "| operator | family | ONNX | dtypes | " + " | ".join(LOWERING_TARGETS) + " |",
              "|---|---|---|---|" + "---|" * len(LOWERING_TARGETS)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -11,6 +11,7 @@ from dlcfuzz.errors import IRError
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ops import get_op
 from dlcfuzz.ops.base import INFINITIES, SUM_POWER, UNDEFINED
+from dlcfuzz.ops.regions import MAX_TRIPS, REGION_OPS
 
 _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 # Integer arithmetic that can leave its dtype's range: signed overflow is undefined behaviour in
@@ -203,6 +204,14 @@ def run(
                 res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, check_overflow=check_overflow,
                           perturb=perturb, other_readings=other_readings, _functions=functions)
                 ys = [res[o] for o in f.outputs]
+            elif n.op in REGION_OPS:
+                def body_outputs(body: Graph, args: list[np.ndarray]) -> list[np.ndarray]:
+                    res = run(body, {p.name: x for p, x in zip(body.inputs, args)}, exact=exact,
+                              check_overflow=check_overflow, perturb=perturb, other_readings=other_readings,
+                              _functions=functions)
+                    return [res[o] for o in body.outputs]
+
+                ys = run_region(n.op, n.attrs, xs, body_outputs, n.name or n.op)
             else:
                 spec = get_op(n.op)
                 other = spec.other_reading(xs, n.attrs) if other_readings else None
@@ -224,6 +233,52 @@ def run(
     if keep_all:
         return env
     return {o: env[o] for o in g.outputs}
+
+
+def run_region(op: str, attrs: dict, xs: list[np.ndarray],
+               body_outputs: Callable[[Graph, list[np.ndarray]], list[np.ndarray]], where: str) -> list[np.ndarray]:
+    """A region's outputs (ops/regions.py's semantics), each body run by `body_outputs(body, arguments)`."""
+    spec = REGION_OPS[op]
+    captured = xs[spec.leading(attrs):]
+    if op == "if":
+        branch = attrs["then_branch"] if bool(np.asarray(xs[0]).reshape(-1)[0]) else attrs["else_branch"]
+        return body_outputs(branch, list(captured))
+    if op == "loop":
+        n = int(attrs["num_carried"])
+        trip_count, go = int(np.asarray(xs[0]).reshape(-1)[0]), bool(np.asarray(xs[1]).reshape(-1)[0])
+        carried, slices = list(xs[2:2 + n]), []
+        trip = 0
+        while trip < trip_count and go:
+            if trip == MAX_TRIPS:
+                raise IRError(f"loop runs past {MAX_TRIPS} trips", where)
+            outs = body_outputs(attrs["body"], [np.array(trip, dtype=np.int64), np.array(go), *carried, *captured])
+            go, carried = bool(np.asarray(outs[0]).reshape(-1)[0]), list(outs[1:1 + n])
+            slices.append(outs[1 + n:])
+            trip += 1
+        kinds = attrs["body"].output_types()[1 + n:]
+        if kinds and trip != attrs["trips"]:
+            raise IRError(f"loop ran {trip} trips where its scan outputs' type says {attrs['trips']}", where)
+        return carried + [np.stack([s[k] for s in slices]) if slices else np.zeros((0, *t.shape), t.np_dtype)
+                          for k, t in enumerate(kinds)]
+    # scan
+    n, m = int(attrs["num_states"]), int(attrs["num_scan_inputs"])
+    states, scanned = list(xs[:n]), xs[n:n + m]
+    axes = [ax % x.ndim for ax, x in zip(attrs["scan_input_axes"], scanned)]
+    trips = scanned[0].shape[axes[0]]
+    steps = []
+    for t in range(trips):
+        picks = [np.take(x, trips - 1 - t if d else t, axis=a)
+                 for x, a, d in zip(scanned, axes, attrs["scan_input_directions"])]
+        outs = body_outputs(attrs["body"], [*states, *picks, *captured])
+        states = list(outs[:n])
+        steps.append(outs[n:])
+    kinds = attrs["body"].output_types()[n:]
+    result = list(states)
+    for k, (t, ax, d) in enumerate(zip(kinds, attrs["scan_output_axes"], attrs["scan_output_directions"])):
+        seq = [s[k] for s in steps][::-1 if d else 1]
+        stacked = np.stack(seq) if seq else np.zeros((0, *t.shape), t.np_dtype)
+        result.append(np.moveaxis(stacked, 0, ax % (t.rank + 1)))
+    return result
 
 
 def outputs(g: Graph, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:

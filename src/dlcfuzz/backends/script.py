@@ -302,29 +302,47 @@ def _value_info_source(vi: Any) -> str:
     return f"helper.make_tensor_value_info({vi.name!r}, TensorProto.{TensorProto.DataType.Name(tt.elem_type)}, {shape!r})"
 
 
-def _model_source(model: Any) -> str:
-    from onnx import numpy_helper
+def _graph_source(g: Any, fn: str, defs: list[str]) -> None:
+    """Append to `defs` the source of `def fn():` returning `g` (an onnx.GraphProto) built with onnx.helper,
+    after the functions of its sub-graphs (a region's branches and bodies: `then_branch=graph_1()`)."""
+    from onnx import AttributeProto, numpy_helper
 
-    g = model.graph
-    if len(model.functions) or any(a.type in (5, 10) for n in g.node for a in n.attribute):  # GRAPH(S)
-        raise ValueError("functions and sub-graphs are not written as code")
-    lines = ["def build_model():", "    nodes = ["]
+    lines = [f"def {fn}():", "    nodes = ["]
     for n in g.node:
-        attrs = "".join(f", {a.name}={_attr_source(a)}" for a in n.attribute)
+        attrs = []
+        for a in n.attribute:
+            if a.type == AttributeProto.GRAPH:  # defined before this function, as the functions it calls
+                sub = f"graph_{len(defs) + 1}"
+                defs.append("")  # reserves the name
+                _graph_source(a.g, sub, defs)
+                attrs.append(f", {a.name}={sub}()")
+            elif a.type == AttributeProto.GRAPHS:
+                raise ValueError(f"attribute {a.name}: graph lists are not written as code")
+            else:
+                attrs.append(f", {a.name}={_attr_source(a)}")
         extra = (f", name={n.name!r}" if n.name else "") + (f", domain={n.domain!r}" if n.domain else "")
-        lines.append(f"        helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}{extra}{attrs}),")
+        lines.append(f"        helper.make_node({n.op_type!r}, {list(n.input)!r}, {list(n.output)!r}{extra}{''.join(attrs)}),")
     lines += ["    ]", "    initializers = ["]
     lines += [f"        numpy_helper.from_array({array_source(numpy_helper.to_array(t))}, {t.name!r})," for t in g.initializer]
     lines.append("    ]")
     lines.append("    inputs = [" + ", ".join(_value_info_source(v) for v in g.input) + "]")
     lines.append("    outputs = [" + ", ".join(_value_info_source(v) for v in g.output) + "]")
     value_info = f", value_info=[{', '.join(_value_info_source(v) for v in g.value_info)}]" if len(g.value_info) else ""
-    lines.append(f"    graph = helper.make_graph(nodes, {g.name!r}, inputs, outputs, initializers{value_info})")
+    lines.append(f"    return helper.make_graph(nodes, {g.name!r}, inputs, outputs, initializers{value_info})")
+    defs.append("\n".join(lines))
+
+
+def _model_source(model: Any) -> str:
+    if len(model.functions):
+        raise ValueError("functions are not written as code")
+    defs: list[str] = []
+    _graph_source(model.graph, "build_graph", defs)
+    lines = ["def build_model():", "    graph = build_graph()"]
     opsets = ", ".join(f"helper.make_opsetid({o.domain!r}, {o.version})" for o in model.opset_import)
     lines.append(f"    model = helper.make_model(graph, opset_imports=[{opsets}])")
     lines.append(f"    model.ir_version = {model.ir_version}")
     lines.append("    return model.SerializeToString()")
-    return "\n".join(lines) + "\n"
+    return "\n\n\n".join([*(d for d in defs if d), "\n".join(lines)]) + "\n"
 
 
 def _normalized(model: Any) -> bytes:
@@ -333,18 +351,25 @@ def _normalized(model: Any) -> bytes:
     m = type(model)()
     m.CopyFrom(model)
     m.ClearField("producer_name")
-    for n in m.graph.node:
-        attrs = sorted(n.attribute, key=lambda a: a.name)
-        del n.attribute[:]
-        n.attribute.extend(attrs)
+
+    def sort(g: Any) -> None:
+        for n in g.node:
+            attrs = sorted(n.attribute, key=lambda a: a.name)
+            del n.attribute[:]
+            n.attribute.extend(attrs)
+            for a in n.attribute:
+                if a.HasField("g"):
+                    sort(a.g)
+
+    sort(m.graph)
     return m.SerializeToString()
 
 
 def onnx_model_source(model_bytes: bytes) -> str:
     """Script source that defines MODEL, the serialized ONNX model: a `build_model()` of onnx.helper
-    calls (one `make_node` per node, small tensors as literals) when running that code rebuilds exactly
-    this model, else the model's bytes (a form the builder does not write: sub-graphs, functions,
-    a deliberately malformed proto). Needs ONNX_IMPORTS and UNPACK in the script."""
+    calls (one `make_node` per node, small tensors as literals; a region's sub-graph a function of its own)
+    when running that code rebuilds exactly this model, else the model's bytes (a form the builder does not
+    write: functions, a deliberately malformed proto). Needs ONNX_IMPORTS and UNPACK in the script."""
     import onnx
 
     try:

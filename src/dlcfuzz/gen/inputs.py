@@ -27,6 +27,7 @@ from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import ANY, Attrs, Domain, ValueAttr, get_op
 from dlcfuzz.ops.base import IEEE, INFINITIES, UNDEFINED
+from dlcfuzz.ops.regions import REGION_OPS
 
 INT_DEFAULT = (-5, 5)
 FLOAT_DEFAULT = (-2.0, 2.0)
@@ -56,6 +57,14 @@ def value_domains(g: Graph) -> dict[str, Domain]:
                 if p.name in inner:
                     needs.setdefault(a, []).append(inner[p.name])
             continue
+        if n.op in REGION_OPS:  # what a body's consumers ask of a parameter, its node input must meet
+            for attr, bound in REGION_OPS[n.op].bound_inputs(n.inputs, n.attrs).items():
+                body = n.attrs[attr]
+                inner = value_domains(Graph(body.inputs, body.constants, body.nodes, body.outputs, g.functions))
+                for p, a in zip(body.inputs, bound):
+                    if a is not None and p.name in inner:
+                        needs.setdefault(a, []).append(inner[p.name])
+        # an operator's needs of its inputs; a region's own too (a loop's trip count: LoopSpec.domain)
         spec = get_op(n.op)
         in_types = [types[i] for i in n.inputs]
         for k, i in enumerate(n.inputs):

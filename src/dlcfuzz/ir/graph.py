@@ -1,4 +1,11 @@
-"""The framework-neutral program: values, nodes, graphs with named sub-functions."""
+"""The framework-neutral program: values, nodes, graphs with named sub-functions and regions.
+
+A region is a node whose attributes hold graphs (its bodies: a conditional's two branches, a loop's or
+a scan's body). A body is closed: everything it reads from the enclosing scope is a trailing input of
+the node, bound to the body's trailing parameters (its captures), so a node's inputs are all it reads
+and every analysis of the enclosing graph (consumers, liveness, reduction) stays what it was. Which
+leading inputs and parameters a region has is its operator's (`ops/regions.py`); the IR only knows
+that a graph-valued attribute is a body, to print, copy, serialize and walk it."""
 
 from __future__ import annotations
 
@@ -31,6 +38,10 @@ class Node:
     @property
     def output_names(self) -> list[str]:
         return [v.name for v in self.outputs]
+
+    def bodies(self) -> dict[str, Graph]:
+        """The region bodies among the attributes (attribute name -> graph), in attribute order."""
+        return {k: a for k, a in self.attrs.items() if isinstance(a, Graph)}
 
 
 @dataclass
@@ -71,8 +82,12 @@ class Graph:
         return use
 
     def all_nodes(self) -> list[Node]:
-        """Nodes of this graph and of every sub-function."""
-        out = list(self.nodes)
+        """Nodes of this graph, of every region body in it and of every sub-function."""
+        out: list[Node] = []
+        for n in self.nodes:
+            out.append(n)
+            for body in n.bodies().values():
+                out.extend(body.all_nodes())
         for f in self.functions.values():
             out.extend(f.all_nodes())
         return out
@@ -84,7 +99,7 @@ class Graph:
         def visit(f: str) -> None:
             if f in order:
                 return
-            for n in self.functions[f].nodes:
+            for n in self.functions[f].all_nodes():
                 if n.op == CALL_OP:
                     visit(n.attrs["callee"])
             order.append(f)
@@ -112,7 +127,12 @@ class Graph:
         MB of them (resnet18: 44 MB) that mutation and reduction would otherwise copy per step."""
         return Graph(
             inputs=list(self.inputs), constants=dict(self.constants),
-            nodes=[Node(n.op, list(n.inputs), list(n.outputs), copy.deepcopy(n.attrs), n.name) for n in self.nodes],
+            nodes=[Node(n.op, list(n.inputs), list(n.outputs), _copy_attrs(n.attrs), n.name) for n in self.nodes],
             outputs=list(self.outputs), functions={k: f.light_copy() for k, f in self.functions.items()},
             name=self.name,
         )
+
+
+def _copy_attrs(attrs: Attrs) -> Attrs:
+    """A deep copy of a node's attributes whose region bodies share their constant arrays (light_copy)."""
+    return {k: a.light_copy() if isinstance(a, Graph) else copy.deepcopy(a) for k, a in attrs.items()}

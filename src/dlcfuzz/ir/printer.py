@@ -38,18 +38,21 @@ def to_text(g: Graph) -> str:
     return "\n".join(lines)
 
 
-def _function_text(g: Graph, name: str) -> list[str]:
+def _function_text(g: Graph, name: str, indent: str = "", head: str = "def @") -> list[str]:
     params = ", ".join(f"%{v.name}: {v.type}" for v in g.inputs)
-    out = [f"def @{name}({params}) {{"]
+    out = [f"{indent}{head}{name}({params}) {{"]
     for k, a in g.constants.items():
-        out.append(f"  %{k}: {TensorType.of(a)} = const {_fmt_const(a)}")
+        out.append(f"{indent}  %{k}: {TensorType.of(a)} = const {_fmt_const(a)}")
     for n in g.nodes:
         lhs = ", ".join(f"%{v.name}: {v.type}" for v in n.outputs)
-        attrs = {k: v for k, v in n.attrs.items() if k != "callee"}
+        bodies = n.bodies()
+        attrs = {k: v for k, v in n.attrs.items() if k != "callee" and k not in bodies}
         op = f"@{n.attrs['callee']}" if n.op == "call" else n.op
         args = ", ".join(f"%{i}" for i in n.inputs)
         suffix = (" {" + ", ".join(f"{k}={_fmt_attr(v)}" for k, v in sorted(attrs.items())) + "}") if attrs else ""
-        out.append(f"  {lhs} = {op}({args}){suffix}")
-    out.append(f"  return {', '.join('%' + o for o in g.outputs)}")
-    out.append("}")
+        out.append(f"{indent}  {lhs} = {op}({args}){suffix}{':' if bodies else ''}")
+        for attr, body in bodies.items():  # a region's bodies, indented under it (parameters bind its inputs)
+            out.extend(_function_text(body, attr, indent + "    ", head=""))
+    out.append(f"{indent}  return {', '.join('%' + o for o in g.outputs)}")
+    out.append(f"{indent}}}")
     return out

@@ -17,23 +17,32 @@ from dlcfuzz.ir.types import TensorType
 FORMAT = "dlcfuzz-graph/1"
 
 
-def _attr_to_json(v: Any) -> Any:
+def _attr_to_json(v: Any, keys: dict[int, str], prefix: str) -> Any:
     # JSON has no inf/nan: tag them so attributes round-trip exactly.
+    if isinstance(v, Graph):  # a region body: its constants go into the npz under the body's prefix
+        return {"graph": graph_to_json(v, keys, prefix)}
     if isinstance(v, float) and not math.isfinite(v):
         return {"float": repr(v)}
     if isinstance(v, (list, tuple)):
-        return [_attr_to_json(x) for x in v]
+        return [_attr_to_json(x, keys, prefix) for x in v]
     if isinstance(v, np.generic):
         return v.item()
     return v
 
 
-def _attr_from_json(v: Any) -> Any:
+def _attr_from_json(v: Any, arrays: dict[str, np.ndarray]) -> Any:
     if isinstance(v, dict) and set(v) == {"float"}:
         return float(v["float"])
+    if isinstance(v, dict) and set(v) == {"graph"}:
+        return graph_from_json(v["graph"], arrays)
     if isinstance(v, list):
-        return [_attr_from_json(x) for x in v]
+        return [_attr_from_json(x, arrays) for x in v]
     return v
+
+
+def _body_prefix(prefix: str, index: int, attr: str) -> str:
+    """Where a region body's constants live in the npz: node index and attribute (no function name has '#')."""
+    return f"{prefix}#{index}.{attr}/"
 
 
 def graph_to_json(g: Graph, const_keys: dict[int, str] | None = None, prefix: str = "") -> dict:
@@ -50,9 +59,9 @@ def graph_to_json(g: Graph, const_keys: dict[int, str] | None = None, prefix: st
                 "name": n.name,
                 "inputs": list(n.inputs),
                 "outputs": [{"name": v.name, **v.type.to_json()} for v in n.outputs],
-                "attrs": {k: _attr_to_json(a) for k, a in n.attrs.items()},
+                "attrs": {k: _attr_to_json(a, keys, _body_prefix(prefix, idx, k)) for k, a in n.attrs.items()},
             }
-            for n in g.nodes
+            for idx, n in enumerate(g.nodes)
         ],
         "outputs": list(g.outputs),
         "functions": {
@@ -63,6 +72,9 @@ def graph_to_json(g: Graph, const_keys: dict[int, str] | None = None, prefix: st
 
 def _all_constants(g: Graph, prefix: str = "") -> dict[str, np.ndarray]:
     out = {f"{prefix}{k}": a for k, a in g.constants.items()}
+    for idx, n in enumerate(g.nodes):
+        for attr, body in n.bodies().items():
+            out.update(_all_constants(body, prefix=_body_prefix(prefix, idx, attr)))
     for fname, f in g.functions.items():
         out.update(_all_constants(f, prefix=f"{prefix}{fname}/"))
     return out
@@ -82,7 +94,7 @@ def graph_from_json(d: dict, arrays: dict[str, np.ndarray]) -> Graph:
                     name=n.get("name", ""),
                     inputs=list(n["inputs"]),
                     outputs=[Value(v["name"], TensorType.from_json(v)) for v in n["outputs"]],
-                    attrs={k: _attr_from_json(a) for k, a in n["attrs"].items()},
+                    attrs={k: _attr_from_json(a, arrays) for k, a in n["attrs"].items()},
                 )
                 for n in d["nodes"]
             ],

@@ -96,10 +96,11 @@ def import_model(model: Any, partial: bool = False, bind: Mapping[str, np.ndarra
 
     from dlcfuzz.lower.registry import load_target
     from dlcfuzz.ops import registry
+    from dlcfuzz.ops.regions import REGION_OPS
 
     rules = load_target("onnx-import")
     by_onnx: dict[str, list[Any]] = {}
-    for spec in registry().values():
+    for spec in [*registry().values(), *REGION_OPS.values()]:
         if spec.onnx_domain:  # the importer reads the standard domain only (com.microsoft's Gelu is not ai.onnx's)
             continue
         for t in spec.onnx_ops:

@@ -14,7 +14,6 @@ _SEQUENCE = "operates on ONNX sequences; our IR has tensors only"
 _OPTIONAL = "operates on ONNX optionals; our IR has tensors only"
 _STRING = "operates on string tensors, which no DL compiler we test optimizes"
 _DATA_SHAPE = "its output shape depends on input values; our IR's types are static"
-_SUBGRAPH = "control flow with subgraph attributes; our IR has no regions (sub-functions are always called)"
 
 EXCLUDED_OPERATORS: dict[str, str] = {
     "Bernoulli": _RANDOM,
@@ -23,9 +22,6 @@ EXCLUDED_OPERATORS: dict[str, str] = {
     "RandomNormalLike": _RANDOM,
     "RandomUniform": _RANDOM,
     "RandomUniformLike": _RANDOM,
-    "If": _SUBGRAPH,
-    "Loop": _SUBGRAPH,
-    "Scan": _SUBGRAPH,
     "SequenceAt": _SEQUENCE,
     "SequenceConstruct": _SEQUENCE,
     "SequenceEmpty": _SEQUENCE,

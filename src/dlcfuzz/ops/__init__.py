@@ -36,10 +36,13 @@ from dlcfuzz.ops.base import (
     registry,
 )
 from dlcfuzz.ops.check import check_graph
+from dlcfuzz.ops.regions import REGION_OPS
 
 
 def get_op(name: str) -> OpSpec:
-    return registry()[name]
+    """The spec of an operator of the registry or of a region (`ops/regions.py`, not in the registry)."""
+    spec = registry().get(name)
+    return spec if spec is not None else REGION_OPS[name]
 
 
 def all_ops() -> list[OpSpec]:

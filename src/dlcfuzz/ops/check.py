@@ -9,12 +9,14 @@ from dlcfuzz.errors import IRError, TypeRuleError
 from dlcfuzz.ir.graph import CALL_OP, Graph
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops.base import registry
+from dlcfuzz.ops.regions import REGION_OPS
 
 
 def check_graph(g: Graph) -> None:
     """Raise IRError (or a ShapeError/DTypeError) naming the offending node of `g` or of one of its
     sub-functions: each value defined once before use, each node's declared output types the ones
-    its operator's rule infers, each call matching its callee's parameters, no recursion."""
+    its operator's rule infers, each call matching its callee's parameters, no recursion; each region
+    body checked the same way (its parameters are its only scope: bodies are closed)."""
     for fname, f in g.functions.items():
         if f.functions:
             raise IRError("sub-functions must be declared at the top level", fname)
@@ -57,10 +59,19 @@ def _check_body(g: Graph, functions: dict[str, Graph]) -> None:
                 )
             inferred = f.output_types()
         else:
-            try:
-                spec = specs[n.op]
-            except KeyError:
-                raise IRError(f"unknown operator {n.op!r}", label) from None
+            spec = specs.get(n.op) or REGION_OPS.get(n.op)
+            if spec is None:
+                raise IRError(f"unknown operator {n.op!r}", label)
+            for attr in getattr(spec, "body_attrs", ()):
+                body = n.attrs.get(attr)
+                if not isinstance(body, Graph):
+                    raise IRError(f"region attribute {attr!r} must be a graph", label)
+                if body.functions:
+                    raise IRError("a region body declares no functions", f"{label}.{attr}")
+                try:
+                    _check_body(body, functions)
+                except IRError as e:
+                    raise type(e)(f"in its {attr}: {e}", label) from None
             try:
                 inferred = spec.infer(in_types, n.attrs)
             except TypeRuleError as e:
@@ -89,7 +100,7 @@ def _define(env: dict[str, TensorType], name: str, t: TensorType, where: str) ->
 
 def _check_no_recursion(g: Graph) -> None:
     calls = {
-        fname: {n.attrs["callee"] for n in f.nodes if n.op == CALL_OP}
+        fname: {n.attrs["callee"] for n in f.all_nodes() if n.op == CALL_OP}
         for fname, f in g.functions.items()
     }
     state: dict[str, int] = {}

@@ -3,7 +3,9 @@
 Moves, repeated to a fixed point:
   - keep a single output (each intermediate value, earliest first, is tried as the only output);
   - cut upstream: replace a node's computed input by a fresh graph input that carries the
-    reference value it had, which deletes everything upstream that is no longer needed.
+    reference value it had, which deletes everything upstream that is no longer needed;
+  - remove a region: a conditional becomes one branch (the taken one first), a loop one trip, a
+    one-slice scan one step (reduce/regions.py), its body's nodes inlined.
 Inputs stay realistic because cut values come from the reference interpreter.
 """
 
@@ -17,6 +19,7 @@ from dlcfuzz import reference
 from dlcfuzz.ir.graph import Graph, Value
 from dlcfuzz.ops import check_graph
 from dlcfuzz.reduce.budget import ReductionBudget
+from dlcfuzz.reduce.regions import without_region
 
 Predicate = Callable[[Graph, dict[str, np.ndarray]], bool]
 
@@ -104,7 +107,30 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
             if attempt(cand, cand_in):
                 cur, cur_in, changed = cand, cand_in, True
                 break
+        # 3. a region replaced by one of its bodies
+        if not changed:
+            for cand in _without_regions(cur, env):
+                cand = prune(cand)
+                cand_in = {v.name: cur_in[v.name] for v in cand.inputs}
+                if attempt(cand, cand_in):
+                    cur, cur_in, changed = cand, cand_in, True
+                    break
     return cur, cur_in
+
+
+def _without_regions(g: Graph, env: dict[str, np.ndarray]) -> list[Graph]:
+    """`g` with one region removed, per region and (a conditional) branch, the taken branch first."""
+    out = []
+    for idx, n in enumerate(g.nodes):
+        if n.op == "if":
+            taken = "then_branch" if bool(np.asarray(env[n.inputs[0]]).reshape(-1)[0]) else "else_branch"
+            branches = [taken, "else_branch" if taken == "then_branch" else "then_branch"]
+        elif n.op in ("loop", "scan"):
+            branches = [None]
+        else:
+            continue
+        out.extend(c for b in branches if (c := without_region(g, idx, b)) is not None)
+    return out
 
 
 def isolate_node(g: Graph, inputs: dict[str, np.ndarray], node_name: str) -> tuple[Graph, dict[str, np.ndarray]]:

@@ -44,6 +44,9 @@ ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (d
 VALUES = Option("values", "edge", "input and constant values: edge (a share of tests gets the dtype's full range, "
                 "boundaries, float magnitude classes and signed zeros, gen/inputs.py's profiles) or small (ints in "
                 "[-5, 5], floats in [-2, 2] only)")
+REGIONS = Option("regions", 0.05, "share of tests whose graph wraps node ranges in regions (conditionals, loops, "
+                 "scans; gen/regions.py) where the compiler's baseline configuration lowers them; 0: none", float)
+REGION_STREAM = 40  # the random stream of a test's regions, apart from its graph's (issue 40)
 SIZES = Option("sizes", "mixed", "mixed: a share of tests gets long axes (odd, prime, around powers of two; "
                "gen/sizes.py); small: every axis 1..6")
 
@@ -221,6 +224,37 @@ class GraphStrategy(Strategy):
             meta["values"] = self.params["values"]
         return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
                         compiler=self.ctx.compiler, strategy=self.name, meta=meta, input_sets=self.ctx.input_sets)
+
+    def with_regions(self, g: Graph, seed: int, supported: Any) -> Graph:
+        """`g` with node ranges wrapped in regions (gen/regions.py) in a `--regions` share of tests, drawn from a
+        stream of the seed's own (a test without regions is the graph it was before regions existed)."""
+        share = float(self.params.get("regions", REGIONS.default))
+        kinds = self.region_kinds() if share > 0 else ()
+        if not kinds:
+            return g
+        rng = np.random.default_rng([seed, REGION_STREAM])
+        if rng.random() >= share:
+            return g
+        from dlcfuzz.gen.regions import add_regions
+
+        return add_regions(g, rng, kinds=kinds, supported=supported)
+
+    def region_kinds(self) -> tuple[str, ...]:
+        """The region kinds the compiler's baseline configuration lowers (asked once, by lowering one sample
+        of each: a target without a kind's rule documents it as a gap)."""
+        if not hasattr(self, "_region_kinds"):
+            from dlcfuzz.errors import Unsupported
+            from dlcfuzz.gen.regions import REGION_KINDS, region_samples
+
+            kinds = []
+            for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
+                try:
+                    self.ctx.backend.lower(g, self.ctx.configs[0])
+                    kinds.append(kind)
+                except Unsupported:
+                    pass
+            self._region_kinds = tuple(kinds)
+        return self._region_kinds
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
         """Inputs sampled in the operators' domains, edge values on a share of tests (`--values edge`, the
@@ -482,7 +516,7 @@ class RandomStrategy(GraphStrategy):
 
     name = "random"
     summary = "uniform operator/dtype choice (the baseline)"
-    options = (OPS, ONLY_OPS, VALUES, SIZES)
+    options = (OPS, ONLY_OPS, VALUES, SIZES, REGIONS)
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.random import generate
@@ -491,7 +525,8 @@ class RandomStrategy(GraphStrategy):
         rng = np.random.default_rng(seed)
         sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         door = self.door_for(seed)
-        _, choices = self.pick(rng, door)
+        supported, choices = self.pick(rng, door)
         g = generate(rng, self.params["ops"], choices=choices, sizes=sizes)
+        g = self.with_regions(g, seed, supported)
         g, inputs = self.with_inputs(g, rng)
         return self.test(seq, self.test_case(g, inputs, seed, self.with_door(list(self.ctx.configs), door)))

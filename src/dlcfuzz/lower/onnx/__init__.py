@@ -76,12 +76,37 @@ def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | N
 class OnnxBuilder:
     """What an operator's ONNX rule writes into: nodes, initializers, fresh names."""
 
-    def __init__(self, prefix: str = "") -> None:
+    def __init__(self, prefix: str = "", functions: dict[str, Graph] | None = None) -> None:
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
         self._prefix = prefix
         self._count = 0
         self.opset = OPSET  # raised by rules of operators newer than OPSET (need_opset)
+        self.functions = functions or {}  # the graph's sub-functions, which calls inside region bodies inline
+
+    def subgraph(self, body: Graph, hint: str, n_formal: int, captured: list[str]) -> Any:
+        """The onnx.GraphProto of a region body (an If branch, a Loop or Scan body): its first `n_formal`
+        parameters become the subgraph's inputs, the others read the enclosing scope's `captured` names
+        (ONNX subgraphs capture by name). Every name it defines is unique in the model (this builder's
+        fresh prefix); its constants and the rules' helper constants are Constant nodes inside it."""
+        import onnx
+
+        sub = OnnxBuilder(prefix=f"{self.tmp(hint)}/", functions=self.functions)
+        rename = {p.name: f"{sub._prefix}{p.name}" for p in body.inputs[:n_formal]}
+        rename.update({p.name: outer for p, outer in zip(body.inputs[n_formal:], captured, strict=True)})
+        for k, a in body.constants.items():
+            rename[k] = f"{sub._prefix}{k}"
+            sub.initializers.append(onnx.numpy_helper.from_array(np.asarray(a), rename[k]))
+        rename.update({v.name: f"{sub._prefix}{v.name}" for n in body.nodes for v in n.outputs})
+        env = _lower_nodes(sub, body, rename, self.functions, sub._prefix)
+        self.opset = max(self.opset, sub.opset)
+        nodes = [make_node("Constant", [], [t.name], value=t) for t in sub.initializers] + sub.nodes
+        out_names = _distinct_outputs(nodes, body, rename, sub._prefix)
+        return onnx.helper.make_graph(
+            nodes, sub._prefix.rstrip("/"),
+            [tensor_value_info(rename[p.name], p.type.dtype, p.type.shape) for p in body.inputs[:n_formal]],
+            [tensor_value_info(name, env[o].dtype, env[o].shape) for name, o in zip(out_names, body.outputs)],
+        )
 
     def need_opset(self, version: int) -> None:
         """The model must import the standard domain at least at `version` (an operator added after
@@ -132,27 +157,34 @@ def _lower_nodes(b: OnnxBuilder, g: Graph, rename: dict[str, str], functions: di
     return env
 
 
+def _distinct_outputs(nodes: list[Any], g: Graph, rename: dict[str, str], prefix: str) -> list[str]:
+    """The ONNX names of `g`'s outputs: an output that is also an input or constant, or listed twice,
+    needs its own name in ONNX (an Identity appended to `nodes`)."""
+    out_names: list[str] = []
+    graph_inputs = {v.name for v in g.inputs} | set(g.constants)
+    for i, o in enumerate(g.outputs):
+        name = rename.get(o, o)
+        if o in graph_inputs or name in out_names:
+            alias = f"{prefix}{o}__out{i}"
+            nodes.append(make_node("Identity", [name], [alias]))
+            out_names.append(alias)
+        else:
+            out_names.append(name)
+    return out_names
+
+
 def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ()) -> Any:
     """Return an onnx.ModelProto computing `g`. Outputs in `untyped_outputs` are declared without
     a type (disruptive graphs: the compiler infers it, a guessed type must not be what it rejects)."""
     import onnx
 
-    b = OnnxBuilder()
+    b = OnnxBuilder(functions=g.functions)
     rename: dict[str, str] = {}
     for k, a in g.constants.items():
         b.initializers.append(onnx.numpy_helper.from_array(np.asarray(a), k))
     env = _lower_nodes(b, g, rename, g.functions, "")
     nodes = b.nodes
-    # An output that is also an input/constant, or listed twice, needs its own name in ONNX.
-    out_names: list[str] = []
-    graph_inputs = {v.name for v in g.inputs} | set(g.constants)
-    for i, o in enumerate(g.outputs):
-        if o in graph_inputs or o in out_names:
-            alias = f"{o}__out{i}"
-            nodes.append(make_node("Identity", [o], [alias]))
-            out_names.append(alias)
-        else:
-            out_names.append(o)
+    out_names = _distinct_outputs(nodes, g, rename, "")
     graph = onnx.helper.make_graph(
         nodes,
         g.name,
@@ -200,6 +232,7 @@ def inferred_types(model: Any) -> dict[str, TensorType]:
 from dlcfuzz.lower.onnx import (  # noqa: E402, F401
     attention,
     contrib,
+    control,
     elementwise,
     indexing,
     linalg,

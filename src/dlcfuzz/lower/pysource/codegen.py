@@ -186,6 +186,15 @@ class Emitter:
     lines: list[str] = field(default_factory=list)
     consts: dict[str, np.ndarray] = field(default_factory=dict)
     taken: set[str] = field(default_factory=set)
+    fnames: dict[str, str] = field(default_factory=dict)  # sub-function -> its Python name (calls in bodies)
+    overrides: dict[str, Any] = field(default_factory=dict)  # planted faults' rules (bodies lower with them)
+
+    def function(self, g: Graph, hint: str = "body") -> str:
+        """Emit a nested function computing `g` (a region's body: its parameters, then a tuple of its outputs)
+        and return its name."""
+        name = self.fresh(hint)
+        self.lines.extend(_lower_function(g, name, self, self.fnames, self.overrides))
+        return name
 
     def fresh(self, hint: str = "t") -> str:
         i = len(self.taken)
@@ -305,7 +314,7 @@ def _lower_function(g: Graph, fname: str, emit: Emitter, fnames: dict[str, str],
     env: dict[str, str] = {}
     params = [ident(v.name, used, sp.reserved) for v in g.inputs]
     env.update({v.name: p for v, p in zip(g.inputs, params)})
-    body = Emitter(sp, consts=emit.consts, taken=used)
+    body = Emitter(sp, consts=emit.consts, taken=used, fnames=fnames, overrides=overrides)
     for k, a in g.constants.items():
         cname = emit.const(a, hint="c_")
         used.add(cname)

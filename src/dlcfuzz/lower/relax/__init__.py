@@ -8,15 +8,17 @@ modules (elementwise.py, nn.py, shape.py, reduce.py, quant.py).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
 
 from dlcfuzz.errors import LoweringGap
-from dlcfuzz.ir.graph import CALL_OP, Graph
+from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.lower.registry import target
 from dlcfuzz.lower.relax.common import relax_type
+from dlcfuzz.ops.regions import REGION_OPS
 
 RELAX = target("relax")
 
@@ -89,17 +91,19 @@ def _reaches_an_operator(bb: Any, op: str, exprs: list[Any], operands: list[Any]
     return False
 
 
-def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees, checked: Collection[str] = ()) -> None:
+def _emit_body(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees, checked: Collection[str] = (),
+               nodes: list[Node] | None = None) -> None:
     """`checked`: outputs of nodes that must reach a Relax operator with their inputs unchanged (the broken
-    node of a disruptive test), or LoweringGap: the front door would be our lowering, not TVM."""
+    node of a disruptive test), or LoweringGap: the front door would be our lowering, not TVM. `nodes`: a
+    run of `g`'s nodes (between regions) instead of all of them."""
     from tvm import relax
 
     from dlcfuzz.ops import get_op
 
     types = g.types()
     for k, a in g.constants.items():
-        env[k] = relax.const(np.asarray(a), str(a.dtype))
-    for n in g.nodes:
+        env.setdefault(k, relax.const(np.asarray(a), str(a.dtype)))
+    for n in g.nodes if nodes is None else nodes:
         args = [env[i] for i in n.inputs]
         if n.op == CALL_OP:
             call = bb.emit(relax.Call(callees.callee(bb, n.attrs["callee"]), args))
@@ -136,10 +140,68 @@ def _build_function(bb: Any, top: Graph, g: Graph, name: str, form: str, gvars: 
     callees = _Callees(top, form, gvars)
     with bb.function(name, params, private=private):
         callees.bind_closures(bb, g)
-        with bb.dataflow():
-            _emit_body(bb, g, env, callees, checked)
-            out = bb.emit_output(_output_expr(g, env))
+        if not any(n.op in REGION_OPS for n in g.nodes):
+            with bb.dataflow():
+                _emit_body(bb, g, env, callees, checked)
+                out = bb.emit_output(_output_expr(g, env))
+        else:  # a region cannot sit in a dataflow block: the runs of nodes between regions are blocks of their own
+            _emit_split(bb, g, env, callees, checked)
+            out = _output_expr(g, env)
         bb.emit_func_output(out)
+
+
+def _emit_split(bb: Any, g: Graph, env: dict[str, Any], callees: _Callees, checked: Collection[str]) -> None:
+    """`g`'s nodes with each region (relax.If) outside dataflow blocks and each run of nodes between them in a
+    dataflow block, whose values read after it leave it as its outputs."""
+    runs: list[list[Node]] = [[]]
+    for n in g.nodes:
+        if n.op in REGION_OPS:
+            runs += [[n], []]
+        else:
+            runs[-1].append(n)
+    for k, run in enumerate(runs):
+        if not run:
+            continue
+        if run[0].op in REGION_OPS:
+            _emit_body(bb, g, env, callees, checked, nodes=run)
+            continue
+        later = {i for r in runs[k + 1:] for n in r for i in n.inputs} | set(g.outputs)
+        with bb.dataflow():
+            _emit_body(bb, g, env, callees, checked, nodes=run)
+            for v in (v for n in run for v in n.outputs if v.name in later):
+                env[v.name] = bb.emit_output(env[v.name])
+
+
+_BRANCHES = itertools.count()
+
+
+@RELAX.register("if")
+def _if(spec: Any, bb: Any, args: list[Any], outs: list[str], attrs: dict, in_types: Any, out_types: Any) -> list[Any]:
+    """relax.If whose branches call global functions of the branches (built in a scratch builder over
+    the module so far, then moved into it under the same GlobalVars, with the PrimFuncs their operators
+    emitted, as _local_function does)."""
+    from tvm import relax
+
+    cond = args[0] if in_types[0].rank == 0 else bb.emit(relax.op.reshape(args[0], ()))
+    branches = []
+    for attr in ("then_branch", "else_branch"):
+        body = attrs[attr]
+        before = bb.get()
+        known = {gv.name_hint for gv in before.functions}
+        # a name this process never gave: the builder renames one its name table already holds (a function of
+        # the lowering so far, or of another lowering), and the call would reach that one
+        name = f"{attr}_{next(_BRANCHES)}"
+        scratch = relax.BlockBuilder(before)
+        # public: a private function equal to one already in the module (two branches alike) would be merged
+        # into it under the other's name
+        _build_function(scratch, body, body, name, "global", {}, private=False)
+        built = scratch.get()
+        for gv, func in built.functions.items():  # the same GlobalVars: the branch calls its PrimFuncs by them
+            if gv.name_hint not in known:
+                bb.update_func(gv, func)
+        branches.append(relax.SeqExpr([], relax.Call(built.get_global_var(name), args[1:])))
+    result = bb.emit(relax.If(cond, branches[0], branches[1]))
+    return [result] if len(outs) == 1 else [relax.TupleGetItem(result, k) for k in range(len(outs))]
 
 
 def _local_function(into: Any, top: Graph, fname: str, form: str, gvars: dict[str, Any]) -> Any:
@@ -257,6 +319,7 @@ def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
 # the rules register themselves on import (after the names above)
 from dlcfuzz.lower.relax import (  # noqa: E402, F401
     attention,
+    control,
     elementwise,
     indexing,
     linalg,

@@ -1,0 +1,41 @@
+"""A planted region fault for tests/test_regions.py: ONNXRuntime whose optimized build takes the other branch
+of every If (the branches swapped in the model it compiles). The campaign's workers import this module."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dlcfuzz.backends import register_backend
+from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+
+def swap_branches(graph: Any) -> None:
+    """Swap then_branch and else_branch of every If in an onnx.GraphProto, nested subgraphs included."""
+    import onnx
+
+    for node in graph.node:
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                swap_branches(a.g)
+        if node.op_type == "If":
+            for a in node.attribute:
+                a.name = {"then_branch": "else_branch", "else_branch": "then_branch"}.get(a.name, a.name)
+
+
+class WrongBranchBackend(OnnxRuntimeBackend):
+    name = "wrong-branch"
+
+    def probe_identity(self, config: Any) -> tuple[str, str]:
+        return OnnxRuntimeBackend.name, self.version()  # probes hold no If: onnxruntime's answer
+
+    def build(self, lowered: bytes, g: Any, config: Any) -> Any:
+        if config.options.get("opt_level") == "all" and "if" in g.ops_used():
+            import onnx
+
+            model = onnx.load_from_string(lowered)
+            swap_branches(model.graph)
+            lowered = model.SerializeToString()
+        return super().build(lowered, g, config)
+
+
+register_backend("wrong-branch", WrongBranchBackend)
