@@ -170,3 +170,22 @@ def test_rnn_rejects_bad_attrs(bad):
         get_op("rnn").infer(ins, {**base_attrs("rnn", 3), **bad})
     with pytest.raises(ShapeError):
         get_op("rnn").infer(ins[:2] + [TensorType("float32", (1, 3, 2))], base_attrs("rnn", 3))
+
+
+@pytest.mark.parametrize("layout", [0, 1])
+def test_work_counts_each_time_step_of_each_direction_so_long_axis_tests_bound_the_sequence(layout):
+    from dlcfuzz.gen.sizes import MAX_WORK
+    from dlcfuzz.ops.recurrent import STEP_WORK
+
+    def work(seq: int, direction: str) -> int:
+        attrs = base_attrs("gru", 4, direction=direction)
+        attrs["direction"], attrs["layout"] = direction, layout
+        nd = 2 if direction == "bidirectional" else 1
+        x = TensorType("float32", (seq, 2, 3) if layout == 0 else (2, seq, 3))
+        ins = [x, TensorType("float32", (nd, 12, 3)), TensorType("float32", (nd, 12, 4))]
+        spec = get_op("gru")
+        return spec.work(ins, spec.infer(ins, attrs))
+
+    assert work(200, "bidirectional") - work(200, "forward") >= 200 * STEP_WORK
+    assert work(250, "forward") <= MAX_WORK < work(250, "bidirectional")  # both directions' steps count
+    assert work(400, "forward") > MAX_WORK  # the reference's Python loop bounds a long test's sequence

@@ -37,6 +37,11 @@ ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
 }
 # per kind: gates in W/R/B, default activations (per direction), how many activations a direction uses
 GATES = {"rnn": 1, "gru": 3, "lstm": 4}
+# One time step of the NumPy reference costs ~80-260 us of Python (RNN to GRU), what ~20k-70k element operations
+# cost; a step is counted as STEP_WORK, so that a long-axis test's sequence stays drawable up to about 300 steps
+# (gen/sizes.MAX_WORK) while the reference, run once per test and up to 13 times by input repair, stays around a
+# second (a 4,098-step GRU made the README's campaign wait 6-12 s on one test).
+STEP_WORK = 10_000
 DEFAULT_ACTIVATIONS = {"rnn": ["Tanh"], "gru": ["Sigmoid", "Tanh"], "lstm": ["Sigmoid", "Tanh", "Tanh"]}
 
 
@@ -115,6 +120,12 @@ class RecurrentOp(OpSpec):
         self.kind = kind
         self.onnx_ops = (onnx_op,)
         self.n_outputs = 3 if kind == "lstm" else 2
+
+    def work(self, ins: Sequence[TensorType], outs: Sequence[TensorType]) -> int:
+        """OpSpec's bound plus STEP_WORK per time step of each direction (Y holds seq times Y_h's elements; W's
+        first axis counts the directions)."""
+        steps = ins[1].shape[0] * (outs[0].size // max(outs[1].size, 1))
+        return super().work(ins, outs) + steps * STEP_WORK
 
     # ---- typing ----------------------------------------------------------------------------
     def optional_inputs(self, attrs: Attrs) -> list[str]:
