@@ -11,3 +11,18 @@ from hypothesis import settings  # noqa: E402
 
 settings.register_profile("dlcfuzz", derandomize=True)
 settings.load_profile("dlcfuzz")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """Files that hold `slow` tests first, the most slow tests first; then the rest, the most tests first
+    (pytest-xdist's own order, which `scripts/test.sh` turns off with `--no-loadscope-reorder`). With
+    `--dist loadfile` a file is the unit a process takes: a long file taken last keeps one process busy
+    while the other idles, so the long ones go first (longest processing time first)."""
+    slow: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        count[path] = count.get(path, 0) + 1
+        slow[path] = slow.get(path, 0) + (item.get_closest_marker("slow") is not None)
+    order = {path: k for k, path in enumerate(sorted(count, key=lambda p: (-slow[p], -count[p])))}
+    items.sort(key=lambda item: order[item.nodeid.split("::", 1)[0]])  # stable: a file's own order is kept

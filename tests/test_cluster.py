@@ -101,12 +101,14 @@ def test_a_lost_actor_s_tasks_are_resubmitted_once_and_the_actor_replaced(cluste
         assert len(set(pool.nodes())) == 2
 
 
+@pytest.mark.slow
 def test_cluster_campaign_equals_a_local_run(cluster, local_run, tmp_path):
     out = tmp_path / "run"
     Campaign(campaign_options(**CAMPAIGN, jobs=2, out=out, cluster=cluster.address)).run()
     assert outcome(out) == local_run
 
 
+@pytest.mark.slow
 def test_a_killed_driver_resumes_on_the_cluster(cluster, local_run, tmp_path):
     out = tmp_path / "run"
     args = ["--compiler", CAMPAIGN["compiler"], "--strategy", "random", "--ops", str(CAMPAIGN["ops"]), "--seed",
@@ -136,6 +138,7 @@ def test_a_killed_driver_resumes_on_the_cluster(cluster, local_run, tmp_path):
     assert set(found) >= set(local_run[2])  # a test re-run after the kill may hold its finding twice, never less
 
 
+@pytest.mark.slow
 def test_a_node_killed_mid_campaign_loses_no_test_and_no_finding(cluster, local_run, tmp_path, monkeypatch):
     pools: list[RayPool] = []
     make_pool = cluster_mod.make_pool

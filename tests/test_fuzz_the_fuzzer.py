@@ -27,6 +27,7 @@ CAMPAIGNS = [  # (strategy options, seeds, tests per seed): a few thousand tests
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw,seeds,tests", CAMPAIGNS, ids=lambda x: x.get("strategy") if isinstance(x, dict) else "")
 def test_no_internal_errors(tmp_path, kw, seeds, tests):
     if kw["compiler"] == "tvm":

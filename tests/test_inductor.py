@@ -260,6 +260,7 @@ def test_sub_functions_compile_and_agree_with_the_reference(backend):
     assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
 
 
+@pytest.mark.slow
 def test_compiler_coverage_feedback_keeps_graphs_and_grows_from_them(tmp_path):
     """hirgen with Inductor's own coverage as feedback: the worker's arcs reach the store; later tests
     grow from a prefix of an earlier test that reached new compiler code (LAG tests before at least)
@@ -275,7 +276,8 @@ def test_compiler_coverage_feedback_keeps_graphs_and_grows_from_them(tmp_path):
                                   values="small", sizes="small")).run()  # the graph stream this seed was chosen on
         return Store(out / "store.sqlite", create=False)
 
-    store = campaign(tmp_path / "on", 18, "on")
+    # 14 tests: with this seed tests 8, 9, 11 and 13 grow (measured; 18 added only 15), one more than needed
+    store = campaign(tmp_path / "on", 14, "on")
     compiler = [i for i in store.coverage() if is_compiler_item(i)]
     assert len(compiler) > 1000 and all(i.startswith(("_inductor/", "_dynamo/", "fx/")) for i in compiler)
     grown = [(seq, TestCase.from_bytes(blob)) for seq, blob in store.blobs_from(0)]

@@ -94,6 +94,7 @@ def test_resumed_campaign_continues_its_chain(tmp_path):
     assert a == b
 
 
+@pytest.mark.slow
 def test_tvm_campaign_runs_and_stays_quiet(tmp_path):
     pytest.importorskip("tvm", reason="apache-tvm is not installed")
     out = tmp_path / "run"

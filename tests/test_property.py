@@ -163,6 +163,7 @@ def test_every_operator_in_random_graphs_agrees_on_onnxruntime():
     assert not [op for op, n in judged.items() if n < 2], judged
 
 
+@pytest.mark.slow
 def test_every_operator_in_random_graphs_agrees_on_relax():
     """The same for TVM Relax (llvm); graphs are compiled side by side, 24 per module (a compile costs
     seconds, the graphs are independent)."""

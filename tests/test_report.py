@@ -38,6 +38,7 @@ def _no_machine_text(text: str, run: Path) -> None:
     assert not INTERNAL_FRAME.search(text)
 
 
+@pytest.mark.slow
 def test_finding_folder_has_no_machine_paths_or_internal_frames(run):
     for f in (run / "findings").glob("*/*"):
         if f.suffix in (".py", ".txt"):

@@ -171,6 +171,7 @@ def test_sancov_adapter_reads_distinct_edges_for_distinct_inputs(tmp_path):
         SanCov(str(tmp_path / "rt.o"))
 
 
+@pytest.mark.slow
 def test_planted_pass_bug_is_found_with_a_standalone_reproducer(tmp_path):
     from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.store import Store

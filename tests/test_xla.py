@@ -76,6 +76,7 @@ def test_options_vary_per_compile_in_one_process_and_fast_math_is_refused():
         xla.compile(g, Config("fm", {"mode": "jit", "compiler_options": {"xla_cpu_enable_fast_math": True}}))
 
 
+@pytest.mark.slow
 def test_every_configuration_agrees_with_the_reference_on_random_graphs():
     xla = get_backend("xla")
     # all but xla-nopasses-all, which skips layout assignment (wrong transposes by design, passes.py)
@@ -90,6 +91,7 @@ def test_every_configuration_agrees_with_the_reference_on_random_graphs():
     assert judged_side_by_side(xla, cases, lambda g: xla.per_test_configs(rng, g, configs), batch=SIDE) >= 30
 
 
+@pytest.mark.slow
 def test_planted_pass_fault_is_found_minimized_to_its_pass_and_real_xla_stays_quiet():
     from dlcfuzz.backends.xla.planted import PlantedXla
 

@@ -88,6 +88,7 @@ def test_float64_stays_float64():
     np.testing.assert_allclose(y, np.exp(x), rtol=1e-14, atol=0)
 
 
+@pytest.mark.slow
 def test_every_operator_and_dtype_agrees_with_the_reference_eagerly():
     rng = np.random.default_rng(1234)
     pair_of, graphs = {}, []
