@@ -464,6 +464,34 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
 
 
+def test_a_finding_only_the_onnxruntime_cross_check_shows_is_matched_against_onnxruntimes_register():
+    """A Col2Im (1-D, dilation 2) finding where only OpenVINO's `ort` configuration differs from the reference is
+    onnxruntime's registered bug; the same difference in an OpenVINO configuration is not, and neither is a
+    finding that blames both an OpenVINO configuration and `ort`."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register, config_compiler
+
+    assert config_compiler("openvino", "ort") == "onnxruntime"
+    assert config_compiler("openvino", "ov-cpu") == config_compiler("openvino", "ov-cpu-sampled") == "openvino"
+    reg = Register(use_env=False)
+
+    def known(category: str, configs: tuple[str, ...], detail: str) -> str | None:
+        f = FindingFacts(1, "openvino", category, configs, "", frozenset({"col2im"}), frozenset({"float32"}), "",
+                         f"{category}|openvino|{','.join(configs)}|value", "value")
+        k = reg.match(f, detail)
+        return k.id if k else None
+
+    only_ort = "ort differs from ov-cpu and the reference at output 0: max abs diff 3.0"
+    assert known("inconsistency", ("ov-cpu", "ort"), only_ort) == "ort-col2im-nd-dilation"
+    assert known("wrong-result", ("ort",), "ort differ from the reference at output 0: ...") == "ort-col2im-nd-dilation"
+    ov_differs = "ov-cpu differs from ort and the reference at output 0: max abs diff 3.0"
+    assert known("inconsistency", ("ort", "ov-cpu"), ov_differs) is None
+    both = "ov-cpu, ort differ from the reference at output 0: ..."
+    assert known("wrong-result", ("ov-cpu", "ort"), both) is None
+    # without the reference neither side is blamed alone
+    assert known("inconsistency", ("ov-cpu", "ort"), "ort vs ov-cpu at output 0: max abs diff 3.0") is None
+
+
 def roi_align_max_graph() -> Graph:
     t = TensorType("float32", (1, 1, 4, 4))
     attrs = {"rois": [0.0, 0.0, 3.0, 3.0], "batch_indices": [0], "mode": "max", "output_height": 2,

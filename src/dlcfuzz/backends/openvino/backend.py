@@ -237,6 +237,15 @@ class OpenVinoBackend(BackendBase):
         # a torch-front configuration compiles the torch program: eager torch is its framework's own reading
         return (*DEFAULT_EVALUATORS, TORCH_EAGER) if self._torch_front(config) else DEFAULT_EVALUATORS
 
+    def probe_identity(self, config: Config) -> tuple[str, str]:
+        # the `ort` cross-check runs onnxruntime: what it supports, and its known bugs, are onnxruntime's
+        if config.options.get("device") == "onnxruntime":
+            from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+            ort = OnnxRuntimeBackend()
+            return ort.name, ort.version()
+        return super().probe_identity(config)
+
     def _torch_front(self, config: str) -> bool:
         c = self.configs().get(config)
         return c is not None and c.options.get("front") == "torch"
