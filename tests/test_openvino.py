@@ -524,6 +524,42 @@ def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples(
     assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact
 
 
+def test_roi_align_max_bin_by_bin_our_reading_is_onnxruntimes_and_onnx_references_and_openvinos_zero_is_neither():
+    """Checked bin by bin on an image negative but for its bottom-right corner (ROI [0, 0, 3, 3], 2x2 bins): our
+    reference equals onnxruntime and onnx.reference in every bin (the weighted-corner reading); OpenVINO's CPU plugin
+    returns the largest bilinear sample (our other reading) in the bin that has a positive sample, and 0 in the three
+    bins whose samples are all negative, which neither reading gives: the judge flags it under either reading."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.policy import other_reading_outputs
+
+    backend = get_backend("openvino")
+    g = roi_align_max_graph()
+    rng = np.random.default_rng(3)
+    corner = np.add.outer(np.arange(4), np.arange(4))[None, None] >= 4  # the bottom-right anti-triangle
+    x = np.where(corner, rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)),
+                 -rng.uniform(1.0, 5.0, size=(1, 1, 4, 4))).astype("float32")
+    ours = reference.outputs(g, {"x": x})[0].ravel()
+    model = to_onnx(g)
+    onnxruntime_y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0].ravel()
+    onnx_y = ReferenceEvaluator(model).run(None, {"x": x})[0].ravel()
+    np.testing.assert_allclose(ours, onnxruntime_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours, onnx_y, rtol=1e-5, atol=1e-6)
+    tc = TestCase(g, {"x": x}, [backend.configs()["ov-cpu"]], seed=0, compiler="openvino")
+    other = other_reading_outputs(tc)[0].ravel()
+    got = run_configs(backend, tc)[0].outputs[0].ravel()
+    assert (other[:3] < -1.0).all() and other[3] > 1.0  # three bins of negative samples, one with a positive one
+    np.testing.assert_allclose(got[3], other[3], rtol=1e-5)  # OpenVINO's reading where a sample is positive
+    assert (got[:3] == 0).all() and (ours[:3] != 0).any()  # 0 where every sample is negative: neither reading
+    ref = reference_of(tc)
+    verdicts = judge("openvino", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable,
+                     other_reading=other_reading_outputs(tc))
+    assert any(v.kind == "bug" and v.category == "wrong-result" for v in verdicts), verdicts
+
+
 def test_dynamic_quantize_linear_of_all_zeros_accepts_the_formulas_scale_zero():
     """DynamicQuantizeLinear of an all-zero input (an edge profile's 0 or -0): ONNX's formula gives the scale 0 and then
     divides by it; our reference (onnxruntime's) guards with 1, OpenVINO returns 0. The judge accepts either reading, and
