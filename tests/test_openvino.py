@@ -451,6 +451,9 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"reduce_min"}, "int64", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"bit_shift", "topk"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),
         (W, {"lp_pool"}, "float32", "", "ov-onnx-lppool-ceil-mode-overhang-scaled"),
+        (E, {"bit_shift", "col2im", "log_softmax", "lp_pool"}, "int16", "RuntimeError: Exception from "
+         "src/inference/src/dev/plugin.cpp:54:\ninteger division by zero", "ov-onnx-bitshift-right-negative-amount-division-by-zero"),
+        (E, {"div"}, "int32", "RuntimeError: integer division by zero", None),
         ("crash", {"lp_pool", "group_norm", "mean"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu",
          "ov-cpu-lppool-groupnorm-mean-segfault"),
         ("crash", {"lp_pool", "group_norm"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu", None),
