@@ -449,6 +449,9 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"qlinear_matmul"}, "int8", "", "ov-cpu-int8-matmul-saturation-without-vnni"),
         (W, {"qlinear_matmul", "relu"}, "int8", "", None),
         (W, {"reduce_min"}, "int64", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1", "neg"}, "int32", "", "ov-cpu-integer-reduce-middle-axis-post-op-first-row-only"),
+        (W, {"reduce_l1", "neg"}, "float32", "", None),
         (W, {"bit_shift", "topk"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),
         (W, {"lp_pool"}, "float32", "", "ov-onnx-lppool-ceil-mode-overhang-scaled"),
         (E, {"bit_shift", "col2im", "log_softmax", "lp_pool"}, "int16", "RuntimeError: Exception from "
