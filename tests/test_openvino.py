@@ -449,8 +449,14 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"qlinear_matmul"}, "int8", "", "ov-cpu-int8-matmul-saturation-without-vnni"),
         (W, {"qlinear_matmul", "relu"}, "int8", "", None),
         (W, {"reduce_min"}, "int64", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
+        (W, {"reduce_l1", "neg"}, "int32", "", "ov-cpu-integer-reduce-middle-axis-post-op-first-row-only"),
+        (W, {"reduce_l1", "neg"}, "float32", "", None),
         (W, {"bit_shift", "topk"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),
         (W, {"lp_pool"}, "float32", "", "ov-onnx-lppool-ceil-mode-overhang-scaled"),
+        (E, {"bit_shift", "col2im", "log_softmax", "lp_pool"}, "int16", "RuntimeError: Exception from "
+         "src/inference/src/dev/plugin.cpp:54:\ninteger division by zero", "ov-onnx-bitshift-right-negative-amount-division-by-zero"),
+        (E, {"div"}, "int32", "RuntimeError: integer division by zero", None),
         ("crash", {"lp_pool", "group_norm", "mean"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu",
          "ov-cpu-lppool-groupnorm-mean-segfault"),
         ("crash", {"lp_pool", "group_norm"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu", None),
@@ -462,6 +468,34 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
+
+
+def test_a_finding_only_the_onnxruntime_cross_check_shows_is_matched_against_onnxruntimes_register():
+    """A Col2Im (1-D, dilation 2) finding where only OpenVINO's `ort` configuration differs from the reference is
+    onnxruntime's registered bug; the same difference in an OpenVINO configuration is not, and neither is a
+    finding that blames both an OpenVINO configuration and `ort`."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register, config_compiler
+
+    assert config_compiler("openvino", "ort") == "onnxruntime"
+    assert config_compiler("openvino", "ov-cpu") == config_compiler("openvino", "ov-cpu-sampled") == "openvino"
+    reg = Register(use_env=False)
+
+    def known(category: str, configs: tuple[str, ...], detail: str) -> str | None:
+        f = FindingFacts(1, "openvino", category, configs, "", frozenset({"col2im"}), frozenset({"float32"}), "",
+                         f"{category}|openvino|{','.join(configs)}|value", "value")
+        k = reg.match(f, detail)
+        return k.id if k else None
+
+    only_ort = "ort differs from ov-cpu and the reference at output 0: max abs diff 3.0"
+    assert known("inconsistency", ("ov-cpu", "ort"), only_ort) == "ort-col2im-nd-dilation"
+    assert known("wrong-result", ("ort",), "ort differ from the reference at output 0: ...") == "ort-col2im-nd-dilation"
+    ov_differs = "ov-cpu differs from ort and the reference at output 0: max abs diff 3.0"
+    assert known("inconsistency", ("ort", "ov-cpu"), ov_differs) is None
+    both = "ov-cpu, ort differ from the reference at output 0: ..."
+    assert known("wrong-result", ("ov-cpu", "ort"), both) is None
+    # without the reference neither side is blamed alone
+    assert known("inconsistency", ("ov-cpu", "ort"), "ort vs ov-cpu at output 0: max abs diff 3.0") is None
 
 
 def roi_align_max_graph() -> Graph:
@@ -494,6 +528,42 @@ def test_roi_align_max_accepts_either_reading_but_not_zero_for_negative_samples(
         both = judge("openvino", backend.expected_error, ref.outputs, obs, ref.unstable, other_reading=other_reading_outputs(tc))
         assert any(v.kind == "bug" and v.category == "wrong-result" for v in both) == bug, both
     assert get_op("roi_align").other_reading([x], {**g.nodes[0].attrs, "mode": "avg"}) is None  # avg is exact
+
+
+def test_roi_align_max_bin_by_bin_our_reading_is_onnxruntimes_and_onnx_references_and_openvinos_zero_is_neither():
+    """Checked bin by bin on an image negative but for its bottom-right corner (ROI [0, 0, 3, 3], 2x2 bins): our
+    reference equals onnxruntime and onnx.reference in every bin (the weighted-corner reading); OpenVINO's CPU plugin
+    returns the largest bilinear sample (our other reading) in the bin that has a positive sample, and 0 in the three
+    bins whose samples are all negative, which neither reading gives: the judge flags it under either reading."""
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.policy import other_reading_outputs
+
+    backend = get_backend("openvino")
+    g = roi_align_max_graph()
+    rng = np.random.default_rng(3)
+    corner = np.add.outer(np.arange(4), np.arange(4))[None, None] >= 4  # the bottom-right anti-triangle
+    x = np.where(corner, rng.uniform(1.0, 5.0, size=(1, 1, 4, 4)),
+                 -rng.uniform(1.0, 5.0, size=(1, 1, 4, 4))).astype("float32")
+    ours = reference.outputs(g, {"x": x})[0].ravel()
+    model = to_onnx(g)
+    onnxruntime_y = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})[0].ravel()
+    onnx_y = ReferenceEvaluator(model).run(None, {"x": x})[0].ravel()
+    np.testing.assert_allclose(ours, onnxruntime_y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(ours, onnx_y, rtol=1e-5, atol=1e-6)
+    tc = TestCase(g, {"x": x}, [backend.configs()["ov-cpu"]], seed=0, compiler="openvino")
+    other = other_reading_outputs(tc)[0].ravel()
+    got = run_configs(backend, tc)[0].outputs[0].ravel()
+    assert (other[:3] < -1.0).all() and other[3] > 1.0  # three bins of negative samples, one with a positive one
+    np.testing.assert_allclose(got[3], other[3], rtol=1e-5)  # OpenVINO's reading where a sample is positive
+    assert (got[:3] == 0).all() and (ours[:3] != 0).any()  # 0 where every sample is negative: neither reading
+    ref = reference_of(tc)
+    verdicts = judge("openvino", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable,
+                     other_reading=other_reading_outputs(tc))
+    assert any(v.kind == "bug" and v.category == "wrong-result" for v in verdicts), verdicts
 
 
 def test_dynamic_quantize_linear_of_all_zeros_accepts_the_formulas_scale_zero():

@@ -15,11 +15,19 @@ pytest.importorskip("torch", reason="torch is not installed")
 
 from dlcfuzz import reference  # noqa: E402
 from dlcfuzz.backends.base import Config  # noqa: E402
-from dlcfuzz.backends.openvino.backend import OpenVinoBackend, OvTorch, torch_installed  # noqa: E402
+from dlcfuzz.backends.openvino.backend import (  # noqa: E402
+    MAX_TORCH_SOURCE_LINES,
+    OpenVinoBackend,
+    OvTorch,
+    torch_installed,
+    torch_source_lines,
+)
 from dlcfuzz.exec.worker import run_configs  # noqa: E402
 from dlcfuzz.gen.inputs import sample_inputs  # noqa: E402
 from dlcfuzz.gen.random import generate  # noqa: E402
-from dlcfuzz.ops import get_op  # noqa: E402
+from dlcfuzz.ir import Graph, Node, TensorType, Value  # noqa: E402
+from dlcfuzz.ops import check_graph, get_op  # noqa: E402
+from dlcfuzz.ops.recurrent import resolve_activation_params  # noqa: E402
 from dlcfuzz.oracle.policy import reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import judge  # noqa: E402
@@ -106,3 +114,35 @@ def test_reproducer_of_the_torch_front_door_is_a_standalone_torch_script(tmp_pat
     r = _standalone(tmp_path / "fires.py", backend.reproducer(g, x, wrong, configs, "wrong-result", "t", "detail"))
     assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr[-2000:]
     assert Config  # the configurations above are the backend's own
+
+
+def gru_graph(steps: int) -> Graph:
+    """A one-layer forward GRU over `steps` steps (the torch lowering unrolls it, ~22 lines a step)."""
+    hidden = 2
+    attrs = {"hidden_size": hidden, "direction": "forward", "layout": 0, "activations": ["Sigmoid", "Tanh"],
+             "activation_params": resolve_activation_params(["Sigmoid", "Tanh"], None, None), "clip": None,
+             "sequence_lens": None, "has_bias": False, "has_initial_h": False, "linear_before_reset": 0}
+    ins = [TensorType("float32", (steps, 1, 3)), TensorType("float32", (1, 3 * hidden, 3)),
+           TensorType("float32", (1, 3 * hidden, hidden))]
+    outs = get_op("gru").infer(ins, attrs)
+    g = Graph(inputs=[Value(f"x{i}", t) for i, t in enumerate(ins)],
+              nodes=[Node("gru", ["x0", "x1", "x2"], [Value(f"y{i}", t) for i, t in enumerate(outs)], attrs, name="n0")],
+              outputs=[f"y{i}" for i in range(len(outs))])
+    check_graph(g)
+    return g
+
+
+def test_torch_front_door_is_not_offered_for_a_graph_whose_torch_source_dynamo_could_not_trace_in_time():
+    """A campaign's GRU of 2,047 steps (its torch source ~100k lines) hung in Dynamo's tracer: the torch door takes
+    graphs up to MAX_TORCH_SOURCE_LINES lines, and the same recurrence over a few steps is still offered."""
+    backend = OpenVinoBackend()
+    base = list(backend.default_pair())
+    long, short = gru_graph(2047), gru_graph(4)
+    assert torch_source_lines(long) > 40 * MAX_TORCH_SOURCE_LINES  # the size check alone keeps it out
+    assert 0 < torch_source_lines(short) <= MAX_TORCH_SOURCE_LINES
+
+    def offered(g: Graph) -> int:
+        return sum("ov-torch" in [c.name for c in backend.per_test_configs(np.random.default_rng(s), g, base)]
+                   for s in range(40))
+
+    assert offered(short) >= 2 and offered(long) == 0

@@ -5,8 +5,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
-from dlcfuzz.backends.base import Backend, Compiled, Config, Knob
+from dlcfuzz.backends.base import Backend, BackendBase, Compiled, Config, Knob
 from dlcfuzz.errors import UsageError
 
 # name -> (module path, class name, the pip distribution(s) it needs)
@@ -85,5 +86,15 @@ def get_backend(name: str) -> Backend:
     return getattr(mod, cls)()
 
 
-__all__ = ["DEFAULT_COMPILER", "Backend", "Compiled", "Config", "Knob", "backend_names", "get_backend", "known_bug_files", "register_backend",
+def backend_facts(compiler: str) -> Backend:
+    """The compiler's backend, whose facts (front doors, packages, bug template, what each configuration runs)
+    issue text and the known-bugs register read; where it cannot be loaded here (not installed), the defaults
+    of `BackendBase`."""
+    try:
+        return get_backend(compiler)
+    except Exception:  # a compiler that is not installed here: no facts beyond the defaults
+        return cast(Backend, BackendBase())
+
+
+__all__ = ["DEFAULT_COMPILER", "Backend", "Compiled", "Config", "Knob", "backend_facts", "backend_names", "get_backend", "known_bug_files", "register_backend",
            "registry_name"]

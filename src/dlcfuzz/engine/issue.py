@@ -12,10 +12,9 @@ import sys
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from dlcfuzz.backends import Backend, get_backend
-from dlcfuzz.backends.base import BackendBase
+from dlcfuzz.backends import Backend, backend_facts
 from dlcfuzz.engine.clusters import FindingFacts, facts_of, finding_folder
 from dlcfuzz.engine.known import KnownBug
 from dlcfuzz.engine.scrub import scrub
@@ -26,15 +25,6 @@ from dlcfuzz.oracle.opinions import SUSPECTED, SecondOpinion
 # why the model is valid, by the compiler's front door (ONNX models are checked by onnx's checker)
 VALID_BECAUSE = {"onnx": "ONNX's checker and the operators' specification accept it",
                  "code": "the framework runs it eagerly, and the operators' specification accepts its types and shapes"}
-
-
-def backend_facts(compiler: str) -> Backend:
-    """The compiler's backend, whose facts (front doors, packages, bug template) the issue states; where
-    it cannot be loaded here (not installed), the defaults of `BackendBase`."""
-    try:
-        return get_backend(compiler)
-    except Exception:  # a compiler that is not installed here: no facts beyond the defaults
-        return cast(Backend, BackendBase())
 
 
 def expected_behaviour(category: str, backend: Backend, configs: tuple[str, ...] | list[str] = ()) -> str:

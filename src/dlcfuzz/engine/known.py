@@ -15,6 +15,8 @@ filed upstream". A finding matches an entry when every condition of its `match` 
 the finding's detail and key without its optimization set; `config`: its configurations and that set; an entry
 without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
 done when findings are listed or reported, so a register extended after a campaign applies to it.
+A finding whose blamed configurations all run another compiler (OpenVINO's `ort` cross-check runs
+onnxruntime: `Backend.probe_identity`) is matched against that compiler's entries too, after its own.
 Entries are tried in file order and the first match wins: an entry narrow enough to name one bug goes
 before a broad one whose operator can sit beside it in an unreduced graph (a Slice shape difference beside
 an ArgMax is not ArgMax's -1 bug).
@@ -22,16 +24,18 @@ an ArgMax is not ArgMax's -1 bug).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dlcfuzz.backends import known_bug_files, registry_name
+from dlcfuzz.backends import backend_facts, known_bug_files, registry_name
 from dlcfuzz.engine.clusters import FindingFacts
 from dlcfuzz.errors import UsageError
+from dlcfuzz.oracle.verdict import blamed_configs
 
 ENV_VAR = "DLCFUZZ_KNOWN_BUGS"
 NOT_FILED = "reported by dlcfuzz, not yet filed upstream"
@@ -135,8 +139,30 @@ class Register:
         return [b for f in self.files for b in f.bugs]
 
     def match(self, f: FindingFacts, detail: str = "") -> KnownBug | None:
-        """The first known bug the finding matches (the user's entries come last: packaged ones win)."""
-        return next((b for b in self.bugs if b.matches(f, detail)), None)
+        """The first known bug the finding matches (the user's entries come last: packaged ones win); then, when
+        every configuration its verdict blames runs one other compiler (a cross-check), that compiler's first."""
+        own = next((b for b in self.bugs if b.matches(f, detail)), None)
+        if own is not None:
+            return own
+        blamed = blamed_configs(f.category, f.configs, detail)
+        runs = {config_compiler(f.compiler, c) for c in blamed}
+        if len(runs) != 1 or runs == {registry_name(f.compiler)}:
+            return None
+        other = replace(f, compiler=runs.pop(), configs=blamed)
+        return next((b for b in self.bugs if b.matches(other, detail)), None)
+
+
+@functools.lru_cache(maxsize=256)
+def config_compiler(compiler: str, config: str) -> str:
+    """The registered compiler that configuration `config` of a `compiler` campaign runs: the backend's
+    `probe_identity` of it (a cross-check configuration runs another compiler); the campaign's own compiler for
+    a configuration the backend does not list (a sampled one) or a backend not installed here."""
+    backend = backend_facts(compiler)
+    try:
+        c = backend.configs().get(config)
+        return registry_name(backend.probe_identity(c)[0]) if c is not None else registry_name(compiler)
+    except Exception:  # the defaults of an uninstalled compiler's facts list no configurations
+        return registry_name(compiler)
 
 
 def readme_section(register: Register | None = None) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,21 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return self.__dict__.copy()
+
+
+# an inconsistency judged with the reference: the configuration listed last differs from it, the first agrees
+AGAINST_REFERENCE = "and the reference"
+
+
+def blamed_configs(category: str, configs: Sequence[str], detail: str) -> tuple[str, ...]:
+    """The configurations a finding's verdict blames, of those it lists: the one that differs from the reference
+    in an inconsistency judged with it, the one that rejects in an inconsistent rejection, all of them otherwise
+    (every configuration that differs from the reference, or the one that failed)."""
+    if category == C.INCONSISTENCY and AGAINST_REFERENCE in detail:
+        return tuple(configs[-1:])
+    if category == C.INCONSISTENT_REJECTION:
+        return tuple(configs[:1])
+    return tuple(configs)
 
 
 def crash_verdict(compiler: str, status: str, error: str, progress: str | None, stderr: str,
@@ -112,7 +127,7 @@ def judge(
                                     names, m.index, key=dedup_key(C.WRONG_RESULT, compiler, ','.join(names), m.reason)))
         for o, m in (wrong if right else []):
             verdicts.append(Verdict("bug", C.INCONSISTENCY,
-                                    f"{o.config} differs from {right[0].config} and the reference at output {m.index}: {m.detail}",
+                                    f"{o.config} differs from {right[0].config} {AGAINST_REFERENCE} at output {m.index}: {m.detail}",
                                     [right[0].config, o.config], m.index,
                                     key=dedup_key(C.INCONSISTENCY, compiler, right[0].config, o.config, m.reason)))
     else:
