@@ -97,5 +97,8 @@ def test_openvino_torch_front_door_is_code_and_lists_torch() -> None:
     assert "ONNX's checker" in expected_behaviour(C.UNEXPECTED_ERROR, ov, ["ov-cpu"])
     assert "torch" in dict(environment(ov, ["ov-torch"], "openvino 1"))
     assert "torch" not in dict(environment(ov, ["ov-cpu"], "openvino 1"))
+    # the `ort` cross-check runs onnxruntime, so an issue about it lists onnxruntime's version
+    assert "onnxruntime" in dict(environment(ov, ["ort"], "openvino 1"))
+    assert "onnxruntime" not in dict(environment(ov, ["ov-cpu"], "openvino 1"))
     assert ov.issue_checklist("ov-torch") is None  # filed with OpenVINO, not with PyTorch
     assert get_backend("inductor").issue_checklist("inductor-default") is not None

@@ -231,7 +231,12 @@ class OpenVinoBackend(BackendBase):
         return "code" if self._torch_front(config) else "onnx"
 
     def issue_packages(self, config: str) -> tuple[str, ...]:
-        return (*self.distributions, "torch") if self._torch_front(config) else self.distributions
+        # the torch front door's reproducer imports torch; the `ort` cross-check's runs onnxruntime
+        c = self.configs().get(config)
+        options = c.options if c is not None else {}
+        extra = ("torch",) if options.get("front") == "torch" else ()
+        extra += ("onnxruntime",) if options.get("device") == "onnxruntime" else ()
+        return (*self.distributions, *extra)
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
         # a torch-front configuration compiles the torch program: eager torch is its framework's own reading
