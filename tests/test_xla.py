@@ -76,6 +76,25 @@ def test_options_vary_per_compile_in_one_process_and_fast_math_is_refused():
         xla.compile(g, Config("fm", {"mode": "jit", "compiler_options": {"xla_cpu_enable_fast_math": True}}))
 
 
+def test_a_program_is_traced_once_and_compiled_with_each_configuration_s_options():
+    """The worker lowers a test once and builds every configuration from that program: `build` traces it to
+    StableHLO once, and each compile still applies its own options (the unoptimized build keeps the double
+    negation that algsimp removes from the default one)."""
+    xla = get_backend("xla")
+    t = TensorType("float32", (4,))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("neg", ["x"], [Value("n", t)]), Node("neg", ["n"], [Value("y", t)])],
+              outputs=["y"])
+    x = {"x": np.arange(4, dtype=np.float32)}
+    configs = xla.configs()
+    program = xla.lower(g, configs["xla"])
+    built = {name: xla.build(program, g, configs[name]) for name in ("xla-nopasses", "xla", "xla-O0")}
+    assert xla._traced(program, g) is xla._traced(program, g)  # one trace for the program, reused
+    for name, compiled in built.items():
+        np.testing.assert_array_equal(compiled.run(x)[0], x["x"], err_msg=name)
+    negations = {name: compiled.fn.as_text().count(" negate(") for name, compiled in built.items()}
+    assert negations["xla-nopasses"] == 2 and negations["xla"] == 0, negations
+
+
 @pytest.mark.slow
 def test_every_configuration_agrees_with_the_reference_on_random_graphs():
     xla = get_backend("xla")
