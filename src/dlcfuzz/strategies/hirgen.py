@@ -234,7 +234,7 @@ class DisruptiveHirgen(HirgenStrategy):
                                                 rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES,
                                                 sizes=sizes)
         if self.params.get("values", VALUES.default) == "edge":
-            self.edge_values(g, inputs, broken.node, rng)
+            self.edges = self.edge_values(g, inputs, broken.node, rng)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json(), **self.twin(rng, broken.item)})
         return self.test(seq, tc, [broken.item])

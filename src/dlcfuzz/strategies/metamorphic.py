@@ -25,6 +25,7 @@ from dlcfuzz.strategies.graph import VALUES
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import TaskResult
+    from dlcfuzz.gen.inputs import EdgeValues
 
 STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
@@ -95,8 +96,8 @@ class Chain:
     profile: dict[str, np.ndarray] = field(default_factory=dict)
     by_start: dict[int, list[Any]] = field(default_factory=dict)  # chain start -> its steps (reduction)
     values: str = "small"
-    # (chain start, --values) -> the chain's inputs, for the CHAINS_HELD chains drawn last
-    inputs_by_start: dict[tuple[int, str], dict[str, np.ndarray]] = field(default_factory=dict)
+    # (chain start, --values) -> the chain's inputs and the edge values they hold, for the CHAINS_HELD chains drawn last
+    inputs_by_start: dict[tuple[int, str], tuple[dict[str, np.ndarray], EdgeValues]] = field(default_factory=dict)
 
     def hold(self, start: int, steps: list[Any]) -> None:
         """Keep the steps of the chain that began at test `start`, and of the CHAINS_HELD - 1 chains
@@ -117,6 +118,7 @@ class MetamorphicStrategy(Strategy):
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self._chain: Chain | None = None
+        self.edges: EdgeValues | None = None  # the edge values of the last test's chain (bench/value_space.py's measure)
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -134,8 +136,8 @@ class MetamorphicStrategy(Strategy):
         if self._chain is None:
             seed = build(self.params["model"], self.ctx.seed)
             inputs = model_inputs(seed, self.ctx.seed)
-            # PIOC profiles: the seed model's values on the inputs, for every chain (a profile taken
-            # mid-chain would also hold earlier steps' values, and a resumed chain would diverge)
+            # PIOC profiles: the seed model's values on the small inputs, for every chain that has them
+            # (start_chain profiles a chain with edge values on its own)
             self._chain = Chain(seed, inputs, reference.run(seed, inputs, keep_all=True))
         return self._chain
 
@@ -145,15 +147,20 @@ class MetamorphicStrategy(Strategy):
         model's domains, the model's weights kept, shrunk where the reference leaves its exact, finite range), drawn
         from a stream of the campaign seed and `start`, so that a resumed chain and a light mutant get them again.
         Per chain, not per test: a PIOC condition is zero for the inputs its chain profiled."""
+        return self.chain_values(start, values)[0]
+
+    def chain_values(self, start: int, values: str) -> tuple[dict[str, np.ndarray], EdgeValues]:
+        """chain_inputs, and the edge values they hold."""
+        from dlcfuzz.gen.inputs import EdgeValues
         from dlcfuzz.gen.repair import edge_inputs
 
         ch = self.chain()
         if values != "edge":
-            return ch.inputs
+            return ch.inputs, EdgeValues()
         if (start, values) not in ch.inputs_by_start:
             inputs = {k: a.copy() for k, a in ch.inputs.items()}
             edges = edge_inputs(ch.seed, inputs, np.random.default_rng([self.ctx.seed, start, EDGE_STREAM]))
-            ch.inputs_by_start[(start, values)] = inputs if edges.profiles else ch.inputs
+            ch.inputs_by_start[(start, values)] = (inputs if edges.profiles else ch.inputs), edges
             while len(ch.inputs_by_start) > CHAINS_HELD:
                 del ch.inputs_by_start[next(iter(ch.inputs_by_start))]
         return ch.inputs_by_start[(start, values)]
@@ -186,7 +193,8 @@ class MetamorphicStrategy(Strategy):
             self.start_chain(seq, self.params.get("values", VALUES.default))
             ch.hold(seq, ch.steps)
         rng = np.random.default_rng(seed)
-        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, self.chain_inputs(ch.start, ch.values), profile=ch.profile)
+        inputs, self.edges = self.chain_values(ch.start, ch.values)
+        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, inputs, profile=ch.profile)
         ch.graph = g
         ch.steps.extend(new)
         tc = self.mutant_test(g, seed, ch.start, len(ch.steps), new, ch.values)
