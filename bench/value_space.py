@@ -100,10 +100,11 @@ class NoStore:
         return []
 
 
-def strategy_of(name: str, compiler: str, values: str, ops: int):
-    """Strategy `name` (disruptive: hirgen --mode disruptive) of a campaign on `compiler`, ready to make tests without
-    a worker pool: its capability predicate from the probe's cache (compiler_choices); None (with a line) where the
-    compiler is not installed or has no such tests."""
+def strategy_of(name: str, compiler: str, values: str = "edge", ops: int = 10, sizes: str | None = None, **options):
+    """Strategy `name` (disruptive: hirgen --mode disruptive) of a campaign of seed 0 on `compiler`, ready to make tests
+    without a worker pool: its capability predicate from the probe's cache (compiler_choices), `--values`, `--ops` and
+    `--sizes` (None: its default) where it has them, and `options`; None (with a line) where the compiler is not
+    installed or has no such tests."""
     from pathlib import Path
 
     from dlcfuzz.backends import get_backend
@@ -120,8 +121,9 @@ def strategy_of(name: str, compiler: str, values: str, ops: int):
         print(f"{compiler}: no disruptive tests (no type or shape rule binds its front door)")
         return None
     cls = get_strategy("hirgen" if name == "disruptive" else name)
-    params = {o.name: o.default for o in cls.options}
-    params.update({k: v for k, v in {"values": values, "ops": ops}.items() if k in params})
+    given = {"values": values, "ops": ops, "sizes": sizes}
+    params = {**{o.name: o.default for o in cls.options}, **options}
+    params.update({k: v for k, v in given.items() if k in params and v is not None})
     if name == "disruptive":
         params["mode"] = "disruptive"
     ctx = Context(compiler, 0, params, list(backend.default_pair()), False, backend, backend.version(), NoStore(),
