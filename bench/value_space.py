@@ -87,6 +87,8 @@ def report(totals: Counter, per_dtype: dict[str, Counter], attrs: Counter) -> No
     print(f"edge attributes: {100 * totals['attr tests'] / max(n, 1):.1f}% of tests ({top})")
     print(f"non-finite tests: {100 * totals['nonfinite tests'] / max(n, 1):.2f}% "
           f"(an inf or NaN input or constant; {totals['nonfinite judged']} of {totals['nonfinite tests']} with a reference)")
+    if totals["internal errors"]:
+        print(f"internal errors (making a test raised): {totals['internal errors']}")
     print(f"edge tests: {100 * totals['edge tests'] / max(n, 1):.1f}%")
 
 
@@ -172,7 +174,11 @@ def measure(strategy, tests: int, judged: bool, totals: Counter, per_dtype: dict
     for i in range(tests):
         seed = test_seed(0, i)
         strategy.edges = None
-        test = strategy.make_test(i, seed)
+        try:
+            test = strategy.make_test(i, seed)
+        except Exception:  # noqa: BLE001 - a campaign's internal error of this test (stored, counted): counted here
+            totals["internal errors"] += 1
+            continue
         strategy.ctx.coverage.add(test.coverage)  # as a campaign adds it when it stores the test
         g, inputs, edges = test.payload.graph, test.payload.inputs, strategy.edges or EdgeValues()
         # a mutant's long axes are its zoo model's own (a flattened feature map): metamorphic draws no size profile
