@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dlcfuzz.gen.random import allowed_choices, generate
-from dlcfuzz.gen.sizes import LONG_LENGTHS, LONG_SHARE, MAX_LONG_ELEMENTS, MAX_WORK, draw_sizes
+from dlcfuzz.gen.sizes import LONG_LENGTHS, LONG_SHARE, MAX_LONG_ELEMENTS, MAX_WORK, draw_sizes, graph_work
 from dlcfuzz.ir import load
-from dlcfuzz.ops import check_graph, get_op
+from dlcfuzz.ops import check_graph
 from dlcfuzz.reduce.budget import ReductionBudget
 from dlcfuzz.reduce.sizes import longest_axis, shrink_axes, shrink_values
 
@@ -30,11 +30,6 @@ def make(seed: int, mode: str = "mixed", ops: int = 8):
     rng = np.random.default_rng(seed)
     sizes = draw_sizes(rng, mode)
     return generate(rng, ops, choices=CHOICES, sizes=sizes), sizes
-
-
-def graph_work(g) -> int:
-    env = g.types()
-    return sum(get_op(n.op).work([env[i] for i in n.inputs], [v.type for v in n.outputs]) for n in g.nodes)
 
 
 @settings(max_examples=40, deadline=None)

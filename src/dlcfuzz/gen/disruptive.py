@@ -26,9 +26,11 @@ from dlcfuzz.gen.coverage import DISRUPTIVE, Coverage
 from dlcfuzz.gen.hirgen import generate_guided
 from dlcfuzz.gen.inputs import sample_inputs, sample_tensor
 from dlcfuzz.gen.random import random_shape
+from dlcfuzz.gen.sizes import SizeProfile, graph_work
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops import ANY, OpSpec
+from dlcfuzz.ops.base import element_limit
 
 RULES = ("dtype", "dtype-mismatch", "rank", "shape")
 MAX_RANK = 5
@@ -162,9 +164,12 @@ def generate_disruptive(
     *,
     rules: Sequence[str] = RULES,
     prefix_ops: int = 3,
+    sizes: SizeProfile | None = None,
 ) -> tuple[Graph, dict[str, np.ndarray], Broken]:
-    """(graph, inputs, what it breaks). Prefers (operator, rule, dtype) triples not yet covered."""
-    prefix = generate_guided(rng, prefix_ops, coverage, choices)
+    """(graph, inputs, what it breaks). Prefers (operator, rule, dtype) triples not yet covered. `sizes`: a long-axis
+    test's profile (gen/sizes.draw_sizes), which the valid prefix is generated with and the broken node's fresh input
+    and its legal form (the twin's node) keep within; None: small shapes."""
+    prefix = generate_guided(rng, prefix_ops, coverage, choices, sizes=sizes)
     inputs = sample_inputs(prefix, rng)
     fallback = None
     for attempt in range(TRIES):
@@ -172,12 +177,22 @@ def generate_disruptive(
         rule = rules[int(rng.integers(len(rules)))]
         fits = [v for n in prefix.nodes for v in n.outputs if v.type.dtype in ds and v.type.rank in spec.ranks]
         first_v = fits[int(rng.integers(len(fits)))] if fits and rng.random() < 0.8 else None
-        first = first_v.type if first_v else TensorType(
-            ds[int(rng.integers(len(ds)))], random_shape(rng, int(spec.ranks[int(rng.integers(len(spec.ranks)))])))
+        if first_v:
+            first = first_v.type
+        else:
+            dtype = ds[int(rng.integers(len(ds)))]
+            shape = random_shape(rng, int(spec.ranks[int(rng.integers(len(spec.ranks)))]))
+            first = TensorType(dtype, shape if sizes is None else sizes.lengthen(shape))
         try:
-            ins, attrs = spec.sample(rng, first)
+            if sizes is None:
+                ins, attrs = spec.sample(rng, first)
+            else:  # the operator may sample tensors as large as the test's own (as GraphBuilder.propose)
+                with element_limit(sizes.max_elements):
+                    ins, attrs = spec.sample(rng, first)
             outs = spec.infer(ins, attrs)
         except TypeRuleError:
+            continue
+        if sizes is not None and not sizes.admits(graph_work(prefix) + spec.work(ins, outs), (*ins, *outs)):
             continue
         bad = perturb(rng, spec, rule, list(ins))
         if bad is None:

@@ -187,8 +187,7 @@ class GraphBuilder:
         work = 0
         if self.sizes is not None:  # a long-axis test's bounds: each tensor's elements, the graph's work
             work = spec.work(in_types, outs)
-            if self.work + work > self.sizes.max_work or any(t.size > self.sizes.max_elements
-                                                             for t in (*in_types, *outs)):
+            if not self.sizes.admits(self.work + work, (*in_types, *outs)):
                 return None
         domains: list[Domain] = []
         sources: list[str | None] = []

@@ -16,9 +16,15 @@ a long one is reproducible from the test's seed.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from dlcfuzz.ir.graph import Graph
+    from dlcfuzz.ir.types import TensorType
 
 SIZE_MODES = ("mixed", "small")  # --sizes: `mixed` draws long-axis tests, `small` never does
 LONG_SHARE = 0.2  # of generated tests, with --sizes mixed (bench/size_cost.py measures what they cost)
@@ -51,6 +57,30 @@ class SizeProfile:
             if fits:
                 dims[int(axis)] = fits[int(rng.integers(len(fits)))]
         return tuple(dims)
+
+    def admits(self, work: int, types: Iterable[TensorType]) -> bool:
+        """Whether `work` element operations in all, and tensors of `types`, stay within this test's bounds."""
+        return work <= self.max_work and all(t.size <= self.max_elements for t in types)
+
+    def holds(self, g: Graph) -> bool:
+        """Whether graph `g` (a whole test: its work summed over its nodes, every value's type) stays within them."""
+        return self.admits(graph_work(g), g.types().values())
+
+
+def graph_work(g: Graph) -> int:
+    """`OpSpec.work` summed over the nodes of `g`, sub-functions' bodies once per call."""
+    from dlcfuzz.ir.graph import CALL_OP, Graph
+    from dlcfuzz.ops import get_op
+
+    env = g.types()
+    total = 0
+    for n in g.nodes:
+        if n.op == CALL_OP:
+            f = g.functions[n.attrs["callee"]]
+            total += graph_work(Graph(f.inputs, f.constants, f.nodes, f.outputs, g.functions))
+        else:
+            total += get_op(n.op).work([env[i] for i in n.inputs], [v.type for v in n.outputs])
+    return total
 
 
 def draw_sizes(rng: np.random.Generator, mode: str = "mixed") -> SizeProfile | None:

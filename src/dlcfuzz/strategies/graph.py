@@ -37,6 +37,7 @@ from dlcfuzz.strategies.opinions import second_opinion
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend
     from dlcfuzz.exec.pool import Pool, TaskResult
+    from dlcfuzz.gen.inputs import EdgeValues
 
 OPS = Option("ops", 10, "operators per generated graph", int)
 ONLY_OPS = Option("only_ops", [], "comma-separated operators to generate from (default: all)",
@@ -111,6 +112,7 @@ class GraphStrategy(Strategy):
         # dedup key -> (the finding's configurations minimized, the minimal optimization set): its
         # reproducer compiles with exactly that set (the last few keys: duplicates are never written)
         self.minimal_configs: dict[str, tuple[list[Config], list[str]]] = {}
+        self.edges: EdgeValues | None = None  # the edge values of the last test made (bench/value_space.py's measure)
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
@@ -262,7 +264,7 @@ class GraphStrategy(Strategy):
         its domain, and edge values shrunk where they leave the reference's exact range (gen/repair.py)."""
         from dlcfuzz.gen.repair import sample_values
 
-        g, inputs, _ = sample_values(g, rng, self.params.get("values", VALUES.default))
+        g, inputs, self.edges = sample_values(g, rng, self.params.get("values", VALUES.default))
         return g, inputs
 
     def test(self, seq: int, tc: TestCase, coverage: list[str] | None = None) -> Test:

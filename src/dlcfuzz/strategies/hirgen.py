@@ -21,6 +21,7 @@ from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
     from dlcfuzz.gen.inputs import EdgeValues
+    from dlcfuzz.gen.sizes import SizeProfile
 
 P_OUTLINE = 0.7  # share of graphs whose node ranges become sub-functions (compilers that have them)
 MODES = ("strict", "disruptive")
@@ -219,18 +220,21 @@ class DisruptiveHirgen(HirgenStrategy):
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.backends.base import Config
         from dlcfuzz.gen.disruptive import RULES, generate_disruptive
+        from dlcfuzz.gen.sizes import draw_sizes
 
         rng = np.random.default_rng(seed)
+        sizes = draw_sizes(rng, self.params.get("sizes", SIZES.default))
         rules = self.ctx.backend.disruptive_rules() or RULES
         forms = [r.removeprefix(MALFORMED) for r in rules if r.startswith(MALFORMED)]
         if forms and rng.random() < P_MALFORMED:
-            test = self.malformed_test(seq, seed, rng, forms)
+            test = self.malformed_test(seq, seed, rng, forms, sizes)
             if test is not None:
                 return test
         g, inputs, broken = generate_disruptive(rng, self.ctx.coverage, self.choices(rng, self.door()),
-                                                rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES)
+                                                rules=tuple(r for r in rules if not r.startswith(MALFORMED)) or RULES,
+                                                sizes=sizes)
         if self.params.get("values", VALUES.default) == "edge":
-            self.edge_values(g, inputs, broken.node, rng)
+            self.edges = self.edge_values(g, inputs, broken.node, rng)
         configs = [Config(c.name, {**c.options, "untyped_outputs": [broken.output]}) for c in self.configs]
         tc = self.test_case(g, inputs, seed, configs, meta={"broken": broken.to_json(), **self.twin(rng, broken.item)})
         return self.test(seq, tc, [broken.item])
@@ -249,9 +253,11 @@ class DisruptiveHirgen(HirgenStrategy):
         """{"twin": True} when this test checks its rejection against its legal twin (see P_TWIN), else {}."""
         return {"twin": True} if item not in self.ctx.coverage or rng.random() < P_TWIN else {}
 
-    def malformed_test(self, seq: int, seed: int, rng: np.random.Generator, forms: list[str]) -> Test | None:
-        """A valid generated graph whose lowered ONNX model gets one malformed node (mutate/malformed.py):
-        the configurations carry {"kind", "seed"} and the backend's lower() applies it."""
+    def malformed_test(self, seq: int, seed: int, rng: np.random.Generator, forms: list[str],
+                       sizes: SizeProfile | None = None) -> Test | None:
+        """A valid generated graph (long axes where `sizes` is a long-axis test's profile) whose lowered ONNX model
+        gets one malformed node (mutate/malformed.py): the configurations carry {"kind", "seed"} and the backend's
+        lower() applies it."""
         from dlcfuzz.backends.base import Config
         from dlcfuzz.gen.coverage import DISRUPTIVE
         from dlcfuzz.gen.hirgen import generate_guided
@@ -259,7 +265,7 @@ class DisruptiveHirgen(HirgenStrategy):
         from dlcfuzz.mutate.malformed import malform
 
         kind = forms[int(rng.integers(len(forms)))]
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng, self.door()))
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng, self.door()), sizes=sizes)
         g, inputs = self.with_inputs(g, rng)
         done = malform(to_onnx(g), kind, seed)
         if done is None:

@@ -21,9 +21,11 @@ from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
+from dlcfuzz.strategies.graph import VALUES
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import TaskResult
+    from dlcfuzz.gen.inputs import EdgeValues
 
 STEPS_PER_TEST = 10  # MT-DLComp tests every tenth mutant ...
 CHAIN_STEPS = 200  # ... of a chain M_k = mutate(M_k-1) this long (the paper: 1000; graphs grow by ~18 nodes a step
@@ -35,6 +37,8 @@ CHAINS_HELD = 8  # chains whose steps stay in memory for reduction; older ones a
 # of the whole test. A whole mutant is the seed model's graph grown by ~18 nodes a step (up to ~1.4 MB
 # of blob late in a chain), while the steps that rebuild it from the seed take a few KB.
 LIGHT = b"DLCFUZZ-MT-STEPS\n"
+EDGE_STREAM = 0xED6E  # a chain's edge-value draws: a stream of the campaign seed and the chain's first test
+SEED_RUNS_HELD = 16  # a worker's seed-model observations kept, per model, configuration and chain inputs
 
 
 @dataclass
@@ -49,11 +53,14 @@ class Mutant:
     steps: int
     delta: float
     new_steps: list[dict[str, Any]] | None = None
+    values: str = "small"  # `--values` of its chain: "edge" draws the chain's inputs with edge profiles
 
     def to_json(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         if self.new_steps is None:
             d.pop("new_steps")
+        if self.values == "small":  # a mutant of --values small is stored as before profiles existed
+            d.pop("values")
         return d
 
     @staticmethod
@@ -63,7 +70,7 @@ class Mutant:
     @staticmethod
     def from_json(d: dict[str, Any]) -> Mutant:
         return Mutant(d["model"], int(d["model_seed"]), list(d["shared"]), int(d["chain"]), int(d["steps"]),
-                      float(d["delta"]), d.get("new_steps"))
+                      float(d["delta"]), d.get("new_steps"), str(d.get("values", "small")))
 
 
 def stored_mutant(blob: bytes) -> Mutant | None:
@@ -77,6 +84,9 @@ def stored_mutant(blob: bytes) -> Mutant | None:
 
 @dataclass
 class Chain:
+    """The seed model, its small inputs (the zoo's standard-normal image) and the seed's values on them, and the
+    chain being grown: its mutant, steps, first test, `--values` and the profile its PIOC steps read."""
+
     seed: Graph
     inputs: dict[str, np.ndarray]
     seed_profile: dict[str, np.ndarray]
@@ -85,6 +95,9 @@ class Chain:
     start: int = 0
     profile: dict[str, np.ndarray] = field(default_factory=dict)
     by_start: dict[int, list[Any]] = field(default_factory=dict)  # chain start -> its steps (reduction)
+    values: str = "small"
+    # (chain start, --values) -> the chain's inputs and the edge values they hold, for the CHAINS_HELD chains drawn last
+    inputs_by_start: dict[tuple[int, str], tuple[dict[str, np.ndarray], EdgeValues]] = field(default_factory=dict)
 
     def hold(self, start: int, steps: list[Any]) -> None:
         """Keep the steps of the chain that began at test `start`, and of the CHAINS_HELD - 1 chains
@@ -100,16 +113,19 @@ class MetamorphicStrategy(Strategy):
     summary = "semantics-preserving mutations of a zoo model (MT-DLComp)"
     handler = HANDLER
     options = (Option("model", "resnet18", "the zoo model to mutate (see `dlcfuzz zoo`)"),
-               Option("delta", 1e-4, "score tolerance between a mutant and its seed", float))
+               Option("delta", 1e-4, "score tolerance between a mutant and its seed", float), VALUES)
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self._chain: Chain | None = None
+        self.edges: EdgeValues | None = None  # the edge values of the last test's chain (bench/value_space.py's measure)
 
     @classmethod
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
+        from dlcfuzz.strategies.graph import check_graph_params
         from dlcfuzz.zoo import ZOO
 
+        check_graph_params(params)  # --values
         if params["model"] not in ZOO:
             raise UsageError(f"unknown model {params['model']!r} (choose from {', '.join(ZOO)}; see `dlcfuzz zoo`)")
 
@@ -120,10 +136,43 @@ class MetamorphicStrategy(Strategy):
         if self._chain is None:
             seed = build(self.params["model"], self.ctx.seed)
             inputs = model_inputs(seed, self.ctx.seed)
-            # PIOC profiles: the seed model's values on the inputs, for every chain (a profile taken
-            # mid-chain would also hold earlier steps' values, and a resumed chain would diverge)
+            # PIOC profiles: the seed model's values on the small inputs, for every chain that has them
+            # (start_chain profiles a chain with edge values on its own)
             self._chain = Chain(seed, inputs, reference.run(seed, inputs, keep_all=True))
         return self._chain
+
+    def chain_inputs(self, start: int, values: str) -> dict[str, np.ndarray]:
+        """The inputs of the chain that began at test `start`: the zoo's standard-normal image, and with values
+        "edge" (`--values`, the default) edge profiles on a share of chains (gen/repair.edge_inputs: inside the seed
+        model's domains, the model's weights kept, shrunk where the reference leaves its exact, finite range), drawn
+        from a stream of the campaign seed and `start`, so that a resumed chain and a light mutant get them again.
+        Per chain, not per test: a PIOC condition is zero for the inputs its chain profiled."""
+        return self.chain_values(start, values)[0]
+
+    def chain_values(self, start: int, values: str) -> tuple[dict[str, np.ndarray], EdgeValues]:
+        """chain_inputs, and the edge values they hold."""
+        from dlcfuzz.gen.inputs import EdgeValues
+        from dlcfuzz.gen.repair import edge_inputs
+
+        ch = self.chain()
+        if values != "edge":
+            return ch.inputs, EdgeValues()
+        if (start, values) not in ch.inputs_by_start:
+            inputs = {k: a.copy() for k, a in ch.inputs.items()}
+            edges = edge_inputs(ch.seed, inputs, np.random.default_rng([self.ctx.seed, start, EDGE_STREAM]))
+            ch.inputs_by_start[(start, values)] = (inputs if edges.profiles else ch.inputs), edges
+            while len(ch.inputs_by_start) > CHAINS_HELD:
+                del ch.inputs_by_start[next(iter(ch.inputs_by_start))]
+        return ch.inputs_by_start[(start, values)]
+
+    def start_chain(self, start: int, values: str) -> None:
+        """The chain being grown begins at test `start` with `--values` `values`: its profile is the seed model's
+        values on the chain's inputs (a profile taken mid-chain would also hold earlier steps' values, and a
+        resumed chain would diverge)."""
+        ch = self.chain()
+        inputs = self.chain_inputs(start, values)
+        ch.start, ch.values = start, values
+        ch.profile = dict(ch.seed_profile) if inputs is ch.inputs else reference.run(ch.seed, inputs, keep_all=True)
 
     def make_test(self, seq: int, seed: int) -> Test:
         """The next mutant of the chain (STEPS_PER_TEST more steps). A resumed campaign rebuilds its
@@ -137,16 +186,18 @@ class MetamorphicStrategy(Strategy):
             mt = stored_mutant(last[1]) if last else None
             steps = self.chain_steps(mt.chain) if mt else None
             if steps is not None and 0 < len(steps) < CHAIN_STEPS:
-                ch.graph, ch.steps, ch.start = replay(ch.seed, steps, check=False), steps, mt.chain  # type: ignore[union-attr]
-                ch.profile = dict(ch.seed_profile)
+                ch.graph, ch.steps = replay(ch.seed, steps, check=False), steps
+                self.start_chain(mt.chain, mt.values)  # type: ignore[union-attr]
         if ch.graph is None or len(ch.steps) >= CHAIN_STEPS:
-            ch.graph, ch.steps, ch.start, ch.profile = ch.seed, [], seq, dict(ch.seed_profile)
+            ch.graph, ch.steps = ch.seed, []
+            self.start_chain(seq, self.params.get("values", VALUES.default))
             ch.hold(seq, ch.steps)
         rng = np.random.default_rng(seed)
-        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, ch.inputs, profile=ch.profile)
+        inputs, self.edges = self.chain_values(ch.start, ch.values)
+        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, inputs, profile=ch.profile)
         ch.graph = g
         ch.steps.extend(new)
-        tc = self.mutant_test(g, seed, ch.start, len(ch.steps), new)
+        tc = self.mutant_test(g, seed, ch.start, len(ch.steps), new, ch.values)
         return Test(seq, seed, tc.to_bytes(), tc)
 
     def chain_steps(self, start: int) -> list[Any] | None:
@@ -170,9 +221,11 @@ class MetamorphicStrategy(Strategy):
         ch.hold(start, steps)
         return steps
 
-    def mutant_test(self, g: Graph, seed: int, start: int, n_steps: int, new_steps: list[Any] | None = None) -> TestCase:
-        """A test case of mutant g; the seed's weights are left out of it (the worker rebuilds the
-        seed model from the zoo), so stored tests of full-size models stay small."""
+    def mutant_test(self, g: Graph, seed: int, start: int, n_steps: int, new_steps: list[Any] | None = None,
+                    values: str = "small") -> TestCase:
+        """A test case of mutant g of the chain that began at test `start` with `--values` `values` (its inputs:
+        chain_inputs); the seed's weights are left out of it (the worker rebuilds the seed model from the zoo), so
+        stored tests of full-size models stay small."""
         from dlcfuzz.mutate.metamorphic import steps_to_json
 
         base = self.chain().seed
@@ -180,8 +233,8 @@ class MetamorphicStrategy(Strategy):
         stored = g.light_copy()
         stored.constants = {k: a for k, a in g.constants.items() if k not in set(shared)}
         mt = Mutant(self.params["model"], self.ctx.seed, shared, start, n_steps, float(self.params["delta"]),
-                    steps_to_json(new_steps) if new_steps is not None else None)
-        return TestCase(stored, dict(self.chain().inputs), list(self.ctx.configs), seed=seed,
+                    steps_to_json(new_steps) if new_steps is not None else None, values)
+        return TestCase(stored, dict(self.chain_inputs(start, values)), list(self.ctx.configs), seed=seed,
                         compiler=self.ctx.compiler, strategy=self.name, meta={"metamorphic": mt.to_json()})
 
     def decode(self, blob: bytes) -> TestCase:
@@ -213,7 +266,7 @@ class MetamorphicStrategy(Strategy):
                                 f"not the {mt.steps} of this mutant")
         g = replay(self.chain().seed, steps[:mt.steps], check=False)
         new = steps[mt.steps - len(mt.new_steps or []):mt.steps]
-        whole = self.mutant_test(g, int(d["seed"]), mt.chain, mt.steps, new).to_bytes()
+        whole = self.mutant_test(g, int(d["seed"]), mt.chain, mt.steps, new, mt.values).to_bytes()
         if blob_digest(whole) != d["digest"]:
             raise InternalError(f"the mutant rebuilt from the steps of chain {mt.chain} differs from the one that ran")
         return whole
@@ -244,7 +297,7 @@ class MetamorphicStrategy(Strategy):
         def fails(g: Graph) -> bool:
             if not self.ctx.budget.take():  # spent: keep what is left (still a finding)
                 return False
-            cand = self.mutant_test(g, tc.seed, mt.chain, mt.steps)
+            cand = self.mutant_test(g, tc.seed, mt.chain, mt.steps, values=mt.values)
             cand.configs = configs
             res = self.ctx.reducer_pool().run(cand.to_bytes())
             if res.status != "ok":  # a crash of the worker: the same crash?
@@ -369,8 +422,8 @@ class MetamorphicStrategy(Strategy):
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
     """Worker side: compile and run the mutant, and its seed model with the same configurations
-    (the seed's observation is computed once per worker: its inputs never change). Plain graphs
-    (the node-level reduction of a mutant) get the ordinary differential handler."""
+    (the seed's observation is computed once per worker and chain inputs: a chain's inputs never
+    change). Plain graphs (the node-level reduction of a mutant) get the ordinary differential handler."""
     from dlcfuzz.backends import get_backend
     from dlcfuzz.exec.pool import progress
     from dlcfuzz.exec.worker import make_handler as differential
@@ -381,7 +434,7 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
     backend = get_backend(init["compiler"])
     version = backend.version()
     seeds: dict[tuple[str, int], Graph] = {}
-    seed_runs: dict[tuple[str, int, str], Observation] = {}
+    seed_runs: dict[tuple[str, int, str, bytes], Observation] = {}
 
     def handle(payload: bytes) -> bytes:
         tc = TestCase.from_bytes(payload)
@@ -394,10 +447,14 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         seed = seeds[key]
         tc.graph.constants = {**{k: seed.constants[k] for k in mt.shared}, **tc.graph.constants}
         obs = run_configs(backend, tc, progress)
+        inputs = b"".join(k.encode() + a.tobytes() for k, a in sorted(tc.inputs.items()))  # the chain's
         for c in tc.configs:
-            if (*key, c.name) not in seed_runs:
-                (seed_runs[(*key, c.name)],) = run_configs(backend, TestCase(seed, tc.inputs, [c]), progress)
-            o = seed_runs[(*key, c.name)]
+            run = (*key, c.name, inputs)
+            if run not in seed_runs:
+                (seed_runs[run],) = run_configs(backend, TestCase(seed, tc.inputs, [c]), progress)
+                while len(seed_runs) > SEED_RUNS_HELD:
+                    del seed_runs[next(iter(seed_runs))]
+            o = seed_runs[run]
             obs.append(Observation(f"seed:{c.name}", o.status, o.outputs, o.error, o.traceback, o.compile_s, o.run_s))
         return observations_to_bytes(obs, version)
 

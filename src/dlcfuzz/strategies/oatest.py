@@ -17,7 +17,7 @@ from dlcfuzz.oracle.policy import NUMERIC, reference_of
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, StrategyStore, Test
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, VALUES, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -40,8 +40,9 @@ class OatestStrategy(GraphStrategy):
     summary = "optimization patterns spliced into seed graphs (OATest)"
     handler = HANDLER
     draws_for_doors = False  # oatest_configs: the baseline's front door, with the targeted passes
-    options = (OPS, ONLY_OPS, VALUES, Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the "
-                                                       "built-in library and the shipped mined patterns)"))
+    options = (OPS, ONLY_OPS, VALUES, SIZES,
+               Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the built-in library "
+                      "and the shipped mined patterns)"))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -92,12 +93,14 @@ class OatestStrategy(GraphStrategy):
 
     def synthesize(self, seed: int, rng: np.random.Generator) -> TestCase:
         from dlcfuzz.gen.random import form_gaps_in
+        from dlcfuzz.gen.sizes import draw_sizes
 
         syn = self.synthesizer
+        sizes = draw_sizes(rng, self.params.get("sizes", SIZES.default))  # long axes on a share of tests
         # a pattern's nodes keep the attributes they were mined with, so generation cannot sample around the
         # compiler's known form gaps (its kernels lack the form): another synthesis instead, a few times
         for _ in range(FORM_GAP_TRIES):
-            s = syn.next(rng)
+            s = syn.next(rng, sizes=sizes)
             if not form_gaps_in(s.graph, self.ctx.backend.known_form_gaps):
                 break
         by_name = {p.name: p for p in syn.patterns}

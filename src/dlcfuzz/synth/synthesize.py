@@ -31,6 +31,7 @@ import numpy as np
 from dlcfuzz.errors import DlcfuzzError, TypeRuleError
 from dlcfuzz.gen.inputs import value_domains
 from dlcfuzz.gen.random import generate
+from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import ANY, Domain, check_graph, get_op
@@ -60,6 +61,7 @@ class Splice:
     order: int = 1  # how many patterns the graph holds (high-order synthesis)
     patterns: list[str] = field(default_factory=list)
     context: Graph | None = None  # the seed graph the pattern was spliced into (what fires without it)
+    long: bool = False  # made for a long-axis test (gen/sizes.py): its seed graph has long axes
 
 
 def pattern_supported(p: Pattern, supported: Supported | None) -> bool:
@@ -600,27 +602,33 @@ class Synthesizer:
         self._instances: dict[str, list[Pattern]] = {}
         self.seed_ops = seed_ops
         self.only_ops = list(only_ops) if only_ops else None
-        self.pool: list[tuple[Graph, list[str]]] = []
+        self.pool: list[tuple[Graph, list[str], bool]] = []  # (graph, its patterns, made for a long-axis test)
         self.uid = itertools.count()
         self.attempts = 0
         self.failures = 0
         self.rejected: Counter[str] = Counter()
         self.unspliced = 0  # calls that gave a plain seed graph: every splice attempt failed
 
-    def seed_graph(self, rng: np.random.Generator) -> tuple[Graph, list[str]]:
-        if self.pool and rng.random() < P_FROM_POOL:
-            g, names = self.pool[int(rng.integers(len(self.pool)))]
+    def seed_graph(self, rng: np.random.Generator, sizes: SizeProfile | None = None) -> tuple[Graph, list[str]]:
+        """A seed graph: an earlier synthesized graph of the same size class (long-axis or small), or a fresh random
+        one, with long axes where `sizes` is a long-axis test's profile."""
+        pool = [(g, names) for g, names, long in self.pool if long == (sizes is not None)]
+        if pool and rng.random() < P_FROM_POOL:
+            g, names = pool[int(rng.integers(len(pool)))]
             return g, names
         ops = [get_op(o) for o in self.only_ops] if self.only_ops else None
         n = int(rng.integers(2, self.seed_ops + 1))
         return generate(rng, n, ops=ops, dtypes=SEED_DTYPES if rng.random() < 0.8 else None,
-                        supported=self.supported), []
+                        supported=self.supported, sizes=sizes), []
 
-    def next(self, rng: np.random.Generator, tries: int = 12) -> Splice:
+    def next(self, rng: np.random.Generator, tries: int = 12, sizes: SizeProfile | None = None) -> Splice:
         """A valid synthesized graph. Never raises for a pattern's fault: an attempt that does not
         give a valid graph is counted and another is made; after `tries` of them the seed graph
-        itself is the test (valid by construction, counted in `unspliced`)."""
-        seed, names = self.seed_graph(rng)
+        itself is the test (valid by construction, counted in `unspliced`). `sizes`: a long-axis test's
+        profile (gen/sizes.draw_sizes): the seed graph has long axes, a hole bound to a long value re-concretizes
+        the pattern for it (its types inferred by the operators' rules, as the generator's), and an attempt past
+        the test's element or work bound is refused like an invalid one; None: small shapes."""
+        seed, names = self.seed_graph(rng, sizes)
         for _ in range(tries):
             group = self.by_optimization[int(rng.integers(len(self.by_optimization)))]
             p = group[int(rng.integers(len(group)))]
@@ -635,15 +643,19 @@ class Synthesizer:
             except PATTERN_FAULTS as e:
                 self.rejected[f"error: {type(e).__name__}"] += 1
                 s = None
+            if s is not None and sizes is not None and not sizes.holds(s.graph):
+                self.rejected["size: past the long-axis test's element or work bound"] += 1
+                s = None
             if s is None:
                 self.failures += 1
-                seed, names = self.seed_graph(rng)
+                seed, names = self.seed_graph(rng, sizes)
                 continue
             s.patterns = names + [p.name]
             s.order = len(s.patterns)
+            s.long = sizes is not None
             return s
         self.unspliced += 1
-        return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names))
+        return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names), long=sizes is not None)
 
     def instances(self, p: Pattern) -> list[Pattern]:
         """The pattern and, with `retyped`, its dtype, attribute and neighbour variants (made the first time the pattern
@@ -660,7 +672,7 @@ class Synthesizer:
     def accept(self, s: Splice) -> None:
         """A valid synthesized test goes back into the seed pool (high-order synthesis)."""
         if s.pattern and len(s.graph.nodes) <= POOL_MAX_NODES:
-            self.pool.append((s.graph, s.patterns))
+            self.pool.append((s.graph, s.patterns, s.long))
             del self.pool[:-POOL_SIZE]
 
 
