@@ -795,6 +795,9 @@ class TorchDialect:
     def start(self, inputs: list[Input]) -> dict[str, torch.Tensor]:
         return {i.name: _meta(i) for i in inputs}
 
+    def enter(self, state: dict[str, torch.Tensor], params: list[Value]) -> dict[str, torch.Tensor]:
+        return {**state, **{p.name: _meta(Input(p.name, p.dtype, p.shape)) for p in params}}
+
     def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
         with torch.no_grad():
             if OPS[stmt.op].breaks_graph:  # a decision on a value: zeros of the same types decide it

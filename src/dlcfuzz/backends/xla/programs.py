@@ -747,6 +747,9 @@ class JaxDialect:
     def start(self, inputs: list[Input]) -> dict[str, jax.ShapeDtypeStruct]:
         return {i.name: _struct(i) for i in inputs}
 
+    def enter(self, state: dict[str, Any], params: list[Value]) -> dict[str, Any]:
+        return {**state, **{p.name: jax.ShapeDtypeStruct(p.shape, np.dtype(p.dtype)) for p in params}}
+
     def apply(self, state: dict[str, Any], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
         used = {a: state[a] for a in stmt.uses()}
         r = jax.eval_shape(_stmt_fn(stmt), used)
