@@ -85,3 +85,4 @@ def register_planted(pass_name: str, op: str) -> str:
 
 
 DEFAULT = register_planted("algsimp", "add")  # `--plugin dlcfuzz.backends.xla.planted --compiler planted-xla:algsimp@add`
+REGION = register_planted("algsimp", "cond")  # the programs strategy's fault inside a region: lax.cond's branches swapped
