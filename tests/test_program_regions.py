@@ -269,3 +269,108 @@ def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp
     assert "lax.cond(" in (folder / "program.py").read_text()
     assert_reproducer_fires_standalone(folder)
     assert Store(_campaign(tmp_path / "real", "xla", 5, 2) / "store.sqlite", create=False).findings() == []
+
+
+# ---- torch: torch.cond, while_loop, a Python for and a Python if, compiled by Inductor ----------------------
+def _torch_programs_with_regions(n: int) -> list[tuple[int, Program]]:
+    """The first `n` generated torch programs with a region that run eagerly (no guard, no eager error), kinds
+    taken in turn so that each shows."""
+    from dlcfuzz.backends.inductor.programs import DIALECT, checked_run, input_specs, make_inputs
+
+    wanted = ["cond", "while_loop", "for_range", "python_if"]
+    out: list[tuple[int, Program]] = []
+    for seed in range(400):
+        p = generate(DIALECT, np.random.default_rng(seed), 4)
+        kinds = {s.op for s in walk(p.stmts) if s.bodies}
+        if not kinds or (wanted and not kinds & set(wanted[:1])):
+            continue
+        try:
+            if checked_run(p, make_inputs(input_specs(p), seed)) is not None:
+                continue
+        except Exception:  # noqa: BLE001, S112 - eager rejects it: an invalid program, not one of these
+            continue
+        out.append((seed, p))
+        wanted = [k for k in wanted if k not in kinds]
+        if len(out) == n:
+            return out
+    raise AssertionError(f"fewer than {n} torch programs with regions run eagerly")
+
+
+def test_torch_programs_with_regions_compile_by_inductor_and_agree():
+    """8 generated torch programs with regions (torch.cond, while_loop, an unrolled for, a Python if), compiled by
+    Inductor side by side in one function (one compile: fullgraph only where no program breaks the graph), agree
+    with eager on every output and every input after the call (the float64 rule)."""
+    pytest.importorskip("torch", reason="the torch dialect needs torch")
+    from dlcfuzz.backends.inductor.compiling import compile_callable, worker_setup
+    from dlcfuzz.backends.inductor.programs import DIALECT, input_specs, make_inputs, source_function
+    from dlcfuzz.programs.core import one_graph
+    from dlcfuzz.strategies.programs import compare_to_eager
+
+    worker_setup()
+    chosen = _torch_programs_with_regions(8)
+    kinds = {s.op for _, p in chosen for s in walk(p.stmts) if s.bodies}
+    assert {"cond", "while_loop", "for_range", "python_if"} <= kinds, kinds
+    fns = [source_function(p) for _, p in chosen]
+
+    def inputs(wide: bool = False) -> list[Any]:
+        out = []
+        for seed, p in chosen:
+            ins = make_inputs(input_specs(p), seed)
+            out += [t.double() if wide and t.is_floating_point() else t for t in (ins[i.name] for i in p.inputs)]
+        return out
+
+    def together(*args: Any) -> tuple:
+        outs, k = [], 0
+        for (_, p), f in zip(chosen, fns):
+            outs += list(f(*args[k:k + len(p.inputs)]))
+            k += len(p.inputs)
+        return tuple(outs)
+
+    def results(fn: Any, args: list[Any]) -> list[np.ndarray]:
+        import torch
+
+        with torch.no_grad():
+            outs = fn(*args)
+        return [t.detach().contiguous().numpy().copy() for t in [*outs, *args]]
+
+    eager, fp64 = results(together, inputs()), results(together, inputs(wide=True))
+    compiled = compile_callable(together, inputs, "inductor", {}, None, fullgraph=all(one_graph(p, DIALECT.ops)
+                                                                                   for _, p in chosen))
+    got = results(compiled, inputs())
+    assert len(got) == len(eager) > 16
+    wrong = [(k, compare_to_eager(g, e, f)) for k, (g, e, f) in enumerate(zip(got, eager, fp64))]
+    assert [w for w in wrong if w[1][0] not in (None, "ill-conditioned")] == [], wrong
+
+
+def test_training_goes_through_torch_cond():
+    """A float program holding a torch.cond trains (Inductor compiles the cond's backward): two steps, its
+    gradients and parameters after the steps agree with eager."""
+    pytest.importorskip("torch", reason="the torch dialect needs torch")
+    from dlcfuzz.backends.inductor.compiling import worker_setup
+    from dlcfuzz.backends.inductor.programs import DIALECT, run_program
+    from dlcfuzz.programs.core import trainable
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    worker_setup()
+    true = Body(["x0", "x1"], [Stmt("mul", ["x0", "x1"], {"nonzero": False}, "v0"), Stmt("tanh", ["v0"], {}, "v1")], ["v1"])
+    false = Body(["x0", "x1"], [Stmt("sub", ["x1", "x0"], {"nonzero": False}, "v2"), Stmt("exp", ["v2"], {}, "v3")], ["v3"])
+    p = Program([Input("x0", "float32", (3, 4)), Input("x1", "float32", (4,))],
+                [Stmt("cond", ["x0", "x0", "x1"], {"k": 3}, "v4", [true, false])], ["v4"], steps=2)
+    assert trainable(p, DIALECT.ops)
+    configs = [("inductor", {"backend": "inductor"})]
+    meta, arrays = run_program(p, 1, configs)
+    assert meta["runs"]["inductor"]["status"] == "ok" and meta["n_grad"] == 2, meta
+    assert [v.kind for v in judge_program("inductor", ProgramTest(p, 1, configs), meta, arrays)[0]] == ["pass"]
+
+
+def test_a_planted_fault_inside_torch_cond_is_found_and_the_correct_inductor_is_quiet(tmp_path):
+    """inductor-planted-cond (torch.cond's branches swapped in the compiled program): campaign seed 2's first
+    test holds a torch.cond; found, its reproducer fires standalone; the correct Inductor is quiet on it."""
+    pytest.importorskip("torch", reason="the torch dialect needs torch")
+    from dlcfuzz.engine.store import Store
+
+    folder = planted_finding_folder(_campaign(tmp_path / "planted", "inductor", 2, 1, ["eager", "inductor-planted-cond"]))
+    assert "torch.cond(" in (folder / "program.py").read_text()
+    assert_reproducer_fires_standalone(folder)
+    correct = _campaign(tmp_path / "correct", "inductor", 2, 1, ["eager", "inductor"])
+    assert Store(correct / "store.sqlite", create=False).findings() == []

@@ -149,7 +149,7 @@ class Value:
     dtype: str
     shape: tuple[int, ...]
     writable: bool = True  # False for values whose elements share memory (an expand, an unfold)
-    view: bool = False  # it aliases another value's storage
+    view: bool = False  # it aliases (a region's result: may alias) another value's storage
 
     @property
     def rank(self) -> int:
@@ -372,7 +372,7 @@ class _Generator:
                 # a region's results may alias what it read (a loop that ran no trip returns its carry)
                 writable = writable and not stmt.bodies
                 for name, (dtype, shape) in zip(outs, typed if isinstance(typed, list) else [typed]):
-                    values[name] = Value(name, dtype, tuple(shape), writable, op.view)
+                    values[name] = Value(name, dtype, tuple(shape), writable, op.view or bool(stmt.bodies))
         return stmts
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -820,18 +820,20 @@ def _conditional(outer: bool) -> Callable[[Pool], Draw | None]:
         if made is None:
             return None
         bodies, results = made
-        return Draw([x.name, *bodies[0].params], {"k": p.integers(0, int(np.prod(x.shape)) // 2)}, bodies,
-                    len(results))
+        views = [a for a in bodies[0].params if p.values[a].view]
+        return Draw([x.name, *bodies[0].params], {"k": p.integers(0, int(np.prod(x.shape)) // 2), "clone": views},
+                    bodies, len(results))
 
     return sample
 
 
-def _operands(a: list[str]) -> str:
-    return "(" + "".join(f"{o}, " for o in a).rstrip() + ")"
+def _operands(a: list[str], clone: Sequence[str] = ()) -> str:
+    """A tuple of operands; those in `clone` (views: torch.cond takes no operands that alias) cloned."""
+    return "(" + "".join(f"{o}.clone(), " if o in clone else f"{o}, " for o in a).rstrip() + ")"
 
 
 op("cond", _conditional(False), lambda a, at: f"torch.cond({_predicate(a[0], at)}, {at['fns'][0]}, {at['fns'][1]}, "
-   f"{_operands(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:], weight=2.0)
+   f"{_operands(a[1:], at['clone'])})", roles=("true", "false"), trip=lambda s, k: s.args[1:], weight=2.0)
 op("python_if", _conditional(True), lambda a, at: f"({at['fns'][0]} if bool({_predicate(a[0], at)}) else "
    f"{at['fns'][1]})({', '.join(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:],
    breaks_graph=True, weight=0.8)
@@ -855,8 +857,9 @@ def _loop(p: Pool, counted: bool) -> Draw | None:
     made = next((b for b in (p.body(params, p.integers(1, 3), need) for _ in range(3)) if b is not None), None)
     if made is None:
         return None
-    if not counted and {v.name for v in carry} & {x.name, *made[0].captured()}:
-        return None  # while_loop refuses a carried value its functions also capture ("might be aliasing the input")
+    reads = {v.name for v in carry} | {x.name, *made[0].captured()}
+    if not counted and ({v.name for v in carry} & {x.name, *made[0].captured()} or any(p.values[a].view for a in reads)):
+        return None  # while_loop refuses values that alias each other ("might be aliasing the input")
     at = {"n": p.integers(0, MAX_TRIPS)} if counted else {"offset": p.integers(0, 2)}
     return Draw([*([] if counted else [x.name]), *(v.name for v in carry)], at, [made[0]], len(carry))
 
