@@ -280,7 +280,7 @@ def _torch_programs_with_regions(n: int) -> list[tuple[int, Program]]:
     wanted = ["cond", "while_loop", "for_range", "python_if"]
     out: list[tuple[int, Program]] = []
     for seed in range(400):
-        p = generate(DIALECT, np.random.default_rng(seed), 4)
+        p = generate(DIALECT, np.random.default_rng(seed), 3)
         kinds = {s.op for s in walk(p.stmts) if s.bodies}
         if not kinds or (wanted and not kinds & set(wanted[:1])):
             continue

@@ -833,7 +833,7 @@ def _operands(a: list[str], clone: Sequence[str] = ()) -> str:
 
 
 op("cond", _conditional(False), lambda a, at: f"torch.cond({_predicate(a[0], at)}, {at['fns'][0]}, {at['fns'][1]}, "
-   f"{_operands(a[1:], at['clone'])})", roles=("true", "false"), trip=lambda s, k: s.args[1:], weight=2.0)
+   f"{_operands(a[1:], at.get('clone', ()))})", roles=("true", "false"), trip=lambda s, k: s.args[1:], weight=2.0)
 op("python_if", _conditional(True), lambda a, at: f"({at['fns'][0]} if bool({_predicate(a[0], at)}) else "
    f"{at['fns'][1]})({', '.join(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:],
    breaks_graph=True, weight=0.8)
