@@ -60,19 +60,8 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 from dlcfuzz.oracle import categories as C  # noqa: E402
-from dlcfuzz.programs.core import (  # noqa: E402
-    Draw,
-    Input,
-    OpSpec,
-    Pool,
-    Program,
-    Stmt,
-    Value,
-    body_names,
-    differentiable,
-    emit,
-    emit_function,
-)
+from dlcfuzz.programs import core  # noqa: E402 - its region helpers: core.body_names, emit_function, differentiable
+from dlcfuzz.programs.core import Draw, Input, OpSpec, Pool, Program, Stmt, Value, emit  # noqa: E402
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE  # noqa: E402
 
 UNDEFINED = "undefined-behaviour"  # the program guards' category (the torch dialect registers the same row)
@@ -832,7 +821,7 @@ def _stmt_fn(stmt: Stmt) -> Callable[[dict[str, Any]], Any]:
     if stmt.bodies:
         uses = stmt.uses()
         ns: dict[str, Any] = dict(EVAL_NS)
-        exec(emit_function([stmt], OPS, "region", uses, stmt.defines()), ns)  # noqa: S102 - our own source
+        exec(core.emit_function([stmt], OPS, "region", uses, stmt.defines()), ns)  # noqa: S102 - our own source
         return lambda env: ns["region"](*[env[a] for a in uses])
     code = compile(_spell(stmt), f"<{stmt.op}>", "eval")
     return lambda env: eval(code, EVAL_NS, dict(env))  # noqa: S307 - our own generated source
@@ -1056,7 +1045,7 @@ def _checked_region(stmt: Stmt, env: dict[str, Any], batch: int) -> list[Any]:
         rows = [_checked_region(stmt, {a: env[a][b] for a in uses}, batch - 1) for b in range(env[uses[0]].shape[0])]
         return [jnp.stack(col) for col in zip(*rows)]
     spec = OPS[stmt.op]
-    fns = body_names(stmt, spec)
+    fns = core.body_names(stmt, spec)
 
     def checked_body(body: Any) -> Callable[..., tuple]:
         def call(*params: Any) -> tuple:
@@ -1143,7 +1132,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
             continue
         transform = _transform_of(options)
         key = transform_key(options) or ""
-        if key == "grad" and not differentiable(program, OPS):
+        if key == "grad" and not core.differentiable(program, OPS):
             # eager runs a while loop in Python, where grad works; jit cannot (JAX: "Reverse-mode
             # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values")
             skipped[name] = "grad: JAX defines no reverse-mode derivative of while_loop (or a traced fori_loop)"
