@@ -32,6 +32,7 @@ from dlcfuzz.programs.core import (
     emit_function,
     encode_test,
     generate,
+    pass_captured,
     reduce_program,
     restrict,
     walk,
@@ -52,9 +53,7 @@ def _toy_cond(p: Pool) -> Draw | None:
     if second is None:
         return None
     bodies = [first[0], second[0]]
-    captured = list(dict.fromkeys(a for b in bodies for a in b.captured()))
-    for b in bodies:
-        b.params = list(captured)
+    captured = pass_captured(bodies)
     return Draw([x.name, *captured], {}, bodies, len(first[1]))
 
 

@@ -105,6 +105,15 @@ class Body:
         return cls(list(d[0]), [Stmt.from_json(s) for s in d[1]], list(d[2]))
 
 
+def pass_captured(bodies: Sequence[Body]) -> list[str]:
+    """Alternative bodies (a conditional's branches) made to take everything any of them captures as their
+    parameters, of the same names; those names, the construct's operands, in order of first use."""
+    captured = list(dict.fromkeys(a for b in bodies for a in b.captured()))
+    for b in bodies:
+        b.params = list(captured)
+    return captured
+
+
 def walk(stmts: Sequence[Stmt]) -> Iterator[Stmt]:
     """Every statement, those in regions' bodies too (a region before its bodies' statements)."""
     for s in stmts:
@@ -659,5 +668,5 @@ def decode_test(blob: bytes) -> tuple[Program, int, list[tuple[str, dict[str, An
 
 __all__ = ["ENTRY", "FLOAT", "INTEGER", "LAYOUTS", "MAX_DEPTH", "NUMERIC", "SIGNED", "Body", "Dialect", "Draw", "Input",
            "OpSpec", "Pool", "Program", "Stmt", "Value", "body_names", "broadcasts_to", "closure", "decode_test", "differentiable", "emit",
-           "emit_function", "encode_test", "generate", "inline_body", "one_graph", "reduce_program", "region_candidates",
+           "emit_function", "encode_test", "generate", "inline_body", "one_graph", "pass_captured", "reduce_program", "region_candidates",
            "restrict", "simplify_regions", "trainable", "walk", "with_training"]

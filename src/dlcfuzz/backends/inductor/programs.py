@@ -45,6 +45,7 @@ from dlcfuzz.programs.core import (
     Value,
     emit,
     one_graph,
+    pass_captured,
 )
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE
 
@@ -807,9 +808,7 @@ def _branches(p: Pool, outer: bool) -> tuple[list[Any], list[Value]] | None:
     if second is None:
         return None
     bodies = [first[0], second[0]]
-    captured = list(dict.fromkeys(a for b in bodies for a in b.captured()))
-    for b in bodies:
-        b.params = list(captured)
+    pass_captured(bodies)
     return bodies, first[1]
 
 
