@@ -16,7 +16,8 @@ per float input: its gradient after the first step and its value after the last 
 names what differs: output, mutation, gradient, training-state).
 
 Reduction: delta debugging over the statements, each candidate closed over the statements it reads,
-then over the outputs, then the inputs' layouts (programs/core.reduce_program).
+then over the outputs, then the regions (one replaced by one of its bodies run once, dead statements in
+bodies dropped), then the inputs' layouts (programs/core.reduce_program).
 """
 
 from __future__ import annotations
@@ -209,7 +210,8 @@ class ProgramsStrategy(Strategy):
         shown: dict[str, str] = {}
         fails = self.ctx.budget.guard(self.still_fails(pt, v, shown))
         program = reduce_program(pt.program, fails, max_checks=(self.ctx.backend.reduction_checks
-                                                                if self.ctx.backend is not None else 40))
+                                                                if self.ctx.backend is not None else 40),
+                                 ops=self.dialect.ops)
         red = self.reduction(test, v, program, shown.get(program.dumps()))
         if len(program.stmts) == len(pt.program.stmts) > 1 and self.ctx.budget.stopped is None \
                 and not self.still_fails(pt, v)(pt.program):
