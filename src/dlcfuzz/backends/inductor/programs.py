@@ -965,17 +965,37 @@ def _run_region(stmt: Stmt, env: dict[str, Any], call: Callable[[Any, list[Any]]
             if [[(r.dtype, r.shape) for r in rs] for rs in results].count(
                     [(r.dtype, r.shape) for r in results[0]]) != len(results):
                 raise TypeError("branches of different types")
+            if stmt.op == "cond":
+                _refused_by_higher_order_op(env, results, results[0])
             return results[0]
         taken = bool(eval(_predicate(stmt.args[0], at), ns))  # noqa: S307 - our own generated source
         return call(stmt.bodies[0 if taken else 1], args[1:])
     carry = args if stmt.op == "for_range" else args[1:]
     if not decide:
-        trips = 1
-    else:
-        trips = at["n"] if stmt.op == "for_range" else int(eval(_trips(stmt.args[0], at), ns))  # noqa: S307
+        once = call(stmt.bodies[0], carry)
+        if stmt.op == "while_loop":
+            _refused_by_higher_order_op(env, [once], carry)
+        return once
+    trips = at["n"] if stmt.op == "for_range" else int(eval(_trips(stmt.args[0], at), ns))  # noqa: S307
     for _ in range(trips):
         carry = call(stmt.bodies[0], carry)
     return carry
+
+
+def _refused_by_higher_order_op(env: dict[str, Any], results: list[list[torch.Tensor]],
+                                like: list[torch.Tensor]) -> None:
+    """Raises where torch refuses a torch.cond's branches or a while_loop's body, typed on meta tensors
+    (`results`: each body's results; `like`: what their strides must be, a loop's carried values). torch traces
+    the bodies on fake tensors and wants every branch's results with the same strides (a loop's body, its
+    carried values'): torch 2.13's cond refuses a different order of strides and trips on a stride that differs
+    along a size-1 dimension alone (a `.to` keeping a transposed input's strides beside an op's contiguous
+    result); and no result may be a value the body was given or closes over (a `.to` of a value's own dtype
+    returns the value itself)."""
+    strides = [t.stride() for t in like]
+    if any([r.stride() for r in rs] != strides for rs in results):
+        raise TypeError("results of other strides than the construct's (torch's higher-order ops refuse them)")
+    if any(r is v for rs in results for r in rs for v in env.values()):
+        raise TypeError("a result that is one of the values given (torch's higher-order ops refuse aliases)")
 
 
 # ---- the dialect ---------------------------------------------------------------------------------
