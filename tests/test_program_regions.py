@@ -17,59 +17,40 @@ import numpy as np
 import pytest
 
 from dlcfuzz.oracle import categories as C
-from dlcfuzz.programs.core import (
-    Body,
-    Draw,
-    Input,
-    OpSpec,
-    Pool,
-    Program,
-    Stmt,
-    Value,
-    closure,
-    decode_test,
-    emit,
-    emit_function,
-    encode_test,
-    generate,
-    pass_captured,
-    reduce_program,
-    restrict,
-    walk,
-)
+from dlcfuzz.programs import core
 from program_harness import assert_reproducer_fires_standalone, planted_finding_folder
 
 
 # ---- a compiler-free dialect: NumPy float64 arithmetic with a conditional and a two-trip loop ----------
-def _binary(p: Pool) -> Draw | None:
+def _binary(p: core.Pool) -> core.Draw | None:
     a = p.pick()
-    return Draw([a.name, p.pick(where=lambda v: v.shape == a.shape).name]) if a else None
+    return core.Draw([a.name, p.pick(where=lambda v: v.shape == a.shape).name]) if a else None
 
 
-def _toy_cond(p: Pool) -> Draw | None:
+def _toy_cond(p: core.Pool) -> core.Draw | None:
     x = p.pick()
     first = p.body([], 2, n_results=1) if x else None
     second = p.body([], 2, [(v.dtype, v.shape) for v in first[1]], outer=True) if first else None
     if second is None:
         return None
     bodies = [first[0], second[0]]
-    captured = pass_captured(bodies)
-    return Draw([x.name, *captured], {}, bodies, len(first[1]))
+    captured = core.pass_captured(bodies)
+    return core.Draw([x.name, *captured], {}, bodies, len(first[1]))
 
 
-def _toy_twice(p: Pool) -> Draw | None:
+def _toy_twice(p: core.Pool) -> core.Draw | None:
     x = p.pick()
-    made = p.body([Value(p.fresh(), x.dtype, x.shape)], 2, [(x.dtype, x.shape)], outer=True) if x else None
-    return Draw([x.name], {}, [made[0]], 1) if made else None
+    made = p.body([core.Value(p.fresh(), x.dtype, x.shape)], 2, [(x.dtype, x.shape)], outer=True) if x else None
+    return core.Draw([x.name], {}, [made[0]], 1) if made else None
 
 
 TOY_OPS = {
-    "add": OpSpec("add", _binary, lambda a, at: f"np.add({a[0]}, {a[1]})"),
-    "neg": OpSpec("neg", lambda p: Draw([p.pick().name]), lambda a, at: f"np.negative({a[0]})"),
-    "cond": OpSpec("cond", _toy_cond, lambda a, at: f"({at['fns'][0]} if {a[0]}.sum() > 0 else {at['fns'][1]})"
+    "add": core.OpSpec("add", _binary, lambda a, at: f"np.add({a[0]}, {a[1]})"),
+    "neg": core.OpSpec("neg", lambda p: core.Draw([p.pick().name]), lambda a, at: f"np.negative({a[0]})"),
+    "cond": core.OpSpec("cond", _toy_cond, lambda a, at: f"({at['fns'][0]} if {a[0]}.sum() > 0 else {at['fns'][1]})"
                    f"({', '.join(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:]),
     # the body run twice; one trip stands for it in a reduction
-    "twice": OpSpec("twice", _toy_twice, lambda a, at: f"{at['fns'][0]}(*{at['fns'][0]}({a[0]}))", roles=("body",),
+    "twice": core.OpSpec("twice", _toy_twice, lambda a, at: f"{at['fns'][0]}(*{at['fns'][0]}({a[0]}))", roles=("body",),
                     trip=lambda s, k: s.args),
 }
 
@@ -79,61 +60,65 @@ class ToyDialect:
     ops = TOY_OPS
     dtypes = (("float64", 1.0),)
 
-    def start(self, inputs: list[Input]) -> dict[str, np.ndarray]:
+    def start(self, inputs: list[core.Input]) -> dict[str, np.ndarray]:
         return {i.name: np.zeros(i.shape) for i in inputs}
 
-    def enter(self, state: dict[str, Any], params: list[Value]) -> dict[str, Any]:
+    def enter(self, state: dict[str, Any], params: list[core.Value]) -> dict[str, Any]:
         return {**state, **{p.name: np.zeros(p.shape) for p in params}}
 
-    def apply(self, state: dict[str, Any], stmt: Stmt) -> Any:
+    def apply(self, state: dict[str, Any], stmt: core.Stmt) -> Any:
         results = _run_stmt(stmt, state)
         types = [(str(r.dtype), r.shape) for r in results]
         return types if stmt.bodies else types[0]
 
 
-def _run_stmt(stmt: Stmt, env: dict[str, Any]) -> list[np.ndarray]:
+def _run_stmt(stmt: core.Stmt, env: dict[str, Any]) -> list[np.ndarray]:
     ns: dict[str, Any] = {"np": np}
-    exec(emit_function([stmt], TOY_OPS, "f", stmt.uses(), stmt.defines()), ns)  # noqa: S102 - the test's own source
+    source = core.emit_function([stmt], TOY_OPS, "f", stmt.uses(), stmt.defines())
+    exec(source, ns)  # noqa: S102 - the test's own source
     results = [np.asarray(r) for r in ns["f"](*[env[a] for a in stmt.uses()])]
     env.update(zip(stmt.defines(), results))
     return results
 
 
-def _run(program: Program, inputs: dict[str, np.ndarray]) -> tuple:
+def _run(program: core.Program, inputs: dict[str, np.ndarray]) -> tuple:
     ns: dict[str, Any] = {"np": np}
-    exec(emit(program, TOY_OPS), ns)  # noqa: S102 - the test's own source
+    exec(core.emit(program, TOY_OPS), ns)  # noqa: S102 - the test's own source
     return ns["program"](*[inputs[i.name] for i in program.inputs])
 
 
-def _toy_programs(n: int) -> list[Program]:
-    return [generate(ToyDialect(), np.random.default_rng(seed), 6) for seed in range(n)]
+def _toy_programs(n: int) -> list[core.Program]:
+    return [core.generate(ToyDialect(), np.random.default_rng(seed), 6) for seed in range(n)]
 
 
 def test_regions_round_trip_through_json_and_programs_stored_before_regions_still_load():
     programs = _toy_programs(40)
     regions = [p for p in programs if p.has_region()]
-    assert len(regions) >= 10 and any(s.bodies for p in regions for s in walk(p.stmts) if s not in p.stmts)  # nested
+    nested = any(s.bodies for p in regions for s in core.walk(p.stmts) if s not in p.stmts)
+    assert len(regions) >= 10 and nested
     for p in programs:
-        assert Program.from_json(json.loads(p.dumps())) == p
-        assert decode_test(encode_test(p, 3, [("c", {})]))[0] == p
+        assert core.Program.from_json(json.loads(p.dumps())) == p
+        assert core.decode_test(core.encode_test(p, 3, [("c", {})]))[0] == p
     old = {"inputs": [["x0", "float32", [2, 3], "transposed"]], "stmts": [["neg", ["x0"], {}, "v0"]],
            "outputs": ["v0"]}
-    assert Program.from_json(old).to_json() == old and not Program.from_json(old).has_region()
+    assert core.Program.from_json(old).to_json() == old and not core.Program.from_json(old).has_region()
 
 
-def _nested() -> Program:
+def _nested() -> core.Program:
     """x0 -> v1 = neg(x0); (v7,) = cond(v1, captured v1, x1: true: add(v1, x1) twice-looped, false: neg(x1))."""
-    inner = Stmt("twice", ["v2"], {}, "v4", [Body(["v3"], [Stmt("add", ["v3", "v1"], {}, "v5")], ["v5"])])
-    true = Body(["v1", "x1"], [Stmt("add", ["v1", "x1"], {}, "v2"), inner], ["v4"])
-    false = Body(["v1", "x1"], [Stmt("neg", ["x1"], {}, "v6"), Stmt("add", ["v6", "v6"], {}, "v8")], ["v6"])
-    stmts = [Stmt("add", ["x0", "x0"], {}, "v0"), Stmt("neg", ["x0"], {}, "v1"),
-             Stmt("cond", ["v1", "v1", "x1"], {}, "v7", [true, false])]
-    return Program([Input("x0", "float64", (3,)), Input("x1", "float64", (3,))], stmts, ["v7"])
+    twice = core.Body(["v3"], [core.Stmt("add", ["v3", "v1"], {}, "v5")], ["v5"])
+    inner = core.Stmt("twice", ["v2"], {}, "v4", [twice])
+    true = core.Body(["v1", "x1"], [core.Stmt("add", ["v1", "x1"], {}, "v2"), inner], ["v4"])
+    false = core.Body(["v1", "x1"], [core.Stmt("neg", ["x1"], {}, "v6"), core.Stmt("add", ["v6", "v6"], {}, "v8")],
+                      ["v6"])
+    stmts = [core.Stmt("add", ["x0", "x0"], {}, "v0"), core.Stmt("neg", ["x0"], {}, "v1"),
+             core.Stmt("cond", ["v1", "v1", "x1"], {}, "v7", [true, false])]
+    return core.Program([core.Input("x0", "float64", (3,)), core.Input("x1", "float64", (3,))], stmts, ["v7"])
 
 
 def test_emit_writes_bodies_as_nested_functions_and_closure_follows_captured_values():
     p = _nested()
-    src = emit(p, TOY_OPS)
+    src = core.emit(p, TOY_OPS)
     assert "    def v7_true(v1, x1):\n        v2 = np.add(v1, x1)\n        def v4_body(v3):\n" in src, src
     assert "    v7, = (v7_true if v1.sum() > 0 else v7_false)(v1, x1)\n" in src
     x0, x1 = np.array([-1.0, -2.0, 1.0]), np.array([0.5, 1.0, 2.0])  # v1 = -x0 sums to 2: the true branch
@@ -141,7 +126,7 @@ def test_emit_writes_bodies_as_nested_functions_and_closure_follows_captured_val
     np.testing.assert_array_equal(got, (-x0 + x1) - 2 * x0)  # the true branch: v2 + v1 + v1
     # the loop's body captures v1 from two scopes up: keeping the cond keeps v1's statement, not v0's
     assert p.stmts[2].uses() == ["v1", "x1"] and p.stmts[2].bodies[0].stmts[1].uses() == ["v2", "v1"]
-    assert closure(p, [2]) == [1, 2] and [i.name for i in restrict(p, [2]).inputs] == ["x0", "x1"]
+    assert core.closure(p, [2]) == [1, 2] and [i.name for i in core.restrict(p, [2]).inputs] == ["x0", "x1"]
 
 
 def test_reduction_replaces_a_region_by_one_body_and_drops_its_dead_statements():
@@ -150,28 +135,28 @@ def test_reduction_replaces_a_region_by_one_body_and_drops_its_dead_statements()
     (one trip of it computes another value) but not the conditional around it."""
     p = _nested()
 
-    def fails(q: Program) -> bool:
-        return bool(q.outputs) and any(s.op == "neg" and s.args == ["x1"] for s in walk(q.stmts))
+    def fails(q: core.Program) -> bool:
+        return bool(q.outputs) and any(s.op == "neg" and s.args == ["x1"] for s in core.walk(q.stmts))
 
-    red = reduce_program(p, fails, ops=TOY_OPS)
-    assert not red.has_region() and red.stmts == [Stmt("neg", ["x1"], {}, "v6")] and red.outputs == ["v6"]
+    red = core.reduce_program(p, fails, ops=TOY_OPS)
+    assert not red.has_region() and red.stmts == [core.Stmt("neg", ["x1"], {}, "v6")] and red.outputs == ["v6"]
     assert [i.name for i in red.inputs] == ["x1"]
 
     x0, x1 = np.array([-1.0, -2.0, 1.0]), np.array([0.5, 1.0, 2.0])
 
-    def same_value(q: Program) -> bool:
+    def same_value(q: core.Program) -> bool:
         outs = _run(q, {"x0": x0, "x1": x1})
         return len(outs) == 1 and np.allclose(outs[0], 3 * -x0 + x1)
 
-    red = reduce_program(p, same_value, ops=TOY_OPS)
-    assert [s.op for s in walk(red.stmts)] == ["neg", "add", "twice", "add"], emit(red, TOY_OPS)
+    red = core.reduce_program(p, same_value, ops=TOY_OPS)
+    assert [s.op for s in core.walk(red.stmts)] == ["neg", "add", "twice", "add"], core.emit(red, TOY_OPS)
 
 
 def test_generated_toy_programs_with_regions_run_and_reduce():
     for p in [q for q in _toy_programs(30) if q.has_region()][:8]:
         inputs = {i.name: np.linspace(-2, 2, int(np.prod(i.shape))).reshape(i.shape) for i in p.inputs}
         assert len(_run(p, inputs)) == len(p.outputs)
-        red = reduce_program(p, lambda q: any(s.bodies for s in q.stmts), ops=TOY_OPS)
+        red = core.reduce_program(p, lambda q: any(s.bodies for s in q.stmts), ops=TOY_OPS)
         assert sum(1 for s in red.stmts if s.bodies) == 1 and len(_run(red, inputs)) == len(red.outputs)
 
 
@@ -179,12 +164,12 @@ def test_generated_toy_programs_with_regions_run_and_reduce():
 XLA = ("xla", {"mode": "jit", "compiler_options": {}})
 
 
-def _jax_programs_with_regions(n: int, stmts: int) -> list[tuple[int, Program]]:
+def _jax_programs_with_regions(n: int, stmts: int) -> list[tuple[int, core.Program]]:
     from dlcfuzz.backends.xla.programs import DIALECT
 
     out = []
     for seed in range(200):
-        p = generate(DIALECT, np.random.default_rng(seed), stmts)
+        p = core.generate(DIALECT, np.random.default_rng(seed), stmts)
         if p.has_region():
             out.append((seed, p))
         if len(out) == n:
@@ -202,7 +187,7 @@ def test_jax_programs_with_regions_run_eagerly_and_jit_agrees():
 
     kinds, outcome, t0 = collections.Counter(), collections.Counter(), time.perf_counter()
     for seed, p in _jax_programs_with_regions(22, 3):
-        regions = [s for s in walk(p.stmts) if s.bodies]
+        regions = [s for s in core.walk(p.stmts) if s.bodies]
         kinds.update(f"{s.op}{'/traced' if s.attrs.get('traced') else ''}" for s in regions)
         kinds["nested"] += any(s.bodies for r in regions for b in r.bodies for s in b.stmts)
         meta, arrays = run_program(p, seed, [XLA])
@@ -214,13 +199,15 @@ def test_jax_programs_with_regions_run_eagerly_and_jit_agrees():
     print(f"22 JAX programs with regions in {time.perf_counter() - t0:.0f} s: {dict(kinds)}")
 
 
-def _cond_then_while() -> Program:
+def _cond_then_while() -> core.Program:
     """(v2,) = lax.cond(more than 5 of x1 > 0, tanh, neg)(x0); a while loop adding x0 to it a computed number of times."""
-    cond = Stmt("cond", ["x1", "x0"], {"k": 5}, "v2", [Body(["x0"], [Stmt("tanh", ["x0"], {}, "v0")], ["v0"]),
-                                                     Body(["x0"], [Stmt("neg", ["x0"], {}, "v1")], ["v1"])])
-    loop = Stmt("while_loop", ["x1", "v2"], {"offset": 0}, "v5",
-                [Body(["v3"], [Stmt("add", ["v3", "x0"], {"swap": False, "nonzero": False}, "v4")], ["v4"])])
-    return Program([Input("x0", "float32", (3, 4)), Input("x1", "int32", (3, 4))], [cond, loop], ["v2", "v5"])
+    cond = core.Stmt("cond", ["x1", "x0"], {"k": 5}, "v2",
+                     [core.Body(["x0"], [core.Stmt("tanh", ["x0"], {}, "v0")], ["v0"]),
+                      core.Body(["x0"], [core.Stmt("neg", ["x0"], {}, "v1")], ["v1"])])
+    loop = core.Stmt("while_loop", ["x1", "v2"], {"offset": 0}, "v5",
+                [core.Body(["v3"], [core.Stmt("add", ["v3", "x0"], {"swap": False, "nonzero": False}, "v4")], ["v4"])])
+    return core.Program([core.Input("x0", "float32", (3, 4)), core.Input("x1", "int32", (3, 4))], [cond, loop],
+                        ["v2", "v5"])
 
 
 def test_jax_transformations_of_regions_vmap_jvp_and_grad_where_jax_defines_it():
@@ -239,7 +226,7 @@ def test_jax_transformations_of_regions_vmap_jvp_and_grad_where_jax_defines_it()
     assert "reverse-mode" in meta["skipped"]["xla+grad"] and "xla+grad" not in meta["runs"]
     assert arrays["xla+vmap7/out/1"].shape == (7, 3, 4)
     assert [v.kind for v in judge_program("xla", ProgramTest(p, 3, configs), meta, arrays)[0]] == ["pass"]
-    only_cond = restrict(p, [0], ["v2"])
+    only_cond = core.restrict(p, [0], ["v2"])
     meta, arrays = run_program(only_cond, 3, [XLA, grad])
     assert meta["runs"]["xla+grad"]["status"] == "ok"
     assert [v.kind for v in judge_program("xla", ProgramTest(only_cond, 3, [XLA, grad]), meta, arrays)[0]] == ["pass"]
@@ -271,16 +258,16 @@ def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp
 
 
 # ---- torch: torch.cond, while_loop, a Python for and a Python if, compiled by Inductor ----------------------
-def _torch_programs_with_regions(n: int) -> list[tuple[int, Program]]:
+def _torch_programs_with_regions(n: int) -> list[tuple[int, core.Program]]:
     """The first `n` generated torch programs with a region that run eagerly (no guard, no eager error), kinds
     taken in turn so that each shows."""
     from dlcfuzz.backends.inductor.programs import DIALECT, checked_run, input_specs, make_inputs
 
     wanted = ["cond", "while_loop", "for_range", "python_if"]
-    out: list[tuple[int, Program]] = []
+    out: list[tuple[int, core.Program]] = []
     for seed in range(400):
-        p = generate(DIALECT, np.random.default_rng(seed), 3)
-        kinds = {s.op for s in walk(p.stmts) if s.bodies}
+        p = core.generate(DIALECT, np.random.default_rng(seed), 3)
+        kinds = {s.op for s in core.walk(p.stmts) if s.bodies}
         if not kinds or (wanted and not kinds & set(wanted[:1])):
             continue
         try:
@@ -307,7 +294,7 @@ def test_torch_programs_with_regions_compile_by_inductor_and_agree():
 
     worker_setup()
     chosen = _torch_programs_with_regions(8)
-    kinds = {s.op for _, p in chosen for s in walk(p.stmts) if s.bodies}
+    kinds = {s.op for _, p in chosen for s in core.walk(p.stmts) if s.bodies}
     assert {"cond", "while_loop", "for_range", "python_if"} <= kinds, kinds
     fns = [source_function(p) for _, p in chosen]
 
@@ -351,10 +338,12 @@ def test_training_goes_through_torch_cond():
     from dlcfuzz.strategies.programs import ProgramTest, judge_program
 
     worker_setup()
-    true = Body(["x0", "x1"], [Stmt("mul", ["x0", "x1"], {"nonzero": False}, "v0"), Stmt("tanh", ["v0"], {}, "v1")], ["v1"])
-    false = Body(["x0", "x1"], [Stmt("sub", ["x1", "x0"], {"nonzero": False}, "v2"), Stmt("exp", ["v2"], {}, "v3")], ["v3"])
-    p = Program([Input("x0", "float32", (3, 4)), Input("x1", "float32", (4,))],
-                [Stmt("cond", ["x0", "x0", "x1"], {"k": 3}, "v4", [true, false])], ["v4"], steps=2)
+    true = core.Body(["x0", "x1"], [core.Stmt("mul", ["x0", "x1"], {"nonzero": False}, "v0"),
+                                    core.Stmt("tanh", ["v0"], {}, "v1")], ["v1"])
+    false = core.Body(["x0", "x1"], [core.Stmt("sub", ["x1", "x0"], {"nonzero": False}, "v2"),
+                                     core.Stmt("exp", ["v2"], {}, "v3")], ["v3"])
+    p = core.Program([core.Input("x0", "float32", (3, 4)), core.Input("x1", "float32", (4,))],
+                [core.Stmt("cond", ["x0", "x0", "x1"], {"k": 3}, "v4", [true, false])], ["v4"], steps=2)
     assert trainable(p, DIALECT.ops)
     configs = [("inductor", {"backend": "inductor"})]
     meta, arrays = run_program(p, 1, configs)
@@ -379,7 +368,7 @@ def _campaign_seed_whose_first_test_shows_the_cond_fault(out: Path, configs: lis
     swapped = [("swapped", {"backend": "aot_eager", "fault": COND_FAULT})]
     for seed in range(60):
         pt = campaign.strategy.make_test(0, test_seed(seed, 0)).payload
-        if "cond" not in {s.op for s in walk(pt.program.stmts)}:
+        if "cond" not in {s.op for s in core.walk(pt.program.stmts)}:
             continue
         meta, arrays = run_program(pt.program, pt.seed, swapped)
         if any(v.kind == "bug" for v in judge_program("inductor", ProgramTest(pt.program, pt.seed, swapped), meta,
