@@ -3,7 +3,9 @@ torch 2.13: a spliced program round-trips through the store's form, runs eagerly
 its rewrite when compiled and agrees with eager, and its reproducer (plain torch: the search function imported
 from torch by name) runs standalone; a planted fault in Inductor's replacement patterns is found by a small
 campaign of spliced programs, and the same campaign on the correct Inductor is quiet. The campaign prefers
-search functions whose rewrites have not fired yet. Compiles are few: one program, and two 2-test campaigns."""
+search functions whose rewrites have not fired yet, those fired up to a fixed lag before a test: two campaigns of
+a seed with two jobs splice the same patterns. Compiles: one program, two 2-test campaigns and two 12-test
+campaigns of one-statement programs."""
 
 from __future__ import annotations
 
@@ -142,3 +144,28 @@ def test_a_low_precision_pattern_sets_the_least_float_tolerance():
     assert compare_to_eager(compiled, eager, f64)[0] == "value"
     assert compare_to_eager(compiled, eager, f64, floor)[0] is None
     assert compare_to_eager((f64 * 1.5).astype(np.float32), eager, f64, floor)[0] == "value"
+
+
+def test_two_campaigns_of_a_seed_with_two_jobs_splice_the_same_patterns(tmp_path):
+    """Which pattern a spliced test gets depends on the rewrites fired before it: only those of the tests up to its
+    horizon (LAG numbers before it), which it waits for, so two campaigns of the same seed with --jobs 2 (results
+    coming back in an order the timing decides) splice the same patterns test by test; and the later tests had
+    rewrites fired before their horizon to prefer against (the comparison is not vacuous)."""
+    from dlcfuzz.backends.inductor.programs import pattern_searches
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.programs.core import decode_test
+    from dlcfuzz.strategies.base import LAG
+
+    n = LAG + 4
+    spliced_by_seq, fired_at = [], []
+    for run in ("first", "second"):
+        out = tmp_path / run
+        Campaign(campaign_options(compiler="inductor", strategy="programs", splice=1.0, stmts=1, seconds=900, jobs=2,
+                                  seed=3, out=out, quiet=True, max_tests=n, reduce=False,
+                                  configs=["eager", "inductor"])).run()
+        store = Store(out / "store.sqlite", create=False)
+        spliced_by_seq.append({seq: pattern_searches(decode_test(blob)[0]) for seq, blob in store.blobs_from(0)})
+        fired_at.append([store.test_row(test_id)["seq"] for test_id, _ in store.first_fired()])
+    assert sorted(spliced_by_seq[0]) == list(range(n)) and all(spliced_by_seq[0].values())
+    assert spliced_by_seq[0] == spliced_by_seq[1]
+    assert min(fired_at[0]) <= n - 1 - LAG, fired_at[0]

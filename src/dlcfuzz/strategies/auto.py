@@ -161,7 +161,8 @@ class AutoStrategy(Strategy):
             params = {o.name: o.default for o in cls.options}
             params.update({k: v for k, v in ctx.params.items() if k in params}, **arm.params)
             sub_ctx = dataclasses.replace(ctx, params=params, reducer_pool=self.reducer_for(len(self.subs)),
-                                          mine=self.mine_for(len(self.subs)), unwrap=lambda b: b[len(MAGIC) + 1:])
+                                          mine=self.mine_for(len(self.subs)), unwrap=lambda b: b[len(MAGIC) + 1:],
+                                          horizon=self.horizon)
             self.subs.append(cls(sub_ctx))
         self.stats = [ArmStats() for _ in self.arms]
         self.folded = -1  # the last block whose yields are in the stats
@@ -227,6 +228,12 @@ class AutoStrategy(Strategy):
         """Block b is drawn from blocks up to b-2: those must be judged first (and an arm's own wait holds)."""
         b = seq // BLOCK
         return (b < 2 or self.judged.get(b - 2, 0) >= BLOCK) and all(sub.ready(seq) for sub in self.subs)
+
+    def horizon(self, seq: int) -> int:
+        """The last test of block b-2, which `ready` waits for (and so every earlier one): what an arm's own
+        feedback may use for test `seq` without making the other arms wait (auto calls every arm's `ready` with
+        each of its test numbers, whichever arm the test will be)."""
+        return (seq // BLOCK - 1) * BLOCK - 1
 
     def shares(self) -> list[float]:
         rates = [s.reward / s.tests / COST_S.get(a.name, 0.05) for a, s in zip(self.arms, self.stats)]

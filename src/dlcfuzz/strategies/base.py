@@ -66,6 +66,10 @@ class StrategyStore(Protocol):
     def arm_totals(self) -> list[tuple[int, int, int, float]]: ...
 
 
+# a test learns only from tests at least this many numbers before it (`Strategy.horizon`)
+LAG = 8
+
+
 @dataclass(frozen=True)
 class Option:
     """A strategy option: the `dlcfuzz fuzz` flag `--name` (dashes for underscores), its default and help."""
@@ -169,6 +173,9 @@ class Context:
         default_factory=lambda: [ReductionBudget.disabled("no reduction has started")])
     mine: Callable[[int], bool] | None = None  # inside `auto`: whether test number `seq` is this strategy's
     unwrap: Callable[[bytes], bytes] = lambda blob: blob  # a stored blob as this strategy wrote it
+    # inside `auto`: the last test number whose results test `seq` may learn from (`Strategy.horizon`); auto's
+    # schedule judges those before it makes `seq`, whatever the arm, and its numbers are the ones subs see
+    horizon: Callable[[int], int] | None = None
 
     def own_blobs(self, seqs: Any) -> Any:
         """(seq, blob) of the stored tests that are this strategy's, as it wrote them."""
@@ -279,6 +286,12 @@ class Strategy:
     def ready(self, seq: int) -> bool:
         """Whether test `seq` can be made now (a schedule may wait for earlier results)."""
         return True
+
+    def horizon(self, seq: int) -> int:
+        """The last test number whose results test `seq` may learn from: LAG numbers before it (under `auto`,
+        auto's own horizon), so that what a test learns is the same whatever --jobs and the timing, provided
+        `ready(seq)` waits until the tests up to it are judged."""
+        return self.ctx.horizon(seq) if self.ctx.horizon is not None else seq - LAG
 
     def failed(self, seq: int) -> None:
         """Test `seq` was an internal error (making or judging it raised)."""

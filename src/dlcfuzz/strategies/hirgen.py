@@ -15,7 +15,7 @@ from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import TWIN, Verdict, judge_rejection
-from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Test, judgement_of_failure
+from dlcfuzz.strategies.base import LAG, Context, Judgement, Option, Reduction, Test, judgement_of_failure
 from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
@@ -45,7 +45,6 @@ FEEDBACK = Option("feedback", "off", "compiler-coverage feedback, where the comp
 # --jobs and the timing; a grown test keeps its blob (its kept parent is not rebuilt on replay).
 P_GROW = 0.5
 KEPT_MAX = 64  # the most recent kept graphs
-LAG = 8
 
 
 class HirgenStrategy(GraphStrategy):

@@ -16,7 +16,8 @@ per float input: its gradient after the first step and its value after the last 
 names what differs: output, mutation, gradient, training-state).
 
 Reduction: delta debugging over the statements, each candidate closed over the statements it reads,
-then over the outputs, then the inputs' layouts (programs/core.reduce_program).
+then over the outputs, then the regions (one replaced by one of its bodies run once, dead statements in
+bodies dropped), then the inputs' layouts (programs/core.reduce_program).
 """
 
 from __future__ import annotations
@@ -103,7 +104,12 @@ class ProgramsStrategy(Strategy):
         if self.dialect is None:
             raise UsageError(f"--strategy programs: {ctx.compiler} has no program language")
         self.counts.update(invalid=0, undefined=0)
-        self.fired: set[str] = set()  # the compiler's rewrites this campaign's tests fired (worker meta "fired")
+        # the compiler's rewrites this strategy's tests fired (worker meta "fired"): of the tests up to a horizon
+        # (`fired_before`), and of the judged tests past it, by test number; a spliced test prefers the rewrites
+        # not fired by the tests up to its horizon, so its splice is the same whatever --jobs and the timing
+        self.fired: set[str] = set()
+        self.fired_by: dict[int, list[str]] = {}
+        self.in_flight: set[int] = set()  # tests made, not yet judged
         share = self.params["splice"]
         self.splice_share = getattr(self.dialect, "splice_share", 0.0) if share < 0 else share
         if self.splice_share > 0 and not hasattr(self.dialect, "splice"):
@@ -128,7 +134,7 @@ class ProgramsStrategy(Strategy):
         # test is what it was before splicing existed
         splice = None
         if np.random.default_rng([seed, SPLICE_STREAM]).random() < self.splice_share:
-            splice = self.dialect.splice(rng, self.fired)
+            splice = self.dialect.splice(rng, self.fired_before(seq))
         program = generate(self.dialect, rng, self.params["stmts"], first=splice[0] if splice else None)
         seed_inputs = int(rng.integers(1 << 31))
         configs = self.dialect.per_test_configs(rng, [(c.name, dict(c.options)) for c in self.ctx.configs])
@@ -137,7 +143,22 @@ class ProgramsStrategy(Strategy):
         share = getattr(self.dialect, "train_share", 0.0) if splice is None else float(splice[1])
         program = with_training(program, self.dialect.ops, rng, share)
         pt = ProgramTest(program, seed_inputs, configs, spliced=splice is not None)
+        self.in_flight.add(seq)
         return Test(seq, seed, encode_test(pt.program, pt.seed, pt.configs), pt)
+
+    def fired_before(self, seq: int) -> set[str]:
+        """The rewrites fired by this strategy's tests up to test `seq`'s horizon (`ready` has them judged)."""
+        horizon = self.horizon(seq)
+        for s in [s for s in self.fired_by if s <= horizon]:
+            self.fired.update(self.fired_by.pop(s))
+        return self.fired
+
+    def ready(self, seq: int) -> bool:
+        """Test `seq` waits until this strategy's tests up to its horizon are judged (their fired rewrites)."""
+        return not self.in_flight or min(self.in_flight) > self.horizon(seq)
+
+    def failed(self, seq: int) -> None:
+        self.in_flight.discard(seq)
 
     def keeps_blob(self, test: Test) -> bool:
         """A spliced test depends on the rewrites fired before it (not a function of its seed alone): kept whole."""
@@ -159,6 +180,7 @@ class ProgramsStrategy(Strategy):
 
     # ---- judging ---------------------------------------------------------
     def judge(self, test: Test, res: TaskResult) -> Judgement:
+        self.in_flight.discard(test.seq)
         if res.status != "ok":
             return judgement_of_failure(self.ctx.compiler, res, self.native_frames)
         from dlcfuzz.ir.blob import unpack
@@ -173,7 +195,7 @@ class ProgramsStrategy(Strategy):
         fired = list(meta.get("fired") or [])
         if fired:  # kept as trigger records (the report's table, `auto`'s first-fired yield)
             self.ctx.store.add_triggers(test.test_id, "programs", dict.fromkeys(fired, True))
-            self.fired.update(fired)
+            self.fired_by.setdefault(test.seq, []).extend(fired)
         return Judgement(verdicts, obs, any(o.status == "ok" and o.config != "eager" for o in obs),
                          compiler_s=compiler_s, fired=fired)
 
@@ -209,7 +231,8 @@ class ProgramsStrategy(Strategy):
         shown: dict[str, str] = {}
         fails = self.ctx.budget.guard(self.still_fails(pt, v, shown))
         program = reduce_program(pt.program, fails, max_checks=(self.ctx.backend.reduction_checks
-                                                                if self.ctx.backend is not None else 40))
+                                                                if self.ctx.backend is not None else 40),
+                                 ops=self.dialect.ops)
         red = self.reduction(test, v, program, shown.get(program.dumps()))
         if len(program.stmts) == len(pt.program.stmts) > 1 and self.ctx.budget.stopped is None \
                 and not self.still_fails(pt, v)(pt.program):

@@ -5,7 +5,8 @@ Configurations (options):
   "inductor" (torch.compile's backends: each adds one stage of the compiler);
 - knobs: {"mode": ..., "dynamic": ..., "<torch._inductor.config key>": value}: see knobs.py;
 - fault: one of `cpp.inject_relu_bug_TESTING_ONLY`'s planted faults (configurations
-  `inductor-planted-<fault>`, to prove the oracles).
+  `inductor-planted-<fault>`, to prove the oracles), or `cond` (`inductor-planted-cond`: the programs
+  strategy's torch.cond with its branches swapped when compiled; graphs compile unchanged).
 Every compile runs with `fallback_random=True` and `fullgraph=True` (PyTorch's guidance for fuzzer
 reports; a graph break in plain torch code would be a Dynamo failure, not a fallback).
 
@@ -136,6 +137,9 @@ class InductorBackend(BackendBase):
         for fault in FAULTS:
             name = f"inductor-planted-{fault.replace('_', '-')}"
             c[name] = Config(name, {"backend": "inductor", "fault": fault})
+        # the programs strategy's planted fault inside a region: torch.cond's branches swapped when compiled
+        # (backends/inductor/programs.py); a graph has no torch.cond, so graphs compile as with `inductor`
+        c["inductor-planted-cond"] = Config("inductor-planted-cond", {"backend": "inductor", "fault": "cond"})
         return c
 
     def default_pair(self) -> tuple[Config, Config]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import torch
 
-from dlcfuzz.backends.inductor.knobs import split_knobs
+from dlcfuzz.backends.inductor.knobs import FAULTS, split_knobs
 
 LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "inductor")
 
@@ -88,7 +88,7 @@ def summarize_cpp_compile_error(message: str) -> str:
 def inductor_patch(knobs: dict[str, Any], fault: str | None) -> dict[str, Any]:
     """The torch._inductor.config patch a compile with `knobs` and a planted `fault` runs under."""
     patch = {"fallback_random": True, **split_knobs(knobs)[2]}
-    if fault:
+    if fault in FAULTS:  # Inductor's own planted faults (a program dialect's, e.g. "cond", live in the program)
         patch["cpp.inject_relu_bug_TESTING_ONLY"] = fault
     return patch
 

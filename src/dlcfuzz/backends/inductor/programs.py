@@ -25,7 +25,8 @@ import functools
 import json
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ from dlcfuzz.programs.core import (
     Value,
     emit,
     one_graph,
+    pass_captured,
 )
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE
 
@@ -62,6 +64,8 @@ FREEZING_SHARE = 0.2  # of the other tests, those whose plain Inductor configura
 TRAIN_SHARE = 0.3  # trainable programs (programs.core.trainable) run as training steps
 SPLICE_SHARE = 0.3  # tests whose program starts with one of Inductor's replacement patterns (TorchDialect.splice)
 GRADIENT_FAULT = "gradient"  # a configuration's planted fault "gradient": compiled gradients scaled (tests only)
+COND_FAULT = "cond"  # a configuration's planted fault "cond": torch.cond's branches swapped when compiled (tests only)
+PROGRAM_FAULTS = (GRADIENT_FAULT, COND_FAULT)  # planted in the program dialect, not in Inductor's kernels
 
 # The inputs, built the same way by the runner and by the reproducer (the reproducer embeds this source):
 # floats on a grid of eighths in [-4, 4] (sums and products of a few are exact in float32, so rounding
@@ -842,6 +846,158 @@ def _namespace(stmts: list[Stmt]) -> dict[str, Any]:
     return ns
 
 
+# ---- regions (programs/core.py's bodies, emitted as nested functions) ------------------------------
+# torch.cond (a higher-order op Dynamo captures whole; branches take what they capture as operands, return
+# tensors of the same metadata and alias none of their inputs: results are values a branch defines, made
+# by no view op), torch._higher_order_ops.while_loop (a computed trip count, bounded; the body closes over
+# what it reads), a Python `for` over a constant range (Dynamo unrolls it) and a Python `if` on a computed
+# value (a graph break: `breaks_graph`, compiled with fullgraph=False). The guards run on every trip
+# (`checked_run` runs regions by their Python meaning: `_run_region`). Training goes through torch.cond
+# (Inductor compiles its backward); while_loop has no autograd in torch 2.13: never in a training program.
+MAX_TRIPS = 4
+REGIONS_SOURCE = '''
+from torch._higher_order_ops.while_loop import while_loop  # noqa: E402
+
+
+def for_range(n, body, *carry):
+    """A Python for loop over range(n): Dynamo unrolls it."""
+    for _ in range(n):
+        carry = body(*carry)
+    return carry
+'''
+_REGION_NS: dict[str, Any] = {"torch": torch}
+exec(REGIONS_SOURCE, _REGION_NS)  # noqa: S102 - our own source, shared with the reproducer
+
+
+def _predicate(x: str, at: dict[str, Any]) -> str:
+    """A scalar bool tensor computed from a value: more than `k` of its elements are positive."""
+    return f"({x} > 0).sum() > {at['k']}"
+
+
+def _trips(x: str, at: dict[str, Any]) -> str:
+    return f"(({x} > 0).sum() - {at['offset']}).clamp(0, {MAX_TRIPS})"
+
+
+def _branches(p: Pool, outer: bool) -> tuple[list[Any], list[Value]] | None:
+    """Two bodies returning values of the same types; each takes every value either captures (`outer`: the
+    second may return one of them, where the construct allows an alias: a Python `if`)."""
+    first = p.body([], p.integers(1, 3), n_results=p.integers(1, 2))
+    if first is None:
+        return None
+    need = [(v.dtype, v.shape) for v in first[1]]
+    second = next((b for b in (p.body([], p.integers(1, 4), need, outer=outer and k == 2) for k in range(3))
+                   if b is not None), None)
+    if second is None:
+        return None
+    bodies = [first[0], second[0]]
+    pass_captured(bodies)
+    return bodies, first[1]
+
+
+def _conditional(outer: bool) -> Callable[[Pool], Draw | None]:
+    def sample(p: Pool) -> Draw | None:
+        x = p.pick(NUMERIC + ("bool",))
+        made = _branches(p, outer) if x is not None else None
+        if made is None:
+            return None
+        bodies, results = made
+        views = [a for a in bodies[0].params if p.values[a].view]
+        return Draw([x.name, *bodies[0].params], {"k": p.integers(0, int(np.prod(x.shape)) // 2), "clone": views},
+                    bodies, len(results))
+
+    return sample
+
+
+def _operands(a: list[str], clone: Sequence[str] = ()) -> str:
+    """A tuple of operands; those in `clone` (views: torch.cond takes no operands that alias) cloned."""
+    return "(" + "".join(f"{o}.clone(), " if o in clone else f"{o}, " for o in a).rstrip() + ")"
+
+
+op("cond", _conditional(False), lambda a, at: f"torch.cond({_predicate(a[0], at)}, {at['fns'][0]}, {at['fns'][1]}, "
+   f"{_operands(a[1:], at.get('clone', ()))})", roles=("true", "false"), trip=lambda s, k: s.args[1:], weight=2.0)
+op("python_if", _conditional(True), lambda a, at: f"({at['fns'][0]} if bool({_predicate(a[0], at)}) else "
+   f"{at['fns'][1]})({', '.join(a[1:])})", roles=("true", "false"), trip=lambda s, k: s.args[1:],
+   breaks_graph=True, weight=0.8)
+
+
+def _carry(p: Pool) -> list[Value]:
+    first = p.pick(NUMERIC + ("bool",))
+    if first is None:
+        return []
+    second = p.pick(NUMERIC + ("bool",)) if p.coin(0.4) else None
+    return [first, *([second] if second is not None and second.name != first.name else [])]
+
+
+def _loop(p: Pool, counted: bool) -> Draw | None:
+    carry = _carry(p)
+    x = p.pick(NUMERIC + ("bool",))
+    if not carry or x is None:
+        return None
+    params = [Value(p.fresh(), v.dtype, v.shape) for v in carry]
+    need = [(v.dtype, v.shape) for v in carry]
+    made = next((b for b in (p.body(params, p.integers(1, 3), need) for _ in range(3)) if b is not None), None)
+    if made is None:
+        return None
+    reads = {v.name for v in carry} | {x.name, *made[0].captured()}
+    if not counted and ({v.name for v in carry} & {x.name, *made[0].captured()} or any(p.values[a].view for a in reads)):
+        return None  # while_loop refuses values that alias each other ("might be aliasing the input")
+    at = {"n": p.integers(0, MAX_TRIPS)} if counted else {"offset": p.integers(0, 2)}
+    return Draw([*([] if counted else [x.name]), *(v.name for v in carry)], at, [made[0]], len(carry))
+
+
+op("while_loop", lambda p: _loop(p, False), lambda a, at: f"while_loop(lambda i, *c: i < {_trips(a[0], at)}, "
+   f"lambda i, *c: (i + 1, *{at['fns'][0]}(*c)), (torch.zeros((), dtype=torch.int64), {', '.join(a[1:])}))[1:]",
+   roles=("body",), trip=lambda s, k: s.args[1:], differentiable=False, weight=1.2)
+op("for_range", lambda p: _loop(p, True), lambda a, at: f"for_range({at['n']}, {at['fns'][0]}, {', '.join(a)})",
+   roles=("body",), trip=lambda s, k: s.args, weight=1.2)
+
+
+def _run_region(stmt: Stmt, env: dict[str, Any], call: Callable[[Any, list[Any]], list[Any]],
+                decide: bool) -> list[Any]:
+    """A region by its Python meaning, each body run by `call(body, args)`: the branch the predicate picks,
+    the loop's trips; without `decide` (meta tensors: no value to decide on) every branch once (their
+    types must agree) and a loop's body once."""
+    at, args = stmt.attrs, [env[a] if isinstance(a, str) else a for a in stmt.args]
+    ns = {"torch": torch, **env}
+    if stmt.op in ("cond", "python_if"):
+        if not decide:
+            results = [call(b, args[1:]) for b in stmt.bodies]
+            if [[(r.dtype, r.shape) for r in rs] for rs in results].count(
+                    [(r.dtype, r.shape) for r in results[0]]) != len(results):
+                raise TypeError("branches of different types")
+            if stmt.op == "cond":
+                _refused_by_higher_order_op(env, results, results[0])
+            return results[0]
+        taken = bool(eval(_predicate(stmt.args[0], at), ns))  # noqa: S307 - our own generated source
+        return call(stmt.bodies[0 if taken else 1], args[1:])
+    carry = args if stmt.op == "for_range" else args[1:]
+    if not decide:
+        once = call(stmt.bodies[0], carry)
+        if stmt.op == "while_loop":
+            _refused_by_higher_order_op(env, [once], carry)
+        return once
+    trips = at["n"] if stmt.op == "for_range" else int(eval(_trips(stmt.args[0], at), ns))  # noqa: S307
+    for _ in range(trips):
+        carry = call(stmt.bodies[0], carry)
+    return carry
+
+
+def _refused_by_higher_order_op(env: dict[str, Any], results: list[list[torch.Tensor]],
+                                like: list[torch.Tensor]) -> None:
+    """Raises where torch refuses a torch.cond's branches or a while_loop's body, typed on meta tensors
+    (`results`: each body's results; `like`: what their strides must be, a loop's carried values). torch traces
+    the bodies on fake tensors and wants every branch's results with the same strides (a loop's body, its
+    carried values'): torch 2.13's cond refuses a different order of strides and trips on a stride that differs
+    along a size-1 dimension alone (a `.to` keeping a transposed input's strides beside an op's contiguous
+    result); and no result may be a value the body was given or closes over (a `.to` of a value's own dtype
+    returns the value itself)."""
+    strides = [t.stride() for t in like]
+    if any([r.stride() for r in rs] != strides for rs in results):
+        raise TypeError("results of other strides than the construct's (torch's higher-order ops refuse them)")
+    if any(r is v for rs in results for r in rs for v in env.values()):
+        raise TypeError("a result that is one of the values given (torch's higher-order ops refuse aliases)")
+
+
 # ---- the dialect ---------------------------------------------------------------------------------
 def _layout(t: torch.Tensor, layout: str) -> torch.Tensor:
     if layout == "transposed":
@@ -879,7 +1035,12 @@ class TorchDialect:
     def start(self, inputs: list[Input]) -> dict[str, torch.Tensor]:
         return {i.name: _meta(i) for i in inputs}
 
-    def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
+    def enter(self, state: dict[str, torch.Tensor], params: list[Value]) -> dict[str, torch.Tensor]:
+        return {**state, **{p.name: _meta(Input(p.name, p.dtype, p.shape)) for p in params}}
+
+    def apply(self, state: dict[str, torch.Tensor], stmt: Stmt) -> Any:
+        if stmt.bodies:
+            return self._apply_region(state, stmt)
         with torch.no_grad():
             if OPS[stmt.op].breaks_graph:  # a decision on a value: zeros of the same types decide it
                 zeros = {a: torch.zeros(state[a].shape, dtype=state[a].dtype) for a in stmt.uses()}
@@ -906,6 +1067,22 @@ class TorchDialect:
 
         seed = choose_splice(rng, fired)
         return (lambda pool: [splice_statement(seed, pool, "v0")]), seed.training
+
+    def _apply_region(self, state: dict[str, torch.Tensor], stmt: Stmt) -> list[tuple[str, tuple[int, ...]]]:
+        """A region's types: its bodies typed statement by statement on meta tensors (every branch, a loop's
+        body once; `_run_region`)."""
+        def call(body: Any, args: list[Any]) -> list[Any]:
+            inner = {**state, **dict(zip(body.params, args))}
+            for t in body.stmts:
+                self.apply(inner, t)
+            return [inner[r] for r in body.results]
+
+        results = _run_region(stmt, state, call, decide=False)
+        for name, r in zip(stmt.defines(), results, strict=True):
+            if r.numel() > 4096 or r.dim() > 5:
+                raise ValueError("too large")
+            state[name] = r
+        return [(str(r.dtype).removeprefix("torch."), tuple(r.shape)) for r in results]
 
     def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
                          ) -> list[tuple[str, dict[str, Any]]]:
@@ -963,26 +1140,46 @@ def _overflow(stmt: Stmt, env: dict[str, Any], result: torch.Tensor) -> tuple[st
     return None
 
 
+class _Undefined(Exception):
+    """Undefined behaviour met (its (category, reason) in args[0])."""
+
+
 def checked_run(program: Program, inputs: dict[str, torch.Tensor]) -> tuple[str, str] | None:
-    """Run the program eagerly a statement at a time with each op's guards; (category, reason) of the
-    first undefined behaviour, or None. Raises what eager raises (an invalid program)."""
+    """Run the program eagerly a statement at a time with each op's guards (a region's bodies on every trip
+    they run); (category, reason) of the first undefined behaviour, or None. Raises what eager raises (an
+    invalid program)."""
     env: dict[str, Any] = dict(inputs)
     with torch.no_grad():
-        for stmt in program.stmts:
-            spec = OPS[stmt.op]
-            args = [env[a] if isinstance(a, str) else a for a in stmt.args]
-            if spec.undefined is not None and (ub := spec.undefined(args, stmt.attrs)) is not None:
-                return ub
-            before = {a: env[a].clone() for a in stmt.uses()} if spec.overflows and stmt.out is None else None
-            r = _eval(stmt, env)
-            if stmt.out is not None:
-                env[stmt.out] = r
-            if spec.overflows:
-                res = r if stmt.out is not None else env[stmt.args[0]]
-                wide_env = before if before is not None else env
-                if (ub := _overflow(stmt, wide_env, res)) is not None:
-                    return ub
+        try:
+            _checked_stmts(program.stmts, env)
+        except _Undefined as ub:
+            return ub.args[0]
     return None
+
+
+def _checked_stmts(stmts: list[Stmt], env: dict[str, Any]) -> None:
+    def call(body: Any, args: list[Any]) -> list[Any]:
+        inner = {**env, **dict(zip(body.params, args))}
+        _checked_stmts(body.stmts, inner)
+        return [inner[r] for r in body.results]
+
+    for stmt in stmts:
+        if stmt.bodies:
+            env.update(zip(stmt.defines(), _run_region(stmt, env, call, decide=True), strict=True))
+            continue
+        spec = OPS[stmt.op]
+        args = [env[a] if isinstance(a, str) else a for a in stmt.args]
+        if spec.undefined is not None and (ub := spec.undefined(args, stmt.attrs)) is not None:
+            raise _Undefined(ub)
+        before = {a: env[a].clone() for a in stmt.uses()} if spec.overflows and stmt.out is None else None
+        r = _eval(stmt, env)
+        if stmt.out is not None:
+            env[stmt.out] = r
+        if spec.overflows:
+            res = r if stmt.out is not None else env[stmt.args[0]]
+            wide_env = before if before is not None else env
+            if (ub := _overflow(stmt, wide_env, res)) is not None:
+                raise _Undefined(ub)
 
 
 def _arrays(tag: str, result: dict[str, list[torch.Tensor]]) -> dict[str, np.ndarray]:
@@ -991,10 +1188,19 @@ def _arrays(tag: str, result: dict[str, list[torch.Tensor]]) -> dict[str, np.nda
             for kind, ts in result.items() for k, t in enumerate(ts)}
 
 
-def source_function(program: Program) -> Callable[..., tuple]:
-    ns = _namespace(program.stmts)
-    exec(emit(program, OPS), ns)  # noqa: S102 - our own generated source
+def source_function(program: Program, ops: dict[str, OpSpec] = OPS) -> Callable[..., tuple]:
+    ns = {**_REGION_NS, **_namespace(program.stmts)}
+    exec(emit(program, ops), ns)  # noqa: S102 - our own generated source
     return ns["program"]
+
+
+def planted_ops(fault: str | None) -> dict[str, OpSpec]:
+    """The op table a compiled configuration's program is written with: with the planted fault `cond`
+    (tests only), torch.cond's branches swapped (a fault that shows only inside a region)."""
+    if fault != COND_FAULT:
+        return OPS
+    spec = OPS["cond"]
+    return {**OPS, "cond": replace(spec, spell=lambda a, at: spec.spell(a, {**at, "fns": at["fns"][::-1]}))}
 
 
 def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
@@ -1039,7 +1245,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         if backend == "eager":
             continue
         knobs, fault = dict(options.get("knobs") or {}), options.get("fault")
-        inductor_fault = None if fault == GRADIENT_FAULT else fault
+        inductor_fault = None if fault in PROGRAM_FAULTS else fault
 
         def example() -> list[Any]:
             return [t.requires_grad_().clone() if train and t.is_floating_point() else t
@@ -1052,7 +1258,8 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
             # of rewrites not fired yet); the FX graph caches are off meanwhile (a hit skips the passes)
             with recording_fired() as applied:
                 torch._dynamo.utils.counters.clear()
-                compiled = compile_callable(fn, example, backend, knobs, inductor_fault, train, fullgraph)
+                compiled = compile_callable(source_function(program, planted_ops(fault)), example, backend, knobs,
+                                            inductor_fault, train, fullgraph)
                 breaks = sum(torch._dynamo.utils.counters["graph_break"].values())
                 if fault == GRADIENT_FAULT:
                     compiled = _perturbed_gradients(compiled)
@@ -1107,7 +1314,8 @@ _REPRO_MAIN = '''
 def compiled_fn(opts):
     torch.compiler.reset()
     kwargs = {"mode": opts["mode"]} if opts["mode"] != "default" else {}
-    return torch.compile(program, backend=opts["backend"], fullgraph=FULLGRAPH, dynamic=opts["dynamic"], **kwargs)
+    return torch.compile(program_compiled, backend=opts["backend"], fullgraph=FULLGRAPH, dynamic=opts["dynamic"],
+                         **kwargs)
 
 
 def run(fn, wide=False, opts=None):
@@ -1168,6 +1376,10 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
     floor = (f"\nTOL_FLOOR = {splice_tolerance(program)!r}  # a spliced pattern computes in float16 or bfloat16"
              if splice_tolerance(program) else "")
+    ops = planted_ops(options.get("fault"))
+    faulty = emit(program, ops, "program_compiled") if ops is not OPS else "program_compiled = program\n"
+    if ops is not OPS:
+        det += "\n# PLANTED FAULT (dlcfuzz's own, not PyTorch's): the compiled program has torch.cond's branches swapped"
     training = (f"; as {program.steps} training step{'s' * (program.steps > 1)} (execute below), the gradients of "
                 "the float inputs and their values after the steps too") if program.steps else ""
     return f'''"""{title}
@@ -1193,9 +1405,9 @@ FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on 
 PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
 TOL = {TOLERANCE!r}{floor}
-{INPUTS_SOURCE}{RUN_SOURCE}{_patterns_source(program)}
+{INPUTS_SOURCE}{RUN_SOURCE}{REGIONS_SOURCE if program.has_region() else ""}{_patterns_source(program)}
 
-{emit(program, OPS)}{_wide_source(program)}{_REPRO_MAIN}'''
+{emit(program, OPS)}{faulty}{_wide_source(program)}{_REPRO_MAIN}'''
 
 
 __all__ = ["DIALECT", "GRADIENT_FAULT", "INPUTS_SOURCE", "OPS", "RUN_SOURCE", "SPLICE_SHARE", "TRAIN_SHARE", "UNDEFINED",

@@ -2,7 +2,8 @@
 
 `planted-xla:PASS@OP` is the real XLA whose every compile in which HLO pass PASS runs (it is neither
 named in `xla_disable_hlo_passes` nor switched off by `xla_disable_all_hlo_passes`) gets a program in
-which OP's result is off by one, as if PASS miscompiled OP. Disabling PASS removes the fault, which
+which OP's result is off by one, as if PASS miscompiled OP. OP may also be an op of the JAX program
+dialect alone: `cond` or `switch` then get their branches in reverse order (a fault only inside a region). Disabling PASS removes the fault, which
 is exactly what `XlaBackend.minimize_config` must discover. The eager configuration never runs a pass
 and stays correct. Real compiler, deliberately broken.
 """
@@ -30,10 +31,15 @@ class PlantedXla(XlaBackend):
         super().__init__()
         if pass_name not in optional_passes():
             raise UsageError(f"planted-xla: {pass_name!r} is not an optional HLO pass of this XLA")
+        from dlcfuzz.backends.xla.programs import OPS
+
         try:
             get_op(op)
+            self.graph_op = True
         except KeyError:
-            raise UsageError(f"planted-xla: unknown operator {op!r}") from None
+            if op not in OPS:
+                raise UsageError(f"planted-xla: unknown operator {op!r}") from None
+            self.graph_op = False  # an op of JAX programs alone (e.g. a region, cond): graphs compile unchanged
         self.pass_name, self.op = pass_name, op
         self.name = f"{PREFIX}{pass_name}@{op}"
 
@@ -48,7 +54,7 @@ class PlantedXla(XlaBackend):
         return JaxDialect(fault=(self.pass_name, self.op))
 
     def build(self, lowered: Any, g: Graph, config: Config) -> XlaCompiled:
-        if pass_enabled(config.options, self.pass_name):
+        if self.graph_op and pass_enabled(config.options, self.pass_name):
             from dlcfuzz.lower.jax import TARGET, to_jax_program
 
             right = TARGET.rule(self.op)
@@ -79,3 +85,4 @@ def register_planted(pass_name: str, op: str) -> str:
 
 
 DEFAULT = register_planted("algsimp", "add")  # `--plugin dlcfuzz.backends.xla.planted --compiler planted-xla:algsimp@add`
+REGION = register_planted("algsimp", "cond")  # the programs strategy's fault inside a region: lax.cond's branches swapped

@@ -60,6 +60,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 from dlcfuzz.oracle import categories as C  # noqa: E402
+from dlcfuzz.programs import core  # noqa: E402 - its region helpers: core.body_names, emit_function, differentiable
 from dlcfuzz.programs.core import Draw, Input, OpSpec, Pool, Program, Stmt, Value, emit  # noqa: E402
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE  # noqa: E402
 
@@ -648,6 +649,163 @@ op("concatenate", _axis_op(lambda p, x, ax: Draw([x.name, _same(p, x)], {"axis":
    lambda a, at: f"lax.concatenate([{a[0]}, {a[1]}], {at['axis']})", weight=0.5)
 
 
+# ---- regions (programs/core.py's bodies; emitted as nested functions) -------------------------------
+# A branch takes what it captures as its operands (lax.cond/switch pass them); a loop's body closes over
+# them. Trip counts are bounded (MAX_TRIPS) so every loop terminates; a computed count is clipped into
+# [0, MAX_TRIPS]. Undefined behaviour inside a body is checked on the values of each trip (`checked_run`).
+MAX_TRIPS = 4
+
+
+def _predicate(x: str, at: dict[str, Any]) -> str:
+    """A scalar bool computed from a value: more than `k` of its elements are positive."""
+    return f"jnp.sum({x} > 0) > {at['k']}"
+
+
+def _trips(x: str, at: dict[str, Any]) -> str:
+    """A trip count computed from a value (its positive elements), clipped into [0, MAX_TRIPS]."""
+    return f"jnp.clip(jnp.sum({x} > 0) - {at['offset']}, 0, {MAX_TRIPS}).astype(jnp.int32)"
+
+
+def _branches(p: Pool, n: int) -> tuple[list[Any], list[Value]] | None:
+    """`n` bodies returning values of the same types (the first's); each takes every value any captures."""
+    first = p.body([], p.integers(1, 3), n_results=p.integers(1, 2))
+    if first is None:
+        return None
+    bodies, results = [first[0]], first[1]
+    need = [(v.dtype, v.shape) for v in results]
+    for _ in range(n - 1):
+        other = _retried(lambda outer: p.body([], p.integers(1, 4), need, outer=outer))
+        if other is None:
+            return None
+        bodies.append(other[0])
+    core.pass_captured(bodies)
+    return bodies, results
+
+
+def _cond(p: Pool) -> Draw | None:
+    x = p.pick(NUM + ("bool",))
+    made = _branches(p, 2) if x is not None else None
+    if made is None:
+        return None
+    bodies, results = made
+    return Draw([x.name, *bodies[0].params], {"k": p.integers(0, int(np.prod(x.shape)) // 2)}, bodies, len(results))
+
+
+def _operands(a: list[str]) -> str:
+    return "".join(f", {o}" for o in a)
+
+
+op("cond", _cond, lambda a, at: f"lax.cond({_predicate(a[0], at)}, {at['fns'][0]}, {at['fns'][1]}{_operands(a[1:])})",
+   roles=("true", "false"),
+   trip=lambda s, k: s.args[1:], weight=1.2)
+
+
+def _switch(p: Pool) -> Draw | None:
+    x = p.pick(NUM + ("bool",))
+    made = _branches(p, p.integers(2, 3)) if x is not None else None
+    if made is None:
+        return None
+    bodies, results = made
+    return Draw([x.name, *bodies[0].params], {"offset": p.integers(0, 2)}, bodies, len(results))
+
+
+# an index out of range is clamped (lax.switch's documented semantics): the offset makes both ends happen
+op("switch", _switch, lambda a, at: f"lax.switch(jnp.sum({a[0]} > 0) - {at['offset']}, [{', '.join(at['fns'])}]"
+   f"{_operands(a[1:])})", trip=lambda s, k: s.args[1:], weight=0.8)
+
+
+BRANCHING = ("cond", "switch")  # regions whose bodies are alternatives (a planted fault reverses them)
+
+
+def _carry(p: Pool) -> list[Value]:
+    first = p.pick(ANY)
+    if first is None:
+        return []
+    second = p.pick(ANY) if p.coin(0.4) else None
+    return [first, *([second] if second is not None and second.name != first.name else [])]
+
+
+def _step(p: Pool, carry: list[Value], index: bool = False) -> tuple[Any, list[Value]] | None:
+    """A loop body: parameters like the carry (after an int32 index), its results of the carry's types."""
+    params = ([Value(p.fresh(), "int32", ())] if index else []) + [Value(p.fresh(), v.dtype, v.shape) for v in carry]
+    return _retried(lambda outer: p.body(params, p.integers(1, 3), [(v.dtype, v.shape) for v in carry],
+                                         outer=outer))
+
+
+def _retried(make: Callable[[bool], Any]) -> Any:
+    """A body of the types needed: three tries, the last of which may return a parameter or a captured value."""
+    return next((b for b in (make(outer) for outer in (False, False, True)) if b is not None), None)
+
+
+def _carried(a: list[str]) -> str:
+    return "(" + "".join(f"{x}, " for x in a).rstrip() + ")"
+
+
+def _while_loop(p: Pool) -> Draw | None:
+    x, carry = p.pick(NUM + ("bool",)), _carry(p)
+    made = _step(p, carry) if x is not None and carry else None
+    if made is None:
+        return None
+    return Draw([x.name, *(v.name for v in carry)], {"offset": p.integers(-1, 2)}, [made[0]], len(carry))
+
+
+# the trip count is computed from data (bounded); the step counter rides in the carry in front of the body's values
+op("while_loop", _while_loop, lambda a, at: f"lax.while_loop(lambda c: c[0] < {_trips(a[0], at)}, lambda c: "
+   f"(c[0] + 1, *{at['fns'][0]}(*c[1:])), (jnp.int32(0), {''.join(x + ', ' for x in a[1:]).rstrip()}))[1:]",
+   roles=("body",), trip=lambda s, k: s.args[1:], weight=1.0, differentiable=False)
+
+
+def _fori_loop(p: Pool) -> Draw | None:
+    carry = _carry(p)
+    made = _step(p, carry, index=True) if carry else None
+    if made is None:
+        return None
+    lo = p.integers(0, 2)
+    at = {"lo": lo, "hi": lo + p.integers(0, MAX_TRIPS - 1), "traced": False}
+    x = p.pick(NUM + ("bool",))
+    if x is not None and p.coin(0.5):  # a traced upper bound (args[0]): XLA gets a while loop instead of a scan
+        at.update(traced=True, offset=p.integers(-1, 2))
+    return Draw([*([x.name] if at["traced"] else []), *(v.name for v in carry)], at, [made[0]], len(carry))
+
+
+def _spell_fori(a: list[str], at: dict[str, Any]) -> str:
+    hi = f"{at['lo']} + {_trips(a[0], at)}" if at["traced"] else str(at["hi"])
+    return (f"lax.fori_loop({at['lo']}, {hi}, lambda i, c: {at['fns'][0]}(jnp.asarray(i, jnp.int32), *c), "
+            f"{_carried(a[1:] if at['traced'] else a)})")
+
+
+# static bounds (Python ints) lower to a scan, a traced bound to a while loop
+op("fori_loop", _fori_loop, _spell_fori, roles=("body",), weight=1.0, differentiable=lambda at: not at["traced"],
+   trip=lambda s, k: [s.attrs["lo"], *s.args[1 if s.attrs["traced"] else 0:]])
+
+
+def _scan(p: Pool) -> Draw | None:
+    carry = _carry(p)
+    xs = p.pick(ANY, min_rank=1, where=lambda v: v.shape[0] <= 6)
+    if not carry or xs is None:
+        return None
+    params = [Value(p.fresh(), v.dtype, v.shape) for v in carry] + [Value(p.fresh(), xs.dtype, xs.shape[1:])]
+    made = _retried(lambda outer: p.body(params, p.integers(1, 3), [(v.dtype, v.shape) for v in carry],
+                                         n_results=1, outer=outer))
+    if made is None or len(made[1]) == len(carry):
+        return None
+    n = len(carry)
+    return Draw([*(v.name for v in carry), xs.name], {"n_carry": n, "reverse": p.coin(0.3),
+                                                     "unroll": p.choice((1, 1, 2, True))},
+                [made[0]], len(made[1]))
+
+
+def _spell_scan(a: list[str], at: dict[str, Any]) -> str:
+    n = at["n_carry"]
+    return (f"lax.scan(lambda c, x: (lambda r: (r[:{n}], r[{n}:]))({at['fns'][0]}(*c, x)), {_carried(a[:n])}, "
+            f"{a[n]}, reverse={at['reverse']}, unroll={at['unroll']})")
+
+
+# results: the final carry, then the body's other results stacked along a new leading axis
+op("scan", _scan, _spell_scan, roles=("body",), weight=1.0,
+   unpack=lambda outs, at: f"{_carried(outs[:at['n_carry']])}, {_carried(outs[at['n_carry']:])}")
+
+
 # ---- type inference ----------------------------------------------------------------------------
 def _spell(stmt: Stmt, ops: dict[str, OpSpec] = OPS) -> str:
     from dlcfuzz.lower.pysource.codegen import literal
@@ -656,6 +814,13 @@ def _spell(stmt: Stmt, ops: dict[str, OpSpec] = OPS) -> str:
 
 
 def _stmt_fn(stmt: Stmt) -> Callable[[dict[str, Any]], Any]:
+    """The statement as a function of the values it reads (a region: of those it passes and captures too);
+    a region's returns its results as a tuple."""
+    if stmt.bodies:
+        uses = stmt.uses()
+        ns: dict[str, Any] = dict(EVAL_NS)
+        exec(core.emit_function([stmt], OPS, "region", uses, stmt.defines()), ns)  # noqa: S102 - our own source
+        return lambda env: ns["region"](*[env[a] for a in uses])
     code = compile(_spell(stmt), f"<{stmt.op}>", "eval")
     return lambda env: eval(code, EVAL_NS, dict(env))  # noqa: S307 - our own generated source
 
@@ -747,15 +912,21 @@ class JaxDialect:
     def start(self, inputs: list[Input]) -> dict[str, jax.ShapeDtypeStruct]:
         return {i.name: _struct(i) for i in inputs}
 
+    def enter(self, state: dict[str, Any], params: list[Value]) -> dict[str, Any]:
+        return {**state, **{p.name: jax.ShapeDtypeStruct(p.shape, np.dtype(p.dtype)) for p in params}}
+
     def apply(self, state: dict[str, Any], stmt: Stmt) -> tuple[str, tuple[int, ...]] | None:
         used = {a: state[a] for a in stmt.uses()}
         r = jax.eval_shape(_stmt_fn(stmt), used)
-        if not isinstance(r, jax.ShapeDtypeStruct) or str(r.dtype) not in ANY:
-            raise TypeError("not a real array")
-        if r.size > MAX_ELEMENTS or r.size == 0 or len(r.shape) > 5:
-            raise ValueError("too large or empty")  # keep programs small: compiles stay fast
-        state[stmt.out] = jax.ShapeDtypeStruct(r.shape, r.dtype)
-        return str(r.dtype), tuple(r.shape)
+        results = list(r) if stmt.bodies else [r]
+        for name, t in zip(stmt.defines(), results, strict=True):
+            if not isinstance(t, jax.ShapeDtypeStruct) or str(t.dtype) not in ANY:
+                raise TypeError("not a real array")
+            if t.size > MAX_ELEMENTS or t.size == 0 or len(t.shape) > 5:
+                raise ValueError("too large or empty")  # keep programs small: compiles stay fast
+            state[name] = jax.ShapeDtypeStruct(t.shape, t.dtype)
+        types = [(str(t.dtype), tuple(t.shape)) for t in results]
+        return types if stmt.bodies else types[0]
 
     def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
                          ) -> list[tuple[str, dict[str, Any]]]:
@@ -800,12 +971,15 @@ DIALECT = JaxDialect()
 
 # ---- the run -------------------------------------------------------------------------------------
 def _planted_ops(fault: tuple[str, str] | None, options: dict[str, Any]) -> dict[str, OpSpec]:
-    """The op table a compile sees: with a planted fault whose pass runs in it, its op off by one."""
+    """The op table a compile sees: with a planted fault whose pass runs in it, its op off by one (a
+    conditional region, cond or switch: its branches in reverse order, so the fault shows only inside it)."""
     from dlcfuzz.backends.xla.passes import pass_enabled
 
     if fault is None or fault[1] not in OPS or not pass_enabled(options, fault[0]):
         return OPS
     spec = OPS[fault[1]]
+    if fault[1] in BRANCHING:
+        return {**OPS, fault[1]: replace(spec, spell=lambda a, at: spec.spell(a, {**at, "fns": at["fns"][::-1]}))}
     return {**OPS, fault[1]: replace(spec, spell=lambda a, at: f"_planted({spec.spell(a, at)})")}
 
 
@@ -822,26 +996,65 @@ def source_function(program: Program, ops: dict[str, OpSpec] = OPS) -> Callable[
     return ns["program"]
 
 
+class _Undefined(Exception):
+    """Undefined behaviour met inside a region's body (its (category, reason) in args[0])."""
+
+
 def checked_run(program: Program, inputs: dict[str, np.ndarray], batch: int = 0) -> tuple[str, str] | None:
     """Run the program eagerly a statement at a time (each under `batch` vmaps: a vmap test's batched
-    inputs) with each op's guards on the actual values; (category, reason) of the first undefined
-    behaviour, or None. Raises what eager raises (an invalid program)."""
+    inputs) with each op's guards on the actual values, a region's bodies too, on each trip; (category,
+    reason) of the first undefined behaviour, or None. Raises what eager raises (an invalid program)."""
     env: dict[str, Any] = {k: jnp.asarray(v) for k, v in inputs.items()}
     with jax.disable_jit():
-        for stmt in program.stmts:
-            spec = OPS[stmt.op]
-            if spec.undefined is not None:
-                args = [env[a] if isinstance(a, str) else a for a in stmt.args]
-                if (ub := spec.undefined(args, {**stmt.attrs, "batch": batch})) is not None:
-                    return ub
-            f = _stmt_fn(stmt)
-            for _ in range(batch):
-                f = jax.vmap(f)
-            env[stmt.out] = f({a: env[a] for a in stmt.uses()})
-            if stmt.op in ("nextafter", "reduce_precision", "bitcast_convert_type") \
-                    and _subnormal(np.asarray(env[stmt.out])):
-                return UNDEFINED, f"{stmt.op}: a subnormal result (XLA:CPU flushes subnormals in compiled code)"
+        try:
+            _checked_stmts(program.stmts, env, batch)
+        except _Undefined as ub:
+            return ub.args[0]
     return None
+
+
+def _checked_stmts(stmts: list[Stmt], env: dict[str, Any], batch: int) -> None:
+    for stmt in stmts:
+        if stmt.bodies:
+            for name, value in zip(stmt.defines(), _checked_region(stmt, env, batch), strict=True):
+                env[name] = value
+            continue
+        spec = OPS[stmt.op]
+        if spec.undefined is not None:
+            args = [env[a] if isinstance(a, str) else a for a in stmt.args]
+            if (ub := spec.undefined(args, {**stmt.attrs, "batch": batch})) is not None:
+                raise _Undefined(ub)
+        f = _stmt_fn(stmt)
+        for _ in range(batch):
+            f = jax.vmap(f)
+        env[stmt.out] = f({a: env[a] for a in stmt.uses()})
+        if stmt.op in ("nextafter", "reduce_precision", "bitcast_convert_type") \
+                and _subnormal(np.asarray(env[stmt.out])):
+            raise _Undefined((UNDEFINED, f"{stmt.op}: a subnormal result (XLA:CPU flushes subnormals in compiled "
+                                         "code)"))
+
+
+def _checked_region(stmt: Stmt, env: dict[str, Any], batch: int) -> list[Any]:
+    """A region run by its own construct under `jax.disable_jit()` (lax.cond, while_loop, scan and
+    fori_loop then call the bodies on concrete values, trip by trip) with bodies that check each
+    statement; in a batched run, each batch element on its own (a guard needs concrete values), stacked."""
+    if batch:
+        uses = stmt.uses()
+        rows = [_checked_region(stmt, {a: env[a][b] for a in uses}, batch - 1) for b in range(env[uses[0]].shape[0])]
+        return [jnp.stack(col) for col in zip(*rows)]
+    spec = OPS[stmt.op]
+    fns = core.body_names(stmt, spec)
+
+    def checked_body(body: Any) -> Callable[..., tuple]:
+        def call(*params: Any) -> tuple:
+            local = {**env, **dict(zip(body.params, params))}
+            _checked_stmts(body.stmts, local, 0)
+            return tuple(local[r] for r in body.results)
+        return call
+
+    ns = {**EVAL_NS, **{a: env[a] for a in stmt.uses()}, **{f: checked_body(b) for f, b in zip(fns, stmt.bodies)}}
+    expr = spec.spell([a if isinstance(a, str) else repr(a) for a in stmt.args], {**stmt.attrs, "fns": fns})
+    return jax.tree_util.tree_leaves(eval(expr, ns))  # noqa: S307 - our own generated source
 
 
 def _arrays(tag: str, result: tuple[Any, Any]) -> dict[str, np.ndarray]:
@@ -917,6 +1130,11 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
             continue
         transform = _transform_of(options)
         key = transform_key(options) or ""
+        if key == "grad" and not core.differentiable(program, OPS):
+            # eager runs a while loop in Python, where grad works; jit cannot (JAX: "Reverse-mode
+            # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values")
+            skipped[name] = "grad: JAX defines no reverse-mode derivative of while_loop (or a traced fori_loop)"
+            continue
         if not reference(key, transform):
             continue
         co = dict(options.get("compiler_options") or {})
@@ -934,6 +1152,11 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         except MemoryError:
             raise
         except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
+            if transform and isinstance(e, NotImplementedError) and "Differentiation rule" in str(e):
+                # jit differentiates every branch of a cond/switch, eager (disable_jit) only the one it takes: JAX
+                # defines no derivative of an op in another branch (e.g. nextafter), not a compiler failure
+                skipped[name] = f"[not differentiable] {str(e)[:300]}"
+                continue
             if (co.get("xla_disable_hlo_passes") or co.get("xla_disable_all_hlo_passes")) and (
                     PIPELINE_PRECONDITION.search(str(e)) or UNIMPLEMENTED.search(str(e))):
                 # XLA:CPU refusing a module a skipped pass should have prepared (e.g. "TopK is not yet supported
@@ -1003,8 +1226,9 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
     planted = ops is not OPS
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
     faulty = emit(program, ops, "program_compiled") if planted else "program_compiled = program\n"
-    note = (f"\nPLANTED FAULT (dlcfuzz's own, not XLA's): the compiled program is the one with {fault[1]!r} off by "
-            f"one, as if HLO pass {fault[0]!r} miscompiled it.\n") if planted and fault else ""
+    wrong = "branches in reverse order" if fault and fault[1] in BRANCHING else "off by one"
+    note = (f"\nPLANTED FAULT (dlcfuzz's own, not XLA's): the compiled program is the one with {fault[1]!r} {wrong}, "
+            f"as if HLO pass {fault[0]!r} miscompiled it.\n") if planted and fault else ""
     return f'''"""{title}
 
 Found by dlcfuzz (programs strategy) against {version}. The program runs eagerly op by op
