@@ -351,6 +351,10 @@ def test_training_goes_through_torch_cond():
     assert [v.kind for v in judge_program("inductor", ProgramTest(p, 1, configs), meta, arrays)[0]] == ["pass"]
 
 
+COND_FAULT_SEED = 24  # what the search below found when the op table last changed: tried first, since each seed it
+# rejects after drawing a torch.cond costs an Inductor compile (minutes for the ~20 seeds before it)
+
+
 def _campaign_seed_whose_first_test_shows_the_cond_fault(out: Path, configs: list[str]) -> int:
     """The least campaign seed whose first test (made by the campaign's own strategy) holds a torch.cond that the
     planted configuration shows swapped: run and judged as a worker does, an inconsistency with eager (not
@@ -369,7 +373,7 @@ def _campaign_seed_whose_first_test_shows_the_cond_fault(out: Path, configs: lis
     campaign.store.close()  # only its strategy is used
     planted = get_backend("inductor").configs()["inductor-planted-cond"]
     swapped = [(planted.name, dict(planted.options))]
-    for seed in range(60):
+    for seed in dict.fromkeys([COND_FAULT_SEED, *range(60)]):
         pt = campaign.strategy.make_test(0, test_seed(seed, 0)).payload
         if "cond" not in {s.op for s in core.walk(pt.program.stmts)}:
             continue
