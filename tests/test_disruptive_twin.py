@@ -110,3 +110,19 @@ def test_onnxruntime_accepts_the_legal_twins_of_disruptive_tests_with_edge_value
         assert o.status == "ok" or ort.expected_error(o.error or ""), (seed, o.error)
         ran += o.status == "ok"
     assert ran >= 60
+
+
+def test_every_disruptive_test_is_made_where_one_prefix_admits_no_break(tmp_path):
+    """OpenVINO binds few disruptive rules, so a valid prefix may offer no operator a breakable input: test 20 of
+    seed 0 raised "could not break a rule" (an internal error of the campaign) before a new prefix was drawn."""
+    from dlcfuzz.exec.cluster import make_pool
+    from dlcfuzz.oracle.policy import test_seed
+
+    campaign = Campaign(campaign_options(compiler="openvino", strategy="hirgen", mode="disruptive", seconds=1,
+                                         jobs=1, seed=0, out=tmp_path / "c", quiet=True))
+    campaign.store.close()  # only its strategy is used, started as a campaign starts it (its probe narrows choices)
+    strategy = campaign.strategy
+    with make_pool(None, strategy.handler, strategy.handler_init(), jobs=1, timeout_s=60, memory_mb=4096) as pool:
+        strategy.start(pool, False)
+        made = [strategy.make_test(seq, test_seed(0, seq)) for seq in range(25)]
+    assert len(made) == 25

@@ -35,6 +35,8 @@ from dlcfuzz.ops.base import element_limit
 RULES = ("dtype", "dtype-mismatch", "rank", "shape")
 MAX_RANK = 5
 TRIES = 60
+PREFIXES = 4  # valid prefixes tried in turn: with few rules (a backend's disruptive_rules) one prefix's values may
+# offer no operator a breakable input (1 in 200 OpenVINO tests raised, an internal error of the campaign)
 
 
 @dataclass
@@ -168,7 +170,19 @@ def generate_disruptive(
 ) -> tuple[Graph, dict[str, np.ndarray], Broken]:
     """(graph, inputs, what it breaks). Prefers (operator, rule, dtype) triples not yet covered. `sizes`: a long-axis
     test's profile (gen/sizes.draw_sizes), which the valid prefix is generated with and the broken node's fresh input
-    and its legal form (the twin's node) keep within; None: small shapes."""
+    and its legal form (the twin's node) keep within; None: small shapes. A new prefix is drawn where one admits no
+    break (PREFIXES)."""
+    for _ in range(PREFIXES):
+        made = _break_after_prefix(rng, coverage, choices, rules, prefix_ops, sizes)
+        if made is not None:
+            return made
+    raise ValueError("could not break a rule of any allowed operator")
+
+
+def _break_after_prefix(rng: np.random.Generator, coverage: Coverage, choices: Sequence[tuple[OpSpec, list[str]]],
+                        rules: Sequence[str], prefix_ops: int,
+                        sizes: SizeProfile | None) -> tuple[Graph, dict[str, np.ndarray], Broken] | None:
+    """One valid prefix and a node that breaks one of `rules` after it, or None where TRIES draws broke none."""
     prefix = generate_guided(rng, prefix_ops, coverage, choices, sizes=sizes)
     inputs = sample_inputs(prefix, rng)
     fallback = None
@@ -233,8 +247,6 @@ def generate_disruptive(
         if broken.item not in coverage or attempt >= TRIES // 2:
             return g, feed, broken
         fallback = fallback or (g, feed, broken)
-    if fallback is None:
-        raise ValueError("could not break a rule of any allowed operator")
     return fallback
 
 
