@@ -113,6 +113,7 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_a_planted_fault_in_a_replacement_is_found_and_the_correct_inductor_is_quiet(campaigns):
     folder = planted_finding_folder(campaigns["inductor-planted-pattern"])
     assert "pattern" in (folder / "program.json").read_text()

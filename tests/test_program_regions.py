@@ -243,6 +243,7 @@ def _campaign(out: Path, compiler: str, seed: int, max_tests: int, configs: list
     return out
 
 
+@pytest.mark.slow
 def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp_path):
     """planted-xla:algsimp@cond (lax.cond's branches swapped where algsimp runs): campaign seed 5's first
     test holds a cond; found, reduced to the conditional, its plain JAX reproducer fires; the real XLA is
@@ -282,6 +283,7 @@ def _torch_programs_with_regions(n: int) -> list[tuple[int, core.Program]]:
     raise AssertionError(f"fewer than {n} torch programs with regions run eagerly")
 
 
+@pytest.mark.slow
 def test_torch_programs_with_regions_compile_by_inductor_and_agree():
     """8 generated torch programs with regions (torch.cond, while_loop, an unrolled for, a Python if), compiled by
     Inductor side by side in one function (one compile: fullgraph only where no program breaks the graph), agree
@@ -384,6 +386,7 @@ def _campaign_seed_whose_first_test_shows_the_cond_fault(out: Path, configs: lis
     raise AssertionError("no campaign seed of 60 makes a first test whose torch.cond shows swapped")
 
 
+@pytest.mark.slow
 def test_a_planted_fault_inside_torch_cond_is_found_and_the_correct_inductor_is_quiet(tmp_path):
     """inductor-planted-cond (torch.cond's branches swapped in the compiled program): a one-test campaign whose
     test holds a torch.cond the swap shows in (`_campaign_seed_whose_first_test_shows_the_cond_fault`); found,

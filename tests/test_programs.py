@@ -155,6 +155,7 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
     """Reduced to the relu and what it reads: every statement left is in the relu's dependency closure and the relu's
     is the one output (how long its input chain is depends on the seed's draws, e.g. a splice before it)."""

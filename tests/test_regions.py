@@ -267,6 +267,7 @@ def test_samples_lower_on_onnx_compilers_only():
         get_backend("onnxruntime").lower(g, get_backend("onnxruntime").default_pair()[0])
 
 
+@pytest.mark.slow
 def test_random_strategy_finds_a_planted_wrong_branch_and_is_quiet_on_the_real_compiler(tmp_path):
     pytest.importorskip("onnxruntime")
     import regions_plugin  # noqa: F401  (registers the planted compiler)

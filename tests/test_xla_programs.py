@@ -38,6 +38,7 @@ JVP = ("xla+jvp", {"mode": "jit", "compiler_options": {}, "transform": "jvp"})
 GRAD = ("xla+grad", {"mode": "jit", "compiler_options": {}, "transform": "grad"})
 
 
+@pytest.mark.slow
 def test_generated_programs_are_valid_in_eager():
     """200 programs type through jax.eval_shape (the op table's breadth shows in them); the first 24 run
     eagerly op by op (each primitive compiles on its own there: ~3 s a program), at most one with an error
@@ -151,6 +152,7 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
     folder = planted_finding_folder(campaigns["planted"])
     program = (folder / "program.py").read_text()
