@@ -105,6 +105,18 @@ def test_timeout_kills_grandchildren(pool):
     assert not alive(child)
 
 
+def test_a_killed_workers_temporary_files_go_with_its_pool(preload):
+    """A worker killed on a timeout cannot clean up (a compiler's cache folder leaked ~20 MB per killed
+    Inductor worker into /tmp): its temporary files live in the pool's folder, removed on close."""
+    with WorkerPool(H, jobs=1, timeout_s=1.0, preload=preload) as p:
+        r = p.run(cmd("mkdtemp_and_hang"))
+        assert r.status == "timeout"
+        made = r.progress.split(maxsplit=1)[1]
+        assert os.path.dirname(made) == p.scratch and os.path.isdir(made)
+        assert p.run(cmd("echo", 1)).status == "ok"  # the replacement worker shares the folder
+    assert not os.path.exists(p.scratch)
+
+
 def test_progress_note_survives_a_crash(pool):
     r = pool.run(cmd("progress"))
     assert r.status == "crash" and r.progress == "step 1" and r.signal == signal.SIGSEGV

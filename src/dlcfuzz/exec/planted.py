@@ -5,7 +5,8 @@ abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), allo
 bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
 reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
 child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), note (progress(data),
-then echo), badreturn (a str).
+then echo), badreturn (a str), mkdtemp_and_hang (makes a temporary folder, reports its path as progress
+"tmp PATH", hangs: what a compiler's cache folder does when its worker is killed).
 init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
 {"startup_sleep": S} delays it.
 """
@@ -71,6 +72,12 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
             from dlcfuzz.exec import pool
 
             os.write(pool._worker_chan.wfd, b"\x05\x00\x00\x00\x00\x00\x00\x00hello")
+            while True:
+                time.sleep(1)
+        if do == "mkdtemp_and_hang":
+            import tempfile
+
+            progress(f"tmp {tempfile.mkdtemp(prefix='planted-')}")
             while True:
                 time.sleep(1)
         if do == "progress":

@@ -26,10 +26,12 @@ import json
 import os
 import re
 import selectors
+import shutil
 import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -262,6 +264,11 @@ def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
     for p in spec.get("sys_path", []):
         if p not in sys.path:
             sys.path.append(p)
+    if spec.get("scratch"):  # the worker's temporary files go where its pool removes them (see WorkerPool)
+        import tempfile
+
+        tempfile.tempdir = spec["scratch"]
+        os.environ["TMPDIR"] = spec["scratch"]
     _worker_chan = chan
     _worker_notes = notes = _NoteSlot(note_fd)
     try:
@@ -304,6 +311,7 @@ def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
 
 _BOOT = """\
 import sys
+import tempfile
 try:
     import dlcfuzz.exec.pool as p
 except ImportError:
@@ -325,6 +333,7 @@ p._worker_main(int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]))
 
 _ZYGOTE_BOOT = """\
 import sys
+import tempfile
 try:
     import dlcfuzz.exec.pool as p
 except ImportError:
@@ -907,7 +916,12 @@ class WorkerPool(ClosingPool):
         self.memory_mb = int(memory_mb)
         self.startup_timeout_s = float(startup_timeout_s)
         self.stats = PoolStats()
-        self._spec = _frame({"kind": "spec", "handler": handler, "init": self.init, "sys_path": sys.path})
+        # Workers die by SIGKILL (a timeout, a memory blow-up, close), so they never clean up after
+        # themselves: their temporary files (a compiler's cache and build folders) live in this folder,
+        # which the pool removes once its workers are dead.
+        self.scratch = tempfile.mkdtemp(prefix="dlcfuzz-pool-")
+        self._spec = _frame({"kind": "spec", "handler": handler, "init": self.init, "sys_path": sys.path,
+                             "scratch": self.scratch})
         self._next_id = 0
         self._queue: collections.deque[tuple[int, bytes, float]] = collections.deque()
         self._done: collections.deque[TaskResult] = collections.deque()
@@ -1207,6 +1221,7 @@ class WorkerPool(ClosingPool):
         self._queue.clear()
         with contextlib.suppress(Exception):
             self._sel.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def make_echo_handler(init: dict) -> Callable[[bytes], bytes]:
