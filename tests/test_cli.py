@@ -81,3 +81,10 @@ def test_ops_table_in_readme_is_fresh():
 @pytest.mark.parametrize("bad", ["--jobs=0", "--ops=0", "--max-tests=0", "--max-tests=-5"])
 def test_bad_numbers(tmp_path, bad):
     assert_usage_error(dlcfuzz("fuzz", bad, "--out", str(tmp_path / "r")), "must be at least 1")
+
+
+def test_splice_where_the_program_language_has_nothing_to_splice(tmp_path):
+    pytest.importorskip("jax")
+    p = dlcfuzz("fuzz", "--compiler", "xla", "--strategy", "programs", "--splice", "0.5", "--max-tests", "1",
+                "--out", str(tmp_path / "r"))
+    assert_usage_error(p, "nothing to splice")

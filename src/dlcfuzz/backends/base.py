@@ -16,6 +16,7 @@ from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.opinions import Evaluator
 from dlcfuzz.oracle.testcase import Config  # the test case record carries its configurations
+from dlcfuzz.programs.core import Dialect
 
 
 class Compiled(Protocol):
@@ -98,7 +99,7 @@ class Backend(Protocol):
         """"onnx" or "code": how a model reaches configuration `config`."""
         ...
 
-    def program_dialect(self) -> Any:
+    def program_dialect(self) -> Dialect | None:
         """Its framework's program language (a `programs.core.Dialect`), or None."""
         ...
 
@@ -231,7 +232,7 @@ class BackendBase:
     distributions: tuple[str, ...] = ()
     own_strategies: tuple[str, ...] = ()  # strategies made for this compiler alone: the auto portfolio adds them
 
-    def program_dialect(self) -> Any:
+    def program_dialect(self) -> Dialect | None:
         """The program language of the framework it compiles (`programs.core.Dialect`: an op table with
         the framework's own semantics, its type inference, run and reproducer), which the `programs`
         strategy generates in; None where it has none (it compiles ONNX-operator graphs only)."""

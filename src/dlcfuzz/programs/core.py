@@ -211,6 +211,15 @@ class Dialect(Protocol):
     name: str
     ops: Mapping[str, OpSpec]
     dtypes: Sequence[tuple[str, float]]  # input dtypes and their weights
+    train_share: float  # the share of (unspliced) programs that train: forward, backward and steps
+    splice_share: float  # the share of programs that start with a seed `splice` gives (0: it has none)
+    splice_ops: tuple[str, ...]  # the ops of spliced statements (a stored test's program shows it was spliced)
+
+    def splice(self, rng: np.random.Generator, fired: set[str]
+               ) -> tuple[Callable[[Pool], list[Stmt]], bool] | None:
+        """A program's first statements, a seed of the compiler's own (a replacement pattern; those whose
+        rewrites are not in `fired` preferred), and whether the seed trains; None where it has none."""
+        ...
 
     def start(self, inputs: list[Input]) -> Any:
         """The typing state of a program's inputs (shape-only values)."""

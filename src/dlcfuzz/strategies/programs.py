@@ -111,8 +111,8 @@ class ProgramsStrategy(Strategy):
         self.fired_by: dict[int, list[str]] = {}
         self.in_flight: set[int] = set()  # tests made, not yet judged
         share = self.params["splice"]
-        self.splice_share = getattr(self.dialect, "splice_share", 0.0) if share < 0 else share
-        if self.splice_share > 0 and not hasattr(self.dialect, "splice"):
+        self.splice_share = self.dialect.splice_share if share < 0 else share
+        if self.splice_share > 0 and self.dialect.splice_share == 0:
             raise UsageError(f"--splice: {ctx.compiler}'s program language has nothing to splice")
 
     @classmethod
@@ -134,13 +134,13 @@ class ProgramsStrategy(Strategy):
         # test is what it was before splicing existed
         splice = None
         if np.random.default_rng([seed, SPLICE_STREAM]).random() < self.splice_share:
-            splice = self.dialect.splice(rng, self.fired_before(seq))
+            splice = self.dialect.splice(rng, self.fired_before(seq))  # never None: its share is positive
         program = generate(self.dialect, rng, self.params["stmts"], first=splice[0] if splice else None)
         seed_inputs = int(rng.integers(1 << 31))
         configs = self.dialect.per_test_configs(rng, [(c.name, dict(c.options)) for c in self.ctx.configs])
         # drawn last: a seed's program, inputs and configurations are what they were before training existed; a
         # spliced training variant trains (its rewrite matches in a training compile), an inference one does not
-        share = getattr(self.dialect, "train_share", 0.0) if splice is None else float(splice[1])
+        share = self.dialect.train_share if splice is None else float(splice[1])
         program = with_training(program, self.dialect.ops, rng, share)
         pt = ProgramTest(program, seed_inputs, configs, spliced=splice is not None)
         self.in_flight.add(seq)
@@ -166,7 +166,7 @@ class ProgramsStrategy(Strategy):
 
     def decode(self, blob: bytes) -> ProgramTest:
         pt = ProgramTest(*decode_test(blob))
-        pt.spliced = any(s.op in getattr(self.dialect, "splice_ops", ()) for s in pt.program.stmts)
+        pt.spliced = any(s.op in self.dialect.splice_ops for s in pt.program.stmts)
         return pt
 
     def restore(self, seq: int) -> None:

@@ -41,6 +41,7 @@ from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.backends.torch_compile import TORCH_COMPILE_CHECKLIST, TORCH_FRAMES
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.opinions import Evaluator
+from dlcfuzz.programs.core import Dialect
 
 STAGE_RE = re.compile(r"^\[stage (\w+)\] ")
 
@@ -109,7 +110,7 @@ class InductorBackend(BackendBase):
 
         return f"torch {torch.__version__}"
 
-    def program_dialect(self) -> Any:
+    def program_dialect(self) -> Dialect | None:
         """PyTorch programs with PyTorch's own semantics (backends/inductor/programs.py)."""
         from dlcfuzz.backends.inductor.programs import DIALECT
 

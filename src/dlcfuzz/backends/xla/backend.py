@@ -28,6 +28,7 @@ from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, JAX_EAGER
 from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION, disabled_passes, pass_enabled
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.opinions import Evaluator
+from dlcfuzz.programs.core import Dialect
 
 OPT_LEVELS = (0, 1, 2, 3)
 SELECTIVE = "xla-disable"  # name prefix of the per-test configurations with sampled disabled passes
@@ -104,7 +105,7 @@ class XlaBackend(BackendBase):
 
         return f"jax {jax.__version__} (jaxlib {jaxlib.__version__}, XLA CPU)"
 
-    def program_dialect(self) -> Any:
+    def program_dialect(self) -> Dialect | None:
         """JAX programs with JAX's own semantics and transformations (backends/xla/programs.py)."""
         from dlcfuzz.backends.xla.programs import DIALECT
 

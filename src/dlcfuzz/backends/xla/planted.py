@@ -17,6 +17,7 @@ from dlcfuzz.backends.base import Config
 from dlcfuzz.backends.xla.backend import XlaBackend, XlaCompiled, pass_enabled
 from dlcfuzz.errors import UsageError
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.programs.core import Dialect
 
 PREFIX = "planted-xla:"
 
@@ -46,7 +47,7 @@ class PlantedXla(XlaBackend):
     def version(self) -> str:
         return f"{super().version()} + planted off-by-one in {self.op} while {self.pass_name} runs"
 
-    def program_dialect(self) -> Any:
+    def program_dialect(self) -> Dialect | None:
         """The JAX dialect with the same fault: the `programs` strategy's compiles in which the pass runs get
         the dialect's op of that name off by one."""
         from dlcfuzz.backends.xla.programs import JaxDialect

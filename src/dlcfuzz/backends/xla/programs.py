@@ -905,9 +905,16 @@ class JaxDialect:
     name = "jax"
     ops = OPS
     dtypes = INPUT_DTYPES
+    train_share = 0.0  # grad/jvp/vjp are transformations of its programs (`transform`), not a training loop
+    splice_share = 0.0
+    splice_ops: tuple[str, ...] = ()
 
     def __init__(self, fault: tuple[str, str] | None = None) -> None:
         self.fault = fault
+
+    def splice(self, rng: np.random.Generator, fired: set[str]) -> None:
+        """No seeds of XLA's own to splice (yet)."""
+        return None
 
     def start(self, inputs: list[Input]) -> dict[str, jax.ShapeDtypeStruct]:
         return {i.name: _struct(i) for i in inputs}
