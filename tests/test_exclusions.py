@@ -85,3 +85,30 @@ def test_mean_loss_with_every_target_ignored_is_nan_as_the_spec_divides_0_by_0()
     for g, inputs in got:
         assert np.isnan(reference.outputs(g, inputs)[0]).all()
         assert_agrees(g, inputs)
+
+
+# ---- recurrent: a sequence of length 0 --------------------------------------------------------------------------
+
+
+def _empty_sequence_with_initial_state(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
+    attrs = g.nodes[0].attrs  # layout 0: onnxruntime runs no batch-first recurrence
+    return attrs["layout"] == 0 and attrs["has_initial_h"] and 0 in (attrs["sequence_lens"] or ())
+
+
+def test_zero_sequence_length_is_generated_and_onnxruntime_follows_the_other_reading():
+    for op in ("rnn", "gru", "lstm"):
+        got = drawn(op, TensorType("float32", (3, 2, 2)), _empty_sequence_with_initial_state, count=2)
+        assert got, f"{op}: the sampler drew no zero sequence length with an initial state"
+        for g, inputs in got:
+            attrs = g.nodes[0].attrs
+            empty = np.asarray(attrs["sequence_lens"]) == 0
+            ours = reference.outputs(g, inputs)
+            other = [reference.run(g, inputs, other_readings=True)[o] for o in g.outputs]
+            h0 = inputs[g.nodes[0].inputs[3 + attrs["has_bias"]]]
+            # no step ran: Y is zero, Y_h the initial state (ours) or zero (the other reading)
+            assert not ours[0][:, :, empty].any() and not other[0][:, :, empty].any()
+            np.testing.assert_allclose(ours[1][:, empty], h0[:, empty], rtol=1e-6)
+            assert not other[1][:, empty].any() and not other[-1][:, empty].any()
+            np.testing.assert_array_equal(ours[1][:, ~empty], other[1][:, ~empty])
+            ort = run_ort(to_onnx(g), inputs)
+            assert not compare([np.asarray(y) for y in ort], other), f"{op}: onnxruntime follows neither reading"
