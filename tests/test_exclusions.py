@@ -112,3 +112,22 @@ def test_zero_sequence_length_is_generated_and_onnxruntime_follows_the_other_rea
             np.testing.assert_array_equal(ours[1][:, ~empty], other[1][:, ~empty])
             ort = run_ort(to_onnx(g), inputs)
             assert not compare([np.asarray(y) for y in ort], other), f"{op}: onnxruntime follows neither reading"
+
+
+# ---- pooling: auto_pad VALID with dilations ---------------------------------------------------------------------
+
+
+def _valid_and_dilated(g: Graph, inputs: dict[str, np.ndarray]) -> bool:
+    attrs = g.nodes[0].attrs
+    return attrs.get("auto_pad") == "VALID" and any(d != 1 for d in attrs["dilations"])
+
+
+def test_valid_pooling_with_dilations_is_generated_and_agrees():
+    for op in ("max_pool2d", "avg_pool2d"):
+        got = drawn(op, TensorType("float32", (2, 2, 6, 5)), _valid_and_dilated, count=2)
+        assert got, f"{op}: the sampler drew no VALID pooling with dilations"
+        for g, inputs in got:
+            ours = reference.outputs(g, inputs)
+            assert not compare([np.asarray(y) for y in run_ort(to_onnx(g), inputs)], ours), f"{op}: onnxruntime differs"
+            if op == "max_pool2d":  # onnx.reference 1.23.2's dilated AveragePool adds a window past VALID's last
+                assert not compare(onnx_reference_outputs(g, inputs), ours), f"{op}: onnx.reference differs"
