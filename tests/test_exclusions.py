@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import onnx.reference
+import pytest
 
 from dlcfuzz import reference
 from dlcfuzz.gen.inputs import sample_inputs
@@ -131,3 +132,24 @@ def test_valid_pooling_with_dilations_is_generated_and_agrees():
             assert not compare([np.asarray(y) for y in run_ort(to_onnx(g), inputs)], ours), f"{op}: onnxruntime differs"
             if op == "max_pool2d":  # onnx.reference 1.23.2's dilated AveragePool adds a window past VALID's last
                 assert not compare(onnx_reference_outputs(g, inputs), ours), f"{op}: onnx.reference differs"
+
+
+# ---- disruptive mode: an attribute value the spec forbids -------------------------------------------------------
+
+
+def test_a_window_of_size_0_is_generated_in_disruptive_mode_and_its_twin_is_the_sampled_window():
+    from dlcfuzz.gen.coverage import Coverage
+    from dlcfuzz.gen.disruptive import generate_disruptive, legal_twin, onnx_rejects
+
+    choices = [(get_op(op), ["float32"]) for op in ("hann_window", "relu")]
+    g, inputs, broken = generate_disruptive(np.random.default_rng(SEED), Coverage(), choices, rules=("attribute",))
+    node = next(n for n in g.nodes if n.name == broken.node)
+    assert (broken.op, broken.rule, node.attrs["size"]) == ("hann_window", "attribute", 0)
+    assert broken.legal_attrs is not None and broken.legal_attrs["size"] >= 1
+    assert onnx_rejects(g, [v.name for v in node.outputs], broken.rule)  # ONNX's inference refuses size 0
+    # onnxruntime refuses it too (a compiler that ran it would be a finding)
+    with pytest.raises(Exception, match="size input must be greater than 0"):
+        run_ort(to_onnx(g, untyped_outputs=[broken.output]), inputs)
+    twin, twin_inputs = legal_twin(g, inputs, broken.to_json(), SEED)
+    assert next(n for n in twin.nodes if n.name == broken.node).attrs == broken.legal_attrs
+    assert not compare([np.asarray(y) for y in run_ort(to_onnx(twin), twin_inputs)], reference.outputs(twin, twin_inputs))
