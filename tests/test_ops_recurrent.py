@@ -162,7 +162,7 @@ def test_lstm_clip_reaching_the_cell_is_a_near_tie():
 
 
 @pytest.mark.parametrize("bad", [{"hidden_size": 0}, {"direction": "sideways"}, {"layout": 2},
-                                 {"activations": ["Tanh", "Tanh"]}, {"sequence_lens": [0]}, {"sequence_lens": [5]},
+                                 {"activations": ["Tanh", "Tanh"]}, {"sequence_lens": [-1]}, {"sequence_lens": [5]},
                                  {"clip": -1.0}])
 def test_rnn_rejects_bad_attrs(bad):
     ins = [TensorType("float32", (4, 1, 2)), TensorType("float32", (1, 3, 2)), TensorType("float32", (1, 3, 3))]

@@ -5,7 +5,9 @@ is added whose inputs break one rule of its spec:
   dtype           an input dtype the operator does not accept (all inputs of its type constraint);
   dtype-mismatch  two inputs that must share a dtype get different ones;
   rank            input 0 has a rank the operator does not accept;
-  shape           a later input's shape is incompatible (broadcast, inner dimension, ...).
+  shape           a later input's shape is incompatible (broadcast, inner dimension, ...);
+  attribute       an attribute value the spec forbids, where the operator declares one (OpSpec.broken_attrs: a
+                  window of size 0), its inputs kept.
 The break is confirmed twice: our spec's infer() raises a TypeRuleError, and ONNX's own strict
 shape/type inference rejects the lowered model, so a compiler that accepts the graph accepts
 something the ONNX standard calls invalid. The broken node's output is declared without a type
@@ -32,7 +34,7 @@ from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops import ANY, OpSpec
 from dlcfuzz.ops.base import element_limit
 
-RULES = ("dtype", "dtype-mismatch", "rank", "shape")
+RULES = ("dtype", "dtype-mismatch", "rank", "shape", "attribute")
 MAX_RANK = 5
 TRIES = 60
 PREFIXES = 4  # valid prefixes tried in turn: with few rules (a backend's disruptive_rules) one prefix's values may
@@ -50,6 +52,7 @@ class Broken:
     output: str
     why: str  # our spec's error message
     legal: list[tuple[str, list[int]]] | None = None  # the broken node's input types with the rule kept (its twin)
+    legal_attrs: dict[str, Any] | None = None  # the attribute rule: the attributes kept (its twin's); else None
 
     @property
     def item(self) -> str:
@@ -208,7 +211,12 @@ def _break_after_prefix(rng: np.random.Generator, coverage: Coverage, choices: S
             continue
         if sizes is not None and not sizes.admits(graph_work(prefix) + spec.work(ins, outs), (*ins, *outs)):
             continue
-        bad = perturb(rng, spec, rule, list(ins))
+        kept = attrs
+        if rule == "attribute":
+            broken_attrs = spec.broken_attrs(rng, ins, attrs)
+            bad, attrs = (None, attrs) if broken_attrs is None else (list(ins), broken_attrs)
+        else:
+            bad = perturb(rng, spec, rule, list(ins))
         if bad is None:
             continue
         try:
@@ -224,7 +232,7 @@ def _break_after_prefix(rng: np.random.Generator, coverage: Coverage, choices: S
                 names.append(first_v.name)
                 continue
             try:
-                dom = spec.domain(k, ins, attrs) if t.dtype == ins[k].dtype else ANY
+                dom = spec.domain(k, ins, kept) if t.dtype == ins[k].dtype else ANY
             except Exception:  # noqa: BLE001 - a domain rule may not apply to broken types
                 dom = ANY
             name = g.fresh_name("bad")
@@ -240,8 +248,9 @@ def _break_after_prefix(rng: np.random.Generator, coverage: Coverage, choices: S
         node = Node(spec.name, names, [Value(out_name, out_t), *extra], attrs, name=g.fresh_name("n_broken"))
         g.nodes.append(node)
         g.outputs = [out_name]
-        broken = Broken(spec.name, rule, bad[0].dtype if rule == "dtype" else ins[0].dtype, node.name, out_name, why,
-                        [(t.dtype, list(t.shape)) for t in ins])
+        dtype = bad[0].dtype if rule == "dtype" else ins[0].dtype if ins else outs[0].dtype  # a window: its output's
+        broken = Broken(spec.name, rule, dtype, node.name, out_name, why, [(t.dtype, list(t.shape)) for t in ins],
+                        kept if rule == "attribute" else None)
         if not onnx_rejects(g, [v.name for v in node.outputs], rule):
             continue
         if broken.item not in coverage or attempt >= TRIES // 2:
@@ -254,7 +263,7 @@ def legal_twin(g: Graph, inputs: dict[str, np.ndarray], broken: dict[str, Any], 
                ) -> tuple[Graph, dict[str, np.ndarray]]:
     """The test's legal twin: the same graph with the broken node's rule kept, every input of the node whose
     type breaks it, or that was made for the broken node alone, replaced by a constant of the legal type (sampled
-    in the operator's domain, seeded), its
+    in the operator's domain, seeded), its attributes the legal ones where the attribute rule broke one, its
     outputs typed by the spec, and graph inputs nothing reads any more dropped. A compiler that rejects the
     twin too rejected the graph for another reason than the broken rule. Raises KeyError for a test made
     before twins were recorded (no `legal` types)."""
@@ -276,9 +285,10 @@ def legal_twin(g: Graph, inputs: dict[str, np.ndarray], broken: dict[str, Any], 
         if types[names[k]] != t or (names[k] not in shared and names[k] not in produced):
             names[k] = twin.fresh_name("legal")
             twin.constants[names[k]] = sample_tensor(rng, t, spec.domain(k, legal, node.attrs))
-    outs = spec.infer(legal, node.attrs)
+    attrs = broken.get("legal_attrs") or node.attrs
+    outs = spec.infer(legal, attrs)
     twin.nodes[twin.nodes.index(node)] = Node(node.op, names, [Value(v.name, t) for v, t in zip(node.outputs, outs)],
-                                             node.attrs, name=node.name)
+                                             attrs, name=node.name)
     read = {i for n in twin.nodes for i in n.inputs} | set(twin.outputs)
     twin.inputs = [v for v in twin.inputs if v.name in read]
     check_graph(twin)

@@ -184,6 +184,11 @@ class OpSpec:
         operand = min((t.size for t in ins if t.rank >= 2), default=max((t.size for t in ins), default=1))
         return moved + sum(t.size for t in outs) * operand
 
+    def broken_attrs(self, rng: np.random.Generator, ins: Sequence[TensorType], attrs: Attrs) -> Attrs | None:
+        """`attrs` with one value the spec forbids (disruptive mode's `attribute` rule: infer() must raise on it, and
+        ONNX's strict inference reject it), or None where the operator declares no such break."""
+        return None
+
     # ---- semantics -----------------------------------------------------
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
         """Whether the result here is decided by input differences within `tol` (relative): a

@@ -401,8 +401,10 @@ class Pool2dOp(OpSpec):
         if self.kind == "max" and first.dtype in FLOATS and rng.random() < 0.2:
             attrs["indices"] = 1
             attrs["storage_order"] = int(rng.integers(2))
-        if attrs.get("auto_pad", "NOTSET") != "NOTSET" and any(v != 1 for v in attrs["dilations"]):
-            attrs["dilations"] = [1] * nd  # SAME with dilations: compilers disagree on the window size
+        if attrs.get("auto_pad", "NOTSET").startswith("SAME") and any(v != 1 for v in attrs["dilations"]):
+            # SAME with dilations: onnxruntime 1.32 pads for the undilated window (an output shorter than the
+            # spec's ceil(L / stride)), and onnx.reference's AveragePool misplaces its windows: not generated
+            attrs["dilations"] = [1] * nd
         try:
             self.infer([first], attrs)
             fragile = self._disputed(first, attrs)

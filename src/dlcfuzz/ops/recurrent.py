@@ -176,9 +176,8 @@ class RecurrentOp(OpSpec):
         if clip is not None and not (isinstance(clip, (int, float)) and clip > 0):
             raise ShapeError(f"{self.name}: clip must be positive, got {clip!r}")
         lens = attrs.get("sequence_lens")
-        if lens is not None and (len(lens) != batch or any(not 1 <= int(v) <= seq for v in lens)):
-            # a zero length is legal ONNX but compilers disagree on its outputs; never generated
-            raise ShapeError(f"{self.name}: sequence_lens {lens!r} must be {batch} lengths in [1, {seq}]")
+        if lens is not None and (len(lens) != batch or any(not 0 <= int(v) <= seq for v in lens)):
+            raise ShapeError(f"{self.name}: sequence_lens {lens!r} must be {batch} lengths in [0, {seq}]")
         if self.kind == "gru" and attrs.get("linear_before_reset", 0) not in (0, 1):
             raise ShapeError(f"{self.name}: linear_before_reset must be 0 or 1")
         if self.kind == "lstm" and attrs.get("input_forget", 0) not in (0, 1):
@@ -216,7 +215,7 @@ class RecurrentOp(OpSpec):
             "sequence_lens": None, "has_bias": bool(rng.random() < 0.7), "has_initial_h": bool(rng.random() < 0.5),
         }
         if rng.random() < 0.35:
-            lens = [int(rng.integers(1, seq + 1)) for _ in range(batch)]
+            lens = [int(rng.integers(0, seq + 1)) for _ in range(batch)]  # a zero length: see other_reading
             attrs["sequence_lens"] = lens if rng.random() < 0.8 else [seq] * batch
         if self.kind == "gru":
             attrs["linear_before_reset"] = int(rng.integers(2))
@@ -258,6 +257,21 @@ class RecurrentOp(OpSpec):
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         return [o.astype(xs[0].dtype) for o in recurrence(self.kind, [np.asarray(x, np.float64) for x in xs], attrs)]
+
+    def other_reading(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray] | None:
+        """A sequence of length 0 (legal: ONNX bounds sequence_lens by nothing but the sequence) runs no step: its Y
+        is all zero, as the padding of any shorter sequence, but ONNX does not say what Y_h (and Y_c), "the last
+        output value", are without an output. The reference keeps the initial state (no step changed it), as the
+        unrolled lowerings do; onnxruntime returns zeros there (onnx.reference ignores sequence_lens). Where the
+        initial state is absent (zero) both readings agree."""
+        lens = attrs.get("sequence_lens")
+        if lens is None or 0 not in lens:
+            return None
+        outs = self.reference(xs, attrs)
+        empty = np.asarray(lens) == 0
+        batch_axis = 1 if attrs.get("layout", 0) == 0 else 0  # Y_h, Y_c: (nd, batch, h) or (batch, nd, h)
+        mask = empty.reshape([-1 if a == batch_axis else 1 for a in range(3)])
+        return [outs[0]] + [np.where(mask, 0, state).astype(state.dtype) for state in outs[1:]]
 
 
 def _split_inputs(kind: str, xs: Sequence[Any], attrs: Attrs) -> dict[str, Any]:

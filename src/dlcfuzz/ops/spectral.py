@@ -259,8 +259,8 @@ def _window_dtype(spec: OpSpec, attrs: Attrs) -> str:
 class Window(OpSpec):
     """HannWindow, HammingWindow, BlackmanWindow: no tensor input. attrs: size (int >= 0), periodic
     (0/1: the denominator is size, else size - 1), output_datatype (our dtype name). ONNX's shape
-    inference refuses size 0. A symmetric window of size 1 is 0/0 in ONNX's formula: accepted, never
-    generated."""
+    inference refuses size 0: disruptive mode's attribute break (broken_attrs). A symmetric window of size 1 is
+    0/0 in ONNX's formula: accepted, never generated."""
 
     family = "spectral"
     n_inputs = 0
@@ -288,6 +288,9 @@ class Window(OpSpec):
         attrs: Attrs = {"size": int(size), "periodic": periodic, "output_datatype": first.dtype}
         check_size(self, self.infer([], attrs)[0].shape)
         return [], attrs
+
+    def broken_attrs(self, rng: np.random.Generator, ins: Sequence[TensorType], attrs: Attrs) -> Attrs | None:
+        return {**attrs, "size": 0}
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         size = int(attrs["size"])
