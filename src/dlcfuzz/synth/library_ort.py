@@ -275,6 +275,39 @@ def where_dq_scalar(seed: int) -> Graph:
     return b.outputs(_qdq(b, w, "o", zero_point=128))
 
 
+def float16_erf(seed: int) -> Graph:
+    """A float16 Erf, which ORT's CPU provider has no float16 kernel for (CastFloat16Transformer puts it between
+    Casts to float32 and back)."""
+    b = Builder("float16_erf", seed, dtype="float16")
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("erf", [x], "erf"))
+
+
+def dq_two_consumers(seed: int) -> Graph:
+    """A DequantizeLinear read by two nodes (EnsureUniqueDQForNodeUnit gives each node unit its own copy)."""
+    b = Builder("dq_two_consumers", seed)
+    x = b.input("x", (3, 4))
+    dq = _qdq(b, x, "a", zero_point=128)
+    return b.outputs(b.op("relu", [dq], "first"), b.op("sigmoid", [dq], "second"))
+
+
+def cast_before_shape(seed: int) -> Graph:
+    """A Cast read by a Shape alone (PreShapeNodeElimination: Shape reads the Cast's input); the shape goes on as
+    float32, the dtype the pattern's neighbours take."""
+    b = Builder("cast_before_shape", seed)
+    x = b.input("x", (3, 4))
+    shape = b.op("shape", [b.op("cast", [x], "cast", to="float64")], "shape")
+    return b.outputs(b.op("cast", [shape], "shape_f", to="float32"))
+
+
+def float16_weight_matmul(seed: int) -> Graph:
+    """A float16 weight cast to float32 into a MatMul (FuseFp16InitializerToFp32NodeTransformer: a float32 weight)."""
+    b = Builder("float16_weight_matmul", seed)
+    x = b.input("x", (3, 6))
+    w = b.op("cast", [b.param("w16", b.rng.normal(0, 0.3, (6, 5)), "float16")], "w32", to="float32")
+    return b.outputs(b.op("matmul", [x, w], "mm"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -301,4 +334,8 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "reshape_gathers_slice": (reshape_gathers_slice, ["GatherSliceToSplitFusion"], "subgraph"),
     "matmul_integer_scaled": (matmul_integer_scaled, ["MatMulIntegerToFloatFusion"], "subgraph"),
     "where_dq_scalar": (where_dq_scalar, ["WhereDummyDq"], "subgraph"),
+    "float16_erf": (float16_erf, ["CastFloat16Transformer"], "subgraph"),
+    "dq_two_consumers": (dq_two_consumers, ["EnsureUniqueDQForNodeUnit"], "subgraph"),
+    "cast_before_shape": (cast_before_shape, ["PreShapeNodeElimination"], "subgraph"),
+    "float16_weight_matmul": (float16_weight_matmul, ["FuseFp16InitializerToFp32NodeTransformer"], "subgraph"),
 }

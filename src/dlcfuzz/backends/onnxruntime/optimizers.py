@@ -50,6 +50,21 @@ ORT_RULES: dict[str, tuple[str, ...]] = {
 }
 ORT_CONTAINERS: tuple[str, ...] = tuple(ORT_RULES)
 
+# Transformers of the CPU build's list that cannot rewrite anything in a CPU-only session as dlcfuzz configures it,
+# with the reason (onnxruntime/core/optimizer/graph_transformer_utils.cc registers each with the execution providers
+# it may run for): not counted as misses in the trigger bench's denominator, printed there with the reason.
+ORT_OUT_OF_REACH: dict[str, str] = {
+    "GroupQueryAttentionFusion": "registered for the CUDA provider only",
+    "GroupQueryAttentionPreNormFusion": "registered for the CUDA and WebGPU providers only (the CPU GroupQueryAttention "
+                                        "kernel rejects the inputs it adds)",
+    "BiasDropoutFusion": "registered for the CUDA and ROCm providers only",
+    "MatMulActivationFusion": "registered for the DirectML provider only",
+    "BiasSoftmaxFusion": "its match asks the Add to be assigned to the CUDA provider",
+    "MemcpyTransformer": "inserts copies between devices; a CPU-only session has one device",
+    "FreeDimensionOverrideTransformer": "rewrites the symbolic dimensions named in the session's "
+                                        "free_dimension_overrides; dlcfuzz's models have static shapes only",
+}
+
 # Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe; stdout is the
 # path of the library that holds ORT's optimizer.
 _READ_SCRIPT = r'''
