@@ -4,11 +4,11 @@ optimizations it targets (what users get without any compiler test corpus).
 ONNXRuntime names are the names `disabled_optimizers` accepts (graph transformers and rewrite
 rules); each tag was checked by measurement (`tests/test_synth.py::test_library_tags_fire_on_ort`):
 with the named optimizer disabled, the optimized model of the pattern (between two other operators)
-differs from the one with it enabled. Patterns without an ONNXRuntime tag found no CPU optimizer
-that rewrites them (FastGeluFusion and BiasSoftmaxFusion are registered for GPU providers only;
-a lossless cast pair is already gone at ORT_DISABLE_ALL). `TransposeOptimizer` runs in the layout
-transformation, which `disabled_optimizers` does not reach: it is judged by the pattern's
-transposes disappearing. TVM names are `relax.transform` passes of the pass table.
+differs from the one with it enabled (for the transformers that check cannot tell, the other observations of
+`backends/onnxruntime/trigger.py`). Patterns without an ONNXRuntime tag found no CPU optimizer that rewrites
+them (BiasSoftmaxFusion matches nodes of the CUDA provider only; FastGeluFusion's form is library_ort's
+gelu_tanh_pow, with Pow). `TransposeOptimizer` is judged by the pattern's transposes disappearing.
+TVM names are `relax.transform` passes of the pass table.
 """
 
 from __future__ import annotations

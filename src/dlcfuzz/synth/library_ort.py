@@ -4,31 +4,31 @@ shared library fires. Each tag is checked like the library's (`tests/test_synth.
 with the named optimizer disabled, the optimized model of the pattern between two other operators differs).
 
 Transformers of the installed release that no pattern here reaches, and why (ORT 1.32, CPU):
-- GroupQueryAttentionFusion, BiasDropoutFusion (CUDA/ROCm), MatMulActivationFusion (DirectML): registered for
-  other execution providers only; MemcpyTransformer: copies between devices, none on a CPU-only session;
-  FreeDimensionOverrideTransformer: only with free-dimension overrides configured, which no configuration sets.
-- UnsqueezeElimination, PreShapeNodeElimination, FuseFp16InitializerToFp32NodeTransformer: their rewrite of
-  a constant (or static-shape) input is what ConstantFolding does anyway, so disabling them leaves the same
-  model (our graphs have static shapes and constant weights).
+- Out of reach of a CPU-only session (`backends/onnxruntime/optimizers.ORT_OUT_OF_REACH`, left out of the trigger
+  bench's denominator): GroupQueryAttentionFusion, GroupQueryAttentionPreNormFusion, BiasDropoutFusion,
+  MatMulActivationFusion, BiasSoftmaxFusion (registered for, or matching only nodes of, other providers),
+  MemcpyTransformer, FreeDimensionOverrideTransformer.
+- UnsqueezeElimination: it folds an Unsqueeze of an initializer whose axes are an attribute (opset < 13), measured;
+  our lowering writes opset 18, where the axes are an input.
 - GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
   attributes (constant initializers), so no graph of ours has that form.
-- CastFloat16Transformer, RemoveDuplicateCastTransformer: the session runs them after partitioning at every
-  level, whatever `disabled_optimizers` says (measured: a float16 Erf gets its Casts and a float32 -> float64
-  -> float32 pair becomes one Cast with either disabled, at ORT_DISABLE_ALL too), so `fired` cannot see them.
-- ConvAddActivationFusion: it runs at level 3 after NchwcTransformer, which took every float32 Conv (with a
-  bias) + Add + Relu tried first (1 to 16 channels); its float16 form is compiled in only with MLAS's fp16
-  vector intrinsics, and the float16 variant did not fire here.
 - SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
   not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
 - LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
-  (float16, float32, float64; with a Cast pair around the float32 computation).
+  (float16, float32, float64; with a Cast pair around the float32 computation), and with it and
+  SimplifiedLayerNormFusion disabled the level-2 instance leaves a float32 one as it is.
 - QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
   disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
-- EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
-  disabling it changes nothing that `fired` could see.
+Transformers `disabled_optimizers` cannot tell apart are observed otherwise (`backends/onnxruntime/trigger.py`):
+CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNodeUnit run whatever is disabled
+(ORT_MANDATORY: float16_erf, the library's cast_roundtrip, dq_two_consumers); PreShapeNodeElimination and
+FuseFp16InitializerToFp32NodeTransformer rewrite what ConstantFolding folds anyway, ConvAddActivationFusion what
+NchwcTransformer takes first, TransposeOptimizer_CPUExecutionProvider what the level-1 TransposeOptimizer removed
+(ORT_MASKED_BY: checked with those disabled; cast_before_shape, float16_weight_matmul, the library's conv_add_relu
+and transpose_pair).
 """
 
 from __future__ import annotations

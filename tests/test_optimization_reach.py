@@ -1,0 +1,120 @@
+"""How far oatest's ONNXRuntime trigger check reaches (real onnxruntime, no mocks): transformers the session always
+runs, seen against the model as given; transformers an earlier one masks, seen with it disabled; those a CPU-only
+session cannot fire, left out of the bench's denominator with their reason; the written patterns and the patterns
+as given keep their share of the draws; a retyped pattern ORT has no kernel for is a gap, not an internal error."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dlcfuzz.synth.library import library
+from dlcfuzz.synth.pattern import Pattern
+from dlcfuzz.synth.synthesize import AS_GIVEN_SHARE, WRITTEN_SHARE, Synthesizer, dtype_variants
+from tests.test_synth import wrapped
+
+pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fired(name: str, targets: list[str]) -> dict[str, bool]:
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
+    from dlcfuzz.lower.onnx import to_onnx
+
+    by = {p.name: p for p in library()}
+    return ort_fired(OnnxRuntimeBackend(), to_onnx(wrapped(by[name])).SerializeToString(), targets)
+
+
+def test_transformers_the_session_always_runs_are_seen_against_the_model_as_given() -> None:
+    """A float16 Erf gets Casts (no float16 kernel), a lossless Cast pair goes, a DequantizeLinear read twice is
+    duplicated, whatever disabled_optimizers says; a float32 Erf and a single-consumer QDQ pair change none."""
+    assert _fired("float16_erf", ["CastFloat16Transformer", "RemoveDuplicateCastTransformer"]) == \
+        {"CastFloat16Transformer": True, "RemoveDuplicateCastTransformer": False}
+    assert _fired("cast_roundtrip", ["RemoveDuplicateCastTransformer", "CastFloat16Transformer"]) == \
+        {"RemoveDuplicateCastTransformer": True, "CastFloat16Transformer": False}
+    assert _fired("dq_two_consumers", ["EnsureUniqueDQForNodeUnit"]) == {"EnsureUniqueDQForNodeUnit": True}
+    assert _fired("gelu_erf", ["CastFloat16Transformer"]) == {"CastFloat16Transformer": False}
+    assert _fired("relu_quantize", ["EnsureUniqueDQForNodeUnit"]) == {"EnsureUniqueDQForNodeUnit": False}
+
+
+@pytest.mark.parametrize("name,target", [
+    ("cast_before_shape", "PreShapeNodeElimination"),
+    ("float16_weight_matmul", "FuseFp16InitializerToFp32NodeTransformer"),
+    ("transpose_pair", "TransposeOptimizer_CPUExecutionProvider"),
+    ("conv_add_relu", "ConvAddActivationFusion"),
+])
+def test_a_masked_transformer_fires_with_its_masker_disabled_and_only_then(name: str, target: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Disabling the transformer alone leaves the same model (the masker makes its rewrite); with the masker disabled
+    in both builds, disabling it changes the model."""
+    from dlcfuzz.backends.onnxruntime import trigger
+
+    assert _fired(name, [target]) == {target: True}
+    monkeypatch.setattr(trigger, "ORT_MASKED_BY", {})
+    assert _fired(name, [target]) == {target: False}
+
+
+def test_out_of_reach_transformers_are_listed_ones_with_a_reason_and_leave_the_denominator() -> None:
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+
+    backend = OnnxRuntimeBackend()
+    listed, out = backend.optimizations(), backend.optimizations_out_of_reach()
+    assert {"GroupQueryAttentionFusion", "BiasDropoutFusion", "MatMulActivationFusion", "MemcpyTransformer"} <= set(out)
+    assert set(out) <= set(listed) and all(len(why) > 20 for why in out.values())
+    spec = importlib.util.spec_from_file_location("optimization_triggers", ROOT / "bench" / "optimization_triggers.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rates = {listed[0]: (3, 5), next(iter(out)): (0, 2)}
+    lines = bench.table(listed, rates, out)
+    assert lines[-1] == f"optimizations fired: 1/{len(listed) - len(out)} ({len(listed)} listed, {len(out)} out of reach)"
+    assert any(line.startswith(f"  {next(iter(out))}") and line.endswith(out[next(iter(out))]) for line in lines)
+    # one that fires after all counts, in X and in Y
+    lines = bench.table(listed, {next(iter(out)): (1, 1)}, out)
+    assert lines[-1].startswith(f"optimizations fired: 1/{len(listed) - len(out) + 1} ")
+
+
+def test_written_patterns_and_patterns_as_given_keep_their_share_of_the_draws() -> None:
+    """An optimization's group of one written pattern and three mined ones draws the written one about WRITTEN_SHARE
+    of the time, and a pattern with variants is drawn as given about AS_GIVEN_SHARE of the time."""
+    by = {p.name: p for p in library()}
+    written = by["matmul_add"]
+    mined = [Pattern(f"mined{i}", written.graph, written.targets, written.granularity, f"onnx:M/m{i}.onnx")
+             for i in range(3)]
+    syn = Synthesizer([written, *mined], "onnxruntime")
+    (group,) = syn.by_optimization
+    rng = np.random.default_rng(0)
+    draws = [syn.instance(group, rng) for _ in range(400)]
+    from_written = [d for d in draws if d.name.startswith("matmul_add")]
+    assert abs(len(from_written) / len(draws) - WRITTEN_SHARE) < 0.08
+    assert len(syn.instances(written)) > 5  # dtype, attribute and neighbour variants
+    assert abs(sum(d.name == "matmul_add" for d in from_written) / len(from_written) - AS_GIVEN_SHARE) < 0.1
+    assert len({d.name for d in from_written}) > 3  # the variants are drawn too
+
+
+def test_a_retyped_pattern_without_a_kernel_is_a_gap_of_the_test_not_an_internal_error() -> None:
+    """Conv + Relu in float64: ORT's CPU provider has no float64 Conv. Through the oatest worker, both builds end
+    in a documented rejection and the trigger check records the error instead of raising."""
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+    from dlcfuzz.strategies.oatest import make_handler
+
+    by = {p.name: p for p in library()}
+    (variant,) = [v for v in dtype_variants(by["conv_relu"]) if v.name == "conv_relu@float64"]
+    g = wrapped(variant)
+    backend = OnnxRuntimeBackend()
+    tc = TestCase(g, sample_inputs(g, np.random.default_rng(0)), list(backend.default_pair()), seed=0,
+                  compiler="onnxruntime", strategy="oatest",
+                  meta={"oatest": {"pattern": variant.name, "targets": ["ConvActivationFusion"]}})
+    reply = make_handler({"compiler": "onnxruntime"})(tc.to_bytes())
+    obs, _, _, _ = reply_from_bytes(reply)
+    assert obs and all(o.status != "ok" for o in obs)
+    assert all(backend.expected_error(o.error or "") for o in obs), [o.error for o in obs]
+    oatest = unpack(reply)[0]["oatest"]
+    assert oatest["fired"] is None and "Conv" in oatest["error"]
