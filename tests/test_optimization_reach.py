@@ -47,6 +47,7 @@ def test_transformers_the_session_always_runs_are_seen_against_the_model_as_give
     ("float16_weight_matmul", "FuseFp16InitializerToFp32NodeTransformer"),
     ("transpose_pair", "TransposeOptimizer_CPUExecutionProvider"),
     ("conv_add_relu", "ConvAddActivationFusion"),
+    ("range_gather", "GatherToSliceFusion"),
 ])
 def test_a_masked_transformer_fires_with_its_masker_disabled_and_only_then(name: str, target: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
@@ -118,3 +119,17 @@ def test_a_retyped_pattern_without_a_kernel_is_a_gap_of_the_test_not_an_internal
     assert all(backend.expected_error(o.error or "") for o in obs), [o.error for o in obs]
     oatest = unpack(reply)[0]["oatest"]
     assert oatest["fired"] is None and "Conv" in oatest["error"]
+
+
+def test_a_range_of_attributes_alone_is_a_fixed_index_inside_or_outside_its_domain() -> None:
+    """Gather indices from a Range (no inputs: its value is fixed) are as valid as a constant inside the data's
+    axis, and refused like one outside it."""
+    from dlcfuzz.synth.synthesize import usable_pattern
+
+    by = {p.name: p for p in library()}
+    assert usable_pattern(by["range_gather"])[0] is not None
+    g = by["range_gather"].graph.copy()
+    (rng_node,) = [n for n in g.nodes if n.op == "range"]
+    rng_node.attrs = {**rng_node.attrs, "start": 5, "limit": 11}  # 5, 7, 9 on an axis of 8
+    broken = Pattern("range_past_the_axis", g, {}, "subgraph")
+    assert usable_pattern(broken) == (None, "domain: idx: constant outside [-8, 7]")

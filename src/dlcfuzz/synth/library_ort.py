@@ -10,7 +10,6 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   MemcpyTransformer, FreeDimensionOverrideTransformer.
 - UnsqueezeElimination: it folds an Unsqueeze of an initializer whose axes are an attribute (opset < 13), measured;
   our lowering writes opset 18, where the axes are an input.
-- GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
@@ -28,7 +27,7 @@ CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNode
 FuseFp16InitializerToFp32NodeTransformer rewrite what ConstantFolding folds anyway, ConvAddActivationFusion what
 NchwcTransformer takes first, TransposeOptimizer_CPUExecutionProvider what the level-1 TransposeOptimizer removed
 (ORT_MASKED_BY: checked with those disabled; cast_before_shape, float16_weight_matmul, the library's conv_add_relu
-and transpose_pair).
+and transpose_pair); GatherToSliceFusion likewise, the Range it reads being folded by ConstantFolding (range_gather).
 """
 
 from __future__ import annotations
@@ -308,6 +307,15 @@ def float16_weight_matmul(seed: int) -> Graph:
     return b.outputs(b.op("matmul", [x, w], "mm"))
 
 
+def range_gather(seed: int) -> Graph:
+    """A Gather of a Range with constant bounds (GatherToSliceFusion: a Slice with the Range's start, limit and step;
+    ConstantFolding folds the Range first unless it is disabled)."""
+    b = Builder("range_gather", seed)
+    x = b.input("x", (3, 8))
+    return b.outputs(b.op("gather", [x, b.op("range", [], "idx", start=1, limit=7, delta=2, dtype="int64")], "gather",
+                          axis=1))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -338,4 +346,5 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "dq_two_consumers": (dq_two_consumers, ["EnsureUniqueDQForNodeUnit"], "subgraph"),
     "cast_before_shape": (cast_before_shape, ["PreShapeNodeElimination"], "subgraph"),
     "float16_weight_matmul": (float16_weight_matmul, ["FuseFp16InitializerToFp32NodeTransformer"], "subgraph"),
+    "range_gather": (range_gather, ["GatherToSliceFusion"], "subgraph"),
 }

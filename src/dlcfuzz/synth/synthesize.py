@@ -346,16 +346,21 @@ def repair_strict_constants(g: Graph) -> bool:
 
 def strict_faults(g: Graph) -> list[str]:
     """Values feeding a strict value domain that are neither a graph input (sampled inside the
-    domain) nor a constant inside it: a computed value there (an index, a shift amount, a float
+    domain) nor a constant inside it (an initializer, or the output of a node without inputs, such as a Range): a computed value there (an index, a shift amount, a float
     cast to int8) is undefined behaviour that no reference decides. Empty for a valid graph."""
     inputs = {v.name for v in g.inputs}
+    made = {v.name: n for n in g.nodes for v in n.outputs}
     faults = []
     for name, d in value_domains(g).items():
         if not d.strict or name in inputs:
             continue
-        if name not in g.constants:
+        fixed = g.constants.get(name)
+        if fixed is None and name in made and not made[name].inputs:  # a node of attributes alone (Range): fixed too
+            n = made[name]
+            fixed = get_op(n.op).reference([], n.attrs)[[v.name for v in n.outputs].index(name)]
+        if fixed is None:
             faults.append(f"{name}: computed value in a strict domain")
-        elif not _within(g.constants[name], d):
+        elif not _within(fixed, d):
             faults.append(f"{name}: constant outside [{d.lo}, {d.hi}]")
     return faults
 
