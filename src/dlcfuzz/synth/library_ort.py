@@ -19,15 +19,15 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
 - LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
   (float16, float32, float64; with a Cast pair around the float32 computation), and with it and
   SimplifiedLayerNormFusion disabled the level-2 instance leaves a float32 one as it is.
-- QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
-  disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
 Transformers `disabled_optimizers` cannot tell apart are observed otherwise (`backends/onnxruntime/trigger.py`):
 CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNodeUnit run whatever is disabled
 (ORT_MANDATORY: float16_erf, the library's cast_roundtrip, dq_two_consumers); PreShapeNodeElimination and
 FuseFp16InitializerToFp32NodeTransformer rewrite what ConstantFolding folds anyway, ConvAddActivationFusion what
 NchwcTransformer takes first, TransposeOptimizer_CPUExecutionProvider what the level-1 TransposeOptimizer removed
 (ORT_MASKED_BY: checked with those disabled; cast_before_shape, float16_weight_matmul, the library's conv_add_relu
-and transpose_pair); GatherToSliceFusion likewise, the Range it reads being folded by ConstantFolding (range_gather).
+and transpose_pair); GatherToSliceFusion likewise, the Range it reads being folded by ConstantFolding (range_gather),
+and QDQFinalCleanupTransformer, whose DequantizeLinear -> QuantizeLinear pairs DoubleQDQPairsRemover and both
+TransposeOptimizer instances remove first (requantize_same).
 """
 
 from __future__ import annotations
@@ -316,6 +316,15 @@ def range_gather(seed: int) -> Graph:
                           axis=1))
 
 
+def requantize_same(seed: int) -> Graph:
+    """Two Q/DQ pairs of the same scale and zero point in a row: the DequantizeLinear -> QuantizeLinear in the middle
+    is a no-op (QDQFinalCleanupTransformer removes it; DoubleQDQPairsRemover and the transpose optimizers' QDQ
+    cleanup remove it first unless they are disabled)."""
+    b = Builder("requantize_same", seed)
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("relu", [_qdq(b, _qdq(b, x, "a", zero_point=128), "b", zero_point=128)], "relu"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -347,4 +356,5 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "cast_before_shape": (cast_before_shape, ["PreShapeNodeElimination"], "subgraph"),
     "float16_weight_matmul": (float16_weight_matmul, ["FuseFp16InitializerToFp32NodeTransformer"], "subgraph"),
     "range_gather": (range_gather, ["GatherToSliceFusion"], "subgraph"),
+    "requantize_same": (requantize_same, ["QDQFinalCleanupTransformer"], "subgraph"),
 }

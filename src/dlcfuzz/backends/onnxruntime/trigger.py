@@ -59,14 +59,18 @@ ORT_MANDATORY: dict[str, tuple[str, str]] = {
 # Transformers whose rewrite an earlier one makes in their place, so that disabling them alone leaves the same model:
 # checked with those earlier ones disabled in both builds (fired = rewrote the graph in a session without them, which
 # `disabled_optimizers` is for). ConstantFolding folds the Cast under a Shape, the Cast of a float16 initializer and
-# a Range of constants before level 2; the level-1 TransposeOptimizer leaves its CPU-EP instance no transposes; NchwcTransformer (x86-64)
-# takes the Conv + Add + activation that ConvAddActivationFusion, registered after it, would fuse.
+# a Range of constants before level 2; the level-1 TransposeOptimizer leaves its CPU-EP instance no transposes;
+# NchwcTransformer (x86-64) takes the Conv + Add + activation that ConvAddActivationFusion, registered after it,
+# would fuse; the pairs QDQFinalCleanupTransformer removes (DequantizeLinear -> QuantizeLinear of one scale) go in
+# DoubleQDQPairsRemover and in both transpose optimizers' QDQ cleanup first.
 ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
     "PreShapeNodeElimination": ("ConstantFolding",),
     "FuseFp16InitializerToFp32NodeTransformer": ("ConstantFolding",),
     "GatherToSliceFusion": ("ConstantFolding",),
     "TransposeOptimizer_CPUExecutionProvider": ("TransposeOptimizer",),
     "ConvAddActivationFusion": ("NchwcTransformer",),
+    "QDQFinalCleanupTransformer": ("DoubleQDQPairsRemover", "TransposeOptimizer",
+                                   "TransposeOptimizer_CPUExecutionProvider"),
 }
 
 
