@@ -7,6 +7,8 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
 - Out of reach of a CPU-only session (`backends/onnxruntime/optimizers.ORT_OUT_OF_REACH`, left out of the trigger
   bench's denominator): GroupQueryAttentionFusion, GroupQueryAttentionPreNormFusion, BiasDropoutFusion,
   MatMulActivationFusion, BiasSoftmaxFusion (registered for, or matching only nodes of, other providers),
+  SwiGluFusion (`Mul(QuickGelu(gate), up)` did not fire it on a CPU session, and the CPU provider has no kernel for
+  the SwiGLU it makes),
   MemcpyTransformer, FreeDimensionOverrideTransformer.
 - UnsqueezeElimination: it folds an Unsqueeze of an initializer whose axes are an attribute (opset < 13), measured;
   our lowering writes opset 18, where the axes are an input.
@@ -14,8 +16,6 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
   attributes (constant initializers), so no graph of ours has that form.
-- SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
-  not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
 - LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
   (float16, float32, float64; with a Cast pair around the float32 computation), and with it and
   SimplifiedLayerNormFusion disabled the level-2 instance leaves a float32 one as it is.

@@ -60,6 +60,8 @@ ORT_OUT_OF_REACH: dict[str, str] = {
     "BiasDropoutFusion": "registered for the CUDA and ROCm providers only",
     "MatMulActivationFusion": "registered for the DirectML provider only",
     "BiasSoftmaxFusion": "its match asks the Add to be assigned to the CUDA provider",
+    "SwiGluFusion": "its product, com.microsoft SwiGLU, has no CPU kernel (a CPU session with one raises NOT_IMPLEMENTED); "
+                    "ORT's own test builds the transformer for the CUDA provider",
     "MemcpyTransformer": "inserts copies between devices; a CPU-only session has one device",
     "FreeDimensionOverrideTransformer": "rewrites the symbolic dimensions named in the session's "
                                         "free_dimension_overrides; dlcfuzz's models have static shapes only",
