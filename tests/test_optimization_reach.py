@@ -134,3 +134,36 @@ def test_a_range_of_attributes_alone_is_a_fixed_index_inside_or_outside_its_doma
     rng_node.attrs = {**rng_node.attrs, "start": 5, "limit": 11}  # 5, 7, 9 on an axis of 8
     broken = Pattern("range_past_the_axis", g, {}, "subgraph")
     assert usable_pattern(broken) == (None, "domain: idx: constant outside [-8, 7]")
+
+
+def _decomposed_layer_norm(opset: int) -> bytes:
+    import onnx.helper as h
+    from onnx import TensorProto, numpy_helper
+
+    nodes = [h.make_node("ReduceMean", ["x"], ["m"], axes=[-1]), h.make_node("Sub", ["x", "m"], ["d"]),
+             h.make_node("Pow", ["d", "two"], ["p"]), h.make_node("ReduceMean", ["p"], ["v"], axes=[-1]),
+             h.make_node("Add", ["v", "eps"], ["ve"]), h.make_node("Sqrt", ["ve"], ["s"]),
+             h.make_node("Div", ["d", "s"], ["n"]), h.make_node("Mul", ["n", "g"], ["ng"]),
+             h.make_node("Add", ["ng", "b"], ["y"])]
+    consts = {"two": np.float32(2), "eps": np.float32(1e-5), "g": np.ones(8, np.float32), "b": np.zeros(8, np.float32)}
+    graph = h.make_graph(nodes, "ln", [h.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                         [h.make_tensor_value_info("y", TensorProto.FLOAT, [2, 8])],
+                         [numpy_helper.from_array(np.asarray(v), k) for k, v in consts.items()])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", opset)]).SerializeToString()
+
+
+def test_the_opset_gated_transformers_fire_below_the_opset_dlcfuzz_writes_and_not_at_it() -> None:
+    """LayerNormFusionL2, out of reach for the opset: it fuses a decomposed layer norm at opset 16 and leaves it to
+    the level-1 instance at 17 and at what dlcfuzz writes."""
+    from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
+    from dlcfuzz.lower.onnx import OPSET, to_onnx
+
+    backend = OnnxRuntimeBackend()
+    assert "LayerNormFusionL2" in backend.optimizations_out_of_reach() and OPSET >= 17
+    assert ort_fired(backend, _decomposed_layer_norm(16), ["LayerNormFusionL2"]) == {"LayerNormFusionL2": True}
+    assert ort_fired(backend, _decomposed_layer_norm(17), ["LayerNormFusionL2"]) == {"LayerNormFusionL2": False}
+    by = {p.name: p for p in library()}
+    lowered = to_onnx(wrapped(by["layer_norm_decomposed"])).SerializeToString()
+    assert ort_fired(backend, lowered, ["LayerNormFusionL2", "LayerNormFusionL1"]) == \
+        {"LayerNormFusionL2": False, "LayerNormFusionL1": True}

@@ -10,15 +10,13 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   SwiGluFusion (`Mul(QuickGelu(gate), up)` did not fire it on a CPU session, and the CPU provider has no kernel for
   the SwiGLU it makes),
   MemcpyTransformer, FreeDimensionOverrideTransformer.
-- UnsqueezeElimination: it folds an Unsqueeze of an initializer whose axes are an attribute (opset < 13), measured;
-  our lowering writes opset 18, where the axes are an input.
+- UnsqueezeElimination (it folds an Unsqueeze of an initializer whose axes are an attribute, opset < 13, measured)
+  and LayerNormFusionL2 (it returns at once from opset 17, where the level-1 instance fuses): our lowering writes
+  opset 18; both are in ORT_OUT_OF_REACH with that reason.
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
   attributes (constant initializers), so no graph of ours has that form.
-- LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
-  (float16, float32, float64; with a Cast pair around the float32 computation), and with it and
-  SimplifiedLayerNormFusion disabled the level-2 instance leaves a float32 one as it is.
 Transformers `disabled_optimizers` cannot tell apart are observed otherwise (`backends/onnxruntime/trigger.py`):
 CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNodeUnit run whatever is disabled
 (ORT_MANDATORY: float16_erf, the library's cast_roundtrip, dq_two_consumers); PreShapeNodeElimination and
