@@ -101,7 +101,7 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
             n.attrs = attrs
             n.outputs = [Value(v.name, t) for v, t in zip(n.outputs, outs)]
             env.update({v.name: v.type for v in n.outputs})
-        if not repair_strict_constants(g):
+        if not repair_strict_constants(g) or strict_faults(g):  # a fixed node output (Range) is not repaired
             return None
         check_graph(g)
     except (DlcfuzzError, *PATTERN_FAULTS):  # DlcfuzzError covers TypeRuleError, IRError
