@@ -167,3 +167,15 @@ def test_the_opset_gated_transformers_fire_below_the_opset_dlcfuzz_writes_and_no
     lowered = to_onnx(wrapped(by["layer_norm_decomposed"])).SerializeToString()
     assert ort_fired(backend, lowered, ["LayerNormFusionL2", "LayerNormFusionL1"]) == \
         {"LayerNormFusionL2": False, "LayerNormFusionL1": True}
+
+
+def test_the_level1_gelu_fusion_fires_where_the_model_is_opset_20() -> None:
+    """The erf GELU fires GeluFusionL2 alone at the opset it is lowered in (18), GeluFusionL1 alone beside an operator
+    form of opset 20."""
+    from dlcfuzz.lower.onnx import to_onnx
+
+    by = {p.name: p for p in library()}
+    assert max(o.version for o in to_onnx(wrapped(by["gelu_erf_opset20"])).opset_import if o.domain == "") == 20
+    targets = ["GeluFusionL1", "GeluFusionL2"]
+    assert _fired("gelu_erf_opset20", targets) == {"GeluFusionL1": True, "GeluFusionL2": False}
+    assert _fired("gelu_erf", targets) == {"GeluFusionL1": False, "GeluFusionL2": True}

@@ -323,6 +323,19 @@ def requantize_same(seed: int) -> Graph:
     return b.outputs(b.op("relu", [_qdq(b, _qdq(b, x, "a", zero_point=128), "b", zero_point=128)], "relu"))
 
 
+def gelu_erf_opset20(seed: int) -> Graph:
+    """The spelled-out erf GELU in a model of opset 20, where Gelu is an ONNX operator and the level-1 GeluFusion fuses
+    it (below 20 it leaves it to GeluFusionL2's contrib Gelu). A float16 IsInf beside it is what makes the model
+    opset 20: our lowering writes the lowest opset its operators need, 18 for the GELU alone."""
+    b = Builder("gelu_erf_opset20", seed)
+    x = b.input("x", (2, 8))
+    e = b.op("add", [b.op("erf", [b.op("div", [x, b.scalar("sqrt2", np.sqrt(2.0))], "div")], "erf"),
+                     b.scalar("one", 1.0)], "erf_plus_one")
+    gelu = b.op("mul", [b.op("mul", [x, e], "mul"), b.scalar("half", 0.5)], "gelu")
+    inf = b.op("isinf", [b.op("cast", [x], "x16", to="float16")], "isinf", detect_negative=1, detect_positive=1)
+    return b.outputs(gelu, b.op("cast", [inf], "isinf_f", to="float32"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -355,4 +368,5 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "float16_weight_matmul": (float16_weight_matmul, ["FuseFp16InitializerToFp32NodeTransformer"], "subgraph"),
     "range_gather": (range_gather, ["GatherToSliceFusion"], "subgraph"),
     "requantize_same": (requantize_same, ["QDQFinalCleanupTransformer"], "subgraph"),
+    "gelu_erf_opset20": (gelu_erf_opset20, ["GeluFusionL1"], "subgraph"),
 }
