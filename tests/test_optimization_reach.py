@@ -179,3 +179,25 @@ def test_the_level1_gelu_fusion_fires_where_the_model_is_opset_20() -> None:
     targets = ["GeluFusionL1", "GeluFusionL2"]
     assert _fired("gelu_erf_opset20", targets) == {"GeluFusionL1": True, "GeluFusionL2": False}
     assert _fired("gelu_erf", targets) == {"GeluFusionL1": False, "GeluFusionL2": True}
+
+
+def test_edge_value_attributes_never_move_a_spliced_range_out_of_its_gather(tmp_path: Path) -> None:
+    """An oatest campaign of range_gather alone with edge values (which redraw a Range's bounds): every test is made,
+    valid and runs in the reference (an edge-drawn start of 128 on an axis of 8 used to raise in the generation)."""
+    import sys
+
+    from dlcfuzz import reference
+    from dlcfuzz.oracle.policy import test_seed
+    from dlcfuzz.synth.pattern import save_patterns
+    from dlcfuzz.synth.synthesize import validity_fault
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from value_space import strategy_of
+
+    by = {p.name: p for p in library()}
+    path = save_patterns([by["range_gather"]], tmp_path / "range.json.gz")
+    s = strategy_of("oatest", "onnxruntime", patterns=str(path))
+    for seq in range(40):
+        tc = s.make_test(seq, test_seed(0, seq)).payload
+        assert validity_fault(tc.graph) is None, seq
+        reference.run(tc.graph, tc.inputs)
