@@ -6,7 +6,10 @@ are checked for firing (auto gives the other arms most of the budget, and their 
 so an auto campaign would measure the schedule, not how far the patterns reach. Prints each optimization
 of `Backend.optimizations()` (every transformer/pass of the installed release that `fired` can tell)
 with the tests that fired it and those that targeted it, then the targets the patterns name that are not
-in that list, and last `optimizations fired: X/Y` (Y = len(backend.optimizations())).
+in that list, then the optimizations the configurations cannot fire (`Backend.optimizations_out_of_reach()`:
+registered for another device, gated by a setting no configuration makes) with why, and last
+`optimizations fired: X/Y` (Y = every optimization of `optimizations()` less those out of reach; the line says
+how many were left out).
 
   python bench/optimization_triggers.py --compiler onnxruntime|tvm [--time 600] [--seed 0] [--jobs 2]
                                         [--keep DIR]
@@ -31,20 +34,34 @@ def campaign_triggers(out: Path, compiler: str, seconds: float, jobs: int, seed:
     return store.totals()["tests"], store.trigger_rates()
 
 
-def table(optimizations: tuple[str, ...], rates: dict[str, tuple[int, int]]) -> list[str]:
+def table(optimizations: tuple[str, ...], rates: dict[str, tuple[int, int]],
+          out_of_reach: dict[str, str] | None = None) -> list[str]:
     """One line per optimization (fired / targeted tests), those never fired marked; then the targets
-    outside `optimizations`; last the `optimizations fired: X/Y` line."""
+    outside `optimizations`; then those out of reach with why; last the `optimizations fired: X/Y` line
+    (Y: `optimizations` less those out of reach that never fired)."""
+    out_of_reach = dict(out_of_reach or {})
     lines = []
     for opt in optimizations:
         fired, targeted = rates.get(opt, (0, 0))
-        mark = "" if fired else ("   never fired" if targeted else "   never targeted")
+        if opt in out_of_reach and fired:
+            del out_of_reach[opt]  # fired after all: counted
+        if opt in out_of_reach:
+            mark = "   out of reach"
+        else:
+            mark = "" if fired else ("   never fired" if targeted else "   never targeted")
         lines.append(f"  {opt:44s} fired {fired:6d} / targeted {targeted:6d}{mark}")
     extra = sorted(set(rates) - set(optimizations))
     if extra:
         lines.append("targets outside the optimization list (not counted):")
         lines += [f"  {opt:44s} fired {rates[opt][0]:6d} / targeted {rates[opt][1]:6d}" for opt in extra]
-    fired = sum(1 for opt in optimizations if rates.get(opt, (0, 0))[0])
-    lines.append(f"optimizations fired: {fired}/{len(optimizations)}")
+    counted = [opt for opt in optimizations if opt not in out_of_reach]
+    left_out = [opt for opt in optimizations if opt in out_of_reach]
+    if left_out:
+        lines.append("out of reach of these configurations (not counted):")
+        lines += [f"  {opt:44s} {out_of_reach[opt]}" for opt in left_out]
+    fired = sum(1 for opt in counted if rates.get(opt, (0, 0))[0])
+    lines.append(f"optimizations fired: {fired}/{len(counted)} ({len(optimizations)} listed, {len(left_out)} out of "
+                 f"reach)")
     return lines
 
 
@@ -58,7 +75,8 @@ def main() -> None:
     a = ap.parse_args()
     from dlcfuzz.backends import get_backend
 
-    optimizations = get_backend(a.compiler).optimizations()
+    backend = get_backend(a.compiler)
+    optimizations = backend.optimizations()
     if not optimizations:
         raise SystemExit(f"{a.compiler}: Backend.optimizations() lists nothing to measure against")
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,7 +84,7 @@ def main() -> None:
         tests, rates = campaign_triggers(out, a.compiler, a.time, a.jobs, a.seed)
     print(f"{a.compiler}: {tests} tests of --strategy oatest in {a.time:.0f} s (seed {a.seed}); "
           f"per optimization, tests that fired it / tests that targeted it")
-    print("\n".join(table(optimizations, rates)))
+    print("\n".join(table(optimizations, rates, backend.optimizations_out_of_reach())))
 
 
 if __name__ == "__main__":

@@ -128,6 +128,12 @@ class Backend(Protocol):
         read from the compiler, not listed by hand: the denominator of `bench/optimization_triggers.py`."""
         ...
 
+    def optimizations_out_of_reach(self) -> dict[str, str]:
+        """Optimizations of `optimizations()` that the configurations dlcfuzz runs cannot fire (registered for
+        another device, gated by a setting no configuration makes), each with why: left out of the bench's
+        denominator and printed there."""
+        ...
+
     def start_coverage(self) -> None: ...
 
     def stop_coverage(self) -> list[str]: ...
@@ -256,6 +262,9 @@ class BackendBase:
 
     def optimizations(self) -> tuple[str, ...]:
         return ()  # a compiler whose optimizations dlcfuzz does not tell apart
+
+    def optimizations_out_of_reach(self) -> dict[str, str]:
+        return {}
 
     def pattern_targets(self) -> str:
         """The compiler name under which optimization patterns list what they target on this backend

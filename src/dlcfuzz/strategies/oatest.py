@@ -93,7 +93,9 @@ class OatestStrategy(GraphStrategy):
 
     def synthesize(self, seed: int, rng: np.random.Generator) -> TestCase:
         from dlcfuzz.gen.random import form_gaps_in
+        from dlcfuzz.gen.repair import sample_values
         from dlcfuzz.gen.sizes import draw_sizes
+        from dlcfuzz.synth.synthesize import validity_fault
 
         syn = self.synthesizer
         sizes = draw_sizes(rng, self.params.get("sizes", SIZES.default))  # long axes on a share of tests
@@ -108,7 +110,10 @@ class OatestStrategy(GraphStrategy):
         configs = list(self.ctx.configs)
         if not self.ctx.configs_picked:
             configs = self.ctx.backend.oatest_configs(rng, targets, configs)
+        spliced = s.graph.copy()
         s.graph, inputs = self.with_inputs(s.graph, rng)
+        if validity_fault(s.graph) is not None:  # an edge value attribute (a Range's bounds) moved a fixed index out
+            s.graph, inputs, self.edges = sample_values(spliced, rng, "small")  # of its domain: the pattern's own values
         meta = {"oatest": {"pattern": s.pattern, "patterns": s.patterns, "targets": targets, "order": s.order,
                            "reused": s.reused, "bridged": s.bridged, "fresh": s.fresh, "connected": s.connected}}
         tc = self.test_case(s.graph, inputs, seed, configs, meta)

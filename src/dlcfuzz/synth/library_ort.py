@@ -4,31 +4,28 @@ shared library fires. Each tag is checked like the library's (`tests/test_synth.
 with the named optimizer disabled, the optimized model of the pattern between two other operators differs).
 
 Transformers of the installed release that no pattern here reaches, and why (ORT 1.32, CPU):
-- GroupQueryAttentionFusion, BiasDropoutFusion (CUDA/ROCm), MatMulActivationFusion (DirectML): registered for
-  other execution providers only; MemcpyTransformer: copies between devices, none on a CPU-only session;
-  FreeDimensionOverrideTransformer: only with free-dimension overrides configured, which no configuration sets.
-- UnsqueezeElimination, PreShapeNodeElimination, FuseFp16InitializerToFp32NodeTransformer: their rewrite of
-  a constant (or static-shape) input is what ConstantFolding does anyway, so disabling them leaves the same
-  model (our graphs have static shapes and constant weights).
-- GatherToSliceFusion: Range with constant inputs is folded before level 2 (our Range takes attributes).
+- Out of reach of a CPU-only session (`backends/onnxruntime/optimizers.ORT_OUT_OF_REACH`, left out of the trigger
+  bench's denominator): GroupQueryAttentionFusion, GroupQueryAttentionPreNormFusion, BiasDropoutFusion,
+  MatMulActivationFusion, BiasSoftmaxFusion (registered for, or matching only nodes of, other providers),
+  SwiGluFusion (`Mul(QuickGelu(gate), up)` did not fire it on a CPU session, and the CPU provider has no kernel for
+  the SwiGLU it makes),
+  MemcpyTransformer, FreeDimensionOverrideTransformer.
+- UnsqueezeElimination (it folds an Unsqueeze of an initializer whose axes are an attribute, opset < 13, measured)
+  and LayerNormFusionL2 (it returns at once from opset 17, where the level-1 instance fuses): our lowering writes
+  opset 18; both are in ORT_OUT_OF_REACH with that reason.
 - LabelEncoderFusion: ai.onnx.ml LabelEncoder, an operator dlcfuzz does not speak.
 - DynamicQuantizeMatMulFusion: it needs all three outputs of a DynamicQuantizeLinear read by one
   MatMulIntegerToFloat (its zero point as MatMulInteger's input); our MatMulInteger takes its zero points as
   attributes (constant initializers), so no graph of ours has that form.
-- CastFloat16Transformer, RemoveDuplicateCastTransformer: the session runs them after partitioning at every
-  level, whatever `disabled_optimizers` says (measured: a float16 Erf gets its Casts and a float32 -> float64
-  -> float32 pair becomes one Cast with either disabled, at ORT_DISABLE_ALL too), so `fired` cannot see them.
-- ConvAddActivationFusion: it runs at level 3 after NchwcTransformer, which took every float32 Conv (with a
-  bias) + Add + Relu tried first (1 to 16 channels); its float16 form is compiled in only with MLAS's fp16
-  vector intrinsics, and the float16 variant did not fire here.
-- SwiGluFusion: `Mul(QuickGelu(gate), up)` of one shape, the QuickGelu spelled out or the contrib operator, did
-  not fire it on a CPU session; ORT's own test of it builds the transformer for the CUDA provider.
-- LayerNormFusionL2: the level-1 instance (LayerNormFusionL1) fuses every decomposed layer norm tried first
-  (float16, float32, float64; with a Cast pair around the float32 computation).
-- QDQFinalCleanupTransformer: the DequantizeLinear -> QuantizeLinear pairs it removes were gone with it
-  disabled in every form tried (Q-DQ-Q-DQ: DoubleQDQPairsRemover; DQ of a Cast's output, then Q).
-- EnsureUniqueDQForNodeUnit: the session runs it before level 1 whatever `disabled_optimizers` says, so
-  disabling it changes nothing that `fired` could see.
+Transformers `disabled_optimizers` cannot tell apart are observed otherwise (`backends/onnxruntime/trigger.py`):
+CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNodeUnit run whatever is disabled
+(ORT_MANDATORY: float16_erf, the library's cast_roundtrip, dq_two_consumers); PreShapeNodeElimination and
+FuseFp16InitializerToFp32NodeTransformer rewrite what ConstantFolding folds anyway, ConvAddActivationFusion what
+NchwcTransformer takes first, TransposeOptimizer_CPUExecutionProvider what the level-1 TransposeOptimizer removed
+(ORT_MASKED_BY: checked with those disabled; cast_before_shape, float16_weight_matmul, the library's conv_add_relu
+and transpose_pair); GatherToSliceFusion likewise, the Range it reads being folded by ConstantFolding (range_gather),
+and QDQFinalCleanupTransformer, whose DequantizeLinear -> QuantizeLinear pairs DoubleQDQPairsRemover and both
+TransposeOptimizer instances remove first (requantize_same).
 """
 
 from __future__ import annotations
@@ -275,6 +272,70 @@ def where_dq_scalar(seed: int) -> Graph:
     return b.outputs(_qdq(b, w, "o", zero_point=128))
 
 
+def float16_erf(seed: int) -> Graph:
+    """A float16 Erf, which ORT's CPU provider has no float16 kernel for (CastFloat16Transformer puts it between
+    Casts to float32 and back)."""
+    b = Builder("float16_erf", seed, dtype="float16")
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("erf", [x], "erf"))
+
+
+def dq_two_consumers(seed: int) -> Graph:
+    """A DequantizeLinear read by two nodes (EnsureUniqueDQForNodeUnit gives each node unit its own copy)."""
+    b = Builder("dq_two_consumers", seed)
+    x = b.input("x", (3, 4))
+    dq = _qdq(b, x, "a", zero_point=128)
+    return b.outputs(b.op("relu", [dq], "first"), b.op("sigmoid", [dq], "second"))
+
+
+def cast_before_shape(seed: int) -> Graph:
+    """A Cast read by a Shape alone (PreShapeNodeElimination: Shape reads the Cast's input); the shape goes on as
+    float32, the dtype the pattern's neighbours take."""
+    b = Builder("cast_before_shape", seed)
+    x = b.input("x", (3, 4))
+    shape = b.op("shape", [b.op("cast", [x], "cast", to="float64")], "shape")
+    return b.outputs(b.op("cast", [shape], "shape_f", to="float32"))
+
+
+def float16_weight_matmul(seed: int) -> Graph:
+    """A float16 weight cast to float32 into a MatMul (FuseFp16InitializerToFp32NodeTransformer: a float32 weight)."""
+    b = Builder("float16_weight_matmul", seed)
+    x = b.input("x", (3, 6))
+    w = b.op("cast", [b.param("w16", b.rng.normal(0, 0.3, (6, 5)), "float16")], "w32", to="float32")
+    return b.outputs(b.op("matmul", [x, w], "mm"))
+
+
+def range_gather(seed: int) -> Graph:
+    """A Gather of a Range with constant bounds (GatherToSliceFusion: a Slice with the Range's start, limit and step;
+    ConstantFolding folds the Range first unless it is disabled)."""
+    b = Builder("range_gather", seed)
+    x = b.input("x", (3, 8))
+    return b.outputs(b.op("gather", [x, b.op("range", [], "idx", start=1, limit=7, delta=2, dtype="int64")], "gather",
+                          axis=1))
+
+
+def requantize_same(seed: int) -> Graph:
+    """Two Q/DQ pairs of the same scale and zero point in a row: the DequantizeLinear -> QuantizeLinear in the middle
+    is a no-op (QDQFinalCleanupTransformer removes it; DoubleQDQPairsRemover and the transpose optimizers' QDQ
+    cleanup remove it first unless they are disabled)."""
+    b = Builder("requantize_same", seed)
+    x = b.input("x", (3, 4))
+    return b.outputs(b.op("relu", [_qdq(b, _qdq(b, x, "a", zero_point=128), "b", zero_point=128)], "relu"))
+
+
+def gelu_erf_opset20(seed: int) -> Graph:
+    """The spelled-out erf GELU in a model of opset 20, where Gelu is an ONNX operator and the level-1 GeluFusion fuses
+    it (below 20 it leaves it to GeluFusionL2's contrib Gelu). A float16 IsInf beside it is what makes the model
+    opset 20: our lowering writes the lowest opset its operators need, 18 for the GELU alone."""
+    b = Builder("gelu_erf_opset20", seed)
+    x = b.input("x", (2, 8))
+    e = b.op("add", [b.op("erf", [b.op("div", [x, b.scalar("sqrt2", np.sqrt(2.0))], "div")], "erf"),
+                     b.scalar("one", 1.0)], "erf_plus_one")
+    gelu = b.op("mul", [b.op("mul", [x, e], "mul"), b.scalar("half", 0.5)], "gelu")
+    inf = b.op("isinf", [b.op("cast", [x], "x16", to="float16")], "isinf", detect_negative=1, detect_positive=1)
+    return b.outputs(gelu, b.op("cast", [inf], "isinf_f", to="float32"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -301,4 +362,11 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "reshape_gathers_slice": (reshape_gathers_slice, ["GatherSliceToSplitFusion"], "subgraph"),
     "matmul_integer_scaled": (matmul_integer_scaled, ["MatMulIntegerToFloatFusion"], "subgraph"),
     "where_dq_scalar": (where_dq_scalar, ["WhereDummyDq"], "subgraph"),
+    "float16_erf": (float16_erf, ["CastFloat16Transformer"], "subgraph"),
+    "dq_two_consumers": (dq_two_consumers, ["EnsureUniqueDQForNodeUnit"], "subgraph"),
+    "cast_before_shape": (cast_before_shape, ["PreShapeNodeElimination"], "subgraph"),
+    "float16_weight_matmul": (float16_weight_matmul, ["FuseFp16InitializerToFp32NodeTransformer"], "subgraph"),
+    "range_gather": (range_gather, ["GatherToSliceFusion"], "subgraph"),
+    "requantize_same": (requantize_same, ["QDQFinalCleanupTransformer"], "subgraph"),
+    "gelu_erf_opset20": (gelu_erf_opset20, ["GeluFusionL1"], "subgraph"),
 }

@@ -44,6 +44,8 @@ PATTERN_FAULTS = (KeyError, IndexError, ValueError, TypeError)
 POOL_SIZE = 64  # synthesized graphs kept as seeds for high-order synthesis
 POOL_MAX_NODES = 48  # bigger ones compile too slowly to be worth growing further
 P_FROM_POOL = 0.5
+WRITTEN_SHARE = 0.5  # of an optimization's draws, for the library's written patterns when mined ones share it
+AS_GIVEN_SHARE = 0.5  # of a pattern's draws, for the pattern as given (its variants share the rest)
 SEED_DTYPES = ("float32",)  # the optimizations under test are float rewrites; bridges cast the rest
 
 
@@ -99,7 +101,7 @@ def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:
             n.attrs = attrs
             n.outputs = [Value(v.name, t) for v, t in zip(n.outputs, outs)]
             env.update({v.name: v.type for v in n.outputs})
-        if not repair_strict_constants(g):
+        if not repair_strict_constants(g) or strict_faults(g):  # a fixed node output (Range) is not repaired
             return None
         check_graph(g)
     except (DlcfuzzError, *PATTERN_FAULTS):  # DlcfuzzError covers TypeRuleError, IRError
@@ -344,16 +346,21 @@ def repair_strict_constants(g: Graph) -> bool:
 
 def strict_faults(g: Graph) -> list[str]:
     """Values feeding a strict value domain that are neither a graph input (sampled inside the
-    domain) nor a constant inside it: a computed value there (an index, a shift amount, a float
+    domain) nor a constant inside it (an initializer, or the output of a node without inputs, such as a Range): a computed value there (an index, a shift amount, a float
     cast to int8) is undefined behaviour that no reference decides. Empty for a valid graph."""
     inputs = {v.name for v in g.inputs}
+    made = {v.name: n for n in g.nodes for v in n.outputs}
     faults = []
     for name, d in value_domains(g).items():
         if not d.strict or name in inputs:
             continue
-        if name not in g.constants:
+        fixed = g.constants.get(name)
+        if fixed is None and name in made and not made[name].inputs:  # a node of attributes alone (Range): fixed too
+            n = made[name]
+            fixed = get_op(n.op).reference([], n.attrs)[[v.name for v in n.outputs].index(name)]
+        if fixed is None:
             faults.append(f"{name}: computed value in a strict domain")
-        elif not _within(g.constants[name], d):
+        elif not _within(fixed, d):
             faults.append(f"{name}: constant outside [{d.lo}, {d.hi}]")
     return faults
 
@@ -630,10 +637,7 @@ class Synthesizer:
         the test's element or work bound is refused like an invalid one; None: small shapes."""
         seed, names = self.seed_graph(rng, sizes)
         for _ in range(tries):
-            group = self.by_optimization[int(rng.integers(len(self.by_optimization)))]
-            p = group[int(rng.integers(len(group)))]
-            inst = self.instances(p)
-            p = inst[int(rng.integers(len(inst)))]
+            p = self.instance(self.by_optimization[int(rng.integers(len(self.by_optimization)))], rng)
             self.attempts += 1
             try:
                 s = splice(seed, p, rng, next(self.uid), self.patterns_supported, self.rejected)
@@ -656,6 +660,21 @@ class Synthesizer:
             return s
         self.unspliced += 1
         return Splice(seed.copy(), "", len(seed.nodes), order=len(names), patterns=list(names), long=sizes is not None)
+
+    def instance(self, group: list[Pattern], rng: np.random.Generator) -> Pattern:
+        """One pattern of an optimization's group, then one of its instances. Written patterns (the built-in library,
+        each checked to fire its targets) get WRITTEN_SHARE of a group that also holds mined ones: a cut from a
+        compiler test often lacks what its optimization checks (DoubleQDQPairsRemover's mined cuts fire it in no form
+        checked: drawn among them, its written pattern made none of 83 targeted tests fire it). The pattern as written or mined gets
+        AS_GIVEN_SHARE of its instances, its variants the rest: a fusion that no variant fires is still reached."""
+        written = [q for q in group if q.source == "library"]
+        mined = [q for q in group if q.source != "library"]
+        if written and mined:
+            group = written if rng.random() < WRITTEN_SHARE else mined
+        inst = self.instances(group[int(rng.integers(len(group)))])
+        if len(inst) == 1 or rng.random() < AS_GIVEN_SHARE:
+            return inst[0]
+        return inst[1 + int(rng.integers(len(inst) - 1))]
 
     def instances(self, p: Pattern) -> list[Pattern]:
         """The pattern and, with `retyped`, its dtype, attribute and neighbour variants (made the first time the pattern

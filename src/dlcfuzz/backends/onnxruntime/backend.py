@@ -15,7 +15,7 @@ import onnxruntime as ort
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, minimal_optimizers, ort_optimizers
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_OUT_OF_REACH, minimal_optimizers, ort_optimizers
 from dlcfuzz.backends.opinions import ort_config_evaluator
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
@@ -211,6 +211,10 @@ class OnnxRuntimeBackend(BackendBase):
     def optimizations(self) -> tuple[str, ...]:
         """The graph transformers and rewrite rules of the installed release, read from ORT (optimizers.py)."""
         return ort_optimizers()
+
+    def optimizations_out_of_reach(self) -> dict[str, str]:
+        """Transformers of `optimizations()` that a CPU-only session cannot fire, with why (optimizers.py)."""
+        return {name: why for name, why in ORT_OUT_OF_REACH.items() if name in ort_optimizers()}
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
         """Whether each targeted transformer changed the optimized model (trigger.py)."""

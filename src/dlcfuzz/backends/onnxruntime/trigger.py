@@ -1,10 +1,12 @@
 """Did an ONNXRuntime optimization fire on a test (OATest's trigger rates)? The optimized model
 (dumped) is compared with the one optimized with the targeted transformer disabled; it fired when
 they differ (ORT silently ignores unknown names in `disabled_optimizers`, so a wrong name reads as
-"never fires", never as an error). Runs inside the sandboxed workers."""
+"never fires", never as an error). Transformers that `disabled_optimizers` cannot tell that way are
+observed otherwise (ORT_BY_REWRITE, ORT_MANDATORY, ORT_MASKED_BY below). Runs inside the sandboxed workers."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Protocol
 
 from dlcfuzz.oracle.testcase import Config
@@ -42,11 +44,55 @@ def ort_signature(model_bytes: bytes | None) -> tuple:
 # ORT_ENABLE_ALL than after ORT_DISABLE_ALL.
 ORT_BY_REWRITE: dict[str, tuple[str, ...]] = {"TransposeOptimizer": ("Transpose",)}
 
+# Transformers the session runs whatever the level and `disabled_optimizers` say (InferenceSession::TransformGraph:
+# EnsureUniqueDQForNodeUnit before level 1, the float16 Cast insertion and the duplicate-Cast cleanup after
+# partitioning): fired when the model ORT_DISABLE_ALL leaves has nodes of that kind that the model as given has not
+# ("added": a Cast around a float16 node without a float16 kernel, a DequantizeLinear duplicated for its second
+# consumer), or lacks some it has ("removed": a lossless Cast pair). Nodes are told apart by name, so a Cast inserted
+# and one removed in the same model are each seen.
+ORT_MANDATORY: dict[str, tuple[str, str]] = {
+    "CastFloat16Transformer": ("Cast", "added"),
+    "RemoveDuplicateCastTransformer": ("Cast", "removed"),
+    "EnsureUniqueDQForNodeUnit": ("DequantizeLinear", "added"),
+}
+
+# Transformers whose rewrite an earlier one makes in their place, so that disabling them alone leaves the same model:
+# checked with those earlier ones disabled in both builds (fired = rewrote the graph in a session without them, which
+# `disabled_optimizers` is for). ConstantFolding folds the Cast under a Shape, the Cast of a float16 initializer and
+# a Range of constants before level 2; the level-1 TransposeOptimizer leaves its CPU-EP instance no transposes;
+# NchwcTransformer (x86-64) takes the Conv + Add + activation that ConvAddActivationFusion, registered after it,
+# would fuse; the pairs QDQFinalCleanupTransformer removes (DequantizeLinear -> QuantizeLinear of one scale) go in
+# DoubleQDQPairsRemover and in both transpose optimizers' QDQ cleanup first.
+ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
+    "PreShapeNodeElimination": ("ConstantFolding",),
+    "FuseFp16InitializerToFp32NodeTransformer": ("ConstantFolding",),
+    "GatherToSliceFusion": ("ConstantFolding",),
+    "TransposeOptimizer_CPUExecutionProvider": ("TransposeOptimizer",),
+    "ConvAddActivationFusion": ("NchwcTransformer",),
+    "QDQFinalCleanupTransformer": ("DoubleQDQPairsRemover", "TransposeOptimizer",
+                                   "TransposeOptimizer_CPUExecutionProvider"),
+}
+
 
 def _count(model_bytes: bytes | None, kinds: tuple[str, ...]) -> int:
     import onnx
 
     return 0 if model_bytes is None else sum(n.op_type in kinds for n in onnx.load_from_string(model_bytes).graph.node)
+
+
+def _names(model_bytes: bytes | None, kind: str) -> Counter[str]:
+    import onnx
+
+    if model_bytes is None:
+        return Counter()
+    return Counter(n.name for n in onnx.load_from_string(model_bytes).graph.node if n.op_type == kind)
+
+
+def mandatory_fired(as_given: bytes, unoptimized: bytes | None, target: str) -> bool:
+    """Whether a transformer of ORT_MANDATORY changed the model ORT_DISABLE_ALL leaves (`unoptimized`, dumped)."""
+    kind, change = ORT_MANDATORY[target]
+    before, after = _names(as_given, kind), _names(unoptimized, kind)
+    return unoptimized is not None and bool(after - before if change == "added" else before - after)
 
 
 def ort_fired(backend: OnnxCompiler, model_bytes: bytes, targets: list[str], options: dict[str, Any] | None = None
@@ -56,18 +102,39 @@ def ort_fired(backend: OnnxCompiler, model_bytes: bytes, targets: list[str], opt
     Checked at ORT_ENABLE_EXTENDED first, then at `options`' level (default all): the layout
     transformers of level 3 (NchwcTransformer) absorb activations themselves, so a fusion that
     fired at level 2 can leave the same final model as when it is disabled. Level 2 runs the same
-    way inside level 3, so firing there is firing in the optimized build too."""
+    way inside level 3, so firing there is firing in the optimized build too. A transformer of
+    ORT_MASKED_BY is checked with its maskers disabled in both builds; one of ORT_MANDATORY (never
+    disabled) by the model ORT_DISABLE_ALL leaves against the model as given."""
     disabled = list((options or {}).get("disabled_optimizers", []))
     out = {t: False for t in targets}
     by_rewrite = [t for t in targets if t in ORT_BY_REWRITE]
-    if by_rewrite:
+    mandatory = [t for t in targets if t in ORT_MANDATORY]
+    if by_rewrite or mandatory:
         dumps = [backend.compile_onnx(model_bytes, Config("trigger", {**(options or {}), "opt_level": lvl, "dump": True}))
                  .optimized_model for lvl in ("disable", (options or {}).get("opt_level", "all"))]
         for t in by_rewrite:
             out[t] = _count(dumps[1], ORT_BY_REWRITE[t]) < _count(dumps[0], ORT_BY_REWRITE[t])
-        targets = [t for t in targets if t not in ORT_BY_REWRITE]
+        for t in mandatory:
+            out[t] = mandatory_fired(model_bytes, dumps[0], t)
+        targets = [t for t in targets if t not in ORT_BY_REWRITE and t not in ORT_MANDATORY]
         if not targets:
             return out
+    for level in ("extended", (options or {}).get("opt_level", "all")):
+        base = {**(options or {}), "opt_level": level, "dump": True}
+        enabled: dict[tuple[str, ...], tuple] = {}  # maskers disabled -> the optimized model's signature
+        for t in targets:
+            if out[t]:
+                continue
+            maskers = ORT_MASKED_BY.get(t, ())
+            if maskers not in enabled:
+                on = {**base, "disabled_optimizers": [*disabled, *maskers]}
+                enabled[maskers] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger", on)).optimized_model)
+            off = {**base, "disabled_optimizers": [*disabled, *maskers, t]}
+            out[t] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger-off", off)).optimized_model) \
+                != enabled[maskers]
+        if all(out[t] for t in targets) or level == "all":
+            break
+    return out
     for level in ("extended", (options or {}).get("opt_level", "all")):
         base = {**(options or {}), "opt_level": level, "dump": True}
         enabled = ort_signature(backend.compile_onnx(model_bytes, Config("trigger", base)).optimized_model)
