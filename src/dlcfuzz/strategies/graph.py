@@ -245,17 +245,9 @@ class GraphStrategy(Strategy):
         """The region kinds the compiler's baseline configuration lowers (asked once, by lowering one sample
         of each: a target without a kind's rule documents it as a gap)."""
         if not hasattr(self, "_region_kinds"):
-            from dlcfuzz.errors import Unsupported
-            from dlcfuzz.gen.regions import REGION_KINDS, region_samples
+            from dlcfuzz.gen.regions import lowered_kinds
 
-            kinds = []
-            for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
-                try:
-                    self.ctx.backend.lower(g, self.ctx.configs[0])
-                    kinds.append(kind)
-                except Unsupported:
-                    pass
-            self._region_kinds = tuple(kinds)
+            self._region_kinds = lowered_kinds(self.ctx.backend, self.ctx.configs[0])
         return self._region_kinds
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:
