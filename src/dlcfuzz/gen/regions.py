@@ -297,10 +297,24 @@ def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds:
             continue
         start = int(rng.integers(n))
         stop = int(rng.integers(start + 1, min(n, start + 4) + 1))
-        kind = kinds[int(rng.integers(len(kinds)))]
-        seg = segment(host.g, start, stop)
-        if seg.outs and WRAPPERS[kind](host, start, stop, seg, rng, supported):
-            made += 1
+        made += _wrap(host, start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported)
+    check_graph(h)
+    return h
+
+
+def _wrap(host: Host, start: int, stop: int, kind: str, rng: np.random.Generator, supported: Supported) -> bool:
+    """host's nodes[start:stop] in a region of `kind`; False when nothing after the range reads its values."""
+    seg = segment(host.g, start, stop)
+    return bool(seg.outs) and WRAPPERS[kind](host, start, stop, seg, rng, supported)
+
+
+def wrap_range(g: Graph, start: int, stop: int, rng: np.random.Generator, kinds: tuple[str, ...] = REGION_KINDS,
+               supported: Supported = _all_supported) -> Graph | None:
+    """A copy of `g` with its top-level nodes[start:stop] (a range a strategy chose: a spliced pattern) in a region
+    of one of `kinds`; None when nothing after the range reads its values. Checked (ops.check_graph)."""
+    h = g.copy()
+    if not _wrap(Host(h, top=True), start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported):
+        return None
     check_graph(h)
     return h
 
