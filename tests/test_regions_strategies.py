@@ -179,3 +179,24 @@ def test_hirgen_coverage_feedback_rewards_new_control_flow():
     assert guided > ablation, (guided, ablation)
     assert all(kind(i) != "region" for i in graph_items(generate(np.random.default_rng(0), 8)))
 
+
+# ---- oatest ------------------------------------------------------------------------------------------------------
+
+
+def test_oatest_wraps_the_spliced_pattern_at_the_default_share_and_makes_its_old_tests_at_zero(tmp_path):
+    """A test whose region stream fires holds a region around nodes of its latest splice (the pattern or its
+    bridges); the others, and every test at `--regions 0`, are the syntheses of before, draw for draw."""
+    on = graph_strategy(tmp_path, "on", "oatest", None)
+    off = graph_strategy(tmp_path, "off", "oatest", 0.0)
+    for s in (on, off):
+        s.restore(0)
+    for seed in range(FIRST_SEED, FIRST_SEED + 8):
+        a, b = on.make_test(seed, seed).payload, off.make_test(seed, seed).payload
+        assert not region_nodes(b.graph)
+        if seed in (18, 22):
+            regions = [n for n in a.graph.nodes if n.bodies()]
+            assert len(regions) == 1, seed
+            inside = [m.name for body in regions[0].bodies().values() for m in body.nodes]
+            assert any(name.startswith("s") and "_" in name for name in inside), inside
+        else:
+            assert dumps(a.graph) == dumps(b.graph)
