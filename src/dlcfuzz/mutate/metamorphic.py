@@ -72,7 +72,7 @@ import numpy as np
 
 from dlcfuzz import reference
 from dlcfuzz.errors import IRError
-from dlcfuzz.gen.regions import Host, segment, wrap_if, wrap_loop
+from dlcfuzz.gen.regions import Host, Segment, segment, wrap_if, wrap_loop
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import check_graph, get_op
@@ -112,7 +112,8 @@ class Step:
     kind: "uoc" or "pioc"; a region step: "if" or "loop";
     reads: the existing values the step reads (target first; a region step: its condition's, then its range's);
     params: the choices drawn (JSON-compatible): target, cond, fit, leaves, garbage, seed; a region step: nodes
-      (the names of the range's nodes), condition (its kind: uoc or pioc), cond, always (an if's taken branch), seed;
+      (the names of the range's nodes), outs (the values it gave out), condition (its kind: uoc or pioc), cond,
+      always (an if's taken branch), seed;
     deps: ids of the earlier steps that created a value in `reads`.
     """
 
@@ -367,6 +368,10 @@ def _apply_region(g: Graph, step: Step, check: bool) -> Graph:
     top = em.op("reduce_max", [c], axes=list(range(t.rank)), keepdims=0, noop_with_empty_axes=0) if t.rank else c
     never = em.op("greater", [top, em.const(np.zeros((), t.np_dtype))])
     seg = segment(out, start, stop, move_constants=False)  # the weights stay the seed's, shared
+    # the values the range gave out when the step was drawn stay outputs (a later step may read one), whether or
+    # not what read them then is in this replay
+    given = set(p["outs"]) | {v.name for v in seg.outs}
+    seg = Segment(seg.body, seg.reads, [v for x in seg.body for v in x.outputs if v.name in given], seg.moved)
     host = Host(out, top=True, prefix=f"mt{step.id}_")
     rng = np.random.default_rng(int(p["seed"]))  # the carried values' initial values (gen/regions.py)
 
@@ -395,8 +400,13 @@ def next_id(g: Graph) -> int:
     return 1 + max((i for i in ids if i is not None), default=-1)
 
 
-def _deps(reads: Sequence[str], step_id: int) -> list[int]:
-    return sorted({o for r in reads if (o := owner(r)) is not None and o != step_id})
+def _deps(g: Graph, reads: Sequence[str], step_id: int) -> list[int]:
+    """The earlier steps that made a value of `reads`, or the region node producing one: a region's outputs are
+    defined together after its range, which without it may define them apart (a step anchored after one of them
+    could no longer read another)."""
+    producer = g.producers()
+    names = [*reads, *(p.name for r in reads if (p := producer.get(r)) is not None and p.name)]
+    return sorted({o for r in names if (o := owner(r)) is not None and o != step_id})
 
 
 def _pick(rng: np.random.Generator, pool: Sequence[str]) -> str:
@@ -491,7 +501,7 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     params = {"target": target, "cond": cond, "fit": fit, "leaves": leaves, "garbage": program,
               "seed": int(rng.integers(2**31))}
     reads = list(dict.fromkeys([target, *_condition_reads(kind, cond), *leaves]))
-    step = Step(sid, kind, reads, params, _deps(reads, sid))
+    step = Step(sid, kind, reads, params, _deps(g, reads, sid))
     # the emitter infers every inserted node's type and rewired uses get a value of the same type:
     # a full check of the (growing) graph per step would make a chain quadratic
     return apply(g, step, check=False), step
@@ -558,10 +568,11 @@ def wrap_region(g: Graph, rng: np.random.Generator, kinds: Sequence[str] = REGIO
         pool = [v for v in floats if types[v].dtype == dtype]
         cond_kind = str(rng.choice([k for k in KINDS if k != "pioc" or profile_inputs is not None]))
         cond_kind, cond = _draw_condition(g, types, rng, cond_kind, pool, start, profile_inputs, profile)
-        params = {"nodes": [x.name for x in seg.body], "condition": cond_kind, "cond": cond,
+        params = {"nodes": [x.name for x in seg.body], "outs": [v.name for v in seg.outs], "condition": cond_kind,
+                  "cond": cond,
                   "always": bool(rng.random() < 0.5), "seed": int(rng.integers(2**31))}
         reads = list(dict.fromkeys([*_condition_reads(cond_kind, cond), *seg.reads]))
-        deps = sorted(set(_deps(reads, sid)) | {o for x in seg.body if (o := owner(x.name)) is not None})
+        deps = sorted(set(_deps(g, reads, sid)) | {o for x in seg.body if (o := owner(x.name)) is not None})
         step = Step(sid, kind, reads, params, deps)
         return apply(g, step, check=False), step
     return None
