@@ -86,7 +86,7 @@ def test_metamorphic_region_steps_at_the_default_share_and_none_at_zero(tmp_path
 
 def test_region_steps_keep_the_outputs_and_replay(tmp_path):
     """Every region step leaves the reference's outputs bit for bit; the recorded steps replay the mutant, and each
-    region step with what it depends on replays alone (the step reducer's subsets)."""
+    region step with what it depends on, and random dependency-closed subsets (the step reducer's), replay alone."""
     strategy = metamorphic(tmp_path, "all", 1.0)
     ch = strategy.chain()
     expected = reference.outputs(ch.seed, ch.inputs)
@@ -100,11 +100,12 @@ def test_region_steps_keep_the_outputs_and_replay(tmp_path):
     for got, want in zip(reference.outputs(g, ch.inputs), expected, strict=True):
         np.testing.assert_array_equal(got, want)
     assert steps_from_json(steps_to_json(steps)) == steps
-    for s in steps:
-        if s.kind in REGION_KINDS:
-            alone = replay(ch.seed, closure(steps, [s.id]))
-            for got, want in zip(reference.outputs(alone, ch.inputs), expected, strict=True):
-                np.testing.assert_array_equal(got, want)
+    subsets = [closure(steps, [s.id]) for s in steps if s.kind in REGION_KINDS]
+    pick = np.random.default_rng(0)
+    subsets += [closure(steps, [s.id for s in steps if pick.random() < 0.3]) for _ in range(10)]
+    for subset in subsets:
+        for got, want in zip(reference.outputs(replay(ch.seed, subset), ch.inputs), expected, strict=True):
+            np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.slow
