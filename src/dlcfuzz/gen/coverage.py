@@ -3,7 +3,8 @@
 Three criteria (Ma et al., ISSTA 2023): operator x dtype, operator x output shape, and
 operator -> operator edges (plus operator paths of length 3); and ours, operator x attribute x
 value class (a mode's name, the sign of an axis, an empty list), so that guidance reaches the
-attribute space and not only the operator space. Items are short strings so that the store can
+attribute space and not only the operator space, and control flow: region kind x nesting depth x
+the dtypes it carries (issue 40; the nodes of region bodies count as the main graph's do). Items are short strings so that the store can
 persist them as they are; `kind(item)` is the criterion an item belongs to.
 """
 
@@ -14,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.gen.regions import bodies_in
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import TensorType
 
-KINDS = ("op-dtype", "op-shape", "edge", "path3", "op-attr")
+KINDS = ("op-dtype", "op-shape", "edge", "path3", "op-attr", "region")
 DISRUPTIVE = "broken-rule"  # (operator, broken rule, dtype) of disruptive mode
 COMPILER = "compiler"  # lines/arcs measured inside the compiler while it compiled and ran a test
 
@@ -63,10 +65,33 @@ def node_items(op: str, dtype: str, outs: Sequence[TensorType], upstream: Sequen
     return items
 
 
-def graph_items(g: Graph) -> set[str]:
-    """Every item a graph covers (sub-function bodies included; calls are transparent)."""
+def carried_types(n: Node) -> list[TensorType]:
+    """What a region node carries from its bodies out: a conditional's outputs, a loop's carried values, a scan's
+    states (ops/regions.py)."""
+    count = {"loop": "num_carried", "scan": "num_states"}.get(n.op)
+    outs = n.outputs if count is None else n.outputs[:int(n.attrs.get(count, 0))]
+    return [v.type for v in outs]
+
+
+def region_items(g: Graph, depth: int = 1) -> set[str]:
+    """The control-flow items of the regions in `g` (nested ones included, at their depth): region kind x nesting
+    depth x the dtypes it carries."""
     items: set[str] = set()
-    for f in [g, *g.functions.values()]:
+    for n in g.nodes:
+        bodies = n.bodies()
+        if not bodies:
+            continue
+        dtypes = ",".join(sorted({t.dtype for t in carried_types(n)})) or "none"
+        items.add(f"region|{n.op}|depth{depth}|{dtypes}")
+        for body in bodies.values():
+            items |= region_items(body, depth + 1)
+    return items
+
+
+def graph_items(g: Graph) -> set[str]:
+    """Every item a graph covers (sub-function and region bodies included; calls are transparent)."""
+    items: set[str] = region_items(g)
+    for f in [s for top in [g, *g.functions.values()] for s in (top, *bodies_in(top))]:
         env = f.types()
         producer: dict[str, Node] = {v.name: n for n in f.nodes for v in n.outputs if n.op != CALL_OP}
         for n in f.nodes:

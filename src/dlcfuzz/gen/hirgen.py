@@ -7,7 +7,8 @@ length 3) beyond the campaign's coverage and what this graph already covers. Aft
 generation always progresses). With candidates=1 the same loop is the unguided ablation
 (`hirgen-random`). Input 0 of a new operator prefers the output of an existing operator node
 (deep data flow) over graph inputs; fresh inputs/constants of compatible type are created
-only when no existing value fits.
+only when no existing value fits. Regions (gen/regions.py) are placed the same way: among
+`candidates` wrappings of the generated graph, the one adding the most coverage (`guided_regions`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from dlcfuzz.gen.coverage import Coverage, graph_items, kind, node_items
 from dlcfuzz.gen.random import GraphBuilder, Proposal
+from dlcfuzz.gen.regions import REGION_KINDS, Supported, add_regions
 from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ir.types import TensorType
@@ -25,7 +27,7 @@ from dlcfuzz.ops import OpSpec
 
 GUIDED_CANDIDATES = 8
 # Output shapes are new almost every time, edges rarely: the scarce criteria weigh more.
-WEIGHT = {"edge": 4, "path3": 2, "op-dtype": 3, "op-shape": 1, "op-attr": 2}
+WEIGHT = {"edge": 4, "path3": 2, "op-dtype": 3, "op-shape": 1, "op-attr": 2, "region": 4}
 P_CONNECT = 0.9  # input 0 from an existing value when one fits
 P_OPERATOR_VALUE = 0.85  # ... and then from an operator's output rather than a graph input
 
@@ -102,4 +104,26 @@ def generate_guided(
     return b.finish()
 
 
-__all__ = ["generate_guided", "graph_items", "propose_one"]
+def guided_regions(g: Graph, rng: np.random.Generator, coverage: Coverage, kinds: tuple[str, ...] = REGION_KINDS,
+                   supported: Supported | None = None, *, candidates: int = GUIDED_CANDIDATES,
+                   weights: Mapping[str, int] | None = None) -> Graph:
+    """`g` with node ranges in regions (gen/regions.add_regions): of up to `candidates` wrappings, the one whose items
+    (its control-flow items, region kind x nesting depth x carried dtypes, and the items of the nodes around them)
+    the campaign's `coverage` lacks weigh the most, drawn until one adds a control-flow item. With candidates=1, one
+    wrapping (the ablation). Does not modify `coverage`."""
+    weights = WEIGHT if weights is None else weights
+    best, best_score = g, -1
+    for _ in range(max(candidates, 1)):
+        h = add_regions(g, rng, kinds=kinds, **({} if supported is None else {"supported": supported}))
+        if candidates <= 1:
+            return h
+        new = coverage.unseen(sorted(graph_items(h)))
+        score = sum(weights.get(kind(i), 0) for i in new)
+        if score > best_score:
+            best, best_score = h, score
+        if any(kind(i) == "region" for i in new):  # the scarce criterion: no more draws
+            break
+    return best
+
+
+__all__ = ["generate_guided", "graph_items", "guided_regions", "propose_one"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,15 +56,16 @@ def fresh_name(taken: set[str], base: str) -> str:
     return name
 
 
-class _Host:
-    """A graph that receives a region (the main graph or a region body), with fresh names in its scope."""
+class Host:
+    """A graph that receives a region (the main graph or a region body), with fresh names in its scope, each
+    starting with `prefix` (a metamorphic step's own, so that its names say which step made them)."""
 
-    def __init__(self, g: Graph, top: bool) -> None:
-        self.g, self.top = g, top
+    def __init__(self, g: Graph, top: bool, prefix: str = "") -> None:
+        self.g, self.top, self.prefix = g, top, prefix
         self.taken = set(g.types()) | {n.name for n in g.nodes}
 
     def fresh(self, base: str) -> str:
-        return fresh_name(self.taken, base)
+        return fresh_name(self.taken, self.prefix + base)
 
     def constant(self, array: np.ndarray, base: str = "rc") -> str:
         name = self.fresh(base)
@@ -83,15 +85,16 @@ class Segment:
     moved: dict[str, np.ndarray]
 
 
-def segment(g: Graph, start: int, stop: int) -> Segment:
-    """nodes[start:stop] of `g` as a Segment."""
+def segment(g: Graph, start: int, stop: int, move_constants: bool = True) -> Segment:
+    """nodes[start:stop] of `g` as a Segment; without `move_constants`, the constants it reads are captures (a zoo
+    model's weights stay top-level constants, which a metamorphic test shares with its seed instead of storing)."""
     body = g.nodes[start:stop]
     defined = {v.name for n in body for v in n.outputs}
     reads = list(dict.fromkeys(i for n in body for i in n.inputs if i not in defined))
     later = {i for n in g.nodes[stop:] for i in n.inputs} | set(g.outputs)
     outs = [v for n in body for v in n.outputs if v.name in later]
     elsewhere = {i for n in g.nodes[:start] + g.nodes[stop:] for i in n.inputs} | set(g.outputs)
-    moved = {r: g.constants[r] for r in reads if r in g.constants and r not in elsewhere}
+    moved = {r: g.constants[r] for r in reads if move_constants and r in g.constants and r not in elsewhere}
     return Segment(body, [r for r in reads if r not in moved], outs, moved)
 
 
@@ -104,7 +107,7 @@ def _names_of(g: Graph) -> set[str]:
     return set(g.types()) | {n.name for n in g.nodes}
 
 
-def _condition(h: _Host, start: int, rng: np.random.Generator, supported: Supported,
+def _condition(h: Host, start: int, rng: np.random.Generator, supported: Supported,
                moved: dict[str, np.ndarray]) -> tuple[list[Node], str]:
     """Nodes computing a bool scalar from a value defined before `start` (not a constant moving into the
     region), and its name."""
@@ -149,7 +152,7 @@ def _other_branch(then: Graph, supported: Supported) -> Graph:
     return other
 
 
-def _carried(h: _Host, reads: list[str], outs: list[Value], body: list[Node], rng: np.random.Generator
+def _carried(h: Host, reads: list[str], outs: list[Value], body: list[Node], rng: np.random.Generator
              ) -> tuple[list[str], list[Value], list[str]]:
     """Per output of the range, its initial value outside and its parameter inside (a read of the same
     type, or a fresh constant and an unread parameter); and the reads left to capture."""
@@ -170,15 +173,21 @@ def _carried(h: _Host, reads: list[str], outs: list[Value], body: list[Node], rn
     return inits, params, free
 
 
-def wrap_if(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
+def wrap_if(h: Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported,
+            condition: tuple[list[Node], str, bool] | None = None) -> bool:
+    """`condition`: the nodes computing a condition, its name and the value it always has (a metamorphic
+    opaque condition): the range is the branch it takes. None: a computed condition, the range either branch."""
     g = h.g
     body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     types = g.types()
-    cond_nodes, cond = _condition(h, start, rng, supported, moved)
+    if condition is None:
+        cond_nodes, cond = _condition(h, start, rng, supported, moved)
+    else:
+        cond_nodes, cond, always = condition
     then = Graph(inputs=[Value(r, types[r]) for r in reads], constants=moved, nodes=list(body),
                  outputs=[o.name for o in outs], name="then_branch")
     other = _other_branch(then, supported)
-    if rng.random() < 0.5:
+    if (rng.random() < 0.5) if condition is None else not always:
         then, other = other, then
     then.name, other.name = "then_branch", "else_branch"
     node = Node("if", [cond, *reads], list(outs), {"then_branch": then, "else_branch": other}, name=h.fresh("n_if"))
@@ -187,26 +196,29 @@ def wrap_if(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Genera
     return True
 
 
-def _stacked(h: _Host, outs: list[Value], length: int, suffix: str) -> list[Value]:
+def _stacked(h: Host, outs: list[Value], length: int, suffix: str) -> list[Value]:
     """New graph outputs stacking `length` values of each of `outs` (a loop's or a scan's scan outputs)."""
     stacked = [Value(h.fresh(f"{o.name}_{suffix}"), o.type.with_shape((length, *o.type.shape))) for o in outs]
     h.g.outputs.extend(v.name for v in stacked)
     return stacked
 
 
-def wrap_loop(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
+def wrap_loop(h: Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported,
+              count: tuple[list[Node], str] | None = None) -> bool:
+    """`count`: the nodes computing a trip count that is always one (a metamorphic opaque one) and its name: the
+    loop neither exits early nor stacks scan outputs. None: a constant count of 1-MAX_TRIPS."""
     g = h.g
     body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     types = g.types()
     inits, params, captured = _carried(h, reads, outs, body, rng)
-    trips = int(rng.integers(1, MAX_TRIPS + 1))
+    trips = int(rng.integers(1, MAX_TRIPS + 1)) if count is None else 1
     inner = Graph(constants=dict(moved), nodes=list(body), name="body")
     taken = set(reads) | set(moved) | {v.name for n in body for v in n.outputs} | {n.name for n in body} \
         | {p.name for p in params}
     iteration, cond_in = fresh_name(taken, "iteration"), fresh_name(taken, "cond_in")
-    scan_outputs = h.top and rng.random() < P_SCAN_OUTPUTS
+    scan_outputs = count is None and h.top and rng.random() < P_SCAN_OUTPUTS
     cond_out = cond_in
-    if not scan_outputs and rng.random() < P_EARLY_EXIT and _can("less", "int64", supported):
+    if count is None and not scan_outputs and rng.random() < P_EARLY_EXIT and _can("less", "int64", supported):
         last = fresh_name(taken, "last_trip")
         inner.constants[last] = np.array(int(rng.integers(0, trips)), dtype=np.int64)
         cond_out = fresh_name(taken, "cond_out")
@@ -220,14 +232,15 @@ def wrap_loop(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Gene
     if scan_outputs:
         node_outs += _stacked(h, outs, trips, "trips")
         attrs["trips"] = trips
-    count = h.constant(np.array(trips, dtype=np.int64), "rtrips")
+    count_nodes, trip_count = count if count is not None else ([], h.constant(np.array(trips, dtype=np.int64), "rtrips"))
     go = h.constant(np.array(True), "rgo")
-    g.nodes[start:stop] = [Node("loop", [count, go, *inits, *captured], node_outs, attrs, name=h.fresh("n_loop"))]
+    g.nodes[start:stop] = [*count_nodes,
+                           Node("loop", [trip_count, go, *inits, *captured], node_outs, attrs, name=h.fresh("n_loop"))]
     _move(g, moved)
     return True
 
 
-def wrap_scan(h: _Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
+def wrap_scan(h: Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported) -> bool:
     g = h.g
     body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     if not reads:
@@ -278,16 +291,30 @@ def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds:
             break
         inner = [b for b in bodies_in(h) if b.nodes]
         top = not inner or rng.random() >= P_NESTED
-        host = _Host(h if top else inner[int(rng.integers(len(inner)))], top)
+        host = Host(h if top else inner[int(rng.integers(len(inner)))], top)
         n = len(host.g.nodes)
         if n == 0:
             continue
         start = int(rng.integers(n))
         stop = int(rng.integers(start + 1, min(n, start + 4) + 1))
-        kind = kinds[int(rng.integers(len(kinds)))]
-        seg = segment(host.g, start, stop)
-        if seg.outs and WRAPPERS[kind](host, start, stop, seg, rng, supported):
-            made += 1
+        made += _wrap(host, start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported)
+    check_graph(h)
+    return h
+
+
+def _wrap(host: Host, start: int, stop: int, kind: str, rng: np.random.Generator, supported: Supported) -> bool:
+    """host's nodes[start:stop] in a region of `kind`; False when nothing after the range reads its values."""
+    seg = segment(host.g, start, stop)
+    return bool(seg.outs) and WRAPPERS[kind](host, start, stop, seg, rng, supported)
+
+
+def wrap_range(g: Graph, start: int, stop: int, rng: np.random.Generator, kinds: tuple[str, ...] = REGION_KINDS,
+               supported: Supported = _all_supported) -> Graph | None:
+    """A copy of `g` with its top-level nodes[start:stop] (a range a strategy chose: a spliced pattern) in a region
+    of one of `kinds`; None when nothing after the range reads its values. Checked (ops.check_graph)."""
+    h = g.copy()
+    if not _wrap(Host(h, top=True), start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported):
+        return None
     check_graph(h)
     return h
 
@@ -303,8 +330,23 @@ def region_samples() -> list[Graph]:
                          Node("add", ["v0", "y"], [Value("v1", t)], name="n1")],
                   outputs=["v1"])
         rng = np.random.default_rng(0)
-        if not WRAPPERS[kind](_Host(g, top=True), 0, 2, segment(g, 0, 2), rng, _all_supported):
+        if not WRAPPERS[kind](Host(g, top=True), 0, 2, segment(g, 0, 2), rng, _all_supported):
             raise AssertionError(f"no {kind} sample")
         check_graph(g)
         out.append(g)
     return out
+
+
+def lowered_kinds(backend: Any, config: Any) -> tuple[str, ...]:
+    """The region kinds `backend` lowers for configuration `config` (one sample of each lowered: a target without a
+    kind's rule documents it as a gap)."""
+    from dlcfuzz.errors import Unsupported
+
+    kinds = []
+    for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
+        try:
+            backend.lower(g, config)
+            kinds.append(kind)
+        except Unsupported:
+            pass
+    return tuple(kinds)

@@ -41,6 +41,15 @@ value is finite whatever the input (NaN inputs aside). Then cond * garbage is +-
 bit-identical outputs on the reference interpreter: for every input (UOC), for the profiled input
 (PIOC), and on a compiler that computes v within legal rounding of the reference.
 
+Regions (issue 40)
+------------------
+A region step wraps a range of the mutant's nodes (1-MAX_RANGE contiguous ones, gen/regions.py) in a region that
+always takes it: `if` on `Greater(ReduceMax(cond), 0)` (false: the signed zero of a UOC for every input, a PIOC's
++0 for the chain's inputs; a NaN compares false too) or its `Not`, the range the branch it selects and the range
+with its outputs negated the other; or `loop` with the trip count `Cast(that, int64) + 1`, one trip whose carried
+values start from what the range reads. The range's outputs keep their names, so the mutant computes what it did
+bit for bit, and whatever the compiler does to the untaken branch or the loop machinery must not show.
+
 Replay
 ------
 A Step records everything apply() needs: the values it reads, the choices drawn (garbage program,
@@ -63,12 +72,16 @@ import numpy as np
 
 from dlcfuzz import reference
 from dlcfuzz.errors import IRError
+from dlcfuzz.gen.regions import Host, Segment, segment, wrap_if, wrap_loop
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import check_graph, get_op
 from dlcfuzz.reduce.graph import prune
 
 KINDS = ("uoc", "pioc")
+REGION_KINDS = ("if", "loop")  # region steps: a range of nodes in a conditional or a loop that always takes it
+MAX_RANGE = 3  # nodes a region step wraps
+RANGE_TRIES = 8  # ranges drawn before a region step gives up (a range whose values nothing reads: no outputs)
 PIOC_WINDOW = 16  # profiled values a PIOC condition compares (a window of the flattened value)
 FITS = ("bridge", "mean")
 GARBAGE_OPS = ("conv2d", "matmul", "gemm", "add", "sub", "mul")
@@ -96,9 +109,11 @@ class Step:
     """One replayable mutation.
 
     id: unique within a sequence (names of inserted values are `mt<id>_<k>`);
-    kind: "uoc" or "pioc";
-    reads: the existing values the step reads (target first);
-    params: the choices drawn (JSON-compatible): target, cond, fit, leaves, garbage, seed;
+    kind: "uoc" or "pioc"; a region step: "if" or "loop";
+    reads: the existing values the step reads (target first; a region step: its condition's, then its range's);
+    params: the choices drawn (JSON-compatible): target, cond, fit, leaves, garbage, seed; a region step: nodes
+      (the names of the range's nodes), outs (the values it gave out), condition (its kind: uoc or pioc), cond,
+      always (an if's taken branch), seed;
     deps: ids of the earlier steps that created a value in `reads`.
     """
 
@@ -116,7 +131,7 @@ class Step:
     def from_json(d: Mapping[str, Any]) -> Step:
         try:
             kind = str(d["kind"])
-            if kind not in KINDS:
+            if kind not in KINDS + REGION_KINDS:
                 raise ValueError(f"unknown kind {kind!r}")
             return Step(int(d["id"]), kind, [str(r) for r in d["reads"]], copy.deepcopy(dict(d["params"])),
                         [int(x) for x in d.get("deps", [])])
@@ -286,8 +301,19 @@ def _available(g: Graph, anchor: int) -> set[str]:
     return names
 
 
+def _condition(em: _Emitter, kind: str, cond: Mapping[str, Any]) -> str:
+    """The opaque condition `cond` of kind `kind` (uoc, pioc): zeros."""
+    if kind == "uoc":
+        return _uoc(em, cond["i"], cond["j"])
+    if kind == "pioc":
+        return _pioc(em, cond["value"], decode_array(cond["profile"]), cond.get("start"))
+    raise IRError(f"unknown condition kind {kind!r}")
+
+
 def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     """The graph `g` with `step` applied (g itself is not modified; constant arrays are shared)."""
+    if step.kind in REGION_KINDS:
+        return _apply_region(g, step, check)
     p = step.params
     target = p["target"]
     anchor = _anchor(g, target)
@@ -300,13 +326,7 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     if tt.dtype not in FLOATS:
         raise IRError(f"step {step.id}: target {target!r} is {tt}, not a float")
     em = _Emitter(step.id, types)
-    cond = p["cond"]
-    if step.kind == "uoc":
-        c = _uoc(em, cond["i"], cond["j"])
-    elif step.kind == "pioc":
-        c = _pioc(em, cond["value"], decode_array(cond["profile"]), cond.get("start"))
-    else:
-        raise IRError(f"unknown step kind {step.kind!r}")
+    c = _condition(em, step.kind, p["cond"])
     if p["fit"] == "bridge":
         c = em.bridge(c, tt.shape)
     elif p["fit"] == "mean":
@@ -329,16 +349,64 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     return out
 
 
+def _apply_region(g: Graph, step: Step, check: bool) -> Graph:
+    """`g` with the nodes a region step names wrapped in a region that always takes them (module docstring)."""
+    p = step.params
+    out = g.light_copy()
+    where = {n.name: k for k, n in enumerate(out.nodes)}
+    ks = [where.get(name, -1) for name in p["nodes"]]
+    if not ks or ks[0] < 0 or ks != list(range(ks[0], ks[0] + len(ks))):
+        raise IRError(f"step {step.id} wraps nodes {p['nodes']}, which are not a contiguous range of the graph")
+    start, stop = ks[0], ks[-1] + 1
+    avail = _available(out, start)
+    for r in step.reads:
+        if r not in avail:
+            raise IRError(f"step {step.id} reads {r!r}, which is not defined before the range it wraps")
+    em = _Emitter(step.id, out.types())
+    c = _condition(em, p["condition"], p["cond"])
+    t = em.types[c]
+    top = em.op("reduce_max", [c], axes=list(range(t.rank)), keepdims=0, noop_with_empty_axes=0) if t.rank else c
+    never = em.op("greater", [top, em.const(np.zeros((), t.np_dtype))])
+    seg = segment(out, start, stop, move_constants=False)  # the weights stay the seed's, shared
+    # the values the range gave out when the step was drawn stay outputs (a later step may read one), whether or
+    # not what read them then is in this replay
+    given = set(p["outs"]) | {v.name for v in seg.outs}
+    seg = Segment(seg.body, seg.reads, [v for x in seg.body for v in x.outputs if v.name in given], seg.moved)
+    host = Host(out, top=True, prefix=f"mt{step.id}_")
+    rng = np.random.default_rng(int(p["seed"]))  # the carried values' initial values (gen/regions.py)
+
+    def every(op: str, dtype: str) -> bool:
+        return True
+
+    if step.kind == "if":
+        always = bool(p["always"])
+        cond = em.op("not", [never]) if always else never
+        wrap_if(host, start, stop, seg, rng, every, condition=(em.nodes, cond, always))
+    else:
+        count = em.op("add", [em.op("cast", [never], to="int64"), em.const(np.array(1, np.int64))])
+        wrap_loop(host, start, stop, seg, rng, every, count=(em.nodes, count))
+    out.constants.update(em.constants)
+    if check:
+        check_graph(out)
+    return out
+
+
 # ---- drawing random steps ---------------------------------------------------------------------
 
 
 def next_id(g: Graph) -> int:
-    ids = [owner(n) for n in g.types()]
+    # region bodies included: a later region may hide a step's values in its body
+    ids = [owner(n) for n in [*g.types(), *(v.name for n in g.all_nodes() for v in n.outputs)]]
     return 1 + max((i for i in ids if i is not None), default=-1)
 
 
-def _deps(reads: Sequence[str], step_id: int) -> list[int]:
-    return sorted({o for r in reads if (o := owner(r)) is not None and o != step_id})
+def _deps(g: Graph, reads: Sequence[str], step_id: int) -> list[int]:
+    """The earlier steps that made a value of `reads`, or the region node producing one: a region's outputs are
+    defined together after its range, which without it may define them apart (a step anchored after one of them
+    could no longer read another)."""
+    producer = g.producers()
+    names = [*reads, *(p.name for r in reads if (p := producer.get(r)) is not None and p.name)]
+    return sorted({o for r in names if (o := owner(r)) is not None and o != step_id})
 
 
 def _pick(rng: np.random.Generator, pool: Sequence[str]) -> str:
@@ -427,7 +495,29 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     if not kind_choices:
         raise ValueError(f"no usable mutation kind in {list(kinds)} (PIOC needs profile_inputs)")
     kind = str(rng.choice(kind_choices))
-    cond: dict[str, Any]
+    kind, cond = _draw_condition(g, types, rng, kind, pool, anchor, profile_inputs, profile)
+    fit = str(rng.choice(FITS))
+    leaves, program = _draw_garbage(rng, types, pool)
+    params = {"target": target, "cond": cond, "fit": fit, "leaves": leaves, "garbage": program,
+              "seed": int(rng.integers(2**31))}
+    reads = list(dict.fromkeys([target, *_condition_reads(kind, cond), *leaves]))
+    step = Step(sid, kind, reads, params, _deps(g, reads, sid))
+    # the emitter infers every inserted node's type and rewired uses get a value of the same type:
+    # a full check of the (growing) graph per step would make a chain quadratic
+    return apply(g, step, check=False), step
+
+
+def _condition_reads(kind: str, cond: Mapping[str, Any]) -> list[str]:
+    return [cond["i"], cond["j"]] if kind == "uoc" else [cond["value"]]
+
+
+def _draw_condition(g: Graph, types: Mapping[str, TensorType], rng: np.random.Generator, kind: str,
+                    pool: Sequence[str], anchor: int,
+                    profile_inputs: Mapping[str, np.ndarray] | None, profile: dict[str, np.ndarray] | None
+                    ) -> tuple[str, dict[str, Any]]:
+    """An opaque condition of `kind` over values of `pool` defined before node `anchor`, and its kind (a PIOC
+    without a finite profiled value falls back to a UOC)."""
+    cond: dict[str, Any] = {}
     if kind == "pioc":
         assert profile_inputs is not None
         if profile is None:
@@ -450,25 +540,56 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
         i = _pick(rng, pool)
         j = i if rng.random() < 0.25 else _pick(rng, pool)
         cond = {"i": i, "j": j}
-    fit = str(rng.choice(FITS))
-    leaves, program = _draw_garbage(rng, types, pool)
-    params = {"target": target, "cond": cond, "fit": fit, "leaves": leaves, "garbage": program,
-              "seed": int(rng.integers(2**31))}
-    cond_reads = [cond["i"], cond["j"]] if kind == "uoc" else [cond["value"]]
-    reads = list(dict.fromkeys([target, *cond_reads, *leaves]))
-    step = Step(sid, kind, reads, params, _deps(reads, sid))
-    # the emitter infers every inserted node's type and rewired uses get a value of the same type:
-    # a full check of the (growing) graph per step would make a chain quadratic
-    return apply(g, step, check=False), step
+    return kind, cond
+
+
+def wrap_region(g: Graph, rng: np.random.Generator, kinds: Sequence[str] = REGION_KINDS,
+                profile_inputs: Mapping[str, np.ndarray] | None = None, profile: dict[str, np.ndarray] | None = None,
+                step_id: int | None = None) -> tuple[Graph, Step] | None:
+    """One region step of a kind of `kinds` (if, loop) applied to g: a range of 1-MAX_RANGE nodes in a region
+    that always takes it, on a UOC or (with profile_inputs) a PIOC condition over values before the range. None
+    when no range drawn fits (RANGE_TRIES): one whose values something reads after it, with a float value before."""
+    kinds = [k for k in kinds if k in REGION_KINDS]
+    if not kinds or not g.nodes:
+        return None
+    sid = next_id(g) if step_id is None else step_id
+    types = g.types()
+    kind = str(rng.choice(kinds))
+    n = len(g.nodes)
+    for _ in range(RANGE_TRIES):
+        start = int(rng.integers(n))
+        stop = int(rng.integers(start + 1, min(n, start + MAX_RANGE) + 1))
+        seg = segment(g, start, stop, move_constants=False)
+        floats = sorted(v for v in _available(g, start) - set(g.constants)
+                        if types[v].dtype in FLOATS and types[v].size > 0)
+        if not seg.outs or not floats or any(not x.name for x in seg.body):
+            continue
+        dtype = types[_pick(rng, floats)].dtype
+        pool = [v for v in floats if types[v].dtype == dtype]
+        cond_kind = str(rng.choice([k for k in KINDS if k != "pioc" or profile_inputs is not None]))
+        cond_kind, cond = _draw_condition(g, types, rng, cond_kind, pool, start, profile_inputs, profile)
+        params = {"nodes": [x.name for x in seg.body], "outs": [v.name for v in seg.outs], "condition": cond_kind,
+                  "cond": cond,
+                  "always": bool(rng.random() < 0.5), "seed": int(rng.integers(2**31))}
+        reads = list(dict.fromkeys([*_condition_reads(cond_kind, cond), *seg.reads]))
+        deps = sorted(set(_deps(g, reads, sid)) | {o for x in seg.body if (o := owner(x.name)) is not None})
+        step = Step(sid, kind, reads, params, deps)
+        return apply(g, step, check=False), step
+    return None
 
 
 def iterate(g: Graph, rng: np.random.Generator, steps: int,
             profile_inputs: Mapping[str, np.ndarray] | None = None, kinds: Sequence[str] = KINDS,
-            profile: dict[str, np.ndarray] | None = None) -> tuple[Graph, list[Step]]:
-    """M_0 = g, M_k = mutate(M_{k-1}): the last mutant and the steps that made it."""
+            profile: dict[str, np.ndarray] | None = None,
+            regions: tuple[np.random.Generator, Sequence[str]] | None = None) -> tuple[Graph, list[Step]]:
+    """M_0 = g, M_k = mutate(M_{k-1}): the last mutant and the steps that made it. `regions`: a random stream
+    and region kinds; one step, drawn from that stream, is a region step (wrap_region) where a range fits. `rng`
+    draws the other steps as it would without it."""
+    at = int(regions[0].integers(steps)) if regions is not None else -1
     out: list[Step] = []
-    for _ in range(steps):
-        g, s = mutate(g, rng, profile_inputs, kinds=kinds, profile=profile)
+    for k in range(steps):
+        made = wrap_region(g, regions[0], regions[1], profile_inputs, profile) if regions and k == at else None
+        g, s = made if made is not None else mutate(g, rng, profile_inputs, kinds=kinds, profile=profile)
         out.append(s)
     return g, out
 
@@ -541,7 +662,7 @@ def steps_from_json(data: Sequence[Mapping[str, Any]]) -> list[Step]:
 
 
 __all__ = [
-    "CAP", "FITS", "GARBAGE_OPS", "KINDS", "LEAF", "Step", "apply", "closure", "condition_of", "constant_conditions",
+    "CAP", "FITS", "GARBAGE_OPS", "KINDS", "LEAF", "REGION_KINDS", "Step", "apply", "closure", "condition_of", "constant_conditions",
     "decode_array", "encode_array",
-    "iterate", "mutate", "next_id", "owner", "replay", "steps_from_json", "steps_to_json",
+    "iterate", "mutate", "next_id", "owner", "replay", "steps_from_json", "steps_to_json", "wrap_region",
 ]

@@ -227,9 +227,12 @@ class GraphStrategy(Strategy):
         return TestCase(g, inputs, list(configs if configs is not None else self.ctx.configs), seed=seed,
                         compiler=self.ctx.compiler, strategy=self.name, meta=meta, input_sets=self.ctx.input_sets)
 
-    def with_regions(self, g: Graph, seed: int, supported: Any) -> Graph:
+    def with_regions(self, g: Graph, seed: int, supported: Any, wrap: Callable[..., Graph | None] | None = None
+                     ) -> Graph:
         """`g` with node ranges wrapped in regions (gen/regions.py) in a `--regions` share of tests, drawn from a
-        stream of the seed's own (a test without regions is the graph it was before regions existed)."""
+        stream of the seed's own (a test without regions is the graph it was before regions existed). `wrap`: how
+        the strategy places them, wrap(g, rng, kinds, supported) -> the graph, or None to leave it as it is (default:
+        gen/regions.add_regions, random ranges)."""
         share = float(self.params.get("regions", REGIONS.default))
         kinds = self.region_kinds() if share > 0 else ()
         if not kinds:
@@ -239,23 +242,16 @@ class GraphStrategy(Strategy):
             return g
         from dlcfuzz.gen.regions import add_regions
 
-        return add_regions(g, rng, kinds=kinds, supported=supported)
+        wrapped = (wrap or add_regions)(g, rng, kinds=kinds, supported=supported)
+        return g if wrapped is None else wrapped
 
     def region_kinds(self) -> tuple[str, ...]:
         """The region kinds the compiler's baseline configuration lowers (asked once, by lowering one sample
         of each: a target without a kind's rule documents it as a gap)."""
         if not hasattr(self, "_region_kinds"):
-            from dlcfuzz.errors import Unsupported
-            from dlcfuzz.gen.regions import REGION_KINDS, region_samples
+            from dlcfuzz.gen.regions import lowered_kinds
 
-            kinds = []
-            for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
-                try:
-                    self.ctx.backend.lower(g, self.ctx.configs[0])
-                    kinds.append(kind)
-                except Unsupported:
-                    pass
-            self._region_kinds = tuple(kinds)
+            self._region_kinds = lowered_kinds(self.ctx.backend, self.ctx.configs[0])
         return self._region_kinds
 
     def with_inputs(self, g: Graph, rng: np.random.Generator) -> tuple[Graph, dict[str, np.ndarray]]:

@@ -16,7 +16,7 @@ from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
 from dlcfuzz.oracle.verdict import TWIN, Verdict, judge_rejection
 from dlcfuzz.strategies.base import LAG, Context, Judgement, Option, Reduction, Test, judgement_of_failure
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, REGIONS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -52,7 +52,7 @@ class HirgenStrategy(GraphStrategy):
 
     name = "hirgen"
     summary = "coverage-guided generation (HirGen)"
-    options = (OPS, ONLY_OPS, VALUES, MODE, FEEDBACK, SIZES)
+    options = (OPS, ONLY_OPS, VALUES, MODE, FEEDBACK, SIZES, REGIONS)
     candidates: int | None = None  # None: hirgen's GUIDED_CANDIDATES
 
     def __init__(self, ctx: Context) -> None:
@@ -87,18 +87,23 @@ class HirgenStrategy(GraphStrategy):
 
     def make_test(self, seq: int, seed: int) -> Test:
         from dlcfuzz.gen.coverage import graph_items
-        from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided
+        from dlcfuzz.gen.hirgen import GUIDED_CANDIDATES, generate_guided, guided_regions
         from dlcfuzz.gen.sizes import draw_sizes
 
         rng = np.random.default_rng(seed)
         sizes = draw_sizes(rng, self.params.get("sizes", "mixed"))
         start, meta = self.grow_from(seq, seed)
         door = self.door_for(seed)
-        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, self.choices(rng, door),
-                            candidates=GUIDED_CANDIDATES if self.candidates is None else self.candidates, start=start,
+        supported, choices = self.pick(rng, door)
+        candidates = GUIDED_CANDIDATES if self.candidates is None else self.candidates
+        g = generate_guided(rng, self.params["ops"], self.ctx.coverage, choices, candidates=candidates, start=start,
                             sizes=sizes)
+        g = self.with_regions(g, seed, supported, lambda g, rng, **kw: guided_regions(
+            g, rng, self.ctx.coverage, candidates=candidates, **kw))
         g, inputs = self.with_inputs(g, rng)  # before outlining: the repair works on the main graph's nodes
-        if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE and not g.functions:  # functions, calls
+        # functions, calls; not around regions (a Relax branch that calls a sub-function is not lowered)
+        if self.ctx.backend.sub_functions and rng.random() < P_OUTLINE and not g.functions \
+                and not any(n.bodies() for n in g.nodes):
             from dlcfuzz.gen.functions import outline
 
             g = outline(g, rng)

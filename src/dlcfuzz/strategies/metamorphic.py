@@ -21,7 +21,7 @@ from dlcfuzz.oracle.policy import reference_of
 from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes, reply_from_bytes
 from dlcfuzz.oracle.verdict import Verdict, crash_verdict, judge_metamorphic
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
-from dlcfuzz.strategies.graph import VALUES
+from dlcfuzz.strategies.graph import REGION_STREAM, REGIONS, VALUES
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import TaskResult
@@ -113,7 +113,8 @@ class MetamorphicStrategy(Strategy):
     summary = "semantics-preserving mutations of a zoo model (MT-DLComp)"
     handler = HANDLER
     options = (Option("model", "resnet18", "the zoo model to mutate (see `dlcfuzz zoo`)"),
-               Option("delta", 1e-4, "score tolerance between a mutant and its seed", float), VALUES)
+               Option("delta", 1e-4, "score tolerance between a mutant and its seed", float), VALUES,
+               REGIONS)  # a test's region step (regions_of)
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
@@ -194,11 +195,31 @@ class MetamorphicStrategy(Strategy):
             ch.hold(seq, ch.steps)
         rng = np.random.default_rng(seed)
         inputs, self.edges = self.chain_values(ch.start, ch.values)
-        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, inputs, profile=ch.profile)
+        g, new = iterate(ch.graph, rng, STEPS_PER_TEST, inputs, profile=ch.profile, regions=self.regions_of(seed))
         ch.graph = g
         ch.steps.extend(new)
         tc = self.mutant_test(g, seed, ch.start, len(ch.steps), new, ch.values)
         return Test(seq, seed, tc.to_bytes(), tc)
+
+    def regions_of(self, seed: int) -> tuple[np.random.Generator, tuple[str, ...]] | None:
+        """The random stream and region kinds of test `seed`'s region step, in a `--regions` share of tests (drawn
+        from a stream of the seed's own: a test without one makes the mutant it made before regions existed)."""
+        share = float(self.params.get("regions", REGIONS.default))
+        kinds = self.region_kinds() if share > 0 else ()
+        if not kinds:
+            return None
+        rng = np.random.default_rng([seed, REGION_STREAM])
+        return (rng, kinds) if rng.random() < share else None
+
+    def region_kinds(self) -> tuple[str, ...]:
+        """The region kinds of a region step (if, loop) that the compiler's baseline configuration lowers."""
+        if not hasattr(self, "_region_kinds"):
+            from dlcfuzz.gen.regions import lowered_kinds
+            from dlcfuzz.mutate.metamorphic import REGION_KINDS
+
+            self._region_kinds = tuple(k for k in lowered_kinds(self.ctx.backend, self.ctx.configs[0])
+                                       if k in REGION_KINDS)
+        return self._region_kinds
 
     def chain_steps(self, start: int) -> list[Any] | None:
         """The steps of the chain that began at test `start`, from the steps each stored test of it

@@ -5,6 +5,7 @@ the ordinary differential oracle (reference + unoptimized vs optimized configura
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +18,42 @@ from dlcfuzz.oracle.policy import NUMERIC, reference_of
 from dlcfuzz.oracle.testcase import TestCase
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, StrategyStore, Test
-from dlcfuzz.strategies.graph import ONLY_OPS, OPS, SIZES, VALUES, GraphStrategy
+from dlcfuzz.strategies.graph import ONLY_OPS, OPS, REGIONS, SIZES, VALUES, GraphStrategy
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
 
 HANDLER = "dlcfuzz.strategies.oatest:make_handler"
 FORM_GAP_TRIES = 8  # syntheses tried per test before one that holds a form the compiler lacks is kept
+SPLICED = re.compile(r"^s(\d+)_")  # a spliced node's name (synth/synthesize.splice): its splice's number
+BRIDGE = re.compile(r"^s\d+_o?b\d+$")  # ... of a bridge node, into the pattern's holes or out of its outputs
+
+
+def around_splice(g: Graph, rng: np.random.Generator, **kw: Any) -> Graph | None:
+    """`g` with the nodes of its latest splice in a region (gen/regions.wrap_range): a run of them (the pattern with
+    its bridges), or a run of its bridges alone; None where no run's values are read after it."""
+    from dlcfuzz.gen.regions import wrap_range
+
+    uids = [int(m.group(1)) for n in g.nodes if (m := SPLICED.match(n.name or ""))]
+    if not uids:
+        return None
+    prefix = f"s{max(uids)}_"
+
+    def runs(inside: Callable[[str], bool]) -> list[tuple[int, int]]:
+        out: list[tuple[int, int]] = []
+        for k, n in enumerate(g.nodes):
+            if not inside(n.name or ""):
+                continue
+            if out and out[-1][1] == k:
+                out[-1] = (out[-1][0], k + 1)
+            else:
+                out.append((k, k + 1))
+        return out
+
+    ranges = runs(lambda name: name.startswith(prefix))
+    ranges += [r for r in runs(lambda name: name.startswith(prefix) and bool(BRIDGE.match(name))) if r not in ranges]
+    start, stop = ranges[int(rng.integers(len(ranges)))]
+    return wrap_range(g, start, stop, rng, **kw)
 
 
 def campaign_patterns(path: str | None, compiler: str) -> list[Any]:
@@ -40,7 +70,7 @@ class OatestStrategy(GraphStrategy):
     summary = "optimization patterns spliced into seed graphs (OATest)"
     handler = HANDLER
     draws_for_doors = False  # oatest_configs: the baseline's front door, with the targeted passes
-    options = (OPS, ONLY_OPS, VALUES, SIZES,
+    options = (OPS, ONLY_OPS, VALUES, SIZES, REGIONS,
                Option("patterns", None, "pattern file from `dlcfuzz patterns extract` (default: the built-in library "
                       "and the shipped mined patterns)"))
 
@@ -110,6 +140,7 @@ class OatestStrategy(GraphStrategy):
         configs = list(self.ctx.configs)
         if not self.ctx.configs_picked:
             configs = self.ctx.backend.oatest_configs(rng, targets, configs)
+        s.graph = self.with_regions(s.graph, seed, self.supported, around_splice)
         spliced = s.graph.copy()
         s.graph, inputs = self.with_inputs(s.graph, rng)
         if validity_fault(s.graph) is not None:  # an edge value attribute (a Range's bounds) moved a fixed index out
