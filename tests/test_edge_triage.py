@@ -87,3 +87,23 @@ def test_xla_on_a_subnormal_reference_value_is_a_documented_limitation_not_a_wro
     assert "documented-limitation" in [v.category for v in verdicts]
     normal = x * np.float32(1e30)  # the same ratios at normal magnitudes: judged, and XLA is right
     assert [v.kind for v in judged(g, {"x": normal}, tmp_path, "xla")] == ["pass"]
+
+
+def test_a_reproducer_wraps_tens_of_megabytes_of_base64_in_linear_time():
+    """Regression (auto on XLA, seed 1, finding 2: a resnet18 mutant's hang): its reproducer ships the model's 44 MB of
+    weights in base64, and textwrap.wrap, which copies the rest of a long word at each line, held the campaign's
+    process for over 15 minutes. The lines are the ones textwrap made, in linear time."""
+    import base64
+    import textwrap
+    import time
+
+    from dlcfuzz.backends.script import b64, wrap_text
+
+    small = base64.b64encode(bytes(range(256)) * 3).decode()
+    assert wrap_text(small) == "\n".join(textwrap.wrap(small, 100)) and wrap_text("") == ""
+    data = np.random.default_rng(0).integers(0, 256, 30_000_000, dtype=np.uint8).tobytes()
+    t0 = time.perf_counter()
+    text = b64(data)
+    assert time.perf_counter() - t0 < 20  # linear: well under a second alone; textwrap took minutes at 8 MB
+    lines = text.split("\n")
+    assert all(len(line) == 100 for line in lines[:-1]) and base64.b64decode("".join(lines)) == data
