@@ -64,7 +64,8 @@ def _check_magnitudes(spec: Any, attrs: dict, xs: list[np.ndarray], where: str) 
                 raise IntermediateOverflow(f"{spec.name}'s kernels underflow {x.dtype} on input {k}", where)
 
 
-_DIVISION = frozenset({"div", "mod"})
+# operators whose integer form is undefined for a zero divisor and for the signed minimum over -1
+DIVISIONS = frozenset({"div", "mod"})
 
 # operators whose kernels accumulate an integer intermediate that can overflow while the result fits
 # (ReduceL2 sums squares before the root, a mean sums before dividing): the intermediate's operator
@@ -220,7 +221,7 @@ def run(
                     _check_magnitudes(spec, n.attrs, xs, n.name or n.op)
                 if check_overflow and n.op in _ARITH:
                     _check_overflow(n.op, n.attrs, xs, ys, n.name or n.op)
-                if check_overflow and n.op in _DIVISION and xs[1].dtype.kind in "iu":
+                if check_overflow and n.op in DIVISIONS and xs[1].dtype.kind in "iu":
                     if not np.all(xs[1]):
                         raise IntegerDivisionByZero(f"{n.op} divides by zero", n.name or n.op)
                     if xs[1].dtype.kind == "i" and np.any((xs[0] == np.iinfo(xs[0].dtype).min) & (xs[1] == -1)):

@@ -12,7 +12,6 @@ import base64
 import io
 import pprint
 import re
-import textwrap
 import zlib
 from typing import Any
 
@@ -139,9 +138,15 @@ if __name__ == "__main__":
 '''
 
 
+def wrap_text(text: str, width: int = 100) -> str:
+    """`text` (one word: base64) cut into lines of `width` characters. Not textwrap.wrap, which cuts a long word by
+    copying what is left of it at each line: quadratic, hours for the tens of megabytes of a zoo model's weights."""
+    return "\n".join(text[i:i + width] for i in range(0, len(text), width))
+
+
 def b64(data: bytes) -> str:
     """Base64 wrapped at 100 columns, for a triple-quoted literal in a script."""
-    return "\n".join(textwrap.wrap(base64.b64encode(data).decode(), 100))
+    return wrap_text(base64.b64encode(data).decode())
 
 
 def npz_b64(arrays: dict[str, np.ndarray]) -> str:
@@ -246,7 +251,7 @@ def array_source(a: np.ndarray) -> str:
             return f"np.array({body}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
         return f"np.array({a.tolist()!r}, dtype={dt!r}).reshape({tuple(a.shape)!r})"
     blob = base64.b64encode(zlib.compress(np.ascontiguousarray(a).tobytes(), 9)).decode()
-    wrapped = "\n".join(textwrap.wrap(blob, 100))
+    wrapped = wrap_text(blob)
     return f'unpack(  # {_summary(a)}\n"""\n{wrapped}\n""", {dt!r}, {tuple(a.shape)!r})'
 
 

@@ -85,3 +85,12 @@ def compare(got: list[np.ndarray], ref: list[np.ndarray], scale: float = 1.0) ->
 
 def all_finite(arrays: list[np.ndarray]) -> bool:
     return all(map(finite, arrays))
+
+
+def has_subnormal(a: np.ndarray) -> bool:
+    """Whether float array `a` holds a subnormal number (nonzero, below its dtype's smallest normal): a value that a
+    compiler running with denormals-are-zero or flush-to-zero (XLA:CPU) computes as zero."""
+    if a.dtype.kind != "f":
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)).any())

@@ -11,7 +11,7 @@ import numpy as np
 from dlcfuzz import reference
 from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.repair import edge_inputs
-from dlcfuzz.ir.graph import Graph
+from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ops import get_op
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import CATEGORIES, is_routine
@@ -118,6 +118,35 @@ def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Grap
     return tainted
 
 
+def division_after_overflow(g: Graph, where: str | None) -> bool:
+    """Whether an integer division or remainder (`reference.DIVISIONS`) divides by a value computed from node `where`
+    (its name, or its op), whose integer result overflowed. Past an overflow the values are the compiler's own
+    (wrapped or saturated), so such a divisor may be zero, and a signed dividend the minimum over a -1: undefined
+    behaviour (a division-by-zero error, a SIGFPE) that the reference cannot rule out. A region or call it reaches counts
+    when any body holds an integer division; an overflow inside one (not a node of `g`) counts any of `g`'s."""
+
+    def integer_divisions(nodes: list[Node]) -> bool:
+        return any(n.op in reference.DIVISIONS and np.dtype(n.outputs[0].type.np_dtype).kind in "iu" for n in nodes)
+
+    start = next((n for n in g.nodes if (n.name or n.op) == where), None)
+    if start is None:
+        return integer_divisions(g.all_nodes())
+    tainted = set(start.output_names)
+    for n in g.nodes[g.nodes.index(start) + 1:]:
+        if not tainted.intersection(n.inputs):
+            continue
+        signed = np.dtype(n.outputs[0].type.np_dtype).kind == "i"
+        if integer_divisions([n]) and (n.inputs[1] in tainted or (signed and n.inputs[0] in tainted)):
+            return True
+        inner = [m for body in n.bodies().values() for m in body.all_nodes()]
+        if n.op == CALL_OP:
+            inner = g.functions[n.attrs["callee"]].all_nodes()
+        if integer_divisions(inner):
+            return True
+        tainted.update(n.output_names)
+    return False
+
+
 def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Reference:
     """Reference outputs, re-sampling inputs until every value is finite, or every non-finite value comes from
     the inputs and constants (edge tests' non-finite profile) through operators that define it
@@ -135,8 +164,10 @@ def reference_of(tc: TestCase, tries: int = 3, stability: bool = True) -> Refere
             env, reason = None, C.INTEGER_DIVISION_BY_ZERO
         except reference.IntegerDivisionOverflow:
             env, reason = None, C.INTEGER_DIVISION_OVERFLOW
-        except reference.IntegerOverflow:
-            env, reason = None, C.INTEGER_OVERFLOW
+        except reference.IntegerOverflow as e:
+            # a divisor computed from the overflowed value is the compiler's (wrapped, saturated): it may be zero
+            env, reason = None, (C.INTEGER_DIVISION_BY_ZERO if division_after_overflow(tc.graph, e.node)
+                                 else C.INTEGER_OVERFLOW)
         except reference.IntermediateOverflow:  # an Inf inside the compiler's kernel, not in the reference's
             env, reason = None, C.NONFINITE_REFERENCE
         # Every intermediate must be finite too, but where each operator that sees an inf or NaN defines it

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax  # a missing jax makes `--compiler xla` a clear usage error
@@ -27,6 +27,7 @@ from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, JAX_EAGER
 from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION, disabled_passes, pass_enabled
 from dlcfuzz.ir.graph import Graph
+from dlcfuzz.oracle.numeric import has_subnormal
 from dlcfuzz.oracle.opinions import Evaluator
 from dlcfuzz.programs.core import Dialect
 
@@ -93,6 +94,13 @@ class XlaBackend(BackendBase):
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
         # the program XLA compiles, run eagerly: that is its configuration "eager" (read where the test compared it)
         return (*DEFAULT_EVALUATORS, dataclasses.replace(JAX_EAGER, config="eager"))
+
+    def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
+        """XLA:CPU flushes subnormal floats to zero in compiled code and in JAX's eager ops alike (denormals-are-zero
+        and flush-to-zero: JAX's "Sharp bits" documents it, jax-ml/jax#16200 "working as intended"), so it does not
+        compute a test whose reference holds a subnormal value (an input, a constant or one computed)."""
+        names = sorted(name for name, x in values.items() if has_subnormal(np.asarray(x)))
+        return f"XLA:CPU flushes subnormal floats to zero ({', '.join(names[:3])} hold some)" if names else None
 
     def __init__(self) -> None:
         from dlcfuzz.lower.jax import enable_x64

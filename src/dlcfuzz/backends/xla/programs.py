@@ -60,6 +60,7 @@ import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
 from dlcfuzz.oracle import categories as C  # noqa: E402
+from dlcfuzz.oracle.numeric import has_subnormal  # noqa: E402
 from dlcfuzz.programs import core  # noqa: E402 - its region helpers: core.body_names, emit_function, differentiable
 from dlcfuzz.programs.core import Draw, Input, OpSpec, Pool, Program, Stmt, Value, emit  # noqa: E402
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE  # noqa: E402
@@ -151,16 +152,8 @@ def _cast_range(x: Any, dtype: str) -> tuple[str, str] | None:
     return None
 
 
-def _subnormal(a: np.ndarray) -> bool:
-    if a.dtype.kind != "f":
-        return False
-    tiny = np.finfo(a.dtype).tiny
-    with np.errstate(invalid="ignore"):
-        return bool(((a != 0) & (np.abs(a) < tiny)).any())
-
-
 def _denormal_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
-    if any(_subnormal(_np(a)) for a in args if not isinstance(a, (int, float))):
+    if any(has_subnormal(_np(a)) for a in args if not isinstance(a, (int, float))):
         return UNDEFINED, "a subnormal argument (XLA:CPU flushes subnormals in compiled code, not when folding)"
     return None
 
@@ -171,7 +164,7 @@ def _bitcast_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | 
         return UNDEFINED, "a NaN bitcast to an integer (NaN payloads are not preserved)"
     if a.dtype.kind in "iu" and attrs["dtype"] in FLOATS:
         as_float = a.view(np.dtype(attrs["dtype"]))
-        if _subnormal(as_float) or np.isnan(as_float).any():
+        if has_subnormal(as_float) or np.isnan(as_float).any():
             return UNDEFINED, "an integer bitcast to a subnormal or NaN float (flushed or canonicalized)"
     return _denormal_check(args, attrs)
 
@@ -1036,7 +1029,7 @@ def _checked_stmts(stmts: list[Stmt], env: dict[str, Any], batch: int) -> None:
             f = jax.vmap(f)
         env[stmt.out] = f({a: env[a] for a in stmt.uses()})
         if stmt.op in ("nextafter", "reduce_precision", "bitcast_convert_type") \
-                and _subnormal(np.asarray(env[stmt.out])):
+                and has_subnormal(np.asarray(env[stmt.out])):
             raise _Undefined((UNDEFINED, f"{stmt.op}: a subnormal result (XLA:CPU flushes subnormals in compiled "
                                          "code)"))
 
