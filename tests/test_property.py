@@ -16,7 +16,9 @@ from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import dumps, graphs_equal, loads, to_text
 from dlcfuzz.lower.onnx import inferred_types, onnx_output_names, to_onnx
 from dlcfuzz.ops import check_graph
-from dlcfuzz.oracle.numeric import compare
+from dlcfuzz.oracle.numeric import compare, compare_one
+from dlcfuzz.oracle.policy import other_reading_outputs
+from dlcfuzz.oracle.testcase import TestCase
 
 SETTINGS = settings(max_examples=500, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -157,7 +159,11 @@ def test_every_operator_in_random_graphs_agrees_on_onnxruntime():
             got = [np.asarray(a) for a in run_ort(to_onnx(g), x)]
         except OrtNotImplemented:  # a kernel missing for one attribute value (EyeLike's output dtype)
             continue
-        assert not [m for m in compare(got, ref.outputs) if m.index not in ref.unstable], to_text(g)
+        bad = [m for m in compare(got, ref.outputs) if m.index not in ref.unstable]
+        if bad:  # an output equal to an ambiguous operator's other reading is right too (a GRU's state after no step)
+            other = other_reading_outputs(TestCase(g, dict(x), []))
+            bad = [m for m in bad if m.index < 0 or compare_one(m.index, got[m.index], other[m.index]) is not None]
+        assert not bad, to_text(g)
         judged[op] += 1
     assert len(judged) >= 150
     assert not [op for op, n in judged.items() if n < 2], judged
