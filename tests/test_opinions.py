@@ -147,6 +147,40 @@ def test_a_reference_error_on_another_compiler_is_judged_by_every_evaluator(monk
     assert opinion.suspected_reference_error
 
 
+def test_an_unoptimized_onnxruntime_that_departs_too_gives_no_opinion(tmp_path):
+    """A kernel bug both ONNXRuntime builds share (the registered Col2Im N-d dilation bug): its unoptimized build
+    departs from the reference too, so it is part of the finding, not an independent opinion. It had sided with
+    the optimized build, and a default campaign's Col2Im finding inside a Scan, which onnx.reference cannot run,
+    became a suspected reference error."""
+    from dlcfuzz.backends import get_backend, plugin_modules
+    from dlcfuzz.exec.pool import WorkerPool
+    from dlcfuzz.oracle.testcase import TestCase
+    from dlcfuzz.oracle.verdict import Verdict
+    from dlcfuzz.strategies import Context
+    from dlcfuzz.strategies.opinions import second_opinion
+
+    backend = get_backend("onnxruntime")
+    configs = list(backend.default_pair())
+    g = Graph(inputs=[Value("x", TensorType("float32", (3, 6, 7)))],
+              nodes=[Node("col2im", ["x"], [Value("y", TensorType("float32", (3, 1, 2, 5, 7)))],
+                          {"block_shape": [2, 3, 1], "dilations": [1, 2, 1], "image_shape": [2, 5, 7],
+                           "pads": [0] * 6, "strides": [1, 1, 1]})], outputs=["y"])
+    inputs = {"x": np.linspace(-2, 2, 126, dtype=np.float32).reshape(3, 6, 7)}
+    tc = TestCase(g, inputs, configs, seed=1, compiler="onnxruntime")
+    v = Verdict("bug", "wrong-result", configs=[c.name for c in configs])
+    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": tc.compiler, "plugins": plugin_modules()},
+                    jobs=1, timeout_s=120) as pool:
+        ctx = Context(compiler=tc.compiler, seed=0, params={}, configs=configs, configs_picked=False, backend=backend,
+                      version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=True, seconds=60,
+                      max_tests=1, reducer_pool=lambda: pool)
+        opinion = second_opinion(ctx, tc, v, g, inputs, configs)
+    assert opinion is not None and opinion.config == "ort-all", opinion
+    said = {o.evaluator: o for o in opinion.opinions}
+    assert said["onnxruntime (ORT_DISABLE_ALL)"].verdict == NO_OPINION, opinion.text()
+    assert "departs from the reference too" in said["onnxruntime (ORT_DISABLE_ALL)"].reason
+    assert said[ONNX_REFERENCE.name].verdict == AGREES_REFERENCE and opinion.summary == CONFIRMED, opinion.text()
+
+
 def test_a_store_without_the_opinions_column_still_opens(tmp_path):
     """A store of an older dlcfuzz (no `opinions` column) gains it when opened; its findings have no opinion."""
     import sqlite3
