@@ -51,4 +51,4 @@ def ort_config_evaluator(config: str) -> Evaluator:
     """ONNXRuntime's own findings: its unoptimized configuration `config` is usually one of the compared
     configurations, so its outputs on the reduced test are read from there rather than computed again (it is
     run only where the campaign did not compare it)."""
-    return Evaluator(ORT_UNOPTIMIZED_NAME, ort_unoptimized_outputs, config=config)
+    return Evaluator(ORT_UNOPTIMIZED_NAME, ort_unoptimized_outputs, config=config, same_kernels=True)

@@ -47,11 +47,15 @@ OPINION_MAX_ELEMENTS = 1 << 22  # inputs larger than this (elements, all togethe
 class Evaluator:
     """An independent evaluator of a graph: `run(graph, inputs) -> outputs`; `config`: the name of a
     configuration of the compiler that is this evaluator (where the finding's test compared it, its outputs
-    are read from that observation rather than computed again)."""
+    are read from that observation rather than computed again); `same_kernels`: that configuration is the
+    compiler itself under other options (ONNXRuntime unoptimized), so where it departs from the reference too it
+    is part of the finding (a kernel both builds share), not an opinion; eager torch or JAX is another
+    implementation, whose agreement with the compiler against the reference does point at the reference."""
 
     name: str
     run: Callable[[Graph, dict[str, np.ndarray]], list[np.ndarray]]
     config: str = ""
+    same_kernels: bool = False
 
 
 @dataclass(frozen=True)

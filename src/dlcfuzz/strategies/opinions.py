@@ -48,8 +48,9 @@ def second_opinion(ctx: Context, tc: TestCase, v: Verdict, g: Graph, inputs: dic
     if not off:
         return None
     # judged: a configuration of the finding, rather one that is no evaluator itself (where every compared
-    # configuration departs, ONNXRuntime's optimized one); an evaluator whose own configuration departs too gives
-    # no opinion (a kernel bug both builds share made an ORT finding a suspected reference error)
+    # configuration departs, ONNXRuntime's optimized one); an evaluator that is the compiler's own other build
+    # (`same_kernels`) and departs too gives no opinion (a kernel bug both builds share made an ORT finding a
+    # suspected reference error)
     own = {ev.config for name in off for ev in ctx.backend.independent_evaluators(name)}
     departing = min(off, key=lambda n: (n not in v.configs, n in own))
     compiler = ran[departing]
@@ -58,7 +59,7 @@ def second_opinion(ctx: Context, tc: TestCase, v: Verdict, g: Graph, inputs: dic
     for ev in evaluators:
         if ev.config == departing:
             said[ev.name] = Opinion(ev.name, NO_OPINION, f"it is {departing}, the configuration under judgement")
-        elif ev.config in off:  # the same compiler departing too (a kernel both builds share): no independent reading
+        elif ev.same_kernels and ev.config in off:  # the compiler's own other build departing too: a shared kernel
             said[ev.name] = Opinion(ev.name, NO_OPINION, f"its configuration {ev.config} departs from the reference "
                                                          "too: part of the finding, not an independent opinion")
         elif ev.config in ran:
