@@ -265,8 +265,6 @@ def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
         if p not in sys.path:
             sys.path.append(p)
     if spec.get("scratch"):  # the worker's temporary files go where its pool removes them (see WorkerPool)
-        import tempfile
-
         tempfile.tempdir = spec["scratch"]
         os.environ["TMPDIR"] = spec["scratch"]
     _worker_chan = chan
@@ -311,7 +309,6 @@ def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
 
 _BOOT = """\
 import sys
-import tempfile
 try:
     import dlcfuzz.exec.pool as p
 except ImportError:
@@ -333,7 +330,6 @@ p._worker_main(int(sys.argv[2]), sys.argv[3] == "1", int(sys.argv[4]))
 
 _ZYGOTE_BOOT = """\
 import sys
-import tempfile
 try:
     import dlcfuzz.exec.pool as p
 except ImportError:
