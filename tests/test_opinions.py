@@ -113,10 +113,9 @@ def test_a_graph_onnx_reference_cannot_evaluate_is_no_opinion_with_the_reason():
     assert obs[0].status == "error" and "KeyError" in obs[0].error
 
 
-def test_a_reference_error_on_another_compiler_is_judged_by_every_evaluator(monkeypatch, tmp_path):
-    """XLA: onnx.reference, unoptimized ONNXRuntime (run in the second-opinion worker) and eager JAX all side
-    with the compiler against a planted wrong reference (called directly: no campaign, no capability probe)."""
-    pytest.importorskip("jax")
+def direct_second_opinion(tmp_path: Path, compiler: str, g: Graph, inputs: dict[str, np.ndarray]) -> SecondOpinion:
+    """The second opinion on a wrong result of `g` by `compiler`'s default pair, called directly (no campaign, no
+    capability probe), with a reducer pool of its own."""
     from dlcfuzz.backends import get_backend, plugin_modules
     from dlcfuzz.exec.pool import WorkerPool
     from dlcfuzz.oracle.testcase import TestCase
@@ -124,23 +123,31 @@ def test_a_reference_error_on_another_compiler_is_judged_by_every_evaluator(monk
     from dlcfuzz.strategies import Context
     from dlcfuzz.strategies.opinions import second_opinion
 
-    spec = get_op(wrong_reference_plugin.WRONG_OP)
-    monkeypatch.setattr(spec, "ref", spec.ref)
-    backend = get_backend("wrong-reference-xla")
+    backend = get_backend(compiler)
     configs = list(backend.default_pair())
-    t = TensorType("float32", (2, 3))
-    g = Graph(inputs=[Value("x", t)], nodes=[Node(wrong_reference_plugin.WRONG_OP, ["x"], [Value("y", t)])],
-              outputs=["y"])
-    inputs = {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}
-    tc = TestCase(g, inputs, configs, seed=1, compiler="wrong-reference-xla")
+    tc = TestCase(g, inputs, configs, seed=1, compiler=compiler)
     v = Verdict("bug", "wrong-result", configs=[c.name for c in configs])
-    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": tc.compiler, "plugins": plugin_modules()},
+    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": compiler, "plugins": plugin_modules()},
                     jobs=1, timeout_s=120) as pool:
-        ctx = Context(compiler=tc.compiler, seed=0, params={}, configs=configs, configs_picked=False, backend=backend,
+        ctx = Context(compiler=compiler, seed=0, params={}, configs=configs, configs_picked=False, backend=backend,
                       version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=True, seconds=60,
                       max_tests=1, reducer_pool=lambda: pool)
         opinion = second_opinion(ctx, tc, v, g, inputs, configs)
     assert opinion is not None and opinion.config in v.configs, opinion
+    return opinion
+
+
+def test_a_reference_error_on_another_compiler_is_judged_by_every_evaluator(monkeypatch, tmp_path):
+    """XLA: onnx.reference, unoptimized ONNXRuntime (run in the second-opinion worker) and eager JAX all side
+    with the compiler against a planted wrong reference (called directly: no campaign, no capability probe)."""
+    pytest.importorskip("jax")
+    spec = get_op(wrong_reference_plugin.WRONG_OP)
+    monkeypatch.setattr(spec, "ref", spec.ref)
+    t = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node(wrong_reference_plugin.WRONG_OP, ["x"], [Value("y", t)])],
+              outputs=["y"])
+    inputs = {"x": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)}
+    opinion = direct_second_opinion(tmp_path, "wrong-reference-xla", g, inputs)
     said = {o.evaluator: o.verdict for o in opinion.opinions}
     assert said == {ONNX_REFERENCE.name: AGREES_COMPILER, "onnxruntime (ORT_DISABLE_ALL)": AGREES_COMPILER,
                     "jax eager (jax.disable_jit)": AGREES_COMPILER}, opinion.text()
@@ -152,29 +159,13 @@ def test_an_unoptimized_onnxruntime_that_departs_too_gives_no_opinion(tmp_path):
     departs from the reference too, so it is part of the finding, not an independent opinion. It had sided with
     the optimized build, and a default campaign's Col2Im finding inside a Scan, which onnx.reference cannot run,
     became a suspected reference error."""
-    from dlcfuzz.backends import get_backend, plugin_modules
-    from dlcfuzz.exec.pool import WorkerPool
-    from dlcfuzz.oracle.testcase import TestCase
-    from dlcfuzz.oracle.verdict import Verdict
-    from dlcfuzz.strategies import Context
-    from dlcfuzz.strategies.opinions import second_opinion
-
-    backend = get_backend("onnxruntime")
-    configs = list(backend.default_pair())
     g = Graph(inputs=[Value("x", TensorType("float32", (3, 6, 7)))],
               nodes=[Node("col2im", ["x"], [Value("y", TensorType("float32", (3, 1, 2, 5, 7)))],
                           {"block_shape": [2, 3, 1], "dilations": [1, 2, 1], "image_shape": [2, 5, 7],
                            "pads": [0] * 6, "strides": [1, 1, 1]})], outputs=["y"])
     inputs = {"x": np.linspace(-2, 2, 126, dtype=np.float32).reshape(3, 6, 7)}
-    tc = TestCase(g, inputs, configs, seed=1, compiler="onnxruntime")
-    v = Verdict("bug", "wrong-result", configs=[c.name for c in configs])
-    with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": tc.compiler, "plugins": plugin_modules()},
-                    jobs=1, timeout_s=120) as pool:
-        ctx = Context(compiler=tc.compiler, seed=0, params={}, configs=configs, configs_picked=False, backend=backend,
-                      version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=True, seconds=60,
-                      max_tests=1, reducer_pool=lambda: pool)
-        opinion = second_opinion(ctx, tc, v, g, inputs, configs)
-    assert opinion is not None and opinion.config == "ort-all", opinion
+    opinion = direct_second_opinion(tmp_path, "onnxruntime", g, inputs)
+    assert opinion.config == "ort-all", opinion
     said = {o.evaluator: o for o in opinion.opinions}
     assert said["onnxruntime (ORT_DISABLE_ALL)"].verdict == NO_OPINION, opinion.text()
     assert "departs from the reference too" in said["onnxruntime (ORT_DISABLE_ALL)"].reason
