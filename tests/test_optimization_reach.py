@@ -49,6 +49,7 @@ def test_transformers_the_session_always_runs_are_seen_against_the_model_as_give
     ("conv_add_relu", "ConvAddActivationFusion"),
     ("range_gather", "GatherToSliceFusion"),
     ("requantize_same", "QDQFinalCleanupTransformer"),
+    ("dq_weight_matmul_bias", "MatMulNBitsFusion"),
 ])
 def test_a_masked_transformer_fires_with_its_masker_disabled_and_only_then(name: str, target: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ transformer outside float32, and transformers that no pattern fired before firin
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
 from dlcfuzz.synth.library import library
@@ -134,3 +135,28 @@ def test_a_neighbour_decides_whether_a_fusion_fires() -> None:
             assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: fires}, (name, kind)
     syn = Synthesizer([by["matmul_add"]], "onnxruntime")
     assert {"matmul_add^output:mm", "matmul_add^shared"} <= {v.name for v in syn.instances(by["matmul_add"])}
+
+
+def test_a_dequantized_weight_matmul_computes_in_float32_as_every_configuration_runs_it() -> None:
+    """DequantizeLinear'd int8 weight -> MatMul -> bias becomes a MatMulNBits at ORT_ENABLE_ALL; at ORT's default
+    accuracy level (4) it quantizes the activations to int8 and differs from the reference by design. The
+    configurations set level 1 (optimizers.ORT_SESSION_CONFIG), so the fused model is judged like any other: it passes."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import Config, TestCase
+    from dlcfuzz.oracle.verdict import judge
+
+    backend = get_backend("onnxruntime")
+    configs = backend.configs()
+    by = {p.name: p for p in library()}
+    g = wrapped(by["dq_weight_matmul_bias"])
+    optimized = backend.compile(g, Config("dump", {**configs["ort-all"].options, "dump": True})).optimized_model
+    fused = [n for n in onnx.load_from_string(optimized).graph.node if n.op_type == "MatMulNBits"]
+    assert [a.i for n in fused for a in n.attribute if a.name == "accuracy_level"] == [1]
+    tc = TestCase(g, sample_inputs(g, np.random.default_rng(0)), [configs["ort-disable"], configs["ort-all"]], seed=0,
+                  compiler="onnxruntime")
+    ref = reference_of(tc)
+    verdicts = judge("onnxruntime", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert [v.kind for v in verdicts] == ["pass"], verdicts

@@ -336,6 +336,19 @@ def gelu_erf_opset20(seed: int) -> Graph:
     return b.outputs(gelu, b.op("cast", [inf], "isinf_f", to="float32"))
 
 
+def dq_weight_matmul_bias(seed: int) -> Graph:
+    """MatMul by a DequantizeLinear'd int8 weight, then a 1-D bias of N (QDQSelectorActionTransformer makes the pair a
+    com.microsoft MatMulNBits; MatMulNBitsFusion moves the Add into its bias input, matmul_nbits_fusion.cc's
+    BiasFusion: one consumer, an Add, a bias of shape [N]). MatMulAddFusion takes MatMul + Add into a Gemm first,
+    which the same action turns into a MatMulNBits with bias (ORT_MASKED_BY: checked with it disabled)."""
+    b = Builder("dq_weight_matmul_bias", seed)
+    x = b.input("x", (2, 16))
+    w = b.op("dequantize_linear", [b.param("w8", b.rng.integers(-8, 8, (16, 8)), "int8")], "dw", scale=0.0625,
+             zero_point=0)
+    mm = b.op("matmul", [x, w], "mm")
+    return b.outputs(b.op("add", [mm, b.param("bias", b.rng.normal(0, 0.1, (8,)))], "bias_add"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -369,4 +382,5 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "range_gather": (range_gather, ["GatherToSliceFusion"], "subgraph"),
     "requantize_same": (requantize_same, ["QDQFinalCleanupTransformer"], "subgraph"),
     "gelu_erf_opset20": (gelu_erf_opset20, ["GeluFusionL1"], "subgraph"),
+    "dq_weight_matmul_bias": (dq_weight_matmul_bias, ["MatMulNBitsFusion"], "subgraph"),
 }

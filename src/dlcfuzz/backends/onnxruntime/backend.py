@@ -15,7 +15,13 @@ import onnxruntime as ort
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_OUT_OF_REACH, minimal_optimizers, ort_optimizers
+from dlcfuzz.backends.onnxruntime.optimizers import (
+    LEVELS,
+    ORT_OUT_OF_REACH,
+    ORT_SESSION_CONFIG,
+    minimal_optimizers,
+    ort_optimizers,
+)
 from dlcfuzz.backends.opinions import ort_config_evaluator
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
@@ -144,6 +150,8 @@ class OnnxRuntimeBackend(BackendBase):
         so.intra_op_num_threads = 1  # one core per worker: --jobs decides parallelism
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        for key, value in ORT_SESSION_CONFIG.items():
+            so.add_session_config_entry(key, value)
         return so
 
     def compile_onnx(self, model_bytes: bytes, config: Config) -> OrtCompiled:
