@@ -15,6 +15,7 @@ import onnxruntime as ort
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
+from dlcfuzz.backends.onnxruntime.opsets import ORT_OPSET_GATED, at_opset
 from dlcfuzz.backends.onnxruntime.optimizers import (
     LEVELS,
     ORT_OUT_OF_REACH,
@@ -47,6 +48,13 @@ EXPECTED = [
                                r"when the output is non-empty|Invalid deform conv dimensions|must be at least 1, got 0")),
     ("invalid-model", re.compile(r"INVALID_GRAPH|INVALID_ARGUMENT|ShapeInferenceError|Type Error|type mismatch")),
 ]
+
+
+def written_at(model: bytes, options: dict[str, Any]) -> bytes:
+    """The model at the opset the configuration asks (option "opset", opsets.at_opset), or as lowered where it
+    cannot be written there (the test then runs at its own opset)."""
+    opset = options.get("opset")
+    return (at_opset(model, opset) or model) if opset else model
 
 
 def malformed_model(model: bytes, options: dict[str, Any]) -> bytes:
@@ -87,6 +95,9 @@ class OnnxRuntimeBackend(BackendBase):
             Knob("opt_level", list(LEVELS), "SessionOptions.graph_optimization_level"),
             Knob("disabled_optimizers", [], "names of graph transformers to disable (InferenceSession disabled_optimizers)"),
             Knob("dump", [False, True], "keep the optimized model (SessionOptions.optimized_model_filepath)"),
+            Knob("opset", [None, *sorted(set(ORT_OPSET_GATED.values()))],
+                 "write the model at this lower opset where it can be (opsets.at_opset; the transformers of "
+                 "ORT_OPSET_GATED fire only there)"),
         ]
 
     def configs(self) -> dict[str, Config]:
@@ -178,10 +189,18 @@ class OnnxRuntimeBackend(BackendBase):
     def lower(self, g: Graph, config: Config) -> bytes:
         """dlcfuzz's share of the work (timed apart from the compiler's)."""
         model = to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
-        return malformed_model(model, config.options)
+        return malformed_model(written_at(model, config.options), config.options)
 
     def lower_key(self, config: Config) -> str:
-        return "onnx"
+        return f"onnx@{config.options['opset']}" if config.options.get("opset") else "onnx"
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
+        """The campaign's configurations; where a target fires only below the opset our lowering writes
+        (opsets.ORT_OPSET_GATED), each writes the model at the lowest such opset (its option "opset")."""
+        gated = [ORT_OPSET_GATED[t] for t in targets if t in ORT_OPSET_GATED]
+        if not gated:
+            return list(configs)
+        return [Config(c.name, {**c.options, "opset": min(gated)}) for c in configs]
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> OrtCompiled:
         spec = config.options.get("transformers")
@@ -206,7 +225,8 @@ class OnnxRuntimeBackend(BackendBase):
         from dlcfuzz.backends.onnxruntime.reproducer import ort_script
 
         model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
-        model = malformed_model(model, configs[0].options if configs else {})
+        options = configs[0].options if configs else {}
+        model = malformed_model(written_at(model, options), options)
         return ort_script(model, inputs, expected, configs, category, title, detail, self.version())
 
     def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],

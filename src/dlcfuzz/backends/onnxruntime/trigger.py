@@ -64,7 +64,9 @@ ORT_MANDATORY: dict[str, tuple[str, str]] = {
 # would fuse; the pairs QDQFinalCleanupTransformer removes (DequantizeLinear -> QuantizeLinear of one scale) go in
 # DoubleQDQPairsRemover and in both transpose optimizers' QDQ cleanup first; MatMulAddFusion makes the MatMul + bias
 # Add a Gemm, which the DequantizeLinear -> MatMulNBits action takes with its bias, before MatMulNBitsFusion would
-# move the Add into the MatMulNBits.
+# move the Add into the MatMulNBits, and the q, k, v and output projections' MatMul + Add into Gemms (with Reshapes)
+# before AttentionFusion would match them; ConstantFolding folds the Unsqueeze of a constant UnsqueezeElimination
+# folds into the initializer.
 ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
     "PreShapeNodeElimination": ("ConstantFolding",),
     "FuseFp16InitializerToFp32NodeTransformer": ("ConstantFolding",),
@@ -74,6 +76,8 @@ ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
     "QDQFinalCleanupTransformer": ("DoubleQDQPairsRemover", "TransposeOptimizer",
                                    "TransposeOptimizer_CPUExecutionProvider"),
     "MatMulNBitsFusion": ("MatMulAddFusion",),
+    "AttentionFusion": ("MatMulAddFusion",),
+    "UnsqueezeElimination": ("ConstantFolding",),
 }
 
 
