@@ -14,9 +14,10 @@ from tests.test_synth import wrapped
 
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 
-GATED_PATTERNS = [("unsqueezed_constant", "UnsqueezeElimination", 12),
-                  ("layer_norm_decomposed_opset16", "LayerNormFusionL2", 16),
-                  ("bert_attention", "AttentionFusion", 12)]
+GATED_PATTERNS = [("unsqueezed_constant", ["UnsqueezeElimination"], 12),
+                  ("layer_norm_decomposed_opset16", ["LayerNormFusionL2"], 16),
+                  ("bert_attention", ["AttentionFusion"], 12),
+                  ("bert_embedding", ["EmbedLayerNormFusion", "AttentionFusion"], 12)]
 
 
 def _backend():
@@ -29,31 +30,33 @@ def _opset(model_bytes: bytes) -> int:
     return next(o.version for o in onnx.load_from_string(model_bytes).opset_import if o.domain in ("", "ai.onnx"))
 
 
-@pytest.mark.parametrize("name,target,opset", GATED_PATTERNS)
-def test_a_test_targeting_an_opset_gated_transformer_is_written_at_its_opset_and_fires_it(name: str, target: str,
+@pytest.mark.parametrize("name,targets,opset", GATED_PATTERNS)
+def test_a_test_targeting_an_opset_gated_transformer_is_written_at_its_opset_and_fires_it(name: str,
+                                                                                         targets: list[str],
                                                                                          opset: int) -> None:
-    """oatest_configs asks the transformer's opset; the model is written there; the transformer fires there and not
-    in the same graph at the opset the lowering writes."""
+    """oatest_configs asks the transformers' opset; the model is written there; they fire there and not in the same
+    graph at the opset the lowering writes."""
     from dlcfuzz.backends.onnxruntime.trigger import ort_fired
     from dlcfuzz.lower.onnx import OPSET
 
     backend = _backend()
     by = {p.name: p for p in library()}
-    assert by[name].targets_for("onnxruntime") == [target]
-    configs = backend.oatest_configs(np.random.default_rng(0), [target], list(backend.default_pair()))
+    assert by[name].targets_for("onnxruntime") == targets
+    configs = backend.oatest_configs(np.random.default_rng(0), targets, list(backend.default_pair()))
     assert [c.options.get("opset") for c in configs] == [opset, opset]
     g = wrapped(by[name])
     lowered = backend.lower(g, configs[1])
     assert _opset(lowered) == opset and backend.lower_key(configs[1]) == f"onnx@{opset}"
-    assert backend.fired(g, configs[1], [target]) == {target: True}
+    assert backend.fired(g, configs[1], targets) == dict.fromkeys(targets, True)
     assert _opset(backend.lower(g, backend.default_pair()[1])) >= OPSET
-    assert ort_fired(backend, backend.lower(g, backend.default_pair()[1]), [target]) == {target: False}
+    assert ort_fired(backend, backend.lower(g, backend.default_pair()[1]), targets) == dict.fromkeys(targets, False)
 
 
-@pytest.mark.parametrize("name", ["bert_attention", "layer_norm_decomposed_opset16", "unsqueezed_constant"])
+@pytest.mark.parametrize("name", [name for name, _, _ in GATED_PATTERNS])
 def test_the_model_written_at_a_lower_opset_computes_what_the_lowered_one_does(name: str) -> None:
-    """Both configurations at the lower opset agree with the reference, AttentionFusion's rewrite included (the
-    pattern's mask is a right-padded 0/1 mask, the form the fused Attention's mask index stands for)."""
+    """Both configurations at the lower opset agree with the reference, and so does one with the target's masker off
+    (AttentionFusion's and EmbedLayerNormFusion's rewrites included: the pattern's mask is a right-padded 0/1 mask, the
+    form the fused Attention's mask index stands for, and its ids are in range)."""
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.oracle.policy import reference_of

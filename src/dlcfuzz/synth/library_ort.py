@@ -15,11 +15,9 @@ Transformers of the installed release that no pattern here reaches, and why (ORT
   (MatMulIntegerToFloat's a_zero_point) as well as its quantized values and scale; our MatMulInteger takes its zero
   points as attributes (constant initializers), and with a constant zero point and the DynamicQuantizeLinear's
   third output read elsewhere (three edges all the same) the installed release does not fuse (measured, 1.32).
-- EmbedLayerNormFusion: no pattern yet (its BERT embedding subgraph: word, position and segment Gathers into a
-  layer norm whose output feeds an attention).
 Transformers that fire only below the opset our lowering writes (`backends/onnxruntime/opsets.ORT_OPSET_GATED`):
 a test whose patterns target them is written at that opset where its operators allow it (unsqueezed_constant at 12,
-layer_norm_decomposed_opset16 at 16, bert_attention at 12).
+layer_norm_decomposed_opset16 at 16, bert_attention and bert_embedding at 12).
 Transformers `disabled_optimizers` cannot tell apart are observed otherwise (`backends/onnxruntime/trigger.py`):
 CastFloat16Transformer, RemoveDuplicateCastTransformer and EnsureUniqueDQForNodeUnit run whatever is disabled
 (ORT_MANDATORY: float16_erf, the library's cast_roundtrip, dq_two_consumers); PreShapeNodeElimination and
@@ -29,7 +27,8 @@ NchwcTransformer takes first, TransposeOptimizer_CPUExecutionProvider what the l
 and transpose_pair); GatherToSliceFusion likewise, the Range it reads being folded by ConstantFolding (range_gather),
 and QDQFinalCleanupTransformer, whose DequantizeLinear -> QuantizeLinear pairs DoubleQDQPairsRemover and both
 TransposeOptimizer instances remove first (requantize_same); MatMulNBitsFusion and AttentionFusion, whose MatMul +
-bias Add MatMulAddFusion makes a Gemm first (dq_weight_matmul_bias, bert_attention), and UnsqueezeElimination, whose
+bias Add MatMulAddFusion makes a Gemm first (dq_weight_matmul_bias, bert_attention), EmbedLayerNormFusion, which
+needs AttentionFusion's Attention (bert_embedding), and UnsqueezeElimination, whose
 Unsqueeze of a constant ConstantFolding folds first (unsqueezed_constant).
 """
 
@@ -364,28 +363,23 @@ def unsqueezed_constant(seed: int) -> Graph:
     return b.outputs(b.op("add", [x, u], "add"))
 
 
-def bert_attention(seed: int) -> Graph:
-    """BERT's self-attention as exporters of opsets up to 12 wrote it, after a spelled-out layer norm (attention_fusion.cc
-    and its diagram: LayerNormalization read by the q, k, v MatMul + bias Add and by the residual Add; q and v
-    reshaped to [B, S, N, H] and transposed (0, 2, 1, 3), k (0, 2, 3, 1); q.k / sqrt(H) + (1 - mask) * -10000, Softmax
-    over axis 3, times v, transposed back, reshaped to [B, S, W], output projection, residual Add). AttentionFusion
-    makes one com.microsoft Attention with the mask's per-row count as its mask index, which equals the additive mask
-    only for a right-padded 0/1 mask: the mask here is one, position < a row length of at least 1, drawn from the
-    `lengths` input. The test is written at opset 12 (Add-7, Reshape-5, ... are what it matches; opsets.py), where
-    LayerNormFusionL2 makes the LayerNormalization it starts from; MatMulAddFusion makes the projections Gemms first
-    (ORT_MASKED_BY: checked with it disabled)."""
-    batch, seq, hidden, heads = 2, 4, 8, 2
-    head = hidden // heads
-    b = Builder("bert_attention", seed)
-    x = b.input("x", (batch, seq, hidden))
-    lengths = b.input("lengths", (batch, 1))
+def _decomposed_layer_norm(b: Builder, x: str, hidden: int) -> str:
+    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis (the library's layer_norm_decomposed)."""
     mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
     d = b.op("sub", [x, mean], "centered")
     var = b.op("reduce_mean", [b.op("pow", [d, b.scalar("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
                noop_with_empty_axes=0)
     std = b.op("sqrt", [b.op("add", [var, b.scalar("eps", 1e-5)], "var_eps")], "std")
-    ln = b.op("add", [b.op("mul", [b.op("div", [d, std], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (hidden,)))],
-                           "scaled"), b.param("beta", b.rng.normal(0, 0.1, (hidden,)))], "ln")
+    scaled = b.op("mul", [b.op("div", [d, std], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (hidden,)))],
+                  "scaled")
+    return b.op("add", [scaled, b.param("beta", b.rng.normal(0, 0.1, (hidden,)))], "ln")
+
+
+def _bert_attention_block(b: Builder, x: str, lengths: str, heads: int = 2) -> str:
+    """A layer norm of x, then BERT's self-attention over it with a residual Add (see bert_attention)."""
+    batch, seq, hidden = b.type_of(x).shape
+    head = hidden // heads
+    ln = _decomposed_layer_norm(b, x, hidden)
 
     def projection(name: str, v: str) -> str:
         mm = b.op("matmul", [v, b.param(f"{name}_w", b.rng.normal(0, 0.3, (hidden, hidden)))], f"{name}_mm")
@@ -406,7 +400,46 @@ def bert_attention(seed: int) -> Graph:
     probs = b.op("softmax", [b.op("add", [scores, bias], "masked")], "probs", axis=3)
     ctx = b.op("transpose", [b.op("matmul", [probs, v], "ctx")], "ctx_t", perm=[0, 2, 1, 3])
     merged = b.op("reshape", [ctx], "ctx_merged", shape=[0, 0, hidden])
-    return b.outputs(b.op("add", [projection("o", merged), ln], "residual"))
+    return b.op("add", [projection("o", merged), ln], "residual")
+
+
+def bert_attention(seed: int) -> Graph:
+    """BERT's self-attention as exporters of opsets up to 12 wrote it, after a spelled-out layer norm (attention_fusion.cc
+    and its diagram: LayerNormalization read by the q, k, v MatMul + bias Add and by the residual Add; q and v
+    reshaped to [B, S, N, H] (0, 0, N, H) and transposed (0, 2, 1, 3), k (0, 2, 3, 1); q.k / sqrt(H) + (1 - mask) *
+    -10000, Softmax over axis 3, times v, transposed back, reshaped to (0, 0, W), output projection, residual Add).
+    AttentionFusion makes one com.microsoft Attention with the mask's per-row count as its mask index, which equals
+    the additive mask only for a right-padded 0/1 mask: the mask here is one, position < a row length of at least 1,
+    drawn from the `lengths` input. The test is written at opset 12 (Add-7, Reshape-5, ... are what it matches;
+    opsets.py), where LayerNormFusionL2 makes the LayerNormalization it starts from; MatMulAddFusion makes the
+    projections Gemms first (ORT_MASKED_BY: checked with it disabled)."""
+    b = Builder("bert_attention", seed)
+    x = b.input("x", (2, 4, 8))
+    return b.outputs(_bert_attention_block(b, x, b.input("lengths", (2, 1))))
+
+
+def bert_embedding(seed: int) -> Graph:
+    """BERT's embeddings into the attention of bert_attention (embed_layer_norm_fusion.cc, FuseSubGraph: word Gather
+    + position embedding, + segment Gather, into the LayerNormalization an Attention reads; with static shapes the
+    position embedding is a constant [B, S, W], the same for every batch, as ConstantFolding leaves it). Token and
+    segment ids are int64 computed in range from the `tokens` input (|t| mod the vocabulary, mod 2). EmbedLayerNormFusion
+    makes one com.microsoft EmbedLayerNormalization; it needs the Attention AttentionFusion makes, so opset 12 and
+    MatMulAddFusion disabled, as bert_attention."""
+    batch, seq, hidden, vocab = 2, 4, 8, 16
+    b = Builder("bert_embedding", seed)
+    tokens = b.input("tokens", (batch, seq))
+    magnitude = b.op("floor", [b.op("abs", [tokens], "tokens_abs")], "tokens_floor")
+    ids = b.op("cast", [b.op("mod", [magnitude, b.scalar("vocab", float(vocab))], "ids_f", fmod=1)], "ids",
+               to="int64")
+    segments = b.op("cast", [b.op("mod", [magnitude, b.scalar("two_segments", 2.0)], "segments_f", fmod=1)],
+                    "segments", to="int64")
+    words = b.op("gather", [b.param("word_embedding", b.rng.normal(0, 0.5, (vocab, hidden))), ids], "words", axis=0)
+    positions = np.broadcast_to(b.rng.normal(0, 0.5, (1, seq, hidden)), (batch, seq, hidden))
+    embedded = b.op("add", [words, b.param("position_embedding", positions)], "word_position")
+    segment = b.op("gather", [b.param("segment_embedding", b.rng.normal(0, 0.5, (2, hidden))), segments], "segment",
+                   axis=0)
+    x = b.op("add", [embedded, segment], "embedded")
+    return b.outputs(_bert_attention_block(b, x, b.input("lengths", (batch, 1))))
 
 
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
@@ -447,4 +480,5 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     # the shared library's decomposed layer norm, written at opset 16 (opsets.py): the level-2 instance's form
     "layer_norm_decomposed_opset16": (layer_norm_decomposed, ["LayerNormFusionL2"], "subgraph"),
     "bert_attention": (bert_attention, ["AttentionFusion"], "subgraph"),
+    "bert_embedding": (bert_embedding, ["EmbedLayerNormFusion", "AttentionFusion"], "subgraph"),
 }

@@ -25,6 +25,7 @@ ORT_OPSET_GATED: dict[str, int] = {
     "LayerNormFusionL2": 16,
     "UnsqueezeElimination": 12,
     "AttentionFusion": 12,
+    "EmbedLayerNormFusion": 12,  # it fuses into the Attention AttentionFusion makes
 }
 
 # operators written as they are at any opset from 11 to OPSET, same inputs, attributes and meaning for the types the

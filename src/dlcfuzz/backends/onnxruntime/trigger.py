@@ -77,6 +77,7 @@ ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
                                    "TransposeOptimizer_CPUExecutionProvider"),
     "MatMulNBitsFusion": ("MatMulAddFusion",),
     "AttentionFusion": ("MatMulAddFusion",),
+    "EmbedLayerNormFusion": ("MatMulAddFusion",),
     "UnsqueezeElimination": ("ConstantFolding",),
 }
 
