@@ -19,13 +19,12 @@ OUT_OF_REACH = {"PreShapeNodeElimination", "LabelEncoderFusion"}
 
 
 def _fired(pattern, tags: list[str]) -> dict[str, bool]:
-    """As the oatest worker asks it: lowered at the opset an opset-gated target needs (opsets.py)."""
+    """As the oatest worker asks it: in its configuration (at the opset an opset-gated target needs, opsets.py)."""
     from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
-    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
 
     backend = OnnxRuntimeBackend()
-    (config,) = backend.oatest_configs(np.random.default_rng(0), tags, [backend.default_pair()[1]])
-    return ort_fired(backend, backend.lower(wrapped(pattern), config), tags)
+    config = backend.oatest_configs(np.random.default_rng(0), tags, [backend.default_pair()[1]])[-1]
+    return backend.fired(wrapped(pattern), config, tags)
 
 
 def test_optimizations_are_read_from_the_installed_release() -> None:

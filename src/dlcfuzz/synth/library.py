@@ -8,6 +8,8 @@ differs from the one with it enabled (for the transformers that check cannot tel
 `backends/onnxruntime/trigger.py`). Patterns without an ONNXRuntime tag found no CPU optimizer that rewrites
 them (BiasSoftmaxFusion matches nodes of the CUDA provider only; FastGeluFusion's form is library_ort's
 gelu_tanh_pow, with Pow). `TransposeOptimizer` is judged by the pattern's transposes disappearing.
+ONNXRuntime's Python transformer optimizer's fusions are named "transformers.<class>" (FusionGelu, ...;
+backends/onnxruntime/transformers.py), checked the same way in the transformer configuration that runs them.
 TVM names are `relax.transform` passes of the pass table.
 """
 
@@ -260,9 +262,11 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
                                       "tvm": ["FuseOps"]}, "subgraph"),
     "matmul_add": (matmul_add, {"onnxruntime": ["MatMulAddFusion"], "tvm": ["FuseOps"]}, "subgraph"),
     "gemm_relu": (gemm_relu, {"onnxruntime": ["GemmActivationFusion"], "tvm": ["FuseOps"]}, "subgraph"),
-    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2"], "tvm": ["FuseOps"]}, "subgraph"),
+    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2", "transformers.FusionGelu"], "tvm": ["FuseOps"]},
+                 "subgraph"),
     "gelu_tanh": (gelu_tanh, {"tvm": ["FuseOps"]}, "subgraph"),
-    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion"], "tvm": ["FuseOps"]}, "subgraph"),
+    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion", "transformers.FusionQuickGelu"], "tvm": ["FuseOps"]},
+                   "subgraph"),
     "layer_norm_decomposed": (layer_norm_decomposed, {"onnxruntime": ["LayerNormFusionL1"], "tvm": ["FuseOps"]},
                               "subgraph"),
     "transpose_pair": (transpose_pair, {"onnxruntime": ["TransposeOptimizer", "TransposeOptimizer_CPUExecutionProvider"],

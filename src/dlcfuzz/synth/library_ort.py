@@ -442,6 +442,21 @@ def bert_embedding(seed: int) -> Graph:
     return b.outputs(_bert_attention_block(b, x, b.input("lengths", (batch, 1))))
 
 
+def layer_norm_rank0_constants(seed: int) -> Graph:
+    """The spelled-out layer norm with its 2 and epsilon 0-d, as torch exports it (the transformer optimizer's
+    FusionLayerNormalization reads the epsilon with float(), which raises for the library's shape-[1] constants: a
+    known finding, so that one would never fire it; ORT's LayerNormFusionL1 fuses both)."""
+    b = Builder("layer_norm_rank0_constants", seed)
+    x = b.input("x", (2, 3, 8))
+    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
+    d = b.op("sub", [x, mean], "centered")
+    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar_rank0("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
+               noop_with_empty_axes=0)
+    std = b.op("sqrt", [b.op("add", [var, b.scalar_rank0("eps", 1e-5)], "var_eps")], "std")
+    scaled = b.op("mul", [b.op("div", [d, std], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))], "scaled")
+    return b.outputs(b.op("add", [scaled, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
+
+
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
 ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "slice_to_end": (slice_to_end, ["EliminateSlice"], "subgraph"),
@@ -457,10 +472,12 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "clip_quantize": (clip_quantize, ["ClipQuantRewrite"], "subgraph"),
     "slices_to_space_to_depth": (slices_to_space_to_depth, ["SliceConcatToSpaceToDepthFusion"], "subgraph"),
     "rms_norm_decomposed": (rms_norm_decomposed, ["SimplifiedLayerNormFusion"], "subgraph"),
-    "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion"], "subgraph"),
-    "matmul_bias_skip_layer_norm": (matmul_bias_skip_layer_norm, ["BiasSkipLayerNormFusion"], "subgraph"),
+    "add_layer_norm": (add_layer_norm, ["SkipLayerNormFusion", "transformers.FusionSkipLayerNormalization"], "subgraph"),
+    "matmul_bias_skip_layer_norm": (matmul_bias_skip_layer_norm,
+                                    ["BiasSkipLayerNormFusion", "transformers.FusionBiasSkipLayerNormalization"],
+                                    "subgraph"),
     "bias_gelu_erf": (bias_gelu_erf, ["BiasGeluFusion", "GeluFusionL2"], "subgraph"),
-    "gelu_tanh_pow": (gelu_tanh_pow, ["FastGeluFusion"], "subgraph"),
+    "gelu_tanh_pow": (gelu_tanh_pow, ["FastGeluFusion", "transformers.FusionFastGelu"], "subgraph"),
     "double_qdq": (double_qdq, ["DoubleQDQPairsRemover"], "subgraph"),
     "qdq_conv_u8": (qdq_conv_u8, ["QDQSelectorActionTransformer", "NhwcTransformer"], "subgraph"),
     "qdq_conv_float_bias": (qdq_conv_float_bias, ["WeightBiasQuantization", "QDQS8ToU8Transformer",
@@ -481,4 +498,6 @@ ORT_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "layer_norm_decomposed_opset16": (layer_norm_decomposed, ["LayerNormFusionL2"], "subgraph"),
     "bert_attention": (bert_attention, ["AttentionFusion"], "subgraph"),
     "bert_embedding": (bert_embedding, ["EmbedLayerNormFusion", "AttentionFusion"], "subgraph"),
+    "layer_norm_rank0_constants": (layer_norm_rank0_constants,
+                                   ["transformers.FusionLayerNormalization", "LayerNormFusionL1"], "subgraph"),
 }
