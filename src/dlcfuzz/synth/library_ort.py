@@ -39,7 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz.ir.graph import Graph
-from dlcfuzz.synth.library import layer_norm_decomposed
+from dlcfuzz.synth.library import layer_norm_decomposed, spelled_layer_norm
 from dlcfuzz.zoo.builder import Builder
 
 INT64_MAX = int(np.iinfo(np.int64).max)
@@ -363,23 +363,11 @@ def unsqueezed_constant(seed: int) -> Graph:
     return b.outputs(b.op("add", [x, u], "add"))
 
 
-def _decomposed_layer_norm(b: Builder, x: str, hidden: int) -> str:
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis (the library's layer_norm_decomposed)."""
-    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
-    d = b.op("sub", [x, mean], "centered")
-    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
-               noop_with_empty_axes=0)
-    std = b.op("sqrt", [b.op("add", [var, b.scalar("eps", 1e-5)], "var_eps")], "std")
-    scaled = b.op("mul", [b.op("div", [d, std], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (hidden,)))],
-                  "scaled")
-    return b.op("add", [scaled, b.param("beta", b.rng.normal(0, 0.1, (hidden,)))], "ln")
-
-
 def _bert_attention_block(b: Builder, x: str, lengths: str, heads: int = 2) -> str:
     """A layer norm of x, then BERT's self-attention over it with a residual Add (see bert_attention)."""
     batch, seq, hidden = b.type_of(x).shape
     head = hidden // heads
-    ln = _decomposed_layer_norm(b, x, hidden)
+    ln = spelled_layer_norm(b, x, "ln")
 
     def projection(name: str, v: str) -> str:
         mm = b.op("matmul", [v, b.param(f"{name}_w", b.rng.normal(0, 0.3, (hidden, hidden)))], f"{name}_mm")
@@ -447,14 +435,7 @@ def layer_norm_rank0_constants(seed: int) -> Graph:
     FusionLayerNormalization reads the epsilon with float(), which raises for the library's shape-[1] constants: a
     known finding, so that one would never fire it; ORT's LayerNormFusionL1 fuses both)."""
     b = Builder("layer_norm_rank0_constants", seed)
-    x = b.input("x", (2, 3, 8))
-    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
-    d = b.op("sub", [x, mean], "centered")
-    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar_rank0("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
-               noop_with_empty_axes=0)
-    std = b.op("sqrt", [b.op("add", [var, b.scalar_rank0("eps", 1e-5)], "var_eps")], "std")
-    scaled = b.op("mul", [b.op("div", [d, std], "normed"), b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))], "scaled")
-    return b.outputs(b.op("add", [scaled, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
+    return b.outputs(spelled_layer_norm(b, b.input("x", (2, 3, 8)), rank0=True))
 
 
 # name -> (builder, the ONNXRuntime optimizations it fires, granularity)
