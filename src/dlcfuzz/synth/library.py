@@ -9,7 +9,7 @@ differs from the one with it enabled (for the transformers that check cannot tel
 them (BiasSoftmaxFusion matches nodes of the CUDA provider only; FastGeluFusion's form is library_ort's
 gelu_tanh_pow, with Pow). `TransposeOptimizer` is judged by the pattern's transposes disappearing.
 ONNXRuntime's Python transformer optimizer's fusions are named "transformers.<class>" (FusionGelu, ...;
-backends/onnxruntime/transformers.py), checked the same way in the transformer configuration that runs them.
+backends/onnxruntime/transformers.py), checked by the optimizer's run on the pattern.
 TVM names are `relax.transform` passes of the pass table.
 """
 

@@ -24,7 +24,6 @@ from dlcfuzz.backends.onnxruntime.optimizers import (
     ort_optimizers,
 )
 from dlcfuzz.backends.onnxruntime.transformers import FUSION_PREFIX
-from dlcfuzz.backends.onnxruntime.trigger import ORT_MASKED_BY
 from dlcfuzz.backends.opinions import ort_config_evaluator
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
@@ -198,25 +197,9 @@ class OnnxRuntimeBackend(BackendBase):
 
     def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
         """The campaign's configurations; where a target fires only below the opset our lowering writes
-        (opsets.ORT_OPSET_GATED), each writes the model at the lowest such opset (its option "opset"); where an
-        earlier transformer makes a target's rewrite in its place (trigger.ORT_MASKED_BY), one more before the last:
-        the optimized one with those disabled (`ort-all-unmasked`), so that the targeted rewrite is in a compared
-        build. The last stays the one `fired` is asked about (it checks a masked target with its maskers off)."""
+        (opsets.ORT_OPSET_GATED), each writes the model at the lowest such opset (its option "opset")."""
         gated = [ORT_OPSET_GATED[t] for t in targets if t in ORT_OPSET_GATED]
-        out = [Config(c.name, {**c.options, "opset": min(gated)}) for c in configs] if gated else list(configs)
-        maskers = sorted({m for t in targets for m in ORT_MASKED_BY.get(t, ())})
-        if maskers and out and "disabled_optimizers" not in out[-1].options:
-            out.insert(len(out) - 1, Config("ort-all-unmasked", {**out[-1].options, "opt_level": "all",
-                                                                 "disabled_optimizers": maskers}))
-        fusions = [t for t in targets if t.startswith(FUSION_PREFIX)]
-        if fusions and not any(c.options.get("transformers") for c in out):
-            # last, so that `fired` is asked about it: the transformer configuration that runs the most of them
-            from dlcfuzz.backends.onnxruntime.transformers import transformer_fusions
-
-            name = max(sorted(transformer_fusions()), key=lambda n: sum(t in transformer_fusions()[n] for t in fusions))
-            spec = self.configs()[name]
-            out.append(Config(name, {**spec.options, **({"opset": min(gated)} if gated else {})}))
-        return out
+        return [Config(c.name, {**c.options, "opset": min(gated)}) for c in configs] if gated else list(configs)
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> OrtCompiled:
         spec = config.options.get("transformers")
@@ -262,18 +245,27 @@ class OnnxRuntimeBackend(BackendBase):
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
         """Whether each targeted transformer changed the optimized model (trigger.py); a fusion of the Python
-        transformer optimizer ("transformers.<class>"), whether it changed the model in the configuration's
-        optimizer run (transformers.transformer_fired; never where the configuration runs no optimizer)."""
-        from dlcfuzz.backends.onnxruntime.transformers import transformer_fired
+        transformer optimizer ("transformers.<class>"), whether it changed the model in an optimizer run with the
+        configuration's spec, or where the configuration runs no optimizer, with the first transformer
+        configuration's that holds the fusion (transformers.transformer_fired: a trigger check, as ORT_MASKED_BY's
+        is; the optimizer's build is compared in the tests `per_test_configs` gives it)."""
+        from dlcfuzz.backends.onnxruntime.transformers import transformer_fired, transformer_fusions
         from dlcfuzz.backends.onnxruntime.trigger import ort_fired
 
         options = {k: v for k, v in config.options.items() if k != "dump"}
         lowered = self.lower(g, config)
         fusions = [t for t in targets if t.startswith(FUSION_PREFIX)]
         out = ort_fired(self, lowered, [t for t in targets if t not in fusions], options)
-        spec = options.get("transformers")
-        out.update(transformer_fired(lowered, spec, fusions) if spec else dict.fromkeys(fusions, False))
-        return {t: out[t] for t in targets}
+        if options.get("transformers"):
+            runs = [(options["transformers"], fusions)]
+        else:
+            runs = [(self.configs()[name].options["transformers"], [t for t in fusions if t in held])
+                    for name, held in sorted(transformer_fusions().items())]
+        for spec, wanted in runs:
+            todo = [t for t in wanted if not out.get(t)]
+            if todo:
+                out.update(transformer_fired(lowered, spec, todo))
+        return {t: out.get(t, False) for t in targets}
 
     def transformer_fusions(self) -> tuple[str, ...]:
         """The Python transformer optimizer's fusions that its configurations run, read from the installed package

@@ -12,9 +12,8 @@ Needs sympy (symbolic_shape_infer imports it), which the onnxruntime wheel does 
 
 Its fusions are optimizations of their own (`transformer_fusions`: the `Fusion` classes optimize_model applies for
 the configured model types, read from the installed package by running it, named "transformers.<class>", e.g.
-"transformers.FusionGelu"); patterns target them by that name, a test that targets one gets the transformer
-configuration that runs it (`OnnxRuntimeBackend.oatest_configs`), and `transformer_fired` tells which fused
-(`recording_fusions`: a fusion fired when one of its `apply` runs added or removed nodes).
+"transformers.FusionGelu"); patterns target them by that name, and `transformer_fired` tells which fused when the
+optimizer ran on a test (`recording_fusions`: a fusion fired when one of its `apply` runs added or removed nodes).
 """
 
 from __future__ import annotations
