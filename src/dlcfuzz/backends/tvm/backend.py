@@ -4,7 +4,7 @@ and two compilation methods (our direct Relax lowering, TVM's ONNX frontend)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from tvm import relax
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
-from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS
+from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS, ONNX_FRONTEND_FORM_GAPS
 from dlcfuzz.backends.tvm.passes import (
     KNOWN_BUGS,
     OPTIMIZE,
@@ -23,6 +23,7 @@ from dlcfuzz.backends.tvm.passes import (
     sample_pass_sequence,
     violations,
 )
+from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.relax import FORMS, constant_data, map_constants, to_relax
@@ -167,6 +168,9 @@ class TvmBackend(BackendBase):
     # ---- what a campaign compares ------------------------------------------
     def door_configs(self) -> dict[str, float]:
         return {ONNX_DOOR: ONNX_DOOR_SHARE}
+
+    def door_form_gaps(self, door: str, op: str) -> Sequence[FormGap]:
+        return ONNX_FRONTEND_FORM_GAPS.get(op, ()) if door == ONNX_DOOR else ()
 
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """HirGen's three oracles, per test: original unoptimized vs optimized, where the optimized one
