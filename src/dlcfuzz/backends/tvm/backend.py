@@ -45,8 +45,7 @@ MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may sp
 # Relax passes that rewrite functions, calls and closures, which an oatest graph (a pattern spliced into a flat
 # graph) does not have: a configuration targeting one lowers the graph with node ranges outlined into private
 # sub-functions (gen/functions.outline, same outputs bit for bit), as closures where the pass lifts closures
-FUNCTION_PASSES = ("LambdaLift", "InlinePrivateFunctions", "RemoveUnusedParameters", "RemoveUnusedOutputs",
-                   "ExpandTupleArguments")
+FUNCTION_PASSES = ("LambdaLift", "InlinePrivateFunctions", "RemoveUnusedParameters")
 CLOSURE_PASSES = ("LambdaLift",)
 
 
@@ -220,9 +219,15 @@ class TvmBackend(BackendBase):
 
     def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
         """Unoptimized vs the targeted passes (with what they require) in random order, then the rest
-        of the default optimization pipeline."""
+        of the default optimization pipeline. A target that OPTIMIZE or relax.build's pipeline runs anyway
+        keeps its place there: drawn to the front, LegalizeOps or ToNonDataflow would leave the passes that
+        rewrite high-level operators in dataflow blocks (DecomposeOpsForInference, DataflowUseInplaceCalls,
+        ReorderTakeAfterMatmul) nothing to rewrite."""
+        from dlcfuzz.backends.tvm.trigger import pipeline_passes
+
         every = self.configs()
-        wanted = [t for t in targets if t in PASSES]
+        built = {*OPTIMIZE, *pipeline_passes()}
+        wanted = [t for t in targets if t in PASSES and t not in built]
         seq = sample_pass_sequence(rng, min_len=len(wanted), max_len=len(wanted), pool=wanted) if wanted else []
         seq += [p for p in OPTIMIZE if p not in seq]
         if violations(seq):
