@@ -109,3 +109,18 @@ def test_out_of_reach_passes_are_listed_ones_with_a_reason(tvm: Any) -> None:
     assert set(out) <= set(listed) and all(len(why) > 40 for why in out.values())
     # no written pattern claims one of them
     assert not {t for _, tags, _ in TVM_LIBRARY.values() for t in tags} & set(out)
+
+
+def test_a_target_the_pipeline_runs_anyway_keeps_its_place(tvm: Any) -> None:
+    """Drawn to the front of the sequence, LegalizeOps (or ToNonDataflow) would leave DecomposeOpsForInference no
+    batch_norm to decompose: targets of OPTIMIZE and of relax.build's pipeline run where those put them, and the pass
+    fires with them targeted too."""
+    from dlcfuzz.backends.tvm.passes import OPTIMIZE
+
+    targets = ["LegalizeOps", "ToNonDataflow", "DecomposeOpsForInference", "FuseTIR"]
+    by = {p.name: p for p in library()}
+    g = wrapped(by["batch_norm_inference"])
+    for seed in range(6):
+        _, config = tvm.oatest_configs(np.random.default_rng(seed), targets, list(tvm.default_pair()))
+        assert config.options["passes"] == ["DecomposeOpsForInference", *OPTIMIZE]
+        assert tvm.fired(g, config, targets) == dict.fromkeys(targets, True)
