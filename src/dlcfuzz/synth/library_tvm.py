@@ -1,5 +1,6 @@
-"""Patterns written from TVM's Relax passes (apache/tvm src/relax/transform/*.cc and python/tvm/relax/transform/, read
-at main 0388fd0c: the structure each pass rewrites, none of its code), for the passes of `TvmBackend.optimizations()`
+"""Patterns written from TVM's Relax passes (apache/tvm src/relax/transform/*.cc, read on main in 2026, and the
+installed release's python/tvm/relax/transform/: the structure each pass rewrites, none of its code; each pattern
+names its file), for the passes of `TvmBackend.optimizations()`
 that no pattern of the shared library or mined from TVM's tests fired in `bench/optimization_triggers.py`. Each tag is
 checked like the library's (`tests/test_tvm_optimizations.py`: the pattern between two other operators, compiled by
 the configuration `TvmBackend.oatest_configs` makes for that one target, changes the module in that pass).
