@@ -13,7 +13,18 @@ import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import ALL_DTYPES, DTYPES, FLOATS, TensorType
-from dlcfuzz.ops.base import ANY, Attrs, Domain, OpSpec, ValueAttr, check_size, register, require_arity, require_dtype
+from dlcfuzz.ops.base import (
+    ABSORBS,
+    ANY,
+    Attrs,
+    Domain,
+    OpSpec,
+    ValueAttr,
+    check_size,
+    register,
+    require_arity,
+    require_dtype,
+)
 from dlcfuzz.ops.elementwise import CastOp
 
 
@@ -27,6 +38,7 @@ class ShapeOf(MetaOp):
 
     name = "shape"
     onnx_ops = ("Shape",)
+    unknown_dims = ABSORBS
     type_only_inputs = (0,)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -54,6 +66,7 @@ class SizeOf(MetaOp):
 
     name = "size"
     onnx_ops = ("Size",)
+    unknown_dims = ABSORBS
     type_only_inputs = (0,)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
