@@ -1,8 +1,9 @@
 """Operators on types and shapes: Shape, Size, ConstantOfShape, CastLike, BitCast.
 
-Shapes are static in our IR, so Shape and Size depend on their input's type only
-(`type_only_inputs`): the ONNX importer folds them into constants, which is what lets the shape arithmetic of
-exported models and of ONNX's function bodies (`_expanded` conformance cases) import.
+Where their input's type is static, Shape and Size depend on that type only (`type_only_inputs`): the ONNX importer
+folds them into constants, which is what lets the shape arithmetic of exported models and of ONNX's function bodies
+(`_expanded` conformance cases) import. Of an input with a data-dependent extent (TensorType.unknown) they are
+computed when the graph runs.
 """
 
 from __future__ import annotations
