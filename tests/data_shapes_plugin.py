@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.backends import register_backend
-from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+from planted_ort import RewrittenOptimizedBuild
 
 
 def drop_last_nonzero(graph: Any) -> None:
@@ -30,20 +30,12 @@ def drop_last_nonzero(graph: Any) -> None:
         graph.node.insert(at, onnx.helper.make_node("Slice", [full, *(b.name for b in bounds)], [short]))
 
 
-class ShortNonZeroBackend(OnnxRuntimeBackend):
+class ShortNonZeroBackend(RewrittenOptimizedBuild):
     name = "short-nonzero"
+    rewrites_op = "non_zero"
 
-    def probe_identity(self, config: Any) -> tuple[str, str]:
-        return OnnxRuntimeBackend.name, self.version()  # the probe's answers are onnxruntime's
-
-    def build(self, lowered: bytes, g: Any, config: Any) -> Any:
-        if config.options.get("opt_level") == "all" and "non_zero" in g.ops_used():
-            import onnx
-
-            model = onnx.load_from_string(lowered)
-            drop_last_nonzero(model.graph)
-            lowered = model.SerializeToString()
-        return super().build(lowered, g, config)
+    def rewrite(self, graph: Any) -> None:
+        drop_last_nonzero(graph)
 
 
 register_backend("short-nonzero", ShortNonZeroBackend)

@@ -6,12 +6,13 @@ fault in a data-dependent extent is found and the real compiler stays quiet."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
 from dlcfuzz import reference
 from dlcfuzz.errors import IRError, ShapeError
-from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.random import generate
 from dlcfuzz.ir import Graph, Node, TensorType, Value, dumps, graphs_equal, loads, to_text
 from dlcfuzz.lower.onnx import to_onnx
@@ -159,22 +160,14 @@ def test_onnxruntime_agrees_with_the_reference_on_random_data_shape_graphs():
     hand-made graph above only.)"""
     pytest.importorskip("onnxruntime")
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.oracle.policy import reference_of
-    from dlcfuzz.oracle.testcase import TestCase
-    from op_harness import judged_side_by_side
+    from op_harness import judged_cases, judged_side_by_side
 
     backend = get_backend("onnxruntime")
     graphs = random_data_shape_graphs(24, seed=1)
     consumers = {n.op for g in graphs for n in g.nodes} - PRODUCERS
     assert PRODUCERS <= {n.op for g in graphs for n in g.nodes} and len(consumers) >= 8
-    cases = []
-    for k, g in enumerate(graphs):
-        x = sample_inputs(g, np.random.default_rng(k))
-        ref = reference_of(TestCase(g, x, [], seed=k))
-        if ref.outputs is not None:
-            cases.append((g, x, ref))
     configs = list(backend.default_pair())
-    assert judged_side_by_side(backend, cases, lambda g: configs, batch=8) >= 20
+    assert judged_side_by_side(backend, judged_cases(graphs), lambda g: configs, batch=8) >= 20
 
 
 def test_importer_reads_the_lowering_back():
@@ -193,15 +186,10 @@ def test_importer_reads_the_lowering_back():
 def test_random_strategy_finds_a_planted_short_nonzero_and_is_quiet_on_the_real_compiler(tmp_path):
     pytest.importorskip("onnxruntime")
     import data_shapes_plugin  # noqa: F401  (registers the planted compiler)
-    from dlcfuzz.engine.campaign import Campaign, campaign_options
-    from dlcfuzz.engine.store import Store
+    from planted_ort import random_campaign
 
-    def campaign(name: str, compiler: str) -> Store:
-        out = tmp_path / name
-        Campaign(campaign_options(seconds=600, jobs=2, seed=3, out=out, quiet=True, compiler=compiler, reduce_budget_s=8,
-                                  strategy="random", ops=6, only_ops=list(OPS), values="small", sizes="small",
-                                  max_tests=12)).run()
-        return Store(out / "store.sqlite", create=False)
+    def campaign(name: str, compiler: str) -> Any:
+        return random_campaign(tmp_path / name, compiler, list(OPS), ops=6, max_tests=12)
 
     bad = campaign("bad", "short-nonzero")
     found = bad.findings()

@@ -15,6 +15,7 @@ import numpy as np
 from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import DTYPES, TensorType
 from dlcfuzz.ops.base import Attrs, OpSpec, register, require_arity, require_dtype
+from dlcfuzz.ops.indexing import sample_compress_form
 from dlcfuzz.ops.shape import _axis, _int, _maybe_negative
 
 
@@ -146,17 +147,7 @@ class CompressComputed(DataShapeOp):
         return [TensorType(t.dtype, t.shape[:a] + cond.shape + t.shape[a + 1:], (a,))]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
-        require_dtype(self, first)
-        if first.rank == 0:
-            raise ShapeError(f"{self.name}: input must have rank >= 1")
-        attrs: Attrs = {}
-        if rng.random() < 0.7:
-            axis = int(rng.integers(first.rank))
-            n = first.shape[axis]
-            attrs["axis"] = _maybe_negative(rng, axis, first.rank)
-        else:
-            n = first.size
-        length = n if rng.random() < 0.7 else int(rng.integers(0, n + 1))  # shorter: the rest is dropped
+        attrs, length = sample_compress_form(self, rng, first)
         ins = [first, TensorType("bool", (length,))]
         self.infer(ins, attrs)
         return ins, attrs
