@@ -93,7 +93,7 @@ SUM_POWER: dict[str, float] = {
                      "instance_norm", "layer_norm", "group_norm", "rms_norm", "mean_variance_norm", "lrn",
                      "reduce_l2", "reduce_sum_square", "attention", "linear_attention", "causal_conv_with_state",
                      "ms_fused_conv", "ms_fused_gemm", "ms_fused_matmul", "ms_skip_layer_norm", "dft", "stft",
-                     "gru", "lstm", "rnn"), 2.0),
+                     "gru", "lstm", "rnn", "non_max_suppression"), 2.0),
     **dict.fromkeys(("lp_norm", "lp_pool", "global_lp_pool"), P_ATTR),
     "det": ORDER,
 }

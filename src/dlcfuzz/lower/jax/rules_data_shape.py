@@ -11,5 +11,5 @@ JAX = target("jax")
 
 _STATIC = ("XLA compiles static shapes only: jnp.nonzero/unique/compress under jit need size= (a padded fixed-length "
            "form, another output than ONNX's data-dependent one)")
-for _op in ("non_zero", "unique", "compress_computed"):
+for _op in ("non_zero", "unique", "compress_computed", "non_max_suppression"):
     JAX.gap(_op, _STATIC)

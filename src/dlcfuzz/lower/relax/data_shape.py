@@ -12,5 +12,5 @@ RELAX = target("relax")
 
 _SYMBOLIC = ("a data-dependent extent needs a symbolic Relax shape (match_cast) that our Relax consumer rules do not "
              "carry yet (they read static types); issue 40's data-dependent shapes, Relax not written yet")
-for _op in ("non_zero", "unique", "compress_computed"):
+for _op in ("non_zero", "unique", "compress_computed", "non_max_suppression"):
     RELAX.gap(_op, _SYMBOLIC)
