@@ -621,7 +621,6 @@ def test_a_bool_cast_of_uniques_counts_is_wrong_and_known(tmp_path):
     extent, reproduced with OpenVINO alone on 2026.4.1): a wrong-result finding the register labels."""
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
-    from dlcfuzz.ops import check_graph
     from tests.test_false_positives import judged
 
     x = TensorType("float32", (4,))
