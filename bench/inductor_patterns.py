@@ -12,16 +12,20 @@ source runs for `--time` seconds of compiling (setup apart), every compile recor
   strategy's spliced tests: backends/inductor/programs.py's "pattern" statement; search functions whose rewrites
   have not fired yet preferred), run and judged as the strategy runs them (eager, float64, Inductor);
 - `seeds`: torch's own replacement patterns as programs (backends/inductor/pattern_seeds.py: each search
-  function in every float dtype, registered and doubled sizes, a Python scale, inference and training), in rounds over the
-  functions; each compiled as the backend compiles, its outputs (and gradients) judged against eager with
-  a float64 reference. Findings (mismatch, error) are listed.
+  function in every float dtype and its registered mixed dtypes, registered and doubled sizes, a Python scale,
+  inference and training): each registered trace's own seed first, then rounds over the functions (`seed_order`);
+  `--batch` seeds of one kind compiled as one function as the backend compiles (`pattern_seeds.run_batch`), each
+  seed's outputs (and gradients) judged against eager with a float64 reference. Findings (mismatch, error) are
+  listed by seed.
+
+Last, how many of the rewrites a CPU can reach at all (`patterns.CPU_REFUSED`: their own checks want CUDA).
 
 Prints per source each rewrite fired, by name, with the compiles that fired it and its applications, then
 `Inductor pattern rewrites fired (<source>): X of Y`, and last the union over the sources:
 `Inductor pattern rewrites fired: X of Y`.
 
   python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds|programs] [--seed 0] [--ops 10]
-                                    [--stmts 8]
+                                    [--stmts 8] [--batch 8]
 """
 
 from __future__ import annotations
