@@ -79,3 +79,20 @@ def test_long_float16_tests_of_summing_operators_are_judged():
         nonfinite += ref.reason == C.NONFINITE_REFERENCE
     assert tests >= 30, tests
     assert nonfinite <= 0.05 * tests, (nonfinite, tests)
+
+
+def test_domain_repair_passes_by_an_inf_that_an_operator_defines():
+    """A max of an edge +inf (defined: infinities order as numbers) before an asin of a sum out of its domain: repair
+    clips the sum all the same (it stopped at the first inf, and OpenVINO's acos tests went unjudged)."""
+    t = TensorType("float32", (4,))
+    g = Graph(inputs=[Value("a", t), Value("b", t), Value("c", t)],
+              nodes=[Node("max", ["a", "c"], [Value("m", t)], name="n0"),
+                     Node("add", ["a", "b"], [Value("s", t)], name="n1"),
+                     Node("asin", ["s"], [Value("y", t)], name="n2")], outputs=["m", "y"])
+    x = {"a": np.full(4, 0.9, np.float32), "b": np.full(4, 0.8, np.float32),
+         "c": np.array([np.inf, 0.0, -np.inf, 1.0], np.float32)}
+    g = repair_domains(g, x)
+    assert [n.op for n in g.nodes] == ["max", "add", "clip", "asin"]
+    with np.errstate(invalid="ignore"):
+        env = reference.run(g, x, keep_all=True)
+    assert np.isfinite(env["y"]).all() and reference.nonfinite_undefined(g, env) is None

@@ -68,24 +68,23 @@ def _offender(g: Graph, env: dict[str, np.ndarray], bounded: dict[str, list[tupl
               ) -> tuple[Node, int, float, float] | None:
     """The first node that makes a non-finite value out of finite inputs, or whose kernels' magnitude
     limit a finite computed input passes, with that input (one that leaves the operator's domain, or
-    the limit) and the bounds to clip it to."""
+    the limit) and the bounds to clip it to; a node no clip repairs is passed by (the nodes its
+    inf or NaN reaches are too)."""
     for n in g.nodes:
         if n.op == CALL_OP:
             continue
         ins = [env[i] for i in n.inputs]
         finite_out = all(reference.finite(env[v.name]) for v in n.outputs)
         if not all(reference.finite(x) for x in ins):
-            if finite_out:
-                continue
-            return None  # an earlier offender that could not be repaired
+            # an inf or NaN of an edge value, or of an earlier offender no clip repairs: the nodes it reaches are
+            # not this repair's, the others still are (an acos of a conv beside a max of an inf)
+            continue
         for k, lo, hi, ceiling in bounded.get(n.name, ()):
             x = ins[k]
             if not x.size:
                 continue
             if (not finite_out and (x.min() < lo or x.max() > hi)) or np.abs(x).max() > ceiling:
                 return n, k, lo, hi
-        if not finite_out:
-            return None
     return None
 
 
@@ -262,6 +261,8 @@ def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> t
     edges = edge_values(g, inputs, rng, attrs=True)
     g = repair_domains(g, inputs)
     repair_values(g, inputs, edges)
+    if edges.shrunk:  # a value that an edge hid behind an inf or an overflow, shown again
+        g = repair_domains(g, inputs)
     return g, inputs, edges
 
 
