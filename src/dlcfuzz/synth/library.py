@@ -8,8 +8,6 @@ differs from the one with it enabled (for the transformers that check cannot tel
 `backends/onnxruntime/trigger.py`). Patterns without an ONNXRuntime tag found no CPU optimizer that rewrites
 them (BiasSoftmaxFusion matches nodes of the CUDA provider only; FastGeluFusion's form is library_ort's
 gelu_tanh_pow, with Pow). `TransposeOptimizer` is judged by the pattern's transposes disappearing.
-ONNXRuntime's Python transformer optimizer's fusions are named "transformers.<class>" (FusionGelu, ...;
-backends/onnxruntime/transformers.py), checked by the optimizer's run on the pattern.
 TVM names are `relax.transform` passes of the pass table.
 """
 
@@ -108,25 +106,18 @@ def quick_gelu(seed: int) -> Graph:
     return b.outputs(b.op("mul", [x, s], "mul"))
 
 
-def spelled_layer_norm(b: Builder, x: str, out: str = "shifted", rank0: bool = False) -> str:
-    """(x - mean) / sqrt(var + eps) * gamma + beta over x's last axis, its 2 and epsilon of shape [1] (or 0-d, as
-    torch exports them, with `rank0`); the result is named `out`."""
-    constant = b.scalar_rank0 if rank0 else b.scalar
-    hidden = b.type_of(x).shape[-1]
-    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
-    d = b.op("sub", [x, mean], "centered")
-    var = b.op("reduce_mean", [b.op("pow", [d, constant("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
-               noop_with_empty_axes=0)
-    std = b.op("sqrt", [b.op("add", [var, constant("eps", 1e-5)], "var_eps")], "std")
-    n = b.op("div", [d, std], "normed")
-    g = b.op("mul", [n, b.param("gamma", b.rng.uniform(0.5, 1.5, (hidden,)))], "scaled")
-    return b.op("add", [g, b.param("beta", b.rng.normal(0, 0.1, (hidden,)))], out)
-
-
 def layer_norm_decomposed(seed: int) -> Graph:
     """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis, as exporters emit it."""
     b = Builder("layer_norm_decomposed", seed)
-    return b.outputs(spelled_layer_norm(b, b.input("x", (2, 3, 8))))
+    x = b.input("x", (2, 3, 8))
+    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
+    d = b.op("sub", [x, mean], "centered")
+    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
+               noop_with_empty_axes=0)
+    std = b.op("sqrt", [b.op("add", [var, b.scalar("eps", 1e-5)], "var_eps")], "std")
+    n = b.op("div", [d, std], "normed")
+    g = b.op("mul", [n, b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))], "scaled")
+    return b.outputs(b.op("add", [g, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
 
 
 def transpose_pair(seed: int) -> Graph:
@@ -269,11 +260,9 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
                                       "tvm": ["FuseOps"]}, "subgraph"),
     "matmul_add": (matmul_add, {"onnxruntime": ["MatMulAddFusion"], "tvm": ["FuseOps"]}, "subgraph"),
     "gemm_relu": (gemm_relu, {"onnxruntime": ["GemmActivationFusion"], "tvm": ["FuseOps"]}, "subgraph"),
-    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2", "transformers.FusionGelu"], "tvm": ["FuseOps"]},
-                 "subgraph"),
+    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2"], "tvm": ["FuseOps"]}, "subgraph"),
     "gelu_tanh": (gelu_tanh, {"tvm": ["FuseOps"]}, "subgraph"),
-    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion", "transformers.FusionQuickGelu"], "tvm": ["FuseOps"]},
-                   "subgraph"),
+    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion"], "tvm": ["FuseOps"]}, "subgraph"),
     "layer_norm_decomposed": (layer_norm_decomposed, {"onnxruntime": ["LayerNormFusionL1"], "tvm": ["FuseOps"]},
                               "subgraph"),
     "transpose_pair": (transpose_pair, {"onnxruntime": ["TransposeOptimizer", "TransposeOptimizer_CPUExecutionProvider"],
@@ -311,16 +300,12 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
 
 def library(seed: int = 0) -> list[Pattern]:
     """Every built-in pattern, instantiated with weights from `seed`: the shared ones, then those written
-    for ONNXRuntime's transformers alone (library_ort.py), then those written for TVM's Relax passes alone
-    (library_tvm.py, each also tagged with the build pipeline's passes it fires)."""
+    for ONNXRuntime's transformers alone (library_ort.py)."""
     from dlcfuzz.synth.library_ort import ORT_LIBRARY
-    from dlcfuzz.synth.library_tvm import BUILD_PASSES, TVM_LIBRARY
 
     out = []
     entries = [*LIBRARY.items(), *((name, (build, {"onnxruntime": tags}, granularity))
-                                   for name, (build, tags, granularity) in ORT_LIBRARY.items()),
-               *((name, (build, {"tvm": [*tags, *BUILD_PASSES]}, granularity))
-                 for name, (build, tags, granularity) in TVM_LIBRARY.items())]
+                                   for name, (build, tags, granularity) in ORT_LIBRARY.items())]
     for name, (build, targets, granularity) in entries:
         g = build(seed)
         check_graph(g)

@@ -1,8 +1,6 @@
 """ONNXRuntime as a compiler under test: `backend.py` (the Backend: levels, knobs, configurations),
 `optimizers.py` (its optimization levels and graph transformers, and ddmin over them), `gaps.py`
-(known gaps), `reproducer.py` (standalone scripts), `trigger.py` (did an optimization fire), `opsets.py` (the
-transformers gated below our opset, and the model written there), `transformers.py` (the Python transformer
-optimizer: its configurations and fusions).
+(known gaps), `reproducer.py` (standalone scripts), `trigger.py` (did an optimization fire).
 
 Importing this package does not import onnxruntime: only `backend.py`, `trigger.py` and the
 scripts themselves do.
