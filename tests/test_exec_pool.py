@@ -248,6 +248,19 @@ def test_close_leaves_no_processes(preload):
         p.submit(cmd("echo"))
 
 
+def test_tests_of_one_process_share_the_zygote_although_pytest_renames_each_phase(monkeypatch):
+    """pytest rewrites PYTEST_CURRENT_TEST at every phase of every test: a zygote keyed on it imported the
+    compiler again for each test's pools. Any other variable still gets a zygote of its own (a module may read
+    it at import)."""
+    preload = ["dlcfuzz.exec.planted"]
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/a.py::one (call)")
+    first = _zygote(preload, 10.0)
+    monkeypatch.setenv("PYTEST_CURRENT_TEST", "tests/b.py::two (setup)")
+    assert _zygote(preload, 10.0) is first and first.alive
+    monkeypatch.setenv("DLCFUZZ_TEST_IMPORT_READS_THIS", "1")
+    assert _zygote(preload, 10.0) is not first
+
+
 def test_forked_workers_come_from_one_zygote_and_start_without_importing():
     """Pools that preload the same modules share this process's zygote: their workers are its children,
     each in a session of its own, each running the handler factory itself; a module that does not import

@@ -574,13 +574,17 @@ class _Zygote:
 _ZYGOTES: dict[tuple, _Zygote] = {}  # one per preload list, environment, import path and folder
 _ZYGOTES_KEPT = 2
 _ZYGOTES_LOCK = threading.Lock()
+# Variables that change at every call and that no module reads at import: pytest rewrites this one at each
+# phase of each test, which made every test's pools import their compiler again in a zygote of their own.
+_PER_CALL_VARIABLES = frozenset({"PYTEST_CURRENT_TEST"})
 
 
 def _zygote(preload: list[str], startup_timeout_s: float) -> _Zygote | None:
     """This process's zygote for `preload` (started on first use, shared by the pools that preload the same
     modules in the same environment, import path and working folder; what a module reads at import is the
     same in every worker); None when it could not start: the pool spawns its workers then."""
-    key = (tuple(preload), tuple(sorted(os.environ.items())), tuple(sys.path), os.getcwd())
+    environment = tuple(sorted(kv for kv in os.environ.items() if kv[0] not in _PER_CALL_VARIABLES))
+    key = (tuple(preload), environment, tuple(sys.path), os.getcwd())
     with _ZYGOTES_LOCK:
         z = _ZYGOTES.pop(key, None)
         if z is None or not z.alive:
