@@ -321,3 +321,31 @@ def test_registered_sign_int16_compile_error_is_found_and_known(backend):
     known = Register(use_env=False).match(facts_of(row, graph=(frozenset({"sign", "clip"}), frozenset({"int16"}))),
                                           v.detail)
     assert known is not None and known.id == "inductor-sign-int16-max-compile-error"
+
+
+def test_registered_uint8_min_of_sixteen_elements_is_found_and_known(backend):
+    """The register's uint8 min entry (pytorch/pytorch#191499): a min over both axes of a uint8 [4, 5] tensor
+    gives 1 under Inductor where eager and the reference give 16; one axis (5 elements) is right. The finding
+    is Inductor's inconsistency with eager and the reference, and the register names it."""
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.ir.graph import Graph, Node, Value
+
+    c = backend.configs()
+    x = np.array([[16, 200, 255, 17, 16], [30, 40, 50, 60, 70], [16, 99, 98, 97, 96], [250, 251, 16, 18, 19]], np.uint8)
+    found = {}
+    for axes, shape in (([0, 1], ()), ([1], (4,))):
+        g = Graph(inputs=[Value("x", TensorType("uint8", (4, 5)))], outputs=["y"], nodes=[
+            Node("reduce_min", ["x"], [Value("y", TensorType("uint8", shape))],
+                 attrs={"axes": axes, "keepdims": 0, "noop_with_empty_axes": 0})])
+        tc = TestCase(g, {"x": x}, [c["eager"], c["inductor"]], seed=0)
+        ref = reference_of(tc)
+        found[len(axes)] = judge("inductor", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert [v.category for v in found[1]] == ["pass"], found[1]
+    (v,) = found[2]
+    assert (v.kind, v.category, v.configs) == ("bug", "inconsistency", ["eager", "inductor"]), v
+    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]', "key": v.key,
+           "detail": v.detail}
+    known = Register(use_env=False).match(facts_of(row, graph=(frozenset({"reduce_min"}), frozenset({"uint8"}))),
+                                          v.detail)
+    assert known is not None and known.id == "inductor-uint8-min-reduction-16-elements"
