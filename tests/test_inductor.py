@@ -349,3 +349,20 @@ def test_registered_uint8_min_of_sixteen_elements_is_found_and_known(backend):
     known = Register(use_env=False).match(facts_of(row, graph=(frozenset({"reduce_min"}), frozenset({"uint8"}))),
                                           v.detail)
     assert known is not None and known.id == "inductor-uint8-min-reduction-16-elements"
+
+
+def test_instance_norm_of_an_empty_batch_is_judged_not_a_finding(backend):
+    """F.instance_norm raises IndexError on an empty batch, eagerly too (torch 2.13.0): the lowering takes the
+    formula there, so eager and Inductor both give the empty result the reference gives (the edge-value
+    false-positive run had reported it twice)."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+
+    c = backend.configs()
+    t, s = TensorType("float32", (0, 1, 1, 4)), TensorType("float32", (1,))
+    g = Graph(inputs=[Value("x", t), Value("scale", s), Value("bias", s)], outputs=["y"],
+              nodes=[Node("instance_norm", ["x", "scale", "bias"], [Value("y", t)], attrs={"epsilon": 1e-5})])
+    tc = TestCase(g, {"x": np.ones((0, 1, 1, 4), np.float32), "scale": np.ones(1, np.float32),
+                      "bias": np.zeros(1, np.float32)}, [c["eager"], c["inductor"]], seed=0)
+    ref = reference_of(tc)
+    verdicts = judge("inductor", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert [v.category for v in verdicts] == ["pass"], verdicts

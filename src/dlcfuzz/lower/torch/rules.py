@@ -231,8 +231,8 @@ def _ln(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 @pyrules.native(TARGET.name, "instance_norm")
 def _in(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
         out_types: Types) -> list[str] | None:
-    if int(np.prod(in_types[0].shape[2:])) <= 1:  # F.instance_norm refuses one spatial element: the formula
-        return None
+    if int(np.prod(in_types[0].shape[2:])) <= 1 or 0 in in_types[0].shape[:2]:
+        return None  # F.instance_norm refuses one spatial element, and an empty batch or channel (IndexError, eager too)
     return [f"F.instance_norm({ins[0]}, weight={ins[1]}, bias={ins[2]}, eps={literal(attrs['epsilon'])})"]
 
 
