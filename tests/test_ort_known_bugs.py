@@ -162,3 +162,24 @@ def test_qdq_propagation_at_opset_21_is_rejected_and_known(tmp_path):
         "ort-qdq-s8-to-u8-keeps-output-dtype"
     done = reproduce(g, inputs, None, "unexpected-error", tmp_path)
     assert done.returncode == 1 and "output_dtype INT8" in done.stdout, done.stdout + done.stderr
+
+
+def test_int64_sum_beyond_two_to_the_53_is_inexact_and_known(tmp_path):
+    """ReduceSum of int64 [2^53+1, 1, 1] gives 9007199254740994 in every configuration of onnxruntime 1.32.0
+    (as if summed in double): an exact reference makes it a wrong-result finding that the register knows,
+    and the standalone script shows it."""
+    x, y = TensorType("int64", (3,)), TensorType("int64", ())
+    g = Graph(inputs=[Value("x", x)],
+              nodes=[Node("reduce_sum", ["x"], [Value("y", y)], {"axes": [], "keepdims": 0, "noop_with_empty_axes": 0})],
+              outputs=["y"])
+    check_graph(g)
+    inputs = {"x": np.array([2**53 + 1, 1, 1], np.int64)}
+    verdicts = judged(g, inputs, tmp_path)
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "wrong-result")], [v.detail for v in verdicts]
+    from dlcfuzz.backends import get_backend
+
+    configs = tuple(c.name for c in get_backend("onnxruntime").default_pair())
+    assert known_as("wrong-result", {"reduce_sum"}, {"int64"}, configs, verdicts[0].detail) == \
+        "ort-int64-reduce-beyond-2-53"
+    done = reproduce(g, inputs, [np.array(2**53 + 3, np.int64)], "wrong-result", tmp_path)
+    assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
