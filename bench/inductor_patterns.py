@@ -12,16 +12,20 @@ source runs for `--time` seconds of compiling (setup apart), every compile recor
   strategy's spliced tests: backends/inductor/programs.py's "pattern" statement; search functions whose rewrites
   have not fired yet preferred), run and judged as the strategy runs them (eager, float64, Inductor);
 - `seeds`: torch's own replacement patterns as programs (backends/inductor/pattern_seeds.py: each search
-  function in every float dtype, registered and doubled sizes, a Python scale, inference and training), in rounds over the
-  functions; each compiled as the backend compiles, its outputs (and gradients) judged against eager with
-  a float64 reference. Findings (mismatch, error) are listed.
+  function in every float dtype and its registered mixed dtypes, registered and doubled sizes, a Python scale,
+  inference and training): each registered trace's own seed first, then rounds over the functions (`seed_order`);
+  `--batch` seeds of one kind compiled as one function as the backend compiles (`pattern_seeds.run_batch`), each
+  seed's outputs (and gradients) judged against eager with a float64 reference. Findings (mismatch, error) are
+  listed by seed.
+
+Last, how many of the rewrites a CPU can reach at all (`patterns.CPU_REFUSED`: their own checks want CUDA).
 
 Prints per source each rewrite fired, by name, with the compiles that fired it and its applications, then
 `Inductor pattern rewrites fired (<source>): X of Y`, and last the union over the sources:
 `Inductor pattern rewrites fired: X of Y`.
 
   python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds|programs] [--seed 0] [--ops 10]
-                                    [--stmts 8]
+                                    [--stmts 8] [--batch 8]
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import numpy as np
+
+from dlcfuzz.backends.inductor.pattern_seeds import BATCH_SEEDS
 
 
 def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int, Counter[str], Counter[str], int]:
@@ -56,38 +62,62 @@ def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int
 
 
 def seed_order(seeds: list[Any]) -> list[Any]:
-    """Rounds over the search functions (each function's first variant, then each one's second, ...), so a short
-    budget reaches every function; within one, registered sizes first, float32 before the other dtypes."""
+    """First, for each register_replacement call torch made (a rewrite name), the seed of its own inputs: the
+    registered dtypes and sizes, a Python scale where it traced a 0-d one (several fusions refuse a tensor scale),
+    inference or training as traced; then rounds over the search functions (each function's first remaining
+    variant, then each one's second, ...), so a short budget reaches every rewrite, then every function; within
+    one, registered sizes first, float32 before the other dtypes. Last, training seeds with dropout (they match
+    only with fallback_random=False, which no campaign compiles with), then the seeds whose rewrites' own checks
+    refuse the CPU (patterns.CPU_REFUSED)."""
+    from dlcfuzz.backends.inductor.pattern_seeds import pattern_names, python_scalars, registrations
+    from dlcfuzz.backends.inductor.patterns import cpu_refusal
+
+    refused = [s for s in seeds if all(map(cpu_refusal, pattern_names(s)))]  # last: their checks want CUDA
+    # after the rounds: training with dropout. Every compile has fallback_random=True (PyTorch's guidance for
+    # fuzzers: eager and compiled draw alike), which keeps dropout aten.native_dropout, while torch traced these
+    # patterns with its random decompositions (rand_like, gt, mul): they do not match
+    dropout = [s for s in seeds if s.training and dict(s.kwargs).get("dropout_p") and s not in refused]
+    seeds = [s for s in seeds if s not in refused and s not in dropout]
+    by_key = {(s.search, s.args, s.kwargs, s.training): s for s in seeds}
+    first = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
+                                                  for r in registrations()) if key in by_key]
+    chosen = set(map(id, first))
     rank = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3}
     by_fn: dict[str, list[Any]] = defaultdict(list)
     for s in seeds:
-        by_fn[s.search].append(s)
+        if id(s) not in chosen:
+            by_fn[s.search].append(s)
     size = {"scalar": 0, "registered": 1, "grown": 2}  # a Python scale first: several fusions refuse a tensor one
     queues = [sorted(v, key=lambda s: (size[s.variant.split()[1]], rank.get(s.dtype, 4), s.training))
               for v in by_fn.values()]
-    out = []
+    out = first
     for r in range(max(map(len, queues), default=0)):
         out += [q[r] for q in queues if r < len(q)]
-    return out
+    return out + dropout + refused
 
 
-def seed_source(backend: Any, seconds: float, seed: int) -> tuple[int, Counter[str], Counter[str], list[Any], int]:
-    """Seed programs compiled and judged: (tests, compiles per rewrite, applications, findings, seeds in all)."""
-    from dlcfuzz.backends.inductor.pattern_seeds import pattern_seeds, run_seed
+def seed_source(backend: Any, seconds: float, seed: int, batch: int) -> tuple[int, int, Counter[str], Counter[str],
+                                                                            list[Any], int]:
+    """Seed programs compiled and judged, `batch` seeds of a kind to a compile (pattern_seeds.run_batch): (seeds
+    run, batches, batches per rewrite, applications, findings, seeds in all)."""
+    from dlcfuzz.backends.inductor.pattern_seeds import batches, pattern_seeds, run_batch
 
     seeds = seed_order(list(pattern_seeds()))
-    compiles, applications, findings, tests = Counter(), Counter(), [], 0
+    compiles, applications, findings, tests, n_batches = Counter(), Counter(), [], 0, 0
     end = time.monotonic() + seconds
-    for s in seeds:
+    for group in batches(seeds, batch):
         if time.monotonic() >= end:
             break
-        run = run_seed(backend, s, np.random.default_rng(seed + tests))
-        tests += 1
-        compiles.update(run.fired.keys())
-        applications.update(run.fired)
-        if run.verdict != "ok":
-            findings.append(run)
-    return tests, compiles, applications, findings, len(seeds)
+        runs = run_batch(backend, group, np.random.default_rng(seed + tests))
+        tests += len(group)
+        n_batches += 1
+        fired: Counter[str] = Counter()
+        for run in runs:  # one compile's (a batch's seeds rerun alone after a failure: each one's own)
+            fired |= Counter(run.fired)
+        compiles.update(fired.keys())
+        applications.update(fired)
+        findings += [run for run in runs if run.verdict != "ok"]
+    return tests, n_batches, compiles, applications, findings, len(seeds)
 
 
 def program_source(seconds: float, seed: int, stmts: int) -> tuple[int, Counter[str], Counter[str], list[str], Counter[str]]:
@@ -139,9 +169,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ops", type=int, default=10, help="operators per random graph")
     ap.add_argument("--stmts", type=int, default=8, help="statements per spliced program (the pattern's included)")
+    ap.add_argument("--batch", type=int, default=BATCH_SEEDS,
+                    help="seeds compiled as one function (seeds source; 1: a compile per seed)")
     a = ap.parse_args()
     from dlcfuzz.backends import get_backend
-    from dlcfuzz.backends.inductor.patterns import pattern_inventory
+    from dlcfuzz.backends.inductor.patterns import cpu_refusal, pattern_inventory
 
     backend = get_backend("inductor")
     inventory = pattern_inventory()
@@ -161,8 +193,10 @@ def main() -> None:
                   f"verdicts {dict(outcomes)}; {len(program_findings)} findings")
             print("\n".join(f"  {f}" for f in program_findings))
         else:
-            tests, compiles, applications, findings, total = seed_source(backend, a.time, a.seed)
-            print(f"\n{source}: {tests} of {total} seed programs in {time.monotonic() - t0:.0f} s "
+            tests, n_batches, compiles, applications, findings, total = seed_source(backend, a.time, a.seed,
+                                                                                      a.batch)
+            print(f"\n{source}: {tests} of {total} seed programs in {n_batches} batches (up to {a.batch} seeds "
+                  f"compiled as one function; a failing batch's seeds rerun alone) in {time.monotonic() - t0:.0f} s "
                   f"(setup included); {len(findings)} findings")
             for run in findings:
                 print(f"  {run.verdict:8s} {run.seed.name} [{run.seed.variant}] fired "
@@ -173,11 +207,16 @@ def main() -> None:
         by_gate = Counter(inventory[name].gate for name in hit)
         print(f"Inductor pattern rewrites fired ({source}): {len(hit)} of {len(inventory)} "
               f"(default passes: {by_gate['default']} of {gates['default']})", flush=True)
+    refused = {name: why for name in inventory if (why := cpu_refusal(name))}
+    print(f"\nrefused on the CPU by their own checks (in Y; out of reach here): {len(refused)}")
+    for why, n in Counter(refused.values()).most_common():
+        print(f"  {n:4d}  {why}")
     print("\nnot fired, by class (what their passes need; the attention fusions by traced variant):")
     for cls, n in sorted(Counter(rewrite_class(info) for name, info in inventory.items()
                                  if name not in union).items(), key=lambda kv: (-kv[1], kv[0])):
         print(f"  {n:4d}  {cls}")
-    print(f"Inductor pattern rewrites fired: {len(union)} of {len(inventory)}")
+    print(f"Inductor pattern rewrites fired: {len(union)} of {len(inventory)} "
+          f"(of the {len(inventory) - len(refused)} a CPU can reach: {len(union - set(refused))})")
 
 
 def rewrite_class(info: Any) -> str:

@@ -21,8 +21,26 @@ import numpy as np
 # "max-autotune" add CUDA graphs only)
 MODES: tuple[str, ...] = ("default", "lite", "max-autotune-no-cudagraphs")
 
+# Inductor's split/cat pattern passes (fx_passes/split_cat.py's PRE_GRAD_PATTERNS and POST_GRAD_PATTERNS), off by
+# default: `pre_grad_fusion_options` / `post_grad_fusion_options` name the passes to run (`{pass: {}}`). Every pass
+# of the pattern matcher that runs on the CPU; left out: the group-batch fusions (not pattern rewrites) and
+# `pad_aten_mm_pass` (pad_mm's check wants CUDA).
+SPLIT_CAT_PRE_GRAD: tuple[str, ...] = (
+    "normalization_pass", "einsum_to_pointwise_pass", "merge_getitem_cat_pass", "merge_splits_pass",
+    "merge_stack_tahn_unbind_pass", "move_reshape_out_of_split_stack_pass", "mutate_cat_pass",
+    "remove_split_with_size_one_pass", "split_cat_pass", "split_cat_to_slices_pass", "split_stack_to_cats_pass",
+    "unbind_cat_to_view_pass", "unbind_stack_pass", "unbind_stack_to_slices_pass")
+SPLIT_CAT_POST_GRAD: tuple[str, ...] = (
+    "normalization_aten_pass", "decompose_mm_pass", "move_view_after_cat_aten_pass", "select_cat_aten_pass",
+    "split_cat_aten_pass", "unbind_stack_aten_pass")
+SPLIT_CAT_FUSIONS: dict[str, Any] = {
+    "pre_grad_fusion_options": {name: {} for name in SPLIT_CAT_PRE_GRAD},
+    "post_grad_fusion_options": {name: {} for name in SPLIT_CAT_POST_GRAD},
+}
+
 # torch._inductor.config key -> the non-default values sampled (the default is never listed)
 INDUCTOR_KNOBS: dict[str, tuple[Any, ...]] = {
+    **{key: (passes,) for key, passes in SPLIT_CAT_FUSIONS.items()},
     "cpp_wrapper": (True,),
     "freezing": (True,),
     "cpp.simdlen": (1, 256),  # 1: scalar code only; 256: AVX2 kernels where the machine has them

@@ -8,8 +8,10 @@ the softmax, misc and mm patterns). Nothing of torch's source is copied: the sea
 from the installed torch at run time.
 
 Each recorded search function becomes seeds: the registered inputs, in every float dtype (float32, float16,
-bfloat16, float64), at the registered sizes, at doubled ones, and with a 0-d scale tensor given as a Python
-float, for inference and, where torch registered a training variant (inputs that require grad), for training.
+bfloat16, float64) and in the float dtypes as registered where they differ ("mixed": a float16 attention with a
+float32 mask), at the registered sizes, at doubled ones, and with a 0-d scale tensor given as a Python float, for
+inference and, where torch registered a training variant (inputs that require grad), for training.
+Seeds of one kind compile several to a function (`run_batch`): one compile fires each one's rewrite.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -256,7 +258,7 @@ def _grown(args: tuple) -> tuple | None:
     return tuple(out)
 
 
-def _python_scalars(args: tuple) -> tuple | None:
+def python_scalars(args: tuple) -> tuple | None:
     """0-d float tensors (torch traces a scale as one) as a Python float, the form most programs write and the
     one several attention fusions require (their checks refuse a tensor scale); None when there is none."""
     if not any(isinstance(a, TensorSpec) and a.shape == () and a.dtype.startswith("float") for a in args):
@@ -277,13 +279,15 @@ def pattern_seeds() -> Iterator[PatternSeed]:
         sizes = [("registered", r.args)]
         if (grown := _grown(r.args)) is not None:
             sizes.append(("grown", grown))
-        if (scalar := _python_scalars(r.args)) is not None:
+        if (scalar := python_scalars(r.args)) is not None:
             sizes.append(("scalar", scalar))
         for size, args in sizes:
-            dtypes = FLOAT_DTYPES if any(isinstance(a, TensorSpec) and a.dtype.startswith(("float", "bfloat"))
-                                         for a in args) else ("none",)
+            floats = {a.dtype for a in args if isinstance(a, TensorSpec) and a.dtype.startswith(("float", "bfloat"))}
+            # "mixed": the float dtypes as registered where they differ (a float16 attention with a float32 mask or
+            # scale: torch's `_half_mask_fp32` traces), which no single dtype gives
+            dtypes = (FLOAT_DTYPES + (("mixed",) if len(floats) > 1 else ())) if floats else ("none",)
             for dtype in dtypes:
-                typed = _with_dtype(args, dtype) if dtype != "none" else args
+                typed = _with_dtype(args, dtype) if dtype not in ("none", "mixed") else args
                 key = (r.search, typed, r.kwargs, r.training)
                 if key in seen:
                     continue
@@ -466,22 +470,24 @@ def _fresh(inputs: list[Any], dtype: Any = None) -> list[Any]:
     return out
 
 
-def _results(fn: Callable[..., Any], inputs: list[Any], training: bool) -> list[Any]:
+def _results(fn: Callable[..., Any], inputs: list[Any], counts: Sequence[int], training: bool
+             ) -> list[tuple[int, Any]]:
     """The outputs, and in training the gradients of the inputs that require grad (of the float outputs' sum),
-    the random generator seeded first (fallback_random: eager and compiled draw alike)."""
+    the random generator seeded first (fallback_random: eager and compiled draw alike); each with the seed it
+    belongs to (`fn` takes `counts[k]` arguments of seed k and returns one result per seed: `_batched`)."""
     import torch
 
+    owner = [k for k, n in enumerate(counts) for _ in range(n)]
     torch.manual_seed(0)
     with torch.set_grad_enabled(training):
-        outs = _tensors(fn(*inputs))
-        if not training:
-            return outs
-        floats = [o for o in outs if o.is_floating_point() and o.requires_grad]
-        leaves = [x for x in inputs if hasattr(x, "requires_grad") and x.requires_grad]
-        if floats and leaves:
-            grads = torch.autograd.grad(sum(o.sum() for o in floats), leaves, allow_unused=True)
-            outs += [g for g in grads if g is not None]
-    return [o.detach() for o in outs]
+        outs = [(k, t) for k, out in enumerate(fn(*inputs)) for t in _tensors(out)]
+        if training:
+            floats = [o for _, o in outs if o.is_floating_point() and o.requires_grad]
+            leaves = [(k, x) for k, x in zip(owner, inputs, strict=True) if getattr(x, "requires_grad", False)]
+            if floats and leaves:
+                grads = torch.autograd.grad(sum(o.sum() for o in floats), [x for _, x in leaves], allow_unused=True)
+                outs += [(k, g) for (k, _), g in zip(leaves, grads, strict=True) if g is not None]
+    return [(k, o.detach()) for k, o in outs]
 
 
 def _mismatch(got: Any, eager: Any, ref: Any | None, random: bool) -> str | None:
@@ -512,31 +518,86 @@ def _mismatch(got: Any, eager: Any, ref: Any | None, random: bool) -> str | None
 def run_seed(backend: Any, seed: PatternSeed, rng: np.random.Generator) -> SeedRun:
     """Compile the seed with `backend` (InductorBackend.compile_function: the campaign's compile) while recording
     the rewrites that fire, run it and eager on the same inputs, and judge the outputs (and gradients)."""
+    return run_batch(backend, [seed], rng)[0]
+
+
+BATCH_SEEDS = 8  # seeds compiled as one function by `run_batch`: one compile fires each one's rewrite
+
+
+def _batched(seeds: Sequence[PatternSeed]) -> Callable[..., Any]:
+    """One function that calls every seed's search function on its own slice of the arguments and returns their
+    results, a tuple (no value shared: a rewrite matches inside one seed's subgraph, as when it is compiled
+    alone)."""
+    fns = [s.function() for s in seeds]
+    counts = [len(s.args) for s in seeds]
+
+    def seed_batch(*inputs: Any) -> tuple[Any, ...]:
+        out, at = [], 0
+        for fn, n in zip(fns, counts, strict=True):
+            out.append(fn(*inputs[at:at + n]))
+            at += n
+        return tuple(out)
+
+    return seed_batch
+
+
+def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generator) -> list[SeedRun]:
+    """Seeds of one kind (all inference or all training; all random or none) compiled as one function with
+    `backend` while recording the rewrites that fire (one compile fires what the seeds' own compiles would:
+    on the CPU the compile, not the run, is the cost), run with eager on the same inputs, each seed's outputs
+    (and gradients) judged against eager's with a float64 reference. A SeedRun per seed, each with the batch's
+    fired rewrites. Where a batch of several fails to compile or to run, each seed runs alone (`run_seed`), so
+    that the error names its seed."""
     import torch
 
     from dlcfuzz.backends.inductor.patterns import recording_fired
 
-    fn, inputs = seed.function(), make_inputs(seed, rng)
-    eager = _results(fn, _fresh(inputs), seed.training)
-    ref = None
-    if not seed.random and seed.dtype not in ("none", "float64"):
-        ref = _results(fn, _fresh(inputs, torch.float64), seed.training)
+    if len({(s.training, s.random) for s in seeds}) != 1:
+        raise ValueError("a batch holds seeds of one kind: all training or none, all random or none")
+    training, random = seeds[0].training, seeds[0].random
+    fn, counts = _batched(seeds), [len(s.args) for s in seeds]
+    inputs = [x for s in seeds for x in make_inputs(s, rng)]
+    eager = _results(fn, _fresh(inputs), counts, training)
+    # no float64 reference where it is eager itself, or where random draws make only shapes and dtypes comparable
+    wide = not random and any(s.dtype not in ("none", "float64") for s in seeds)
+    ref = _results(fn, _fresh(inputs, torch.float64), counts, training) if wide else None
+
+    def alone(verdict: str, detail: str, fired: dict[str, int]) -> list[SeedRun]:
+        if len(seeds) > 1:
+            return [run_seed(backend, s, np.random.default_rng(rng.integers(1 << 31))) for s in seeds]
+        return [SeedRun(seeds[0], fired, verdict, detail)]
+
     with recording_fired() as fired:
         try:
-            compiled = backend.compile_function(fn, _fresh(inputs), grad=seed.training)
+            compiled = backend.compile_function(fn, _fresh(inputs), grad=training)
         except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
-            return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
+            return alone("error", f"{type(e).__name__}: {str(e)[:500]}", dict(fired))
     try:
-        got = _results(compiled, _fresh(inputs), seed.training)
+        got = _results(compiled, _fresh(inputs), counts, training)
     except Exception as e:  # noqa: BLE001 - a failure of the compiled function is a verdict
-        return SeedRun(seed, dict(fired), "error", f"{type(e).__name__}: {str(e)[:500]}")
-    if len(got) != len(eager):
-        return SeedRun(seed, dict(fired), "mismatch", f"{len(got)} results != eager's {len(eager)}")
-    for i, (g, e) in enumerate(zip(got, eager, strict=True)):
-        why = _mismatch(g, e, ref[i] if ref is not None else None, seed.random)
-        if why:
-            return SeedRun(seed, dict(fired), "mismatch", f"result {i}: {why}")
-    return SeedRun(seed, dict(fired), "ok")
+        return alone("error", f"{type(e).__name__}: {str(e)[:500]}", dict(fired))
+    if len(got) != len(eager) or [k for k, _ in got] != [k for k, _ in eager]:
+        return alone("mismatch", f"{len(got)} results != eager's {len(eager)}", dict(fired))
+    runs = [SeedRun(s, dict(fired), "ok") for s in seeds]
+    for i, ((k, g), (_, e)) in enumerate(zip(got, eager, strict=True)):
+        why = _mismatch(g, e, ref[i][1] if ref is not None else None, random)
+        if why and runs[k].verdict == "ok":
+            index = sum(owner == k for owner, _ in got[:i])  # numbered within the seed, as when compiled alone
+            runs[k] = SeedRun(seeds[k], dict(fired), "mismatch", f"result {index}: {why}"
+                              + (f" (compiled in a batch of {len(seeds)})" if len(seeds) > 1 else ""))
+    return runs
+
+
+def batches(seeds: Sequence[PatternSeed], size: int = BATCH_SEEDS) -> Iterator[list[PatternSeed]]:
+    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not: each kind
+    batched apart, in the seeds' order), each batch as it fills, then the partial ones."""
+    pending: dict[tuple[bool, bool], list[PatternSeed]] = {}
+    for s in seeds:
+        batch = pending.setdefault((s.training, s.random), [])
+        batch.append(s)
+        if len(batch) == size:
+            yield pending.pop((s.training, s.random))
+    yield from pending.values()
 
 
 def main() -> None:

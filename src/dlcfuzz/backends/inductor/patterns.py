@@ -49,6 +49,20 @@ PASS_GATES: tuple[tuple[str, str], ...] = (
 )
 
 
+# Rewrites whose own check refuses every CPU graph (torch 2.13's fx_passes), by name prefix: they are in the
+# inventory (Y counts what torch registers) and out of reach of a CPU campaign whatever it compiles.
+CPU_REFUSED: tuple[tuple[str, str], ...] = (
+    ("pad_mm.", "pad_mm.should_pad_common: check_device wants CUDA or XPU tensors"),
+    ("post_grad.prepare_softmax_pattern", "prepare_softmax_extra_check: online softmax only for Triton (CUDA, XPU)"),
+    ("b2b_gemm.", "b2b_gemm_pass: CUDA only"),
+)
+
+
+def cpu_refusal(name: str) -> str | None:
+    """Why the rewrite never applies on the CPU (CPU_REFUSED), or None."""
+    return next((why for prefix, why in CPU_REFUSED if name.startswith(prefix)), None)
+
+
 @dataclasses.dataclass(frozen=True)
 class PatternInfo:
     """One registered rewrite: its name, the passes holding it, their gate, and how many entries

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from dlcfuzz.backends.inductor.knobs import SPLIT_CAT_FUSIONS
 from dlcfuzz.backends.inductor.pattern_seeds import BFLOAT16_TOLERANCE, SPLICE_ELEMENTS, SPLICE_SCALE, inductor_pattern
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.numeric import tolerance
@@ -61,6 +62,7 @@ INPUT_DTYPES = (("float32", 6.0), ("float64", 1.0), ("float16", 1.0), ("int64", 
 INT_OR_BOOL = INTEGER + ("bool",)
 DYNAMIC_SHARE = 0.3  # tests whose plain Inductor configuration compiles with dynamic=True
 FREEZING_SHARE = 0.2  # of the other tests, those whose plain Inductor configuration compiles with freezing=True
+FUSIONS_SHARE = 0.2  # of the other tests, those compiled with the split/cat pattern passes on (knobs.SPLIT_CAT_FUSIONS)
 TRAIN_SHARE = 0.3  # trainable programs (programs.core.trainable) run as training steps
 SPLICE_SHARE = 0.3  # tests whose program starts with one of Inductor's replacement patterns (TorchDialect.splice)
 GRADIENT_FAULT = "gradient"  # a configuration's planted fault "gradient": compiled gradients scaled (tests only)
@@ -1090,12 +1092,20 @@ class TorchDialect:
         sizes: other kernels and guards than the static compile's, on the same inputs), a share of the others
         with `freezing=True` (Inductor's freezing passes run in an inference compile: constants folded, the
         freezing pattern passes, e.g. mkldnn's weight packing of a matmul by a constant; a training program's
-        compile runs with gradients on, where freezing does nothing)."""
-        dynamic = rng.random() < DYNAMIC_SHARE
-        # from a child stream (spawning leaves the test's own as it was): a test's other draws are what they were
-        if not dynamic and rng.spawn(1)[0].random() >= FREEZING_SHARE:
-            return configs
-        suffix, knobs = ("dynamic", {"dynamic": True}) if dynamic else ("freezing", {"freezing": True})
+        compile runs with gradients on, where freezing does nothing), a share with Inductor's split/cat pattern
+        passes on (`fusions`: knobs.SPLIT_CAT_FUSIONS, the pre- and post-grad passes that normalize and merge cat,
+        split, stack, unbind, clamp, reshape and squeeze calls)."""
+        if rng.random() < DYNAMIC_SHARE:
+            suffix, knobs = "dynamic", {"dynamic": True}
+        else:
+            # from a child stream (spawning leaves the test's own as it was): a test's other draws are what they were
+            u = rng.spawn(1)[0].random()
+            if u < FREEZING_SHARE:
+                suffix, knobs = "freezing", {"freezing": True}
+            elif u < FREEZING_SHARE + FUSIONS_SHARE:
+                suffix, knobs = "fusions", dict(SPLIT_CAT_FUSIONS)
+            else:
+                return configs
         return [(f"{n}+{suffix}", {**o, "knobs": knobs})
                 if o.get("backend") == "inductor" and not o.get("knobs") and not o.get("fault") else (n, o)
                 for n, o in configs]
