@@ -5,6 +5,7 @@ transformer outside float32, and transformers that no pattern fired before firin
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 
 from dlcfuzz.synth.library import library
@@ -14,15 +15,16 @@ from tests.test_synth import wrapped
 pytest.importorskip("onnxruntime", reason="onnxruntime is not installed")
 
 # rules of ORT_RULES no pattern can fire (library_ort.py says why)
-OUT_OF_REACH = {"UnsqueezeElimination", "PreShapeNodeElimination", "LabelEncoderFusion"}
+OUT_OF_REACH = {"PreShapeNodeElimination", "LabelEncoderFusion"}
 
 
 def _fired(pattern, tags: list[str]) -> dict[str, bool]:
+    """As the oatest worker asks it: in its configuration (at the opset an opset-gated target needs, opsets.py)."""
     from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
-    from dlcfuzz.backends.onnxruntime.trigger import ort_fired
-    from dlcfuzz.lower.onnx import to_onnx
 
-    return ort_fired(OnnxRuntimeBackend(), to_onnx(wrapped(pattern)).SerializeToString(), tags)
+    backend = OnnxRuntimeBackend()
+    config = backend.oatest_configs(np.random.default_rng(0), tags, [backend.default_pair()[1]])[-1]
+    return backend.fired(wrapped(pattern), config, tags)
 
 
 def test_optimizations_are_read_from_the_installed_release() -> None:
@@ -106,7 +108,11 @@ def test_patterns_for_transformers_that_never_fired_fire_them() -> None:
     by = {p.name: p for p in library()}
     for name, target in [("reshape_gathers_slice", "GatherSliceToSplitFusion"),
                          ("matmul_integer_scaled", "MatMulIntegerToFloatFusion"),
-                         ("where_dq_scalar", "WhereDummyDq")]:
+                         ("where_dq_scalar", "WhereDummyDq"),
+                         ("dq_weight_matmul_bias", "MatMulNBitsFusion"),
+                         ("bert_attention", "AttentionFusion"),
+                         ("unsqueezed_constant", "UnsqueezeElimination"),
+                         ("layer_norm_decomposed_opset16", "LayerNormFusionL2")]:
         assert by[name].targets_for("onnxruntime") == [target]
         assert _fired(by[name], [target]) == {target: True}, name
 
@@ -134,3 +140,28 @@ def test_a_neighbour_decides_whether_a_fusion_fires() -> None:
             assert backend.fired(s.graph, backend.default_pair()[1], [target]) == {target: fires}, (name, kind)
     syn = Synthesizer([by["matmul_add"]], "onnxruntime")
     assert {"matmul_add^output:mm", "matmul_add^shared"} <= {v.name for v in syn.instances(by["matmul_add"])}
+
+
+def test_a_dequantized_weight_matmul_computes_in_float32_as_every_configuration_runs_it() -> None:
+    """DequantizeLinear'd int8 weight -> MatMul -> bias becomes a MatMulNBits at ORT_ENABLE_ALL; at ORT's default
+    accuracy level (4) it quantizes the activations to int8 and differs from the reference by design. The
+    configurations set level 1 (optimizers.ORT_SESSION_CONFIG), so the fused model is judged like any other: it passes."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import Config, TestCase
+    from dlcfuzz.oracle.verdict import judge
+
+    backend = get_backend("onnxruntime")
+    configs = backend.configs()
+    by = {p.name: p for p in library()}
+    g = wrapped(by["dq_weight_matmul_bias"])
+    optimized = backend.compile(g, Config("dump", {**configs["ort-all"].options, "dump": True})).optimized_model
+    fused = [n for n in onnx.load_from_string(optimized).graph.node if n.op_type == "MatMulNBits"]
+    assert [a.i for n in fused for a in n.attribute if a.name == "accuracy_level"] == [1]
+    tc = TestCase(g, sample_inputs(g, np.random.default_rng(0)), [configs["ort-disable"], configs["ort-all"]], seed=0,
+                  compiler="onnxruntime")
+    ref = reference_of(tc)
+    verdicts = judge("onnxruntime", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
+    assert [v.kind for v in verdicts] == ["pass"], verdicts

@@ -8,6 +8,8 @@ differs from the one with it enabled (for the transformers that check cannot tel
 `backends/onnxruntime/trigger.py`). Patterns without an ONNXRuntime tag found no CPU optimizer that rewrites
 them (BiasSoftmaxFusion matches nodes of the CUDA provider only; FastGeluFusion's form is library_ort's
 gelu_tanh_pow, with Pow). `TransposeOptimizer` is judged by the pattern's transposes disappearing.
+ONNXRuntime's Python transformer optimizer's fusions are named "transformers.<class>" (FusionGelu, ...;
+backends/onnxruntime/transformers.py), checked by the optimizer's run on the pattern.
 TVM names are `relax.transform` passes of the pass table.
 """
 
@@ -19,6 +21,7 @@ import numpy as np
 
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.ops import check_graph
+from dlcfuzz.synth.forms import layer_norm_decomposed
 from dlcfuzz.synth.pattern import Pattern, shipped_patterns
 from dlcfuzz.zoo.builder import Builder
 
@@ -104,20 +107,6 @@ def quick_gelu(seed: int) -> Graph:
     x = b.input("x", (3, 8))
     s = b.op("sigmoid", [b.op("mul", [x, b.scalar("alpha", 1.702)], "scale")], "sigmoid")
     return b.outputs(b.op("mul", [x, s], "mul"))
-
-
-def layer_norm_decomposed(seed: int) -> Graph:
-    """(x - mean) / sqrt(var + eps) * gamma + beta over the last axis, as exporters emit it."""
-    b = Builder("layer_norm_decomposed", seed)
-    x = b.input("x", (2, 3, 8))
-    mean = b.op("reduce_mean", [x], "mean", axes=[-1], keepdims=1, noop_with_empty_axes=0)
-    d = b.op("sub", [x, mean], "centered")
-    var = b.op("reduce_mean", [b.op("pow", [d, b.scalar("two", 2.0)], "sq")], "var", axes=[-1], keepdims=1,
-               noop_with_empty_axes=0)
-    std = b.op("sqrt", [b.op("add", [var, b.scalar("eps", 1e-5)], "var_eps")], "std")
-    n = b.op("div", [d, std], "normed")
-    g = b.op("mul", [n, b.param("gamma", b.rng.uniform(0.5, 1.5, (8,)))], "scaled")
-    return b.outputs(b.op("add", [g, b.param("beta", b.rng.normal(0, 0.1, (8,)))], "shifted"))
 
 
 def transpose_pair(seed: int) -> Graph:
@@ -260,9 +249,11 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
                                       "tvm": ["FuseOps"]}, "subgraph"),
     "matmul_add": (matmul_add, {"onnxruntime": ["MatMulAddFusion"], "tvm": ["FuseOps"]}, "subgraph"),
     "gemm_relu": (gemm_relu, {"onnxruntime": ["GemmActivationFusion"], "tvm": ["FuseOps"]}, "subgraph"),
-    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2"], "tvm": ["FuseOps"]}, "subgraph"),
+    "gelu_erf": (gelu_erf, {"onnxruntime": ["GeluFusionL2", "transformers.FusionGelu"], "tvm": ["FuseOps"]},
+                 "subgraph"),
     "gelu_tanh": (gelu_tanh, {"tvm": ["FuseOps"]}, "subgraph"),
-    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion"], "tvm": ["FuseOps"]}, "subgraph"),
+    "quick_gelu": (quick_gelu, {"onnxruntime": ["QuickGeluFusion", "transformers.FusionQuickGelu"], "tvm": ["FuseOps"]},
+                   "subgraph"),
     "layer_norm_decomposed": (layer_norm_decomposed, {"onnxruntime": ["LayerNormFusionL1"], "tvm": ["FuseOps"]},
                               "subgraph"),
     "transpose_pair": (transpose_pair, {"onnxruntime": ["TransposeOptimizer", "TransposeOptimizer_CPUExecutionProvider"],

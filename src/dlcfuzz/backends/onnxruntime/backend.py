@@ -15,7 +15,15 @@ import onnxruntime as ort
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.onnxruntime import ORT_FRAMES
 from dlcfuzz.backends.onnxruntime.gaps import KNOWN_FORM_GAPS, KNOWN_GAPS, U8S8_REASON, U8S8_SATURATING
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_OUT_OF_REACH, minimal_optimizers, ort_optimizers
+from dlcfuzz.backends.onnxruntime.opsets import ORT_OPSET_GATED, at_opset
+from dlcfuzz.backends.onnxruntime.optimizers import (
+    LEVELS,
+    ORT_OUT_OF_REACH,
+    ORT_SESSION_CONFIG,
+    minimal_optimizers,
+    ort_optimizers,
+)
+from dlcfuzz.backends.onnxruntime.transformers import FUSION_PREFIX
 from dlcfuzz.backends.opinions import ort_config_evaluator
 from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph, Node, Value
@@ -41,6 +49,13 @@ EXPECTED = [
                                r"when the output is non-empty|Invalid deform conv dimensions|must be at least 1, got 0")),
     ("invalid-model", re.compile(r"INVALID_GRAPH|INVALID_ARGUMENT|ShapeInferenceError|Type Error|type mismatch")),
 ]
+
+
+def written_at(model: bytes, options: dict[str, Any]) -> bytes:
+    """The model at the opset the configuration asks (option "opset", opsets.at_opset), or as lowered where it
+    cannot be written there (the test then runs at its own opset)."""
+    opset = options.get("opset")
+    return (at_opset(model, opset) or model) if opset else model
 
 
 def malformed_model(model: bytes, options: dict[str, Any]) -> bytes:
@@ -81,6 +96,9 @@ class OnnxRuntimeBackend(BackendBase):
             Knob("opt_level", list(LEVELS), "SessionOptions.graph_optimization_level"),
             Knob("disabled_optimizers", [], "names of graph transformers to disable (InferenceSession disabled_optimizers)"),
             Knob("dump", [False, True], "keep the optimized model (SessionOptions.optimized_model_filepath)"),
+            Knob("opset", [None, *sorted(set(ORT_OPSET_GATED.values()))],
+                 "write the model at this lower opset where it can be (opsets.at_opset; the transformers of "
+                 "ORT_OPSET_GATED fire only there)"),
         ]
 
     def configs(self) -> dict[str, Config]:
@@ -144,6 +162,8 @@ class OnnxRuntimeBackend(BackendBase):
         so.intra_op_num_threads = 1  # one core per worker: --jobs decides parallelism
         so.inter_op_num_threads = 1
         so.log_severity_level = 3
+        for key, value in ORT_SESSION_CONFIG.items():
+            so.add_session_config_entry(key, value)
         return so
 
     def compile_onnx(self, model_bytes: bytes, config: Config) -> OrtCompiled:
@@ -170,10 +190,16 @@ class OnnxRuntimeBackend(BackendBase):
     def lower(self, g: Graph, config: Config) -> bytes:
         """dlcfuzz's share of the work (timed apart from the compiler's)."""
         model = to_onnx(g, untyped_outputs=config.options.get("untyped_outputs", ())).SerializeToString()
-        return malformed_model(model, config.options)
+        return malformed_model(written_at(model, config.options), config.options)
 
     def lower_key(self, config: Config) -> str:
-        return "onnx"
+        return f"onnx@{config.options['opset']}" if config.options.get("opset") else "onnx"
+
+    def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
+        """The campaign's configurations; where a target fires only below the opset our lowering writes
+        (opsets.ORT_OPSET_GATED), each writes the model at the lowest such opset (its option "opset")."""
+        gated = [ORT_OPSET_GATED[t] for t in targets if t in ORT_OPSET_GATED]
+        return [Config(c.name, {**c.options, "opset": min(gated)}) for c in configs] if gated else list(configs)
 
     def build(self, lowered: bytes, g: Graph, config: Config) -> OrtCompiled:
         spec = config.options.get("transformers")
@@ -198,7 +224,8 @@ class OnnxRuntimeBackend(BackendBase):
         from dlcfuzz.backends.onnxruntime.reproducer import ort_script
 
         model = to_onnx(g, untyped_outputs=untyped_outputs).SerializeToString()
-        model = malformed_model(model, configs[0].options if configs else {})
+        options = configs[0].options if configs else {}
+        model = malformed_model(written_at(model, options), options)
         return ort_script(model, inputs, expected, configs, category, title, detail, self.version())
 
     def pair_reproducer(self, seed: Graph, mutant: Graph, inputs: dict[str, np.ndarray], configs: list[Config],
@@ -217,8 +244,32 @@ class OnnxRuntimeBackend(BackendBase):
         return {name: why for name, why in ORT_OUT_OF_REACH.items() if name in ort_optimizers()}
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
-        """Whether each targeted transformer changed the optimized model (trigger.py)."""
+        """Whether each targeted transformer changed the optimized model (trigger.py); a fusion of the Python
+        transformer optimizer ("transformers.<class>"), whether it changed the model in an optimizer run with the
+        configuration's spec, or where the configuration runs no optimizer, with the first transformer
+        configuration's that holds the fusion (transformers.transformer_fired: a trigger check, as ORT_MASKED_BY's
+        is; the optimizer's build is compared in the tests `per_test_configs` gives it)."""
+        from dlcfuzz.backends.onnxruntime.transformers import transformer_fired, transformer_fusions
         from dlcfuzz.backends.onnxruntime.trigger import ort_fired
 
         options = {k: v for k, v in config.options.items() if k != "dump"}
-        return ort_fired(self, self.lower(g, config), targets, options)
+        lowered = self.lower(g, config)
+        fusions = [t for t in targets if t.startswith(FUSION_PREFIX)]
+        out = ort_fired(self, lowered, [t for t in targets if t not in fusions], options)
+        if options.get("transformers"):
+            runs = [(options["transformers"], fusions)]
+        else:
+            runs = [(self.configs()[name].options["transformers"], [t for t in fusions if t in held])
+                    for name, held in sorted(transformer_fusions().items())]
+        for spec, wanted in runs:
+            todo = [t for t in wanted if not out.get(t)]
+            if todo:
+                out.update(transformer_fired(lowered, spec, todo))
+        return {t: out.get(t, False) for t in targets}
+
+    def transformer_fusions(self) -> tuple[str, ...]:
+        """The Python transformer optimizer's fusions that its configurations run, read from the installed package
+        (transformers.transformer_fusions): ONNXRuntime's optimizations besides `optimizations()`."""
+        from dlcfuzz.backends.onnxruntime.transformers import transformer_fusions
+
+        return tuple(dict.fromkeys(f for fusions in transformer_fusions().values() for f in fusions))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ort_optimizers
+from dlcfuzz.backends.onnxruntime.optimizers import LEVELS, ORT_SESSION_CONFIG, ort_optimizers
 from dlcfuzz.backends.script import COMPARE, MAIN, ONNX_IMPORTS, UNPACK, common, header, onnx_model_source
 from dlcfuzz.oracle.testcase import Config
 
@@ -107,6 +107,7 @@ import onnxruntime as ort
 {onnx_model_source(model_bytes)}
 {defs}{common(inputs, expected, category, configs, configs_code, detail, ORT_ERROR_FAMILY)}
 LEVELS = {LEVELS!r}
+SESSION_CONFIG = {ORT_SESSION_CONFIG!r}  # as dlcfuzz runs every configuration (inexact rewrites off)
 
 
 def session(model, so, opts):
@@ -118,6 +119,8 @@ def run(name):
     opts = CONFIGS[name]
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    for key, value in SESSION_CONFIG.items():
+        so.add_session_config_entry(key, value)
     sess = {"transformed_session(so, opts)" if transformers else "session(MODEL, so, opts)"}
     # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode
     # updates its running mean in place of the mean input)
@@ -140,12 +143,15 @@ import onnxruntime as ort
 HERE = Path(__file__).resolve().parent
 {common(inputs, None, "metamorphic", configs)}DELTA = {delta!r}
 LEVELS = {LEVELS!r}
+SESSION_CONFIG = {ORT_SESSION_CONFIG!r}  # as dlcfuzz runs every configuration (inexact rewrites off)
 
 
 def run(model, name):
     opts = CONFIGS[name]
     so = ort.SessionOptions()
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, LEVELS[opts.get("opt_level", "all")])
+    for key, value in SESSION_CONFIG.items():
+        so.add_session_config_entry(key, value)
     sess = ort.InferenceSession(str(HERE / model), so, providers=["CPUExecutionProvider"],
                                 disabled_optimizers=opts.get("disabled_optimizers") or None)
     # a fresh copy per run: ORT may write into a fed buffer (BatchNormalization in training mode

@@ -62,7 +62,11 @@ ORT_MANDATORY: dict[str, tuple[str, str]] = {
 # a Range of constants before level 2; the level-1 TransposeOptimizer leaves its CPU-EP instance no transposes;
 # NchwcTransformer (x86-64) takes the Conv + Add + activation that ConvAddActivationFusion, registered after it,
 # would fuse; the pairs QDQFinalCleanupTransformer removes (DequantizeLinear -> QuantizeLinear of one scale) go in
-# DoubleQDQPairsRemover and in both transpose optimizers' QDQ cleanup first.
+# DoubleQDQPairsRemover and in both transpose optimizers' QDQ cleanup first; MatMulAddFusion makes the MatMul + bias
+# Add a Gemm, which the DequantizeLinear -> MatMulNBits action takes with its bias, before MatMulNBitsFusion would
+# move the Add into the MatMulNBits, and the q, k, v and output projections' MatMul + Add into Gemms (with Reshapes)
+# before AttentionFusion would match them; ConstantFolding folds the Unsqueeze of a constant UnsqueezeElimination
+# folds into the initializer.
 ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
     "PreShapeNodeElimination": ("ConstantFolding",),
     "FuseFp16InitializerToFp32NodeTransformer": ("ConstantFolding",),
@@ -71,6 +75,10 @@ ORT_MASKED_BY: dict[str, tuple[str, ...]] = {
     "ConvAddActivationFusion": ("NchwcTransformer",),
     "QDQFinalCleanupTransformer": ("DoubleQDQPairsRemover", "TransposeOptimizer",
                                    "TransposeOptimizer_CPUExecutionProvider"),
+    "MatMulNBitsFusion": ("MatMulAddFusion",),
+    "AttentionFusion": ("MatMulAddFusion",),
+    "EmbedLayerNormFusion": ("MatMulAddFusion",),
+    "UnsqueezeElimination": ("ConstantFolding",),
 }
 
 
