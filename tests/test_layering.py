@@ -23,6 +23,7 @@ ALLOWED = {
     "strategies/tzer.py": "Tzer is TVM's fuzzer: it mutates TIR and TVM pass sequences and embeds a TVM script",
     "synth/extract.py": "mines patterns from ONNXRuntime's and TVM's own test corpora (their file layouts)",
     "synth/library.py": "the built-in patterns' data: the optimizations each targets, by compiler",
+    "synth/library_tvm.py": "the patterns written for TVM's Relax passes: data of one compiler, as library.py's",
 }
 
 

@@ -1,5 +1,6 @@
 """TVM's two front doors are probed apart: a test drawn for the ONNX-frontend configuration draws only what
-TVM's ONNX frontend imports, while the direct Relax lowering still gets what only it takes."""
+TVM's ONNX frontend imports (operators, and the forms of them it lacks: `door_form_gaps`), while the direct Relax
+lowering still gets what only it takes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ from typing import Any
 import pytest
 
 from dlcfuzz.gen.coverage import Coverage
+from dlcfuzz.ir.graph import Graph, Node, Value
 
 # celu: our direct lowering lowers it, TVM's ONNX frontend (apache-tvm 0.27) has no converter for Celu
 FRONTEND_LACKS = "celu"
-PICKED = (FRONTEND_LACKS, "relu", "add")
+# pow: both doors take it, but the frontend passes an exponent of another dtype to relax.power, which rejects it
+FORM_LACKED = "pow"
+PICKED = (FRONTEND_LACKS, "relu", "add", FORM_LACKED)
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +83,37 @@ def test_a_test_drawn_for_the_frontend_is_imported_and_judged_there(strategies: 
               if any(c.name == ONNX_DOOR for c in t.configs))
     obs = run_configs(tvm, TestCase(tc.graph, tc.inputs, [tvm.configs()[ONNX_DOOR]], seed=tc.seed, compiler="tvm"))
     assert [o.status for o in obs] == ["ok"], [o.error for o in obs]
+
+
+def mixed_pow(tc: Any) -> bool:
+    env = tc.graph.types()
+    return any(n.op == FORM_LACKED and env[n.inputs[1]].dtype != env[n.inputs[0]].dtype for n in tc.graph.nodes)
+
+
+def test_a_form_the_frontend_cannot_import_is_never_drawn_for_it(strategies: dict[str, Any]) -> None:
+    """Pow with an exponent of another dtype: a form gap of the ONNX-frontend door alone. Tests drawn for the door
+    never hold it and every one of them imports through the real frontend; the direct lowering's tests still get it,
+    and the frontend really rejects it."""
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.backends.tvm.backend import ONNX_DOOR
+    from dlcfuzz.lower.onnx import to_onnx
+
+    tvm = strategies["backend"]
+    assert tvm.door_form_gaps(ONNX_DOOR, FORM_LACKED) and not tvm.known_form_gaps(FORM_LACKED)
+    door, other = [], []
+    for seq in range(60):
+        tc = strategies["random"].make_test(seq, 5000 + seq).payload
+        (door if any(c.name == ONNX_DOOR for c in tc.configs) else other).append(tc)
+    assert sum(FORM_LACKED in ops_in(tc) for tc in door) >= 10  # the operator itself is still drawn there
+    assert not any(mixed_pow(tc) for tc in door)
+    for tc in door:
+        from_onnx(to_onnx(tc.graph), keep_params_in_input=False)  # imports: no form it lacks
+    lacking = [tc for tc in other if mixed_pow(tc)]
+    assert lacking  # the direct lowering still gets the form
+    env = lacking[0].graph.types()
+    node = next(n for n in lacking[0].graph.nodes if n.op == FORM_LACKED and env[n.inputs[1]].dtype != env[n.inputs[0]].dtype)
+    alone = Graph(inputs=[Value(f"x{k}", env[i]) for k, i in enumerate(node.inputs)],
+                  nodes=[Node(FORM_LACKED, ["x0", "x1"], [Value("y", env[node.outputs[0].name])], {})], outputs=["y"])
+    with pytest.raises(Exception, match="same datatype"):
+        from_onnx(to_onnx(alone), keep_params_in_input=False)

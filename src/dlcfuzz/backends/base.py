@@ -190,6 +190,12 @@ class Backend(Protocol):
         door and the baseline both take and compares that configuration, and no other test compares it."""
         ...
 
+    def door_form_gaps(self, door: str, op: str) -> Sequence[FormGap]:
+        """Forms of `op` that door configuration `door`'s importer lacks (or imports wrongly: a known bug) where
+        the door takes the (operator, input-0 dtype) pair otherwise, each with its reason: a test drawn for the
+        door samples around them besides `known_form_gaps` (the probe sees one instance per pair, not its forms)."""
+        ...
+
     def disruptive_configs(self) -> list[str]:
         """Configurations with the most distinct front doors, for disruptive (invalid) graphs."""
         ...
@@ -298,6 +304,9 @@ class BackendBase:
 
     def door_configs(self) -> Mapping[str, float]:
         return {}  # every configuration takes what the baseline's probe admits
+
+    def door_form_gaps(self, door: str, op: str) -> Sequence[FormGap]:
+        return ()
 
     def disruptive_configs(self) -> list[str]:
         return [c.name for c in self.default_pair()]  # type: ignore[attr-defined]

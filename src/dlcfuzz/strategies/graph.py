@@ -193,11 +193,11 @@ class GraphStrategy(Strategy):
         supported = through(self.variants[k] if k >= 0 else self.supported)
         if (k, door) not in self._choices:
             try:
-                self._choices[(k, door)] = self.allowed(supported)
+                self._choices[(k, door)] = self.allowed(supported, door)
             except ValueError:  # --only-ops names operators of one side only: the other side has none
                 if k < 0:
                     raise
-                self._choices[(k, door)] = self.allowed(through(self.supported if k == 0 else self.variants[0]))
+                self._choices[(k, door)] = self.allowed(through(self.supported if k == 0 else self.variants[0]), door)
         return supported, self._choices[(k, door)]
 
     def through_door(self, door: str | None) -> Callable[[Any], Any]:
@@ -210,14 +210,18 @@ class GraphStrategy(Strategy):
     def choices(self, rng: np.random.Generator | None = None, door: str | None = None) -> Any:
         return self.pick(rng, door)[1]
 
-    def allowed(self, supported: Any) -> Any:
+    def allowed(self, supported: Any, door: str | None = None) -> Any:
         """The (operator, dtypes) choices `supported` admits, each operator sampling around the compiler's
-        known form gaps (an operator form it lacks: a dtype combination, an attribute form)."""
+        known form gaps (an operator form it lacks: a dtype combination, an attribute form) and, with `door`,
+        around that door configuration's own (`Backend.door_form_gaps`)."""
         from dlcfuzz.gen.random import allowed_choices, avoiding_choices
         from dlcfuzz.ops import get_op
 
         only = [get_op(n) for n in self.params.get("only_ops", [])] or None
-        return avoiding_choices(allowed_choices(only, None, supported), self.ctx.backend.known_form_gaps)
+        backend = self.ctx.backend
+        gaps = backend.known_form_gaps if door is None else \
+            (lambda op: [*backend.known_form_gaps(op), *backend.door_form_gaps(door, op)])
+        return avoiding_choices(allowed_choices(only, None, supported), gaps)
 
     def test_case(self, g: Graph, inputs: dict[str, np.ndarray], seed: int, configs: list[Any] | None = None,
                   meta: dict[str, Any] | None = None) -> TestCase:

@@ -291,12 +291,16 @@ LIBRARY: dict[str, tuple[Callable[[int], Graph], dict[str, list[str]], str]] = {
 
 def library(seed: int = 0) -> list[Pattern]:
     """Every built-in pattern, instantiated with weights from `seed`: the shared ones, then those written
-    for ONNXRuntime's transformers alone (library_ort.py)."""
+    for ONNXRuntime's transformers alone (library_ort.py), then those written for TVM's Relax passes alone
+    (library_tvm.py, each also tagged with the build pipeline's passes it fires)."""
     from dlcfuzz.synth.library_ort import ORT_LIBRARY
+    from dlcfuzz.synth.library_tvm import BUILD_PASSES, TVM_LIBRARY
 
     out = []
     entries = [*LIBRARY.items(), *((name, (build, {"onnxruntime": tags}, granularity))
-                                   for name, (build, tags, granularity) in ORT_LIBRARY.items())]
+                                   for name, (build, tags, granularity) in ORT_LIBRARY.items()),
+               *((name, (build, {"tvm": [*tags, *BUILD_PASSES]}, granularity))
+                 for name, (build, tags, granularity) in TVM_LIBRARY.items())]
     for name, (build, targets, granularity) in entries:
         g = build(seed)
         check_graph(g)

@@ -4,7 +4,7 @@ and two compilation methods (our direct Relax lowering, TVM's ONNX frontend)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,16 +13,18 @@ from tvm import relax
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.tvm.function_rewrites import KINDS, apply_rewrite
-from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS
+from dlcfuzz.backends.tvm.gaps import KNOWN_GAPS, ONNX_FRONTEND_FORM_GAPS
 from dlcfuzz.backends.tvm.passes import (
     KNOWN_BUGS,
     OPTIMIZE,
     PASSES,
     REQUIRES,
+    TVM_OUT_OF_REACH,
     relax_passes,
     sample_pass_sequence,
     violations,
 )
+from dlcfuzz.gen.random import FormGap
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.relax import FORMS, constant_data, map_constants, to_relax
@@ -40,6 +42,11 @@ CROSS_METHOD = ("tvm-opt-compiled", "tvm-opt-c", "tvm-onnx-opt")
 ONNX_DOOR = "tvm-onnx-opt"
 ONNX_DOOR_SHARE = 0.75
 MINIMIZE_CHECKS = 48  # compile+run checks one pass-sequence minimization may spend
+# Relax passes that rewrite functions, calls and closures, which an oatest graph (a pattern spliced into a flat
+# graph) does not have: a configuration targeting one lowers the graph with node ranges outlined into private
+# sub-functions (gen/functions.outline, same outputs bit for bit), as closures where the pass lifts closures
+FUNCTION_PASSES = ("LambdaLift", "InlinePrivateFunctions", "RemoveUnusedParameters")
+CLOSURE_PASSES = ("LambdaLift",)
 
 
 def private_constants(mod: Any) -> Any:
@@ -73,6 +80,16 @@ def close_passes(order: list[str]) -> Callable[[list[str]], list[str]]:
         return [p for p in order if p in keep]
 
     return close
+
+
+def privatized(mod: Any) -> Any:
+    """`mod` with every Relax function but main private (no global symbol): to_relax makes the global form's
+    sub-functions public, and InlinePrivateFunctions and RemoveUnusedParameters rewrite private ones only."""
+    out = tvm.IRModule(dict(mod.functions), attrs=mod.attrs)
+    for gv, func in mod.functions.items():
+        if isinstance(func, relax.Function) and gv.name_hint != "main" and func.attrs and "global_symbol" in func.attrs:
+            out[gv] = func.without_attr("global_symbol")
+    return out
 
 
 class TvmCompiled:
@@ -168,6 +185,9 @@ class TvmBackend(BackendBase):
     def door_configs(self) -> dict[str, float]:
         return {ONNX_DOOR: ONNX_DOOR_SHARE}
 
+    def door_form_gaps(self, door: str, op: str) -> Sequence[FormGap]:
+        return ONNX_FRONTEND_FORM_GAPS.get(op, ()) if door == ONNX_DOOR else ()
+
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """HirGen's three oracles, per test: original unoptimized vs optimized, where the optimized one
         is a random order/subset of the Relax passes with a random function form; a function-rewritten
@@ -199,14 +219,25 @@ class TvmBackend(BackendBase):
 
     def oatest_configs(self, rng: np.random.Generator, targets: list[str], configs: list[Config]) -> list[Config]:
         """Unoptimized vs the targeted passes (with what they require) in random order, then the rest
-        of the default optimization pipeline."""
+        of the default optimization pipeline. A target that OPTIMIZE or relax.build's pipeline runs anyway
+        keeps its place there: drawn to the front, LegalizeOps or ToNonDataflow would leave the passes that
+        rewrite high-level operators in dataflow blocks (DecomposeOpsForInference, DataflowUseInplaceCalls,
+        ReorderTakeAfterMatmul) nothing to rewrite."""
+        from dlcfuzz.backends.tvm.trigger import pipeline_passes
+
         every = self.configs()
-        wanted = [t for t in targets if t in PASSES]
+        built = {*OPTIMIZE, *pipeline_passes()}
+        wanted = [t for t in targets if t in PASSES and t not in built]
         seq = sample_pass_sequence(rng, min_len=len(wanted), max_len=len(wanted), pool=wanted) if wanted else []
         seq += [p for p in OPTIMIZE if p not in seq]
         if violations(seq):
             seq = list(OPTIMIZE) + [t for t in wanted if t not in OPTIMIZE]
-        return [every["tvm-unopt"], Config("tvm-oatest", {**every["tvm-opt"].options, "passes": seq})]
+        options = {**every["tvm-opt"].options, "passes": seq}
+        if any(t in FUNCTION_PASSES for t in wanted):  # give them functions to work on (FUNCTION_PASSES)
+            options["outline_seed"] = int(rng.integers(2**31))
+            if any(t in CLOSURE_PASSES for t in wanted) and "ConvertToDataflow" not in seq:  # (FuseOps' known bug)
+                options["form"] = "closure"
+        return [every["tvm-unopt"], Config("tvm-oatest", options)]
 
     def disruptive_configs(self) -> list[str]:
         return ["tvm-opt", "tvm-onnx-opt"]
@@ -250,8 +281,14 @@ class TvmBackend(BackendBase):
         if config.options.get("method", "direct") == "onnx":
             return to_onnx(g)  # TVM's frontend import is the compiler's work, done in build()
         o = config.options
+        if o.get("outline_seed") is not None and not g.functions:  # oatest_configs' FUNCTION_PASSES
+            from dlcfuzz.gen.functions import outline
+
+            g = outline(g, np.random.default_rng(int(o["outline_seed"])))
         # a disruptive test's broken node must reach a Relax operator as it is (untyped_outputs names it)
         mod = to_relax(g, form=o.get("form", "global"), checked=o.get("untyped_outputs", ()))
+        if o.get("outline_seed") is not None:
+            mod = privatized(mod)
         if o.get("rewrite"):
             mod = apply_rewrite(mod, o["rewrite"], int(o.get("rewrite_seed", 0)))
         return mod
@@ -261,6 +298,8 @@ class TvmBackend(BackendBase):
         if o.get("method", "direct") == "onnx":
             return "onnx"
         key = "direct"
+        if o.get("outline_seed") is not None:
+            key += f"/outlined{int(o['outline_seed'])}"
         if o.get("form", "global") != "global":
             key += f"/{o['form']}"
         if o.get("rewrite"):
@@ -304,3 +343,7 @@ class TvmBackend(BackendBase):
         from dlcfuzz.backends.tvm.trigger import pipeline_passes
 
         return tuple(dict.fromkeys([*pipeline_passes(), *PASSES]))
+
+    def optimizations_out_of_reach(self) -> dict[str, str]:
+        """Those of `optimizations()` no configuration can fire, with why (`passes.TVM_OUT_OF_REACH`)."""
+        return {name: why for name, why in TVM_OUT_OF_REACH.items() if name in self.optimizations()}

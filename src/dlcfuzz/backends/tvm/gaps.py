@@ -5,6 +5,12 @@ leave these out so that new bugs stand out; the per-operator agreement tests ski
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dlcfuzz.gen.random import FormGap
+from dlcfuzz.ir.types import TensorType
+
 _NO_F16 = "TVM 0.27 LLVM codegen: unknown intrinsic for float16 (InternalError at build)"
 _NORM_F64 = "TVM 0.27 Relax: 'only support float32 and float16 for now' (documented check)"
 
@@ -32,4 +38,57 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
                         "identity (-1, min_value) is never replaced on ties"},
     "argmin": {"uint8": "TVM bug: R.argmin returns -1 for a row of all 255 (the uint8 maximum): its reducer's "
                         "identity (-1, max_value) is never replaced on ties"},
+}
+
+# Forms that TVM's ONNX frontend (relax.frontend.onnx, apache-tvm 0.27; the `tvm-onnx-opt` door) cannot import, or
+# imports into a module Relax rejects, where it takes the (operator, input-0 dtype) pair otherwise: measured by
+# importing one-operator models of every pair the door probe admits, several sampled forms each, and read in the
+# converters of onnx_frontend.py. A test drawn for the door samples around them (`Backend.door_form_gaps`); the
+# direct Relax lowering keeps them. Most are frontend bugs a campaign would otherwise re-find in every such test.
+_FLOAT32_CONSTANTS = ("the converter builds its constants as float32 (relax.const of a Python float) and Relax "
+                      "rejects the mixed-dtype arithmetic: 'Binary operators must have the same datatype'")
+
+
+def _input0_dtype_not(dtype: str) -> Callable[[Sequence[TensorType], dict[str, Any]], bool]:
+    return lambda ins, attrs: ins[0].dtype != dtype
+
+
+ONNX_FRONTEND_FORM_GAPS: dict[str, tuple[FormGap, ...]] = {
+    "attention": (FormGap("attention", lambda ins, attrs: True,
+                          "the frontend maps Attention to its com.microsoft converter, which reads the contrib "
+                          "`num_heads` attribute the ONNX operator does not have: KeyError 'num_heads'"),),
+    "constant_of_shape": (FormGap("constant_of_shape", lambda ins, attrs: list(attrs.get("shape", [1])) == [],
+                                  "an empty shape (a scalar output) goes through relax broadcast_to, which rejects "
+                                  "a target of lower rank than its 1-element input"),),
+    **{op: (FormGap(op, _input0_dtype_not("float32"), _FLOAT32_CONSTANTS),) for op in ("elu", "selu", "thresholded_relu")},
+    "eye_like": (FormGap("eye_like", lambda ins, attrs: attrs.get("dtype", ins[0].dtype) != ins[0].dtype,
+                         "the converter raises 'dtype mismatch between input and attribute' for a `dtype` other "
+                         "than the input's (the spec allows any)"),),
+    "group_norm": (FormGap("group_norm", lambda ins, attrs: attrs.get("stash_type", 1) != 1,
+                           "'GroupNormalization currently only supports stash_type=1 (FLOAT)' (documented check)"),),
+    "lrn": (FormGap("lrn", lambda ins, attrs: ins[0].dtype != "float32" or len(ins[0].shape) != 4,
+                    "float32 constants on other dtypes (" + _FLOAT32_CONSTANTS + "); 'LRN only supports 3D or 4D "
+                    "input', and 3-D inputs fail in relax.divide"),),
+    **{op: (FormGap(op, lambda ins, attrs: bool(attrs.get("indices", 0)),
+                    "the MaxPool converter returns one output: with the Indices output 'Missing outputs during "
+                    "conversion'"),) for op in ("max_pool1d", "max_pool2d", "max_pool3d")},
+    "max_unpool": (FormGap("max_unpool", lambda ins, attrs: "output_shape" in attrs,
+                           "an `output_shape` input reaches `.tolist()` as a relax constant: AttributeError "
+                           "'GenericConst' object has no attribute 'tolist'"),),
+    "one_hot": (FormGap("one_hot", lambda ins, attrs: ins[0].dtype.startswith("float")
+                        or str(attrs.get("depth_dtype", "int64")).startswith("float"),
+                        "relax.op.one_hot takes integer indices and an integer depth: float indices or a float "
+                        "`depth` raise a TypeError"),),
+    "pow": (FormGap("pow", lambda ins, attrs: ins[1].dtype != ins[0].dtype,
+                    "the converter passes both operands to relax.power, which requires one dtype (ONNX Pow allows "
+                    "an exponent of another)"),),
+    "prelu": (FormGap("prelu", lambda ins, attrs: not ins[0].dtype.startswith("float") or len(ins[0].shape) == 0,
+                      "relax.nn.prelu requires a float input of rank >= 1 (the converter passes axis ndim - 1)"),),
+    "resize": (FormGap("resize", lambda ins, attrs: not 3 <= len(ins[0].shape) <= 5,
+                       "'Only resize1d/resize2d/resize3d are supported': inputs of rank 3 to 5"),
+               FormGap("resize", lambda ins, attrs: attrs.get("coordinate_transformation_mode") == "half_pixel_symmetric",
+                       "'Unsupported coordinate_transformation_mode: half_pixel_symmetric' (added in opset 18)")),
+    "rms_norm": (FormGap("rms_norm", lambda ins, attrs: list(ins[1].shape) != list(ins[0].shape)[attrs.get("axis", -1):],
+                         "relax.nn.rms_norm takes a scale of exactly the normalized axes' shape; a broadcast scale "
+                         "is rejected"),),
 }

@@ -23,7 +23,8 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
     from tvm import relax
 
 
-    watched = set(passes if watch is None else watch)
+    # a pass object may record under another name than the relax.transform function that makes it
+    watched = {instrument_name(p): p for p in (passes if watch is None else watch)}
     changed: list[str] = []
 
     @tvm.instrument.pass_instrument
@@ -37,7 +38,7 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
         def run_after_pass(self, m: Any, info: Any) -> None:
             prev = self.before.pop()
             if info.name in watched and not tvm_ffi.structural_equal(prev, m):
-                changed.append(info.name)
+                changed.append(watched[info.name])
 
     with tvm.transform.PassContext(opt_level=opt_level, instruments=[Recorder()]), tvm.target.Target(target):
         if build:
@@ -47,6 +48,20 @@ def tvm_changed_passes(mod: Any, passes: list[str], opt_level: int = 3, target: 
             for p in [make_pass(p) for p in passes]:
                 mod = p(mod)
     return sorted(set(changed))
+
+
+@functools.cache
+def instrument_name(name: str) -> str:
+    """The name a pass instrument sees for the Relax pass `name`: the pass object's own (DecomposeOpsForInference
+    makes a pass named DecomposeOps, DataflowUseInplaceCalls one named DataflowInsertInPlaceCalls: watched by their
+    function names, they never fired), or `name` where the object is a Sequential whose inner pass carries it
+    (ConvertToDataflow) or where it is not in the pass table (a pipeline pass, watched by the name it runs under)."""
+    from dlcfuzz.backends.tvm.passes import PASSES
+
+    if name not in PASSES:
+        return name
+    own = str(make_pass(name).info.name)
+    return name if own == "sequential" else own
 
 
 @functools.cache
