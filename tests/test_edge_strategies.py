@@ -148,9 +148,9 @@ def test_oatest_long_axis_tests_retype_patterns_within_bounds_and_onnxruntime_ag
 
     s = strategy_of("oatest", "onnxruntime")
     assert s.params["sizes"] == "mixed"
-    tests = [t.payload for t in made(s, range(80))]
+    tests = [t.payload for t in made(s, range(160))]
     long = [tc for tc in tests if longest(tc) > LONG_AXIS]
-    assert 6 <= len(long) <= 32, len(long)
+    assert 12 <= len(long) <= 64, len(long)
     assert all(graph_work(tc.graph) <= MAX_WORK for tc in long)
     assert all(t.size <= MAX_LONG_ELEMENTS for tc in long for t in tc.graph.types().values())
 
@@ -160,7 +160,9 @@ def test_oatest_long_axis_tests_retype_patterns_within_bounds_and_onnxruntime_ag
         return any(re.match(r"s\d+_(?!o?b\d+$)", n.name or "") and any(d > LONG_AXIS for v in n.outputs
                                                                         for d in v.type.shape) for n in tc.graph.nodes)
 
-    assert sum(map(pattern_long, long)) >= len(long) // 2  # re-concretized for the long value, not bridged away
+    # re-concretized for the long value, not bridged away; a third, since a grown seed carries an earlier
+    # splice's long bridge into later tests, which are long without their own pattern being drawn long
+    assert sum(map(pattern_long, long)) >= len(long) // 3
     judged = 0
     for tc in long[:6]:
         ref = reference_of(tc, tries=1)
