@@ -17,7 +17,7 @@ a fill value) from their legal ranges with the same profiles; only those attribu
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -26,7 +26,7 @@ from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import ANY, Attrs, Domain, ValueAttr, get_op
-from dlcfuzz.ops.base import IEEE, INFINITIES, UNDEFINED
+from dlcfuzz.ops.base import IEEE, INFINITIES, UNDEFINED, OpSpec
 from dlcfuzz.ops.regions import REGION_OPS
 
 INT_DEFAULT = (-5, 5)
@@ -68,13 +68,20 @@ def value_domains(g: Graph) -> dict[str, Domain]:
         spec = get_op(n.op)
         in_types = [types[i] for i in n.inputs]
         for k, i in enumerate(n.inputs):
-            d = spec.domain(k, in_types, n.attrs)
-            power, terms = spec.magnitude(k, in_types, n.attrs)
-            if (power, terms) != (1.0, 1):
-                d = replace(d, power=max(d.power, power), terms=max(d.terms, terms))
+            d = consumer_domain(spec, k, in_types, n.attrs)
             if d != ANY:
                 needs.setdefault(i, []).append(d)
     return {k: merge_domains(v) for k, v in needs.items()}
+
+
+def consumer_domain(spec: OpSpec, index: int, ins: Sequence[TensorType], attrs: Attrs) -> Domain:
+    """What operator `spec` needs of its input `index`: its domain, with the powers and sums its kernels form of
+    the input (OpSpec.magnitude: Domain.power, terms), which bound the magnitudes a float input may take."""
+    d = spec.domain(index, ins, attrs)
+    power, terms = spec.magnitude(index, ins, attrs)
+    if (power, terms) != (1.0, 1):
+        d = replace(d, power=max(d.power, power), terms=max(d.terms, terms))
+    return d
 
 
 def sample_tensor(rng: np.random.Generator, t: TensorType, d: Domain = ANY) -> np.ndarray:
@@ -94,6 +101,12 @@ def sample_tensor(rng: np.random.Generator, t: TensorType, d: Domain = ANY) -> n
         return a.astype(dt)
     lo = d.lo if d.lo is not None else FLOAT_DEFAULT[0]
     hi = d.hi if d.hi is not None else FLOAT_DEFAULT[1]
+    # a consumer whose kernels sum or multiply the input in its dtype (Domain.power, terms: a float16 reduction or
+    # norm over a long axis) gets magnitudes its kernels hold (magnitude_limits), where its domain leaves some; the
+    # same draw, so only the values past the limit change (2 x 65,537 summed in float16 overflowed)
+    ceiling = float(held(magnitude_limits(dt, d)[1], dt, up=False))  # rounding to the dtype stays below it
+    if max(lo, -ceiling) <= min(hi, ceiling):
+        lo, hi = max(lo, -ceiling), min(hi, ceiling)
     a = rng.uniform(lo, hi, size=t.shape)
     if d.nonzero:
         # keep divisors away from zero, not just nonzero: 1/1e-9 is legal but flaky to compare
@@ -189,10 +202,10 @@ def _magnitudes(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype, 
         cast = out.astype(dt)
     # rounding to the dtype must not leave the domain (a magnitude rounded up past hi), nor may the bounds
     # themselves round out of it (float16's nearest to 0.99999988 is 1.0)
-    return np.clip(cast, _held(lo, dt, up=True), _held(hi, dt, up=False))
+    return np.clip(cast, held(lo, dt, up=True), held(hi, dt, up=False))
 
 
-def _held(bound: float, dt: np.dtype, up: bool) -> np.ndarray:
+def held(bound: float, dt: np.dtype, up: bool) -> np.ndarray:
     """The dtype's nearest value to `bound` on its inner side (`up`: at or above a lower bound)."""
     with np.errstate(over="ignore"):
         v = np.asarray(bound).astype(dt)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.errors import ShapeError, TypeRuleError
-from dlcfuzz.gen.inputs import sample_tensor
+from dlcfuzz.gen.inputs import consumer_domain, sample_tensor
 from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import DTYPES, TensorType
@@ -192,7 +192,7 @@ class GraphBuilder:
         domains: list[Domain] = []
         sources: list[str | None] = []
         for k, t in enumerate(in_types):
-            d = spec.domain(k, in_types, attrs)
+            d = consumer_domain(spec, k, in_types, attrs)  # a constant's magnitudes too (a long float16 norm's scale)
             domains.append(d)
             if d.strict:
                 sources.append(None)

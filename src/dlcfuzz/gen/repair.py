@@ -5,7 +5,11 @@ that feeds a domain-restricted operator (asin of a sum, log of a difference) is 
 and about one generated graph in six went non-finite, so its test was never judged. After
 generation the reference runs on the sampled inputs; where an operator makes a non-finite value
 out of finite inputs, the computed input that leaves the operator's domain is clipped into it by
-an inserted `clip` node, and the check runs again. Deterministic: a function of graph and inputs.
+an inserted `clip` node, and the check runs again. A computed input that an operator's kernels sum or
+multiply in its float dtype (OpSpec.magnitude: a float16 reduction or norm over a long axis) is clipped
+alike where it passes the magnitude those kernels hold (gen/inputs.magnitude_limits), finite result or not:
+the reference calls that an intermediate overflow and judges nothing. Deterministic: a function of graph and
+inputs.
 """
 
 from __future__ import annotations
@@ -17,51 +21,70 @@ from dlcfuzz.gen.inputs import (
     EdgeValues,
     attr_values,
     edge_values,
+    held,
+    magnitude_limits,
     sample_inputs,
     set_attr_values,
     value_domains,
 )
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS
-from dlcfuzz.ops import get_op
+from dlcfuzz.ops import Domain, get_op
 
 MAX_REPAIRS = 8
 
 
-def _bounded_computed_inputs(g: Graph) -> dict[str, list[tuple[int, float, float]]]:
+def _bounded_computed_inputs(g: Graph) -> dict[str, list[tuple[int, float, float, float]]]:
     """Per node name: its inputs that another node computes, of a float type, whose domain is
-    bounded on both sides, as (input index, low, high): the only inputs a clip can repair."""
+    bounded on both sides or whose magnitude the operator's kernels limit (Domain.power, terms), as
+    (input index, low, high, ceiling): the only inputs a clip can repair. `ceiling`: the largest
+    magnitude of the dtype within the kernels' limit (inf where they form no powers or sums), which a
+    value must not pass even where the operator's result is finite; low and high lie within it."""
     produced = {v.name for n in g.nodes for v in n.outputs}
     types = g.types()
-    found: dict[str, list[tuple[int, float, float]]] = {}
+    found: dict[str, list[tuple[int, float, float, float]]] = {}
     for n in g.nodes:
         if n.op == CALL_OP:
             continue
         spec = get_op(n.op)
+        ins = [types[i] for i in n.inputs]
         for k, name in enumerate(n.inputs):
             if name not in produced or types[name].dtype not in FLOATS:
                 continue
-            d = spec.domain(k, [types[i] for i in n.inputs], n.attrs)
-            if d.lo is not None and d.hi is not None:
-                found.setdefault(n.name, []).append((k, float(d.lo), float(d.hi)))
+            d = spec.domain(k, ins, n.attrs)
+            power, terms = spec.magnitude(k, ins, n.attrs)
+            ceiling = np.inf
+            if (power, terms) != (1.0, 1):  # a value of the dtype: the clip's bounds take it
+                dt = types[name].np_dtype
+                ceiling = float(held(magnitude_limits(dt, Domain(power=power, terms=terms))[1], dt, up=False))
+            lo = max(d.lo, -ceiling) if d.lo is not None else -ceiling
+            hi = min(d.hi, ceiling) if d.hi is not None else ceiling
+            if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
+                found.setdefault(n.name, []).append((k, float(lo), float(hi), ceiling))
     return found
 
 
-def _offender(g: Graph, env: dict[str, np.ndarray],
-              bounded: dict[str, list[tuple[int, float, float]]]) -> tuple[Node, int, float, float] | None:
-    """The first node that makes a non-finite value out of finite inputs, with the computed input
-    of it that leaves the operator's domain and that domain's bounds."""
+def _offender(g: Graph, env: dict[str, np.ndarray], bounded: dict[str, list[tuple[int, float, float, float]]]
+              ) -> tuple[Node, int, float, float] | None:
+    """The first node that makes a non-finite value out of finite inputs, or whose kernels' magnitude
+    limit a finite computed input passes, with that input (one that leaves the operator's domain, or
+    the limit) and the bounds to clip it to; a node no clip repairs is passed by (the nodes its
+    inf or NaN reaches are too)."""
     for n in g.nodes:
-        if n.op == CALL_OP or all(reference.finite(env[v.name]) for v in n.outputs):
+        if n.op == CALL_OP:
             continue
         ins = [env[i] for i in n.inputs]
+        finite_out = all(reference.finite(env[v.name]) for v in n.outputs)
         if not all(reference.finite(x) for x in ins):
-            return None  # an earlier offender that could not be repaired
-        for k, lo, hi in bounded.get(n.name, ()):
+            # an inf or NaN of an edge value, or of an earlier offender no clip repairs: the nodes it reaches are
+            # not this repair's, the others still are (an acos of a conv beside a max of an inf)
+            continue
+        for k, lo, hi, ceiling in bounded.get(n.name, ()):
             x = ins[k]
-            if x.size and (x.min() < lo or x.max() > hi):
+            if not x.size:
+                continue
+            if (not finite_out and (x.min() < lo or x.max() > hi)) or np.abs(x).max() > ceiling:
                 return n, k, lo, hi
-        return None
     return None
 
 
@@ -238,6 +261,8 @@ def sample_values(g: Graph, rng: np.random.Generator, values: str = "edge") -> t
     edges = edge_values(g, inputs, rng, attrs=True)
     g = repair_domains(g, inputs)
     repair_values(g, inputs, edges)
+    if edges.shrunk:  # a value that an edge hid behind an inf or an overflow, shown again
+        g = repair_domains(g, inputs)
     return g, inputs, edges
 
 
