@@ -182,6 +182,21 @@ def observations_side_by_side(backend, cases: list[tuple[Graph, dict]], configs:
     return per_case
 
 
+def judged_cases(graphs: list[Graph]) -> list[tuple[Graph, dict, object]]:
+    """(graph, inputs, reference) of each graph whose reference on its sampled inputs (seeded by its index) is usable:
+    judged_side_by_side's cases."""
+    from dlcfuzz.oracle.policy import reference_of
+    from dlcfuzz.oracle.testcase import TestCase
+
+    cases = []
+    for k, g in enumerate(graphs):
+        x = sample_inputs(g, np.random.default_rng(k))
+        ref = reference_of(TestCase(g, x, [], seed=k))
+        if ref.outputs is not None:
+            cases.append((g, x, ref))
+    return cases
+
+
 def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], configs_of: Callable[[Graph], list],
                         batch: int = 24) -> int:
     """Judge (graph, inputs, reference) cases on `backend`, `batch` graphs compiled side by side into one

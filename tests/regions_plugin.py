@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from dlcfuzz.backends import register_backend
-from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
+from planted_ort import RewrittenOptimizedBuild
 
 
 def swap_branches(graph: Any) -> None:
@@ -22,20 +22,12 @@ def swap_branches(graph: Any) -> None:
                 a.name = {"then_branch": "else_branch", "else_branch": "then_branch"}.get(a.name, a.name)
 
 
-class WrongBranchBackend(OnnxRuntimeBackend):
+class WrongBranchBackend(RewrittenOptimizedBuild):
     name = "wrong-branch"
+    rewrites_op = "if"
 
-    def probe_identity(self, config: Any) -> tuple[str, str]:
-        return OnnxRuntimeBackend.name, self.version()  # probes hold no If: onnxruntime's answer
-
-    def build(self, lowered: bytes, g: Any, config: Any) -> Any:
-        if config.options.get("opt_level") == "all" and "if" in g.ops_used():
-            import onnx
-
-            model = onnx.load_from_string(lowered)
-            swap_branches(model.graph)
-            lowered = model.SerializeToString()
-        return super().build(lowered, g, config)
+    def rewrite(self, graph: Any) -> None:
+        swap_branches(graph)
 
 
 register_backend("wrong-branch", WrongBranchBackend)

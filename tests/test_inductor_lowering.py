@@ -25,6 +25,8 @@ from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from tests.op_harness import lowered_ops  # noqa: E402
 
 MIN_JUDGED_PER_PAIR = 2  # judged single-operator cases per (operator, dtype)
+# random graphs draw from the operators the target lowers: its documented gaps (data-dependent extents) raise
+LOWERED = lowered_ops("torch")
 
 
 def judged_mismatches(g, rng) -> list | None:
@@ -82,7 +84,7 @@ def test_random_graphs_agree_with_the_reference_eagerly():
     rng = np.random.default_rng(99)
     judged = 0
     for _ in range(250):
-        g = generate(rng, int(rng.integers(1, 12)))
+        g = generate(rng, int(rng.integers(1, 12)), ops=LOWERED)
         bad = judged_mismatches(g, rng)
         if bad is None:
             continue
@@ -97,7 +99,7 @@ def test_sub_functions_become_python_functions_called_from_the_main_one():
     rng = np.random.default_rng(7)
     judged = with_functions = 0
     for _ in range(120):
-        g = generate(rng, int(rng.integers(3, 10)))
+        g = generate(rng, int(rng.integers(3, 10)), ops=LOWERED)
         try:
             g = outline(g, rng)
         except ValueError:

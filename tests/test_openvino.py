@@ -396,6 +396,8 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"bitwise_not", "cast"}, "uint16", "", "ov-cpu-uint16-bitwise-not-not-wrapped"),
         (W, {"bitwise_not", "cast"}, "uint8", "", None),
         (W, {"roi_align"}, "float32", "", "ov-cpu-roialign-max-negative-gives-zero"),
+        (W, {"unique", "cast"}, "float32", "", "ov-cpu-unique-cast-to-bool-reads-indices"),
+        (W, {"unique", "relu"}, "float32", "", None),
         (E, {"stft"}, "float32", "RuntimeError: ... Check 'input_shape[input_rank - 1].compatible(2)' failed",
          "ov-onnx-stft-real-input-two-sided"),
         (W, {"resize"}, "float32", "", "ov-cpu-resize-antialias-ignored"),
@@ -612,3 +614,27 @@ def test_a_rejection_of_a_model_onnx_itself_rejects_is_an_invalid_test_not_a_bug
            Observation("ov-cpu", "ok", outputs=[np.zeros((2, 3), "float32")])]
     still = invalid_rejections(valid, judge("openvino", backend.expected_error, None, obs), backend.front_door)
     assert "inconsistent-rejection" in [v.category for v in still if v.kind == "bug"]
+
+
+def test_a_bool_cast_of_uniques_counts_is_wrong_and_known(tmp_path):
+    """OpenVINO's CPU plugin gives a bool Cast of Unique's counts the bool of its indices output (a data-dependent
+    extent, reproduced with OpenVINO alone on 2026.4.1): a wrong-result finding the register labels."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+    from tests.test_false_positives import judged
+
+    x = TensorType("float32", (4,))
+    y, idx = TensorType("float32", (4,), (0,)), TensorType("int64", (4,), (0,))
+    g = Graph(inputs=[Value("x", x)],
+              nodes=[Node("unique", ["x"], [Value("y", y), Value("i", idx), Value("v", TensorType("int64", (4,))),
+                                           Value("c", idx)], {"sorted": 1}),
+                     Node("cast", ["c"], [Value("b", TensorType("bool", (4,), (0,)))], {"to": "bool"})],
+              outputs=["b"])
+    check_graph(g)
+    verdicts = judged(g, {"x": np.array([0.5, -1.0, 0.5, 2.0], np.float32)}, tmp_path, compiler="openvino")
+    assert [(v.kind, v.category) for v in verdicts] == [("bug", "wrong-result")], [v.detail for v in verdicts]
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"unique", "cast"}),
+                         frozenset({"float32", "int64", "bool"}), "")
+    k = Register(use_env=False).match(facts, verdicts[0].detail)
+    assert k is not None and k.id == "ov-cpu-unique-cast-to-bool-reads-indices"

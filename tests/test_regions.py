@@ -5,6 +5,8 @@ random region graphs; the random strategy finds a planted wrong branch and stays
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -228,32 +230,19 @@ def test_edge_values_keep_every_generated_trip_count():
     assert edged - trip_counts  # the other inputs and constants do get edge values
 
 
-def judged_cases(backend, graphs: list[Graph]) -> list:
-    from dlcfuzz.oracle.policy import reference_of
-    from dlcfuzz.oracle.testcase import TestCase
-
-    cases = []
-    for k, g in enumerate(graphs):
-        x = sample_inputs(g, np.random.default_rng(k))
-        ref = reference_of(TestCase(g, x, [], seed=k))
-        if ref.outputs is not None:
-            cases.append((g, x, ref))
-    return cases
-
-
 @pytest.mark.parametrize("compiler", ["onnxruntime", "openvino"])
 def test_compilers_agree_with_the_reference_on_random_region_graphs(compiler):
     import onnx
 
     pytest.importorskip(compiler)
     from dlcfuzz.backends import get_backend
-    from op_harness import judged_side_by_side
+    from op_harness import judged_cases, judged_side_by_side
 
     backend = get_backend(compiler)
     graphs = random_region_graphs(36, seed=1)
     for g in graphs[:6]:
         onnx.checker.check_model(to_onnx(g), full_check=True)
-    cases = judged_cases(backend, graphs)
+    cases = judged_cases(graphs)
     configs = list(backend.default_pair())
     assert judged_side_by_side(backend, cases, lambda g: configs, batch=12) >= 30
 
@@ -271,15 +260,10 @@ def test_samples_lower_on_onnx_compilers_only():
 def test_random_strategy_finds_a_planted_wrong_branch_and_is_quiet_on_the_real_compiler(tmp_path):
     pytest.importorskip("onnxruntime")
     import regions_plugin  # noqa: F401  (registers the planted compiler)
-    from dlcfuzz.engine.campaign import Campaign, campaign_options
-    from dlcfuzz.engine.store import Store
+    from planted_ort import random_campaign
 
-    def campaign(name: str, compiler: str) -> Store:
-        out = tmp_path / name
-        Campaign(campaign_options(seconds=600, jobs=2, seed=3, out=out, quiet=True, compiler=compiler, reduce_budget_s=8,
-                                  strategy="random", ops=5, regions=1.0, only_ops=list(OPS), values="small",
-                                  sizes="small", max_tests=10)).run()
-        return Store(out / "store.sqlite", create=False)
+    def campaign(name: str, compiler: str) -> Any:
+        return random_campaign(tmp_path / name, compiler, list(OPS), ops=5, max_tests=10, regions=1.0)
 
     bad = campaign("bad", "wrong-branch")
     found = bad.findings()
@@ -348,10 +332,10 @@ def test_jax_lowering_runs_regions_eagerly_and_under_jit():
 def test_xla_agrees_with_the_reference_on_random_region_graphs():
     pytest.importorskip("jax")
     from dlcfuzz.backends import get_backend
-    from op_harness import judged_side_by_side
+    from op_harness import judged_cases, judged_side_by_side
 
     backend = get_backend("xla")
-    cases = judged_cases(backend, random_region_graphs(4, seed=5))  # XLA's compile time grows with the module
+    cases = judged_cases(random_region_graphs(4, seed=5))  # XLA's compile time grows with the module
     assert judged_side_by_side(backend, cases, lambda g: list(backend.default_pair()), batch=4) == 4
 
 
@@ -373,11 +357,11 @@ def test_tvm_agrees_with_the_reference_on_conditionals():
     """Our Relax lowering (relax.If, the dataflow blocks split around it) and TVM's ONNX front door."""
     pytest.importorskip("tvm")
     from dlcfuzz.backends import get_backend
-    from op_harness import judged_side_by_side
+    from op_harness import judged_cases, judged_side_by_side
 
     backend = get_backend("tvm")
     rng = np.random.default_rng(12)
     graphs = [if_graph()] + [add_regions(generate(rng, 5, ops=[get_op(o) for o in OPS], dtypes=["float32"]), rng,
                                          kinds=("if",)) for _ in range(2)]
     configs = [backend.configs()[n] for n in ("tvm-unopt", "tvm-opt", "tvm-onnx-opt")]
-    assert judged_side_by_side(backend, judged_cases(backend, graphs), lambda g: configs, batch=3) == 3
+    assert judged_side_by_side(backend, judged_cases(graphs), lambda g: configs, batch=3) == 3

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dlcfuzz.gen.random import allowed_choices, generate
+from dlcfuzz.gen.random import MAX_DIM, allowed_choices, generate
 from dlcfuzz.gen.sizes import LONG_LENGTHS, LONG_SHARE, MAX_LONG_ELEMENTS, MAX_WORK, draw_sizes, graph_work
 from dlcfuzz.ir import load
 from dlcfuzz.ops import check_graph
@@ -46,7 +46,10 @@ def test_long_axis_tests_stay_within_their_bounds_and_the_operators_rules(seed):
 
 
 def test_small_mode_never_draws_a_long_axis():
-    assert all(max((t.size for t in make(s, "small")[0].types().values()), default=0) <= 4096 for s in range(30))
+    small = [make(s, "small")[0] for s in range(30)]
+    assert all(longest_axis(g) <= 1000 for g in small)
+    # at most a fresh rank-5 shape's elements (axes of MAX_DIM): 4,320 is drawn (seed 11)
+    assert all(max((t.size for t in g.types().values()), default=0) <= MAX_DIM ** 5 for g in small)
     assert all(draw_sizes(np.random.default_rng(s), "small") is None for s in range(200))
 
 

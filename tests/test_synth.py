@@ -311,11 +311,16 @@ def test_worker_reports_which_targeted_tvm_passes_fired() -> None:
     from dlcfuzz.backends.tvm.backend import TvmBackend
     from dlcfuzz.gen.inputs import sample_inputs
     from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.lower.registry import load_target
     from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
     from dlcfuzz.strategies.oatest import make_handler
 
     by = {p.name: p for p in library()}
-    syn = Synthesizer([by["concat_of_permutes"]], "tvm")
+    # seeds without TVM's documented gaps, as a campaign's capability cuts them (a float16 cosh is an unknown
+    # LLVM intrinsic in apache-tvm 0.27; Relax has no NonZero)
+    relax, tvm = load_target("relax"), TvmBackend()
+    syn = Synthesizer([by["concat_of_permutes"]], "tvm",
+                      supported=lambda op, dtype: relax.gap_of(op) is None and dtype not in tvm.known_gaps(op))
     rng = np.random.default_rng(5)
     s = syn.next(rng)
     configs = TvmBackend().configs()

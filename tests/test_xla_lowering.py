@@ -31,6 +31,8 @@ from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from tests.op_harness import lowered_ops, side_by_side_outputs  # noqa: E402
 
 MIN_JUDGED_PER_PAIR = 1  # judged single-operator cases per (operator, dtype)
+# random graphs draw from the operators the target lowers: its documented gaps (data-dependent extents) raise
+LOWERED = lowered_ops("jax")
 BATCH = 24  # graphs per jit-compiled module: one compile costs about what 2-3 eager cases do
 
 
@@ -113,7 +115,7 @@ def test_every_operator_and_dtype_agrees_with_the_reference_eagerly():
 
 def test_random_graphs_agree_with_the_reference_eagerly():
     rng = np.random.default_rng(99)
-    graphs = [generate(rng, int(rng.integers(1, 12))) for _ in range(90)]
+    graphs = [generate(rng, int(rng.integers(1, 12)), ops=LOWERED) for _ in range(90)]
     assert len(judged_in_batches(graphs, rng)) >= 70
 
 
@@ -123,7 +125,7 @@ def test_sub_functions_become_python_functions_called_from_the_main_one():
     rng = np.random.default_rng(7)
     graphs = []
     for _ in range(50):
-        g = generate(rng, int(rng.integers(3, 10)))
+        g = generate(rng, int(rng.integers(3, 10)), ops=LOWERED)
         try:
             g = outline(g, rng)
         except ValueError:

@@ -230,7 +230,12 @@ def run(
                     ys = [_perturbed(perturb, n, xs, y, v.type.np_dtype) for v, y in zip(n.outputs, ys)]
             for v, y in zip(n.outputs, ys, strict=True):
                 # References may compute in a wider type; the IR's declared type is authoritative.
-                env[v.name] = _store(y, v.type.np_dtype, exact).reshape(v.type.shape)
+                y = _store(y, v.type.np_dtype, exact)
+                if not v.type.unknown:
+                    y = y.reshape(v.type.shape)
+                elif not v.type.admits(y.shape):  # a data-dependent extent resolves here, within its bound
+                    raise IRError(f"{n.op} computed {y.shape}, outside its type {v.type}", n.name or n.op)
+                env[v.name] = y
     if keep_all:
         return env
     return {o: env[o] for o in g.outputs}

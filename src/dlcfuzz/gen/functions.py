@@ -38,7 +38,8 @@ def _fresh_node_name(host: Graph, base: str) -> str:
 def outline_range(g: Graph, host_name: str, start: int, stop: int, move_constants: bool | None = None,
                   rng: np.random.Generator | None = None) -> str | None:
     """Move nodes[start:stop] of `host_name` ("main" or a sub-function of g) into a new sub-function,
-    in place. Returns the new function's name, or None when the range defines nothing anyone reads.
+    in place. Returns the new function's name, or None when the range defines nothing anyone reads or
+    reads or gives out a data-dependent extent (a function's signature is static, as a region's).
     `move_constants`: True/False for every constant only the range reads, None: a coin flip each (rng)."""
     host = g if host_name == g.name else g.functions[host_name]
     body = host.nodes[start:stop]
@@ -48,10 +49,10 @@ def outline_range(g: Graph, host_name: str, start: int, stop: int, move_constant
     reads: list[str] = list(dict.fromkeys(i for n in body for i in n.inputs if i not in defined))
     later = {i for n in host.nodes[stop:] for i in n.inputs} | set(host.outputs)
     outs = [v for n in body for v in n.outputs if v.name in later]
-    if not outs:
+    types = host.types()
+    if not outs or any(types[r].unknown for r in reads) or any(v.type.unknown for v in outs):
         return None
     outside_reads = {i for n in host.nodes[:start] + host.nodes[stop:] for i in n.inputs} | set(host.outputs)
-    types = host.types()
     params: list[Value] = []
     moved: dict[str, np.ndarray] = {}
     for r in reads:

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from dlcfuzz.gen.coverage import Coverage, graph_items, kind, node_items
-from dlcfuzz.gen.random import GraphBuilder, Proposal
+from dlcfuzz.gen.random import GraphBuilder, Proposal, takes
 from dlcfuzz.gen.regions import REGION_KINDS, Supported, add_regions
 from dlcfuzz.gen.sizes import SizeProfile
 from dlcfuzz.ir.graph import Graph
@@ -44,7 +44,7 @@ def proposal_items(b: GraphBuilder, p: Proposal) -> list[str]:
 def propose_one(b: GraphBuilder, choices: Sequence[tuple[OpSpec, list[str]]]) -> Proposal | None:
     rng = b.rng
     spec, ds = choices[int(rng.integers(len(choices)))]
-    fits = [v for v in b.values if v.type.dtype in ds and v.type.rank in spec.ranks]
+    fits = [v for v in b.values if v.type.dtype in ds and v.type.rank in spec.ranks and takes(spec, v.type)]
     if fits and rng.random() < P_CONNECT:
         computed = [v for v in fits if v.name in b.producer]
         pool = computed if computed and rng.random() < P_OPERATOR_VALUE else fits

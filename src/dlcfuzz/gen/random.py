@@ -25,6 +25,10 @@ from dlcfuzz.ops.base import element_limit
 
 Supported = Callable[[str, str], bool]
 MAX_DIM = 6
+# where an operator that takes a data-dependent extent (OpSpec.unknown_dims) connects to an existing value and one
+# carries such an extent, the share of draws that take one of those (uniformly they would be rare: a producer's outputs
+# are a few of many values); a graph without a producer draws exactly as before
+P_DATA_SHAPE_CONSUMER = 0.6
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,13 @@ def avoiding_choices(choices: Sequence[tuple[OpSpec, list[str]]],
                      form_gaps: FormGaps) -> list[tuple[OpSpec, list[str]]]:
     """`choices` (see allowed_choices) whose operators sample outside their form gaps."""
     return [(avoiding(spec, form_gaps), ds) for spec, ds in choices]
+
+
+def takes(spec: OpSpec, t: TensorType) -> bool:
+    """Whether `spec` may be drawn on a value of type `t`: a data-dependent extent (TensorType.unknown) only reaches
+    an operator whose rule states how it takes one (OpSpec.unknown_dims); its rule still refuses a form that does
+    not hold (a broadcast against the bound)."""
+    return not t.unknown or bool(spec.unknown_dims)
 
 
 def random_shape(rng: np.random.Generator, rank: int) -> tuple[int, ...]:
@@ -203,6 +214,8 @@ class GraphBuilder:
                 restricted = d.lo is not None or d.hi is not None or d.nonzero
                 reuse = bool(same) and rng.random() < (0.4 if restricted else 0.7)
                 sources.append(same[int(rng.integers(len(same)))].name if reuse else None)
+        if any(src is None and t.unknown for src, t in zip(sources, in_types)):
+            return None  # a new input or constant has a static shape (a strict input 0 is sampled, not connected)
         return Proposal(spec, list(in_types), attrs, list(outs), domains, sources, work)
 
     def commit(self, p: Proposal) -> Node:
@@ -275,10 +288,12 @@ def generate(
         attempts += 1
         spec, ds = choices[int(rng.integers(len(choices)))]
         # Connect to any existing value this op accepts (deep data flow), else start fresh.
-        cands = [v for v in b.values if v.type.dtype in ds and v.type.rank in spec.ranks]
+        cands = [v for v in b.values if v.type.dtype in ds and v.type.rank in spec.ranks and takes(spec, v.type)]
         dtype = ds[int(rng.integers(len(ds)))]
         if cands and rng.random() < reuse:
-            v = cands[int(rng.integers(len(cands)))]
+            dynamic = [v for v in cands if v.type.unknown]  # a data-dependent extent's consumers: drawn on purpose
+            pool = dynamic if dynamic and rng.random() < P_DATA_SHAPE_CONSUMER else cands
+            v = pool[int(rng.integers(len(pool)))]
             if b.try_add(spec, v.name, v.type) is not None:
                 continue
         rank = int(spec.ranks[int(rng.integers(len(spec.ranks)))])

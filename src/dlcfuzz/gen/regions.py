@@ -114,7 +114,7 @@ def _condition(h: Host, start: int, rng: np.random.Generator, supported: Support
     g = h.g
     before = [*g.inputs, *(Value(k, TensorType.of(a)) for k, a in g.constants.items() if k not in moved),
               *(v for n in g.nodes[:start] for v in n.outputs)]
-    fits = [v for v in before if v.type.dtype != "bool" and v.type.size
+    fits = [v for v in before if v.type.dtype != "bool" and v.type.size and not v.type.unknown
             and _can("reduce_max", v.type.dtype, supported) and _can("greater", v.type.dtype, supported)]
     if not fits:
         return [], h.constant(np.array(bool(rng.random() < 0.5)), "rcond")
@@ -305,6 +305,9 @@ def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds:
 def _wrap(host: Host, start: int, stop: int, kind: str, rng: np.random.Generator, supported: Supported) -> bool:
     """host's nodes[start:stop] in a region of `kind`; False when nothing after the range reads its values."""
     seg = segment(host.g, start, stop)
+    types = host.g.types()
+    if any(types[r].unknown for r in seg.reads) or any(v.type.unknown for v in seg.outs):
+        return False  # a region's signature is static: its rule refuses a data-dependent extent
     return bool(seg.outs) and WRAPPERS[kind](host, start, stop, seg, rng, supported)
 
 

@@ -1,4 +1,4 @@
-"""Tensor types: a dtype name and a static shape."""
+"""Tensor types: a dtype name and a shape, whose data-dependent axes (`unknown`) hold their upper bound."""
 
 from __future__ import annotations
 
@@ -33,10 +33,15 @@ NUMERIC: tuple[str, ...] = FLOATS + INTS
 SIGNED: tuple[str, ...] = FLOATS + SIGNED_INTS
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TensorType:
+    """`unknown`: the axes whose extent is known only when the data is seen (NonZero's count, Unique's values,
+    a computed Compress condition), in increasing order; `shape` holds their upper bound there, so sizes, work
+    and element limits stay bounds. A type with no unknown axis is static, as every type was before."""
+
     dtype: str
     shape: tuple[int, ...]
+    unknown: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.dtype not in ALL_DTYPES:
@@ -44,6 +49,10 @@ class TensorType:
         object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         if any(d < 0 for d in self.shape):
             raise ValueError(f"negative dimension in {self.shape}")
+        if self.unknown:
+            object.__setattr__(self, "unknown", tuple(sorted({int(a) for a in self.unknown})))
+            if not 0 <= self.unknown[0] <= self.unknown[-1] < len(self.shape):
+                raise ValueError(f"unknown axes {self.unknown} out of range for {self.shape}")
 
     @property
     def rank(self) -> int:
@@ -57,21 +66,41 @@ class TensorType:
     def np_dtype(self) -> np.dtype:
         return _NP_DTYPES[self.dtype]
 
+    def __repr__(self) -> str:  # a static type's as before
+        extra = f", unknown={self.unknown!r}" if self.unknown else ""
+        return f"TensorType(dtype={self.dtype!r}, shape={self.shape!r}{extra})"
+
+    @property
+    def bound(self) -> TensorType:
+        """This type with its unknown axes at their upper bound: the static type a rule reasons about."""
+        return TensorType(self.dtype, self.shape) if self.unknown else self
+
     def with_shape(self, shape: tuple[int, ...]) -> TensorType:
+        """A static type of `shape` (unknown axes are the caller's to carry over: a new shape has its own axes)."""
         return TensorType(self.dtype, tuple(shape))
 
     def with_dtype(self, dtype: str) -> TensorType:
-        return TensorType(dtype, self.shape)
+        return TensorType(dtype, self.shape, self.unknown)
+
+    def admits(self, shape: tuple[int, ...]) -> bool:
+        """Whether an array of `shape` has this type's extents: equal on the static axes, within the bound on the
+        unknown ones."""
+        return len(shape) == len(self.shape) and all(
+            d <= b if a in self.unknown else d == b for a, (d, b) in enumerate(zip(shape, self.shape)))
 
     def __str__(self) -> str:
-        return f"{self.dtype}[{', '.join(map(str, self.shape))}]"
+        dims = [f"<={d}" if a in self.unknown else str(d) for a, d in enumerate(self.shape)]
+        return f"{self.dtype}[{', '.join(dims)}]"
 
     def to_json(self) -> dict:
-        return {"dtype": self.dtype, "shape": list(self.shape)}
+        d: dict = {"dtype": self.dtype, "shape": list(self.shape)}
+        if self.unknown:  # left out when static, so stored static types read as before
+            d["unknown"] = list(self.unknown)
+        return d
 
     @staticmethod
     def from_json(d: dict) -> TensorType:
-        return TensorType(d["dtype"], tuple(d["shape"]))
+        return TensorType(d["dtype"], tuple(d["shape"]), tuple(d.get("unknown", ())))
 
     @staticmethod
     def of(array: np.ndarray) -> TensorType:

@@ -195,7 +195,8 @@ def import_model(model: Any, partial: bool = False, bind: Mapping[str, np.ndarra
             if len(real_outs) != len(outs):
                 raise Unsupported(f"{len(real_outs)} outputs where we model {len(outs)}")
             for o, t in zip(real_outs, outs):
-                if o in known and known[o] != t:
+                # a model may declare a data-dependent extent by its value in the run it was made for
+                if o in known and known[o] != t and not (known[o].dtype == t.dtype and t.admits(known[o].shape)):
                     raise Unsupported(f"our type {t} for {o!r} disagrees with ONNX's {known[o]}")
             for i in ins:
                 if i in ctx.constants and i not in used_consts and i not in produced:
@@ -253,6 +254,8 @@ def _fold(spec: Any, consts: list[np.ndarray | None], in_types: list[TensorType]
     """The outputs of one node when they are computable at import (all inputs constant, or only their
     types read), else None. Computed by the operator's reference; any failure there means no fold."""
     if any(c is None for k, c in enumerate(consts) if k not in spec.type_only_inputs):
+        return None
+    if any(t.unknown for c, t in zip(consts, in_types) if c is None):  # its extent is known only when it runs
         return None
     if sum(t.size for t in in_types) > FOLD_LIMIT:
         return None

@@ -13,7 +13,6 @@ _RANDOM = "random sampling: the outputs are draws, with no single value to compa
 _SEQUENCE = "operates on ONNX sequences; our IR has tensors only"
 _OPTIONAL = "operates on ONNX optionals; our IR has tensors only"
 _STRING = "operates on string tensors, which no DL compiler we test optimizes"
-_DATA_SHAPE = "its output shape depends on input values; our IR's types are static"
 
 EXCLUDED_OPERATORS: dict[str, str] = {
     "Bernoulli": _RANDOM,
@@ -41,9 +40,6 @@ EXCLUDED_OPERATORS: dict[str, str] = {
     "TfIdfVectorizer": "text featurization (n-gram counts over a vocabulary given as attributes), not a tensor "
                        "computation DL compilers rewrite; its inputs are strings or token ids",
     "ImageDecoder": "decodes encoded image files (JPEG, PNG bytes), not a tensor computation",
-    "Unique": _DATA_SHAPE,
-    "NonZero": _DATA_SHAPE,
-    "NonMaxSuppression": _DATA_SHAPE,
     "Upsample": "deprecated since opset 10 (Resize replaces it, and we model Resize)",
 }
 

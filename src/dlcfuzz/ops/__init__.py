@@ -4,6 +4,7 @@ whole graph with the families' rules."""
 from dlcfuzz.ops import (  # noqa: F401  (registration side effects)
     attention,
     contrib,
+    data_shape,
     elementwise,
     indexing,
     linalg,

@@ -9,8 +9,9 @@ spec, registered with `register`, in one family file, plus one rule (or document
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dlcfuzz.errors import DTypeError, ShapeError
+from dlcfuzz.errors import DTypeError, ShapeError, TypeRuleError
 from dlcfuzz.ir.types import TensorType
 
 Attrs = dict[str, Any]
@@ -92,7 +93,7 @@ SUM_POWER: dict[str, float] = {
                      "instance_norm", "layer_norm", "group_norm", "rms_norm", "mean_variance_norm", "lrn",
                      "reduce_l2", "reduce_sum_square", "attention", "linear_attention", "causal_conv_with_state",
                      "ms_fused_conv", "ms_fused_gemm", "ms_fused_matmul", "ms_skip_layer_norm", "dft", "stft",
-                     "gru", "lstm", "rnn"), 2.0),
+                     "gru", "lstm", "rnn", "non_max_suppression"), 2.0),
     **dict.fromkeys(("lp_norm", "lp_pool", "global_lp_pool"), P_ATTR),
     "det": ORDER,
 }
@@ -109,6 +110,48 @@ UNDEFINED = 0  # implementations legitimately differ (or the operator was never 
 INFINITIES = 1  # +-inf ordered as numbers is defined; NaN is not (max/maxss return different operands)
 IEEE = 2  # IEEE-754 (and C99 Annex F, which numpy follows) defines the result for +-inf and NaN alike
 NONFINITE_KINDS = {UNDEFINED: "undefined", INFINITIES: "infinities", IEEE: "ieee"}
+
+# What an operator's rule does with an input axis whose extent is data-dependent (TensorType.unknown), OpSpec.unknown_dims.
+# Its rule is run on the bounds and again with each unknown extent moved (`infer_unknown`): an output axis that moves
+# with it one for one is unknown too (its bound the rule's), one that stays is static; anything else refuses.
+REFUSES = ""  # the rule cannot carry one: refused by check_graph, never drawn after a producer
+FOLLOWS = "follows"  # each unknown extent reappears in an output (elementwise, Cast, Concat along it, Gather of it
+# along another axis, a reduction over other axes): the operator never depends on how long it is
+ABSORBS = "absorbs"  # as FOLLOWS, or it disappears where the operator is defined at every extent down to 0 (ReduceSum
+# over it, Shape, Size: their output types are static)
+_PROBE_DELTAS = (1, 3)  # two moves, so that an output axis computed otherwise (a half, a sum of two) is not taken for it
+
+
+def infer_unknown(spec: OpSpec, rule: Callable[[Sequence[TensorType], Attrs], list[TensorType]],
+                  ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+    """The output types of `spec` (whose static rule is `rule`) on inputs with data-dependent axes: see REFUSES."""
+    if not spec.unknown_dims:
+        raise ShapeError(f"{spec.name}: its rule does not accept a data-dependent dimension")
+    bounds = [t.bound for t in ins]
+    outs = rule(bounds, attrs)
+    unknown: list[set[int]] = [set() for _ in outs]
+    for k, t in enumerate(ins):
+        for axis in t.unknown:
+            moved: set[tuple[int, int]] | None = None
+            for delta in _PROBE_DELTAS:
+                shape = list(t.shape)
+                shape[axis] += delta
+                try:
+                    probe = rule([*bounds[:k], t.with_shape(tuple(shape)), *bounds[k + 1:]], attrs)
+                except TypeRuleError:
+                    probe = []
+                if [o.rank for o in probe] != [o.rank for o in outs]:
+                    raise ShapeError(f"{spec.name}: input {k}'s data-dependent axis {axis} must keep its bound")
+                axes = {(o, p) for o, (x, y) in enumerate(zip(outs, probe))
+                        for p, (dx, dy) in enumerate(zip(x.shape, y.shape)) if dx != dy}
+                if any(probe[o].shape[p] - outs[o].shape[p] != delta for o, p in axes) or moved not in (None, axes):
+                    raise ShapeError(f"{spec.name}: an output depends otherwise on input {k}'s data-dependent axis")
+                moved = axes
+            if not moved and spec.unknown_dims != ABSORBS:
+                raise ShapeError(f"{spec.name}: input {k}'s data-dependent axis {axis} must reach an output")
+            for o, p in moved or ():
+                unknown[o].add(p)
+    return [TensorType(o.dtype, o.shape, tuple(u)) for o, u in zip(outs, unknown)]
 
 
 class OpSpec:
@@ -134,6 +177,26 @@ class OpSpec:
     # what it defines for +-inf and NaN inputs (UNDEFINED, INFINITIES, IEEE above): edge tests draw non-finite
     # values only where every operator they reach defines them (gen/inputs.nonfinite_allowed)
     nonfinite: int = UNDEFINED
+    # what its rule does with an input axis whose extent is data-dependent (REFUSES, FOLLOWS, ABSORBS above)
+    unknown_dims: str = REFUSES
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every spec's `infer` sees static types only: inputs with data-dependent axes go to `infer_unknown`,
+        which runs the spec's own rule on their bounds (one place for every operator, so that an operator that
+        does not state how it takes them refuses them)."""
+        super().__init_subclass__(**kwargs)
+        rule = cls.__dict__.get("infer")
+        if rule is None or getattr(rule, "takes_static", False):
+            return
+
+        @functools.wraps(rule)
+        def infer(self: OpSpec, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+            if any(t.unknown for t in ins):
+                return infer_unknown(self, lambda static, a: rule(self, static, a), ins, attrs)
+            return rule(self, ins, attrs)
+
+        infer.takes_static = True  # type: ignore[attr-defined]
+        cls.infer = infer  # type: ignore[method-assign]
 
     # ---- typing --------------------------------------------------------
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:

@@ -33,6 +33,7 @@ from dlcfuzz.ir.types import (
 )
 from dlcfuzz.ops.base import (
     ANY,
+    FOLLOWS,
     IEEE,
     INFINITIES,
     NONZERO,
@@ -134,6 +135,7 @@ SMALL_MULTIPLIER = 3.0
 class UnaryOp(OpSpec):
     family = "elementwise"
     n_inputs = 1
+    unknown_dims = FOLLOWS
 
     def __init__(self, name: str, dtypes: Sequence[str], ref: Callable[[np.ndarray, Attrs], Any],
                  onnx_op: str, domain: Domain = ANY, out_dtype: str | None = None,
@@ -320,6 +322,7 @@ class BinaryOp(OpSpec):
 
     family = "elementwise"
     n_inputs = 2
+    unknown_dims = FOLLOWS  # broadcasting holds against a 1 (or an absent axis), which the probe of its rule checks
 
     def near_tie(self, xs: Sequence[np.ndarray], attrs: Attrs, tol: float) -> bool:
         """A comparison of computed floats that differ by less than the tolerance can flip."""
@@ -584,6 +587,7 @@ class WhereOp(OpSpec):
 
     name = "where"
     family = "elementwise"
+    unknown_dims = FOLLOWS
     n_inputs = 3
     dtypes = DTYPES
     onnx_ops = ("Where",)
@@ -610,6 +614,7 @@ class CastOp(OpSpec):
 
     name = "cast"
     family = "elementwise"
+    unknown_dims = FOLLOWS
     dtypes = ALL_DTYPES
     onnx_ops = ("Cast",)
 
@@ -651,6 +656,7 @@ class ClipOp(OpSpec):
 
     name = "clip"
     family = "elementwise"
+    unknown_dims = FOLLOWS
     dtypes = NUMERIC
     onnx_ops = ("Clip",)
 

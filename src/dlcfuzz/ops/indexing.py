@@ -436,6 +436,22 @@ class OneHot(IndexingOp):
 # ---- compress ------------------------------------------------------------
 
 
+def sample_compress_form(spec: OpSpec, rng: np.random.Generator, first: TensorType) -> tuple[Attrs, int]:
+    """A Compress of input 0 `first` (this one, or ops/data_shape.py's with a computed condition): its attributes (an
+    axis, or none: the input flattened) and its condition's length, at most that extent (shorter: the rest dropped)."""
+    require_dtype(spec, first)
+    if first.rank == 0:
+        raise ShapeError(f"{spec.name}: input must have rank >= 1")
+    attrs: Attrs = {}
+    if rng.random() < 0.7:
+        axis = int(rng.integers(first.rank))
+        n = first.shape[axis]
+        attrs["axis"] = _maybe_negative(rng, axis, first.rank)
+    else:
+        n = first.size
+    return attrs, n if rng.random() < 0.7 else int(rng.integers(0, n + 1))
+
+
 class Compress(IndexingOp):
     """attrs: condition (0/1 list, at most the length of the axis or of the flattened input),
     axis (absent: the input is flattened)."""
@@ -468,17 +484,7 @@ class Compress(IndexingOp):
         return [t.with_shape(t.shape[:axis] + (len(kept),) + t.shape[axis + 1:])]
 
     def sample(self, rng: np.random.Generator, first: TensorType) -> tuple[list[TensorType], Attrs]:
-        require_dtype(self, first)
-        if first.rank == 0:
-            raise ShapeError(f"{self.name}: input must have rank >= 1")
-        attrs: Attrs = {}
-        if rng.random() < 0.7:
-            axis = int(rng.integers(first.rank))
-            n = first.shape[axis]
-            attrs["axis"] = _maybe_negative(rng, axis, first.rank)
-        else:
-            n = first.size
-        length = n if rng.random() < 0.7 else int(rng.integers(0, n + 1))  # shorter: the rest is dropped
+        attrs, length = sample_compress_form(self, rng, first)
         attrs["condition"] = [int(c) for c in rng.random(length) < 0.6]
         return [first], attrs
 

@@ -1,8 +1,9 @@
 """Operators on types and shapes: Shape, Size, ConstantOfShape, CastLike, BitCast.
 
-Shapes are static in our IR, so Shape and Size depend on their input's type only
-(`type_only_inputs`): the ONNX importer folds them into constants, which is what lets the shape arithmetic of
-exported models and of ONNX's function bodies (`_expanded` conformance cases) import.
+Where their input's type is static, Shape and Size depend on that type only (`type_only_inputs`): the ONNX importer
+folds them into constants, which is what lets the shape arithmetic of exported models and of ONNX's function bodies
+(`_expanded` conformance cases) import. Of an input with a data-dependent extent (TensorType.unknown) they are
+computed when the graph runs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,18 @@ import numpy as np
 
 from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import ALL_DTYPES, DTYPES, FLOATS, TensorType
-from dlcfuzz.ops.base import ANY, Attrs, Domain, OpSpec, ValueAttr, check_size, register, require_arity, require_dtype
+from dlcfuzz.ops.base import (
+    ABSORBS,
+    ANY,
+    Attrs,
+    Domain,
+    OpSpec,
+    ValueAttr,
+    check_size,
+    register,
+    require_arity,
+    require_dtype,
+)
 from dlcfuzz.ops.elementwise import CastOp
 
 
@@ -27,6 +39,7 @@ class ShapeOf(MetaOp):
 
     name = "shape"
     onnx_ops = ("Shape",)
+    unknown_dims = ABSORBS
     type_only_inputs = (0,)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -54,6 +67,7 @@ class SizeOf(MetaOp):
 
     name = "size"
     onnx_ops = ("Size",)
+    unknown_dims = ABSORBS
     type_only_inputs = (0,)
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:

@@ -14,7 +14,9 @@ import numpy as np
 from dlcfuzz.errors import ShapeError
 from dlcfuzz.ir.types import FLOATS, INTS, TensorType
 from dlcfuzz.ops.base import (
+    ABSORBS,
     ANY,
+    FOLLOWS,
     Attrs,
     Domain,
     OpSpec,
@@ -56,6 +58,9 @@ class ReduceOp(OpSpec):
         self.kind = kind
         self.dtypes = tuple(dtypes)
         self.axes_input_since = axes_input_since
+        # a sum or product over an empty axis is defined (0, 1): over a data-dependent axis too; a mean, max or min
+        # is not, so those keep it
+        self.unknown_dims = ABSORBS if kind in ("sum", "prod") else FOLLOWS
 
     def reduced(self, t: TensorType, attrs: Attrs) -> tuple[int, ...] | None:
         """The normalized reduced axes, or None for the noop (identity) case."""

@@ -19,6 +19,7 @@ from dlcfuzz.errors import DTypeError, ShapeError
 from dlcfuzz.ir.types import DTYPES, FLOATS, TensorType
 from dlcfuzz.ops.base import (
     ANY,
+    FOLLOWS,
     Attrs,
     Domain,
     OpSpec,
@@ -198,6 +199,7 @@ class Transpose(ShapeOp):
 class Concat(ShapeOp):
     name = "concat"
     n_inputs = -1
+    unknown_dims = FOLLOWS
     onnx_ops = ("Concat",)
     ranks = (1, 2, 3, 4)
 
@@ -593,6 +595,7 @@ class Gather(ShapeOp):
 
     name = "gather"
     n_inputs = 2
+    unknown_dims = FOLLOWS  # the data's; gathering along a data-dependent axis moves no output: refused
     onnx_ops = ("Gather",)
     ranks = (1, 2, 3, 4)
 

@@ -84,6 +84,16 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
                 if attempt(cand, {v.name: cur_in[v.name] for v in cand.inputs}):
                     cur, cur_in, changed = cand, {v.name: cur_in[v.name] for v in cand.inputs}, True
                     break
+        # 1b. one output fewer: a bug that needs two outputs' nodes (an optimization that fires on one branch
+        # and shows on another) has no single output that keeps it
+        if not changed and len(cur.outputs) > 1:
+            for name in cur.outputs:
+                cand = cur.light_copy()
+                cand.outputs = [o for o in cur.outputs if o != name]
+                cand = prune(cand)
+                if attempt(cand, {v.name: cur_in[v.name] for v in cand.inputs}):
+                    cur, cur_in, changed = cand, {v.name: cur_in[v.name] for v in cand.inputs}, True
+                    break
         # 2. cut upstream of a node; the cuts that delete the most are tried first (building and
         # pruning candidates costs no compile, each attempt does)
         env = reference.run(cur, cur_in, keep_all=True)
@@ -101,9 +111,26 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
                         m.inputs = [fresh if x == i else x for x in m.inputs]
                 cand = prune(cand)
                 if len(cand.nodes) < len(cur.nodes):
-                    cuts.append((len(cand.nodes), len(cuts), cand, i, fresh))
-        for _, _, cand, i, fresh in sorted(cuts, key=lambda c: c[:2]):
-            cand_in = {v.name: (env[i] if v.name == fresh else cur_in[v.name]) for v in cand.inputs}
+                    cuts.append((len(cand.nodes), len(cuts), cand, {fresh: i}))
+        # a node whose consumers all read fresh inputs in its place: the cut that removes a node feeding one
+        # consumer twice (an LSTM's two states into one Add), where cutting one edge removes nothing
+        read = {i for m in cur.nodes for i in m.inputs}
+        for n in cur.nodes:
+            used = [v for v in n.outputs if v.name in read and v.name not in cur.outputs]
+            if len(used) < 2:
+                continue  # one edge: the cut above
+            cand = cur.light_copy()
+            fresh: dict[str, str] = {}
+            for v in used:  # each name taken (an input) before the next is drawn
+                fresh[v.name] = cand.fresh_name("r")
+                cand.inputs.append(Value(fresh[v.name], v.type))
+            for m in cand.nodes:
+                m.inputs = [fresh.get(x, x) for x in m.inputs]
+            cand = prune(cand)
+            if len(cand.nodes) < len(cur.nodes):
+                cuts.append((len(cand.nodes), len(cuts), cand, {f: v for v, f in fresh.items()}))
+        for _, _, cand, sources in sorted(cuts, key=lambda c: c[:2]):
+            cand_in = {v.name: (env[sources[v.name]] if v.name in sources else cur_in[v.name]) for v in cand.inputs}
             if attempt(cand, cand_in):
                 cur, cur_in, changed = cand, cand_in, True
                 break

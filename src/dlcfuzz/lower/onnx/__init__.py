@@ -24,8 +24,9 @@ IR_VERSION = 8  # accepted by every onnxruntime and TVM frontend we pin; raised 
 # per dimension) made lowering ~15% slower than these, which build the same protos for the values
 # dlcfuzz writes (tests/test_lowering_registry.py checks them against onnx.helper's); anything else
 # goes to onnx.helper.
-def tensor_value_info(name: str, dtype: str, dims: tuple[int, ...]) -> Any:
-    """onnx.helper.make_tensor_value_info(name, onnx_elem_type(dtype), dims) for a static shape."""
+def tensor_value_info(name: str, dtype: str, dims: tuple[int, ...], unknown: tuple[int, ...] = ()) -> Any:
+    """onnx.helper.make_tensor_value_info(name, onnx_elem_type(dtype), dims) for a static shape; the axes in `unknown`
+    (data-dependent extents, TensorType.unknown) become symbolic dimensions of their own (`<name>_d<axis>`)."""
     import onnx
 
     info = onnx.ValueInfoProto(name=name)
@@ -33,8 +34,11 @@ def tensor_value_info(name: str, dtype: str, dims: tuple[int, ...]) -> Any:
     tensor.elem_type = onnx_elem_type(dtype)
     tensor.shape.SetInParent()  # an empty shape (a scalar) is present, not absent
     dim_list = tensor.shape.dim
-    for d in dims:
-        dim_list.add(dim_value=d)
+    for axis, d in enumerate(dims):
+        if axis in unknown:
+            dim_list.add(dim_param=f"{name}_d{axis}")
+        else:
+            dim_list.add(dim_value=d)
     return info
 
 
@@ -105,7 +109,8 @@ class OnnxBuilder:
         return onnx.helper.make_graph(
             nodes, sub._prefix.rstrip("/"),
             [tensor_value_info(rename[p.name], p.type.dtype, p.type.shape) for p in body.inputs[:n_formal]],
-            [tensor_value_info(name, env[o].dtype, env[o].shape) for name, o in zip(out_names, body.outputs)],
+            [tensor_value_info(name, env[o].dtype, env[o].shape, env[o].unknown)
+             for name, o in zip(out_names, body.outputs)],
         )
 
     def need_opset(self, version: int) -> None:
@@ -191,7 +196,7 @@ def to_onnx(g: Graph, opset: int = OPSET, untyped_outputs: Collection[str] = ())
         [tensor_value_info(v.name, v.type.dtype, v.type.shape) for v in g.inputs],
         [
             onnx.helper.make_empty_tensor_value_info(name) if o in untyped_outputs
-            else tensor_value_info(name, env[o].dtype, env[o].shape)
+            else tensor_value_info(name, env[o].dtype, env[o].shape, env[o].unknown)
             for name, o in zip(out_names, g.outputs)
         ],
         initializer=b.initializers,
@@ -233,6 +238,7 @@ from dlcfuzz.lower.onnx import (  # noqa: E402, F401
     attention,
     contrib,
     control,
+    data_shape,
     elementwise,
     indexing,
     linalg,

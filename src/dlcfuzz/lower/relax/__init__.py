@@ -320,6 +320,7 @@ def from_script(source: str, arrays: dict[str, np.ndarray]) -> Any:
 from dlcfuzz.lower.relax import (  # noqa: E402, F401
     attention,
     control,
+    data_shape,
     elementwise,
     indexing,
     linalg,
