@@ -154,6 +154,7 @@ def computed_loop_graphs(count: int, seed: int, dtypes: tuple[str, ...] = ("floa
 
 def test_generation_draws_computed_loops_and_their_consumers_only_where_lowered():
     from dlcfuzz.backends import get_backend
+    from dlcfuzz.gen.coverage import region_items
 
     graphs = computed_loop_graphs(12, seed=0)
     consumers = {n.op for g in graphs for n in g.nodes
@@ -163,6 +164,7 @@ def test_generation_draws_computed_loops_and_their_consumers_only_where_lowered(
     for g in graphs:
         check_graph(g)
         assert all(not v.type.unknown for b in g.nodes for body in b.bodies().values() for v in body.inputs)
+        assert any(i.startswith(f"region|{COMPUTED_TRIPS}|") for i in region_items(g))  # hirgen's coverage item
     # the static form is drawn as before: without COMPUTED_TRIPS, the same seeds make the same graphs
     rng_a, rng_b = np.random.default_rng(5), np.random.default_rng(5)
     ops = [get_op(o) for o in OPS]
@@ -259,3 +261,38 @@ def test_random_strategy_finds_a_planted_short_loop_and_is_quiet_on_the_real_com
     good = campaign("good", "onnxruntime")
     assert good.findings(distinct_only=False) == []
     assert good.totals()["verdicts"].get("pass", 0) >= 20
+
+
+def test_reduction_keeps_a_computed_loop_and_unrolls_only_a_static_one_trip_loop():
+    from dlcfuzz.reduce.graph import reduce_graph
+    from dlcfuzz.reduce.regions import without_region
+
+    g = counted_loop(bound=1)
+    assert without_region(g, 4) is None  # its scan output's extent is data-dependent: one trip is not its type
+    static = counted_loop(bound=1)
+    loop = static.nodes[4]
+    del loop.attrs["max_trips"]
+    loop.attrs["trips"] = 1
+    loop.outputs[1] = Value("trace", TensorType("float32", (1, 3)))
+    static.nodes = static.nodes[4:5]  # a constant trip count of one
+    static.nodes[0].inputs[0] = "one_trip"
+    static.constants["one_trip"] = np.array(1, np.int64)
+    static.outputs = ["final", "trace"]
+    check_graph(static)
+    unrolled = without_region(static, 0)
+    assert unrolled is not None and "loop" not in unrolled.ops_used()
+    x = {"x": np.array([1.0, -2.0, 3.0], np.float32)}
+    np.testing.assert_array_equal(reference.outputs(unrolled, x)[1], reference.outputs(static, x)[1])
+
+    def still_fails(h: Graph, inputs: dict[str, np.ndarray]) -> bool:  # a finding in the loop's data-dependent extent
+        try:
+            out = reference.run(h, inputs, keep_all=True)
+        except IRError:
+            return False
+        return "loop" in h.ops_used() and any(v.type.unknown and out[v.name].shape[0] == 1
+                                              for n in h.nodes if n.op == "loop" for v in n.outputs)
+
+    assert still_fails(g, x)
+    small, small_x = reduce_graph(g, x, still_fails)
+    check_graph(small)
+    assert still_fails(small, small_x) and len(small.nodes) < len(g.nodes)
