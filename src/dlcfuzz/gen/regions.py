@@ -247,24 +247,23 @@ def computed_trip_count(h: Host, start: int, bound: int, rng: np.random.Generato
 
 
 def _consume(h: Host, v: Value, rng: np.random.Generator, supported: Supported) -> None:
-    """A consumer of scan output `v`'s data-dependent leading extent, drawn among the forms whose rule takes one
-    (OpSpec.unknown_dims): elementwise (Neg, Abs, Not), ReduceSum over the extent (defined when it is 0) or a Cast;
-    its result becomes a graph output in place of `v`'s."""
+    """A consumer of scan output `v`'s data-dependent leading extent, drawn among forms whose rule takes one
+    (OpSpec.unknown_dims): Neg (Not of a bool), ReduceSum over the extent (defined when it is 0) or a Cast to
+    float32; its result becomes a graph output in place of `v`'s."""
     t = v.type
-    forms: list[tuple[str, dict, TensorType]] = []
+    forms: list[tuple[str, dict]] = []
     if t.dtype in FLOATS + SIGNED_INTS and _can("neg", t.dtype, supported):
-        forms.append(("neg", {}, t))
+        forms.append(("neg", {}))
     if t.dtype == "bool" and _can("not", "bool", supported):
-        forms.append(("not", {}, t))
+        forms.append(("not", {}))
     if t.dtype != "bool" and _can("reduce_sum", t.dtype, supported):
-        forms.append(("reduce_sum", {"axes": [0], "keepdims": 0, "noop_with_empty_axes": 0}, t.with_shape(t.shape[1:])))
-    if _can("cast", t.dtype, supported) and t.dtype != "float32":
-        forms.append(("cast", {"to": "float32"}, t.with_dtype("float32")))
+        forms.append(("reduce_sum", {"axes": [0], "keepdims": 0, "noop_with_empty_axes": 0}))
+    if t.dtype != "float32" and _can("cast", t.dtype, supported):
+        forms.append(("cast", {"to": "float32"}))
     if not forms:
         return
-    op, attrs, out_type = forms[int(rng.integers(len(forms)))]
-    out = Value(h.fresh(f"{v.name}_{op}"), out_type)
-    get_op(op).infer([t], attrs)  # its rule takes this form of unknown extent (raises otherwise)
+    op, attrs = forms[int(rng.integers(len(forms)))]
+    out = Value(h.fresh(f"{v.name}_{op}"), get_op(op).infer([t], attrs)[0])  # its rule states the extent's fate
     h.g.nodes.append(Node(op, [v.name], [out], attrs, name=h.fresh(f"n_{v.name}_{op}")))
     h.g.outputs[h.g.outputs.index(v.name)] = out.name
 
