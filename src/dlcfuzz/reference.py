@@ -262,7 +262,10 @@ def run_region(op: str, attrs: dict, xs: list[np.ndarray],
             slices.append(outs[1 + n:])
             trip += 1
         kinds = attrs["body"].output_types()[1 + n:]
-        if kinds and trip != attrs["trips"]:
+        if kinds and "max_trips" in attrs:  # a computed trip count: the scan outputs' extent resolves here
+            if trip > attrs["max_trips"]:
+                raise IRError(f"loop ran {trip} trips, past its scan outputs' bound {attrs['max_trips']}", where)
+        elif kinds and trip != attrs["trips"]:
             raise IRError(f"loop ran {trip} trips where its scan outputs' type says {attrs['trips']}", where)
         return carried + [np.stack([s[k] for s in slices]) if slices else np.zeros((0, *t.shape), t.np_dtype)
                           for k, t in enumerate(kinds)]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from dlcfuzz.gen.regions import bodies_in
+from dlcfuzz.gen.regions import COMPUTED_TRIPS, bodies_in
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ir.types import TensorType
 
@@ -75,14 +75,16 @@ def carried_types(n: Node) -> list[TensorType]:
 
 def region_items(g: Graph, depth: int = 1) -> set[str]:
     """The control-flow items of the regions in `g` (nested ones included, at their depth): region kind x nesting
-    depth x the dtypes it carries."""
+    depth x the dtypes it carries; a loop whose trip count is computed from data (`max_trips`) is a kind of its own,
+    COMPUTED_TRIPS."""
     items: set[str] = set()
     for n in g.nodes:
         bodies = n.bodies()
         if not bodies:
             continue
         dtypes = ",".join(sorted({t.dtype for t in carried_types(n)})) or "none"
-        items.add(f"region|{n.op}|depth{depth}|{dtypes}")
+        kind = COMPUTED_TRIPS if "max_trips" in n.attrs else n.op
+        items.add(f"region|{kind}|depth{depth}|{dtypes}")
         for body in bodies.values():
             items |= region_items(body, depth + 1)
     return items

@@ -438,10 +438,13 @@ def edge_attrs(g: Graph, rng: np.random.Generator, out: EdgeValues) -> None:
     """Edge profiles on some value attributes (OpSpec.value_attrs) of the nodes of `g`'s main function, each drawn
     from its legal range as an input is from its domain (a fill value of the dtype's range, a large multiplier, a
     boundary threshold); a draw the operator refuses (with_values) is drawn again, ATTR_TRIES times at most.
-    Changes the nodes' attributes in place and records them in `out`; the graph's types stay."""
+    Changes the nodes' attributes in place and records them in `out`; the graph's types stay. A node that computes a
+    loop's trip count keeps its attributes: they are the loop's structure (gen/regions.computed_trip_count's Clip
+    to the bound of its scan outputs' data-dependent extent, `max_trips`)."""
     types = g.types()
+    trip_counts = {n.inputs[0] for n in g.nodes if n.op == "loop"}
     for n in g.nodes:
-        if n.op == CALL_OP or not n.name:
+        if n.op == CALL_OP or not n.name or trip_counts.intersection(n.output_names):
             continue
         values = get_op(n.op).value_attrs([types[i] for i in n.inputs], n.attrs)
         picked = [k for k in values if rng.random() < EDGE_ATTR_SHARE]

@@ -8,7 +8,11 @@ scan whose outputs keep the names of the values they stand for, so nothing after
 - `loop`: a small constant trip count (1-3), the range is the body; each output the range computes is
   carried: its initial value is a value the range reads of the same type (a real recurrence: the next
   trip reads the last one's result) or else a fresh constant; now and then the body ends the loop early
-  on its iteration number, or (at the top level) the carried values are scan outputs as well.
+  on its iteration number, or (at the top level) the carried values are scan outputs as well. Where the
+  target lowers it (COMPUTED_TRIPS among the kinds), a share of the loops with scan outputs count their trips
+  from data: the number of positive elements of a value before the range, clipped to the drawn 1-3, which is
+  the loop's `max_trips`; its scan outputs' leading extent is data-dependent, and consumers that take one
+  (OpSpec.unknown_dims) may read them.
 - `scan`: over the leading axis of a fresh constant of 1-3 slices, each slice standing for a value of the
   range's type that the range reads; the outputs are states, initialized as a loop's carried values;
   at the top level, sometimes scan outputs too (read forwards or backwards).
@@ -29,9 +33,15 @@ from dlcfuzz.ir.types import FLOATS, SIGNED_INTS, TensorType
 from dlcfuzz.ops import ANY, check_graph, get_op
 
 REGION_KINDS = ("if", "loop", "scan")
+# Not a region kind but a form of `loop`: in a strategy's kinds, the target lowers a loop whose trip count is computed
+# from data (scan outputs of a data-dependent extent); drawing a kind never picks it, so the draws of the other kinds
+# stay as they were.
+COMPUTED_TRIPS = "loop-computed-trips"
 P_NESTED = 0.3  # the next region goes inside an existing region's body
 P_EARLY_EXIT = 0.3  # a loop's body ends it on its iteration number
 P_SCAN_OUTPUTS = 0.5  # a top-level loop or scan also stacks its carried values
+P_COMPUTED_TRIPS = 0.5  # of the loops with scan outputs where COMPUTED_TRIPS is lowered: a trip count from data
+P_CONSUMER = 0.7  # a computed loop's scan output is read by a consumer of its data-dependent extent
 MAX_TRIPS = 3
 
 Supported = Callable[[str, str], bool]
@@ -203,10 +213,67 @@ def _stacked(h: Host, outs: list[Value], length: int, suffix: str) -> list[Value
     return stacked
 
 
+def computed_trip_count(h: Host, start: int, bound: int, rng: np.random.Generator, supported: Supported,
+                        moved: dict[str, np.ndarray]) -> tuple[list[Node], str] | None:
+    """Nodes computing a trip count from data, and its name: the number of positive elements of a value defined
+    before `start` (Greater than 0, Cast to int64, ReduceSum), clipped to [0, `bound`]. Defined for every input: a
+    NaN is not positive, and no float is ever converted to an integer. None where no value fits or the compiler
+    lacks one of these operators."""
+    g = h.g
+    if not all(_can(op, "int64", supported) for op in ("reduce_sum", "clip")) or not _can("cast", "bool", supported):
+        return None
+    before = [*g.inputs, *(Value(k, TensorType.of(a)) for k, a in g.constants.items() if k not in moved),
+              *(v for n in g.nodes[:start] for v in n.outputs)]
+    fits = [v for v in before if v.type.dtype != "bool" and v.type.size and not v.type.unknown
+            and _can("greater", v.type.dtype, supported)]
+    if not fits:
+        return None
+    v = fits[int(rng.integers(len(fits)))]
+    zero = h.constant(np.zeros((), v.type.np_dtype), "rzero")
+    positive, counted, total, count = (h.fresh(b) for b in ("rpositive", "rcounted", "rtotal", "rcount"))
+    shape = v.type.shape
+    nodes = [Node("greater", [v.name, zero], [Value(positive, TensorType("bool", shape))], {}, name=h.fresh("n_rpos")),
+             Node("cast", [positive], [Value(counted, TensorType("int64", shape))], {"to": "int64"},
+                  name=h.fresh("n_rcounted"))]
+    if shape:
+        nodes.append(Node("reduce_sum", [counted], [Value(total, TensorType("int64", ()))],
+                          {"axes": list(range(len(shape))), "keepdims": 0, "noop_with_empty_axes": 0},
+                          name=h.fresh("n_rtotal")))
+    else:
+        total = counted
+    nodes.append(Node("clip", [total], [Value(count, TensorType("int64", ()))], {"min": 0, "max": bound},
+                      name=h.fresh("n_rcount")))
+    return nodes, count
+
+
+def _consume(h: Host, v: Value, rng: np.random.Generator, supported: Supported) -> None:
+    """A consumer of scan output `v`'s data-dependent leading extent, drawn among forms whose rule takes one
+    (OpSpec.unknown_dims): Neg (Not of a bool), ReduceSum over the extent (defined when it is 0) or a Cast to
+    float32; its result becomes a graph output in place of `v`'s."""
+    t = v.type
+    forms: list[tuple[str, dict]] = []
+    if t.dtype in FLOATS + SIGNED_INTS and _can("neg", t.dtype, supported):
+        forms.append(("neg", {}))
+    if t.dtype == "bool" and _can("not", "bool", supported):
+        forms.append(("not", {}))
+    if t.dtype != "bool" and _can("reduce_sum", t.dtype, supported):
+        forms.append(("reduce_sum", {"axes": [0], "keepdims": 0, "noop_with_empty_axes": 0}))
+    if t.dtype != "float32" and _can("cast", t.dtype, supported):
+        forms.append(("cast", {"to": "float32"}))
+    if not forms:
+        return
+    op, attrs = forms[int(rng.integers(len(forms)))]
+    out = Value(h.fresh(f"{v.name}_{op}"), get_op(op).infer([t], attrs)[0])  # its rule states the extent's fate
+    h.g.nodes.append(Node(op, [v.name], [out], attrs, name=h.fresh(f"n_{v.name}_{op}")))
+    h.g.outputs[h.g.outputs.index(v.name)] = out.name
+
+
 def wrap_loop(h: Host, start: int, stop: int, seg: Segment, rng: np.random.Generator, supported: Supported,
-              count: tuple[list[Node], str] | None = None) -> bool:
+              count: tuple[list[Node], str] | None = None, computed: bool = False) -> bool:
     """`count`: the nodes computing a trip count that is always one (a metamorphic opaque one) and its name: the
-    loop neither exits early nor stacks scan outputs. None: a constant count of 1-MAX_TRIPS."""
+    loop neither exits early nor stacks scan outputs. None: a constant count of 1-MAX_TRIPS, or, where `computed`
+    (the target lowers it) for a share of the loops with scan outputs, a count computed from data
+    (computed_trip_count) bounded by that draw, the loop's `max_trips`."""
     g = h.g
     body, reads, outs, moved = seg.body, seg.reads, seg.outs, seg.moved
     types = g.types()
@@ -229,14 +296,26 @@ def wrap_loop(h: Host, start: int, stop: int, seg: Segment, rng: np.random.Gener
     inner.outputs = [cond_out, *(o.name for o in outs), *((o.name for o in outs) if scan_outputs else ())]
     node_outs = list(outs)
     attrs: dict = {"body": inner, "num_carried": len(outs)}
+    from_data = None
+    if scan_outputs and computed and rng.random() < P_COMPUTED_TRIPS:
+        from_data = computed_trip_count(h, start, trips, rng, supported, moved)
     if scan_outputs:
-        node_outs += _stacked(h, outs, trips, "trips")
-        attrs["trips"] = trips
+        stacked = _stacked(h, outs, trips, "trips")
+        if from_data is not None:  # the stacked axis is as long as the trips the data decides, at most `trips`
+            stacked = [Value(v.name, TensorType(v.type.dtype, v.type.shape, (0,))) for v in stacked]
+        node_outs += stacked
+        attrs["max_trips" if from_data is not None else "trips"] = trips
+    if count is None and from_data is not None:
+        count = from_data
     count_nodes, trip_count = count if count is not None else ([], h.constant(np.array(trips, dtype=np.int64), "rtrips"))
     go = h.constant(np.array(True), "rgo")
     g.nodes[start:stop] = [*count_nodes,
                            Node("loop", [trip_count, go, *inits, *captured], node_outs, attrs, name=h.fresh("n_loop"))]
     _move(g, moved)
+    if from_data is not None:
+        for v in node_outs[len(outs):]:
+            if rng.random() < P_CONSUMER:
+                _consume(h, v, rng, supported)
     return True
 
 
@@ -279,10 +358,18 @@ def bodies_in(g: Graph) -> list[Graph]:
     return out
 
 
+def _drawn(kinds: tuple[str, ...]) -> tuple[tuple[str, ...], bool]:
+    """The region kinds to draw from, and whether COMPUTED_TRIPS (a form of loop, never drawn as a kind) is among
+    `kinds`."""
+    return tuple(k for k in kinds if k != COMPUTED_TRIPS), COMPUTED_TRIPS in kinds
+
+
 def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds: tuple[str, ...] = REGION_KINDS,
                 supported: Supported = _all_supported) -> Graph:
     """A copy of `g` with 1..`max_regions` random node ranges wrapped in regions of `kinds` (now and then
-    inside an earlier region's body: nested). Checked (ops.check_graph)."""
+    inside an earlier region's body: nested; COMPUTED_TRIPS among them: some loops count their trips from data).
+    Checked (ops.check_graph)."""
+    kinds, computed = _drawn(kinds)
     h = g.copy()
     want = int(rng.integers(1, max_regions + 1))
     made = 0
@@ -297,26 +384,33 @@ def add_regions(g: Graph, rng: np.random.Generator, max_regions: int = 2, kinds:
             continue
         start = int(rng.integers(n))
         stop = int(rng.integers(start + 1, min(n, start + 4) + 1))
-        made += _wrap(host, start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported)
+        made += _wrap(host, start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported, computed)
     check_graph(h)
     return h
 
 
-def _wrap(host: Host, start: int, stop: int, kind: str, rng: np.random.Generator, supported: Supported) -> bool:
-    """host's nodes[start:stop] in a region of `kind`; False when nothing after the range reads its values."""
+def _wrap(host: Host, start: int, stop: int, kind: str, rng: np.random.Generator, supported: Supported,
+          computed: bool = False) -> bool:
+    """host's nodes[start:stop] in a region of `kind`; False when nothing after the range reads its values.
+    `computed`: a loop may count its trips from data (wrap_loop)."""
     seg = segment(host.g, start, stop)
     types = host.g.types()
     if any(types[r].unknown for r in seg.reads) or any(v.type.unknown for v in seg.outs):
         return False  # a region's signature is static: its rule refuses a data-dependent extent
-    return bool(seg.outs) and WRAPPERS[kind](host, start, stop, seg, rng, supported)
+    if not seg.outs:
+        return False
+    if kind == "loop":
+        return wrap_loop(host, start, stop, seg, rng, supported, computed=computed)
+    return WRAPPERS[kind](host, start, stop, seg, rng, supported)
 
 
 def wrap_range(g: Graph, start: int, stop: int, rng: np.random.Generator, kinds: tuple[str, ...] = REGION_KINDS,
                supported: Supported = _all_supported) -> Graph | None:
     """A copy of `g` with its top-level nodes[start:stop] (a range a strategy chose: a spliced pattern) in a region
     of one of `kinds`; None when nothing after the range reads its values. Checked (ops.check_graph)."""
+    kinds, computed = _drawn(kinds)
     h = g.copy()
-    if not _wrap(Host(h, top=True), start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported):
+    if not _wrap(Host(h, top=True), start, stop, kinds[int(rng.integers(len(kinds)))], rng, supported, computed):
         return None
     check_graph(h)
     return h
@@ -340,13 +434,40 @@ def region_samples() -> list[Graph]:
     return out
 
 
+def computed_trips_sample() -> Graph:
+    """A loop whose trip count is computed from data (the positive elements of x, at most 3) and whose scan output
+    stacks its carried sum: what a strategy lowers once to ask whether a configuration takes COMPUTED_TRIPS."""
+    t = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", t)], outputs=["acc"])
+    h = Host(g, top=True)
+    found = computed_trip_count(h, 0, MAX_TRIPS, np.random.default_rng(0), _all_supported, {})
+    if found is None:
+        raise AssertionError("no computed trip count")
+    count_nodes, count = found
+    body = Graph(inputs=[Value("iteration", TensorType("int64", ())), Value("cond", TensorType("bool", ())),
+                         Value("prev", t), Value("x", t)],
+                 nodes=[Node("add", ["prev", "x"], [Value("next", t)], name="n_next")],
+                 outputs=["cond", "next", "next"], name="body")
+    go = h.constant(np.array(True), "rgo")
+    g.nodes = [*count_nodes, Node("loop", [count, go, "x", "x"],
+                                  [Value("acc", t), Value("stacked", TensorType("float32", (MAX_TRIPS, 2, 3), (0,)))],
+                                  {"body": body, "num_carried": 1, "max_trips": MAX_TRIPS}, name="n_loop")]
+    g.outputs = ["acc", "stacked"]
+    check_graph(g)
+    return g
+
+
 def lowered_kinds(backend: Any, config: Any) -> tuple[str, ...]:
     """The region kinds `backend` lowers for configuration `config` (one sample of each lowered: a target without a
-    kind's rule documents it as a gap)."""
+    kind's rule documents it as a gap), and COMPUTED_TRIPS where it lowers loops and one whose trip count is computed
+    from data too."""
     from dlcfuzz.errors import Unsupported
 
     kinds = []
-    for kind, g in zip(REGION_KINDS, region_samples(), strict=True):
+    samples = zip([*REGION_KINDS, COMPUTED_TRIPS], [*region_samples(), computed_trips_sample()], strict=True)
+    for kind, g in samples:
+        if kind == COMPUTED_TRIPS and "loop" not in kinds:
+            continue
         try:
             backend.lower(g, config)
             kinds.append(kind)

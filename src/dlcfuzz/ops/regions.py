@@ -8,10 +8,12 @@ trailing inputs, its *captures*, bound in order to the body's trailing parameter
   `else_branch`, each with the captures as its parameters and the same output types, which are the
   node's.
 - `loop`: inputs `[trip_count, cond, *carried, *captures]` (a one-element int64 and bool; ONNX's
-  absent trip count is INT64_MAX, an absent condition true); attributes `body` and `num_carried`, and
-  `trips` where the body has scan outputs (the number of trips a loop with scan outputs runs: the
-  scan outputs' leading length is static in our IR, a loop that runs another number of trips is
-  refused by the reference). The body's parameters `[iteration (int64 scalar), cond (bool scalar),
+  absent trip count is INT64_MAX, an absent condition true); attributes `body` and `num_carried`, and,
+  where the body has scan outputs, one of `trips` (the number of trips the loop runs: the scan outputs'
+  leading length is static, a loop that runs another number of trips is refused by the reference) and
+  `max_trips` (a trip count computed from data: the scan outputs' leading axis is a data-dependent
+  extent, `TensorType.unknown`, bounded by `max_trips`; a loop that runs more trips is refused by the
+  reference). The body's parameters `[iteration (int64 scalar), cond (bool scalar),
   *carried, *captures]`, its outputs `[cond, *carried, *scan slices]`; the node's outputs
   `[*carried, *scan outputs]`, each scan output its slices stacked on a new leading axis. A
   carried value keeps its type through the trips.
@@ -151,10 +153,20 @@ class LoopSpec(RegionSpec):
             raise ShapeError(f"loop: carried values change type: {list(map(str, carried))} -> "
                              f"{list(map(str, outs[1:1 + n]))}")
         slices = outs[1 + n:]
-        if slices and not isinstance(attrs.get("trips"), int):
-            raise ShapeError("loop: scan outputs need a static number of trips (attribute 'trips')")
-        trips = int(attrs.get("trips", 0))
-        return carried + [t.with_shape((trips, *t.shape)) for t in slices]
+        if any(t.unknown for t in slices):
+            raise ShapeError("loop: a scan output's slice has a data-dependent extent (a body's signature is static)")
+        bounded = "max_trips" in attrs
+        if bounded and "trips" in attrs:
+            raise ShapeError("loop: 'trips' (a static count) and 'max_trips' (a computed one's bound) exclude each other")
+        count = attrs.get("max_trips" if bounded else "trips")
+        if slices and not (isinstance(count, int) and not isinstance(count, bool) and count >= 0):
+            raise ShapeError("loop: scan outputs need a static number of trips (attribute 'trips') or the bound of a "
+                             "computed one (attribute 'max_trips'), a non-negative int")
+        if not slices:
+            return carried
+        if bounded:  # a computed trip count: the stacked axis is a data-dependent extent of at most max_trips
+            return carried + [TensorType(t.dtype, (count, *t.shape), (0,)) for t in slices]
+        return carried + [t.with_shape((count, *t.shape)) for t in slices]
 
 
 def _norm(axis: int, rank: int, spec: OpSpec) -> int:

@@ -1,15 +1,22 @@
 """Regions (ops/regions.py) in JAX: `lax.cond`, `lax.while_loop` (a loop without scan outputs), `lax.scan`
 (a loop's scan outputs, over its static `trips`; a scan). Each body is a nested function of its parameters
-returning the tuple of its outputs (`Emitter.function`)."""
+returning the tuple of its outputs (`Emitter.function`). A loop with scan outputs and a computed trip count
+(`max_trips`: their leading extent is data-dependent) is a documented gap, as NonZero is (rules_data_shape.py):
+lax.scan's length and every shape under jit are static, and a padded fixed-length form is another output than
+ONNX's."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from dlcfuzz.errors import LoweringGap
 from dlcfuzz.lower.pysource.codegen import Emitter, Types
 from dlcfuzz.lower.registry import target
 
 JAX = target("jax")
+COMPUTED_TRIPS_GAP = ("loop: scan outputs of a computed trip count have a data-dependent extent; XLA compiles static "
+                      "shapes only (lax.scan's length is a Python int, and a padded fixed-length form is not ONNX's "
+                      "output)")
 
 
 def _unpack(e: Emitter, expr: str, n: int) -> list[str]:
@@ -29,6 +36,8 @@ def _if(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
 def _loop(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
           out_types: Types) -> list[str]:
     k = int(attrs["num_carried"])
+    if "max_trips" in attrs:
+        raise LoweringGap(COMPUTED_TRIPS_GAP)
     body = e.function(attrs["body"], "loop_")
     caps = "".join(f", {c}" for c in ins[2 + k:])
     carried = "".join(f"{c}, " for c in ins[2:2 + k])

@@ -157,7 +157,8 @@ def import_loop(spec: RegionSpec, node: Any, ctx: ImportContext) -> tuple[list[s
     if len(body.outputs) > 1 + n:  # scan outputs: their leading length is the trip count, which must be known
         trips = ctx.const_input(node, 0)
         if trips is None:
-            raise Unsupported("Loop: scan outputs of a loop without a trip count (a data-dependent shape)")
+            raise Unsupported("Loop: scan outputs of a loop whose trip count is not a constant (a data-dependent "
+                              "extent with no bound to read: our loop's max_trips)")
         attrs["trips"] = int(np.asarray(trips).reshape(-1)[0])
     return [*ins, *captured], attrs
 
