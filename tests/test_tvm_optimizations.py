@@ -124,3 +124,38 @@ def test_a_target_the_pipeline_runs_anyway_keeps_its_place(tvm: Any) -> None:
         _, config = tvm.oatest_configs(np.random.default_rng(seed), targets, list(tvm.default_pair()))
         assert config.options["passes"] == ["DecomposeOpsForInference", *OPTIMIZE]
         assert tvm.fired(g, config, targets) == dict.fromkeys(targets, True)
+
+
+def test_a_region_pattern_is_judged_by_its_bodies_spliced_and_fires_convert_to_dataflow(tvm: Any) -> None:
+    """branch_on_sum holds an If: the capability probe never answers for a region operator (it draws from
+    `registry()`), so the synthesizer admits the pattern by its bodies' operators (and drops it when one of them is
+    unsupported); spliced into seed graphs and run by the oatest worker, ConvertToDataflow fires and both
+    configurations run."""
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.ir.blob import unpack
+    from dlcfuzz.ops import registry
+    from dlcfuzz.oracle.testcase import TestCase, reply_from_bytes
+    from dlcfuzz.strategies.oatest import make_handler
+    from dlcfuzz.synth.synthesize import Synthesizer, pattern_supported
+
+    probed = set(registry())
+    assert "if" not in probed
+    pattern = next(p for p in library() if p.name == "branch_on_sum")
+    assert pattern_supported(pattern, lambda op, dt: op in probed)
+    assert not pattern_supported(pattern, lambda op, dt: op in probed and op != "neg")  # the else branch's
+    seed_ops = ("relu", "sigmoid", "add", "mul", "exp", "neg", "abs", "greater", "reduce_sum")
+    syn = Synthesizer([pattern], "tvm", lambda op, dt: op in seed_ops, retyped=False)
+    targets = ["ConvertToDataflow"]
+    fired = []
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        s = syn.next(rng)
+        assert s.pattern == "branch_on_sum" and any(n.op == "if" for n in s.graph.nodes)
+        configs = tvm.oatest_configs(rng, targets, list(tvm.default_pair()))
+        tc = TestCase(s.graph, sample_inputs(s.graph, rng), configs, seed=seed, compiler="tvm", strategy="oatest",
+                      meta={"oatest": {"pattern": s.pattern, "targets": targets}})
+        reply = make_handler({"compiler": "tvm"})(tc.to_bytes())
+        obs, _, _, _ = reply_from_bytes(reply)
+        assert [o.status for o in obs] == ["ok", "ok"], [o.error for o in obs]
+        fired.append(unpack(reply)[0]["oatest"]["fired"]["ConvertToDataflow"])
+    assert all(fired), fired

@@ -9,11 +9,12 @@ Every pattern here is also tagged with the passes of relax.build's default pipel
 operator in it (`BUILD_PASSES`: legalization, fusion, memory planning, VM lowering; measured on each pattern), so that
 a test drawn for one of them splices a pattern that was checked to fire it.
 
-Passes of the list that no pattern here reaches, and why (apache-tvm 0.27, CPU):
-- Out of reach of the configurations (`backends/tvm/passes.TVM_OUT_OF_REACH`, left out of the trigger bench's
-  denominator): DispatchSampling, ComputePrimValue, Normalize.
-- ConvertToDataflow: our lowering and TVM's ONNX frontend emit main's operators inside a dataflow block already; it
-  can fire only where a region (`relax.If`) splits main's bindings, which no pattern holds (counted as a miss).
+Passes of the list that no pattern here reaches, and why (apache-tvm 0.27, CPU): those out of reach of the
+configurations (`backends/tvm/passes.TVM_OUT_OF_REACH`, left out of the trigger bench's denominator):
+DispatchSampling, ComputePrimValue, Normalize. ConvertToDataflow has nothing to do where a function's operators are in
+a dataflow block already, as our lowering and TVM's ONNX frontend emit them: it fires where a region (`relax.If`)
+splits them, and `branch_on_sum` holds one (a region pattern: `synthesize.pattern_supported` admits it by its
+bodies' operators, as the capability probe never answers for a region).
 The passes that rewrite functions (LambdaLift, InlinePrivateFunctions, RemoveUnusedParameters) get them from the
 configuration: `oatest_configs` outlines node ranges of a test that targets one into private sub-functions.
 """
@@ -110,11 +111,29 @@ def interleaved_branches(seed: int) -> Graph:
 def shape_only_read(seed: int) -> Graph:
     """A value read only through its Shape, a constant of static shapes (RemoveUnusedParameters,
     remove_unused_parameters.cc: once the Shape's range is outlined into a private function, that value is a
-    parameter nobody reads)."""
+    parameter nobody reads; FoldConstant: the Cast of that constant, legalized into a TIR call of constants, is
+    folded, with or without the outlining, where the shared library's constant_subgraph is the only other pattern
+    that fires it)."""
     b = Builder("shape_only_read", seed)
     x = b.input("x", (3, 2))
     c = b.op("cast", [b.op("shape", [x], "s")], "c", to="float32")
     return b.outputs(b.op("add", [b.input("y", (3, 2)), c], "add"))
+
+
+def branch_on_sum(seed: int) -> Graph:
+    """An If on the sign of a sum, each branch one elementwise operator (ConvertToDataflow, convert_dataflow.cc: our
+    lowering puts a region outside dataflow blocks, and the bindings that select the branch's result, in the If and
+    beside it, are pure bindings outside one, which the pass wraps into dataflow blocks)."""
+    b = Builder("branch_on_sum", seed)
+    x = b.input("x", (3, 4))
+    total = b.op("reduce_sum", [x], "total", axes=[0, 1], keepdims=1, noop_with_empty_axes=0)
+    cond = b.op("greater", [total, b.scalar("zero", 0.0)], "cond")
+    then = Builder("then_branch", seed)
+    then_graph = then.outputs(then.op("exp", [then.input("t_x", (3, 4))], "t_exp"))
+    other = Builder("else_branch", seed)
+    else_graph = other.outputs(other.op("neg", [other.input("e_x", (3, 4))], "e_neg"))
+    picked = b.op("if", [cond, x], "picked", then_branch=then_graph, else_branch=else_graph)
+    return b.outputs(b.op("abs", [picked], "out"))
 
 
 # name -> (builder, the TVM passes it fires besides BUILD_PASSES, granularity); no pattern targets both LambdaLift and
@@ -130,5 +149,6 @@ TVM_LIBRARY: dict[str, tuple[Callable[[int], Graph], list[str], str]] = {
     "batch_norm_inference": (batch_norm_inference, ["DecomposeOpsForInference"], "subgraph"),
     "interleaved_branches": (interleaved_branches, ["TopologicalSort", "LambdaLift"],
                              "subgraph"),
-    "shape_only_read": (shape_only_read, ["RemoveUnusedParameters"], "subgraph"),
+    "shape_only_read": (shape_only_read, ["RemoveUnusedParameters", "FoldConstant"], "subgraph"),
+    "branch_on_sum": (branch_on_sum, ["ConvertToDataflow"], "subgraph"),
 }

@@ -67,11 +67,16 @@ class Splice:
 
 
 def pattern_supported(p: Pattern, supported: Supported | None) -> bool:
-    if supported is None:
-        return True
-    types = p.graph.types()
-    return all(supported(n.op, types[n.inputs[0]].dtype if n.inputs else n.outputs[0].type.dtype)
-               for n in p.graph.nodes)
+    return supported is None or _graph_supported(p.graph, supported)
+
+
+def _graph_supported(g: Graph, supported: Supported) -> bool:
+    """Every node of `g` supported; a region by the operators of its bodies (the capability probe draws from
+    `registry()`, which holds no region operator, so it never answers for one)."""
+    types = g.types()
+    return all(all(_graph_supported(body, supported) for body in n.bodies().values()) if n.bodies()
+               else supported(n.op, types[n.inputs[0]].dtype if n.inputs else n.outputs[0].type.dtype)
+               for n in g.nodes)
 
 
 def retype(p: Pattern, bound: dict[str, TensorType]) -> Graph | None:

@@ -53,6 +53,10 @@ def _input0_dtype_not(dtype: str) -> Callable[[Sequence[TensorType], dict[str, A
     return lambda ins, attrs: ins[0].dtype != dtype
 
 
+_MAX_POOL_INDICES = {op: (FormGap(op, lambda ins, attrs: bool(attrs.get("indices", 0)),
+                                  "the MaxPool converter returns one output: with the Indices output 'Missing outputs "
+                                  "during conversion'"),) for op in ("max_pool1d", "max_pool2d", "max_pool3d")}
+
 ONNX_FRONTEND_FORM_GAPS: dict[str, tuple[FormGap, ...]] = {
     "attention": (FormGap("attention", lambda ins, attrs: True,
                           "the frontend maps Attention to its com.microsoft converter, which reads the contrib "
@@ -69,16 +73,34 @@ ONNX_FRONTEND_FORM_GAPS: dict[str, tuple[FormGap, ...]] = {
     "lrn": (FormGap("lrn", lambda ins, attrs: ins[0].dtype != "float32" or len(ins[0].shape) != 4,
                     "float32 constants on other dtypes (" + _FLOAT32_CONSTANTS + "); 'LRN only supports 3D or 4D "
                     "input', and 3-D inputs fail in relax.divide"),),
-    **{op: (FormGap(op, lambda ins, attrs: bool(attrs.get("indices", 0)),
-                    "the MaxPool converter returns one output: with the Indices output 'Missing outputs during "
-                    "conversion'"),) for op in ("max_pool1d", "max_pool2d", "max_pool3d")},
+    **{op: _MAX_POOL_INDICES[op] for op in ("max_pool1d", "max_pool2d")},
     "max_unpool": (FormGap("max_unpool", lambda ins, attrs: "output_shape" in attrs,
                            "an `output_shape` input reaches `.tolist()` as a relax constant: AttributeError "
                            "'GenericConst' object has no attribute 'tolist'"),),
     "one_hot": (FormGap("one_hot", lambda ins, attrs: ins[0].dtype.startswith("float")
                         or str(attrs.get("depth_dtype", "int64")).startswith("float"),
                         "relax.op.one_hot takes integer indices and an integer depth: float indices or a float "
-                        "`depth` raise a TypeError"),),
+                        "`depth` raise a TypeError"),
+                FormGap("one_hot", lambda ins, attrs: int(attrs.get("axis", -1)) < -1,
+                        "a negative axis other than -1 fails to legalize: IndexError 'Index 2 out of bounds 2' in "
+                        "_one_hot (known_bugs.json tvm-one-hot-negative-axis; axis -2 and -3 on every values dtype)"),
+                FormGap("one_hot", lambda ins, attrs: attrs.get("dtype") not in ("int64", "float64", "bool"),
+                        "the converter turns `values` into Python numbers, so the output is int64 or float64 "
+                        "whatever the values' dtype (known_bugs.json tvm-onnx-onehot-output-dtype; measured on "
+                        "int8, uint8, int16, int32, float16 and float32 values)")),
+    "max_pool3d": (FormGap("max_pool3d", lambda ins, attrs: attrs.get("auto_pad") == "SAME_LOWER",
+                           "3-D SAME_LOWER pooling fails to build: 'cannot make uint from negative value' (known_bugs"
+                           ".json tvm-onnx-maxpool3d-same-lower; float32 and uint8 alike, SAME_UPPER builds)"),
+                   *_MAX_POOL_INDICES["max_pool3d"]),
+    "layer_norm": (FormGap("layer_norm", lambda ins, attrs: int(attrs.get("outputs", 1)) > 1,
+                           "the converter returns the Mean and InvStdDev outputs as rank-0 zeros (known_bugs.json "
+                           "tvm-onnx-layer-norm-mean-invstddev-outputs): a consumer that needs their rank fails, any "
+                           "other reads zeros"),),
+    "shape": (FormGap("shape", lambda ins, attrs: True,
+                      "the frontend makes Shape a ShapeExpr, which only its shape-compatible converters (Reshape, "
+                      "Cast, Concat, ...) take: Abs, Neg, Identity or ReduceSum of it raise 'cannot handle ShapeExpr "
+                      "inputs' (known_bugs.json tvm-onnx-shapeexpr-consumer), and a generated Shape's consumer is "
+                      "any operator"),),
     "pow": (FormGap("pow", lambda ins, attrs: ins[1].dtype != ins[0].dtype,
                     "the converter passes both operands to relax.power, which requires one dtype (ONNX Pow allows "
                     "an exponent of another)"),),
