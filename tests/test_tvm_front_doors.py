@@ -197,3 +197,23 @@ def test_a_known_frontend_bug_is_a_door_form_gap_and_fails_alone(strategies: dic
     if kept is not None:
         assert form_gap_of(op, ins, kept, door_gaps) is None
         assert run_alone(op, ins, kept) == "ok"
+
+
+def test_the_frontend_returns_dropouts_mask_in_the_datas_dtype_and_the_register_names_it() -> None:
+    """tvm-onnx-dropout-mask-not-bool (found by the door campaign, reproduced with TVM alone): through the ONNX
+    frontend the mask of an inference Dropout comes back as the data's dtype (ones), where ONNX's is bool; without
+    the mask the door runs it right. This asserts the wrong dtype, so it fails once the installed TVM is fixed."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    for dtype in ("float32", "float64"):
+        got = run_alone("dropout", [_t(dtype, (2, 3))], {"ratio": 0.5, "mask": 1})
+        assert got == f"wrong: ['{dtype}[2, 3] != bool[2, 3]']", got
+        assert run_alone("dropout", [_t(dtype, (2, 3))], {"ratio": 0.5}) == "ok"
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, expected in (({"dropout", "neg"}, "tvm-onnx-dropout-mask-not-bool"), ({"neg"}, None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|dtype|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
+                         "dtype")
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
