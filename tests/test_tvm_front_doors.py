@@ -217,3 +217,26 @@ def test_the_frontend_returns_dropouts_mask_in_the_datas_dtype_and_the_register_
                          "dtype")
         k = Register(use_env=False).match(f, "")
         assert (k.id if k else None) == expected, k
+
+
+def test_the_frontend_takes_floor_outputs_for_same_lower_strided_pooling_and_the_register_names_it() -> None:
+    """tvm-onnx-maxpool-same-lower-stride (known upstream, apache/tvm#20404): MaxPool with SAME_LOWER and stride 2
+    gives floor(in / stride) outputs where ONNX says ceil; SAME_UPPER, and stride 1, are right. This asserts the
+    wrong shape, so it fails once the installed TVM is fixed."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    pool = {"kernel": [2], "pads": [0, 0], "dilations": [1]}
+    x = [_t("float32", (1, 1, 5))]
+    assert run_alone("max_pool1d", x, {**pool, "strides": [2], "auto_pad": "SAME_LOWER"}) == \
+        "wrong: ['float32[1, 1, 2] != float32[1, 1, 3]']"
+    assert run_alone("max_pool1d", x, {**pool, "strides": [2], "auto_pad": "SAME_UPPER"}) == "ok"
+    assert run_alone("max_pool1d", x, {**pool, "strides": [1], "auto_pad": "SAME_LOWER"}) == "ok"
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, reason, expected in (({"max_pool1d", "neg"}, "shape", "tvm-onnx-maxpool-same-lower-stride"),
+                                  ({"max_pool1d", "neg"}, "value", None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
+                         reason)
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
