@@ -366,3 +366,44 @@ def test_instance_norm_of_an_empty_batch_is_judged_not_a_finding(backend):
     ref = reference_of(tc)
     verdicts = judge("inductor", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
     assert [v.category for v in verdicts] == ["pass"], verdicts
+
+
+def test_registered_concat_linear_of_2d_biases_fails_to_compile_and_is_known():
+    """inductor-concat-linear-2d-bias-compile-error, with torch alone: three addmm of one input with 2-D bias
+    parameters, frozen with concat-linear on, fail to compile (addmm_fuse_pattern_second concatenates the biases
+    along their first axis); 1-D biases compile and agree with eager. The register names the error."""
+    import torch
+    import torch._inductor.config as inductor_config
+
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    class ThreeAddmm(torch.nn.Module):
+        def __init__(self, bias_shape: tuple[int, ...]) -> None:
+            super().__init__()
+            g = torch.Generator().manual_seed(0)
+            self.w = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(10, 10, generator=g), requires_grad=False)
+                                             for _ in range(3)])
+            self.b = torch.nn.ParameterList([torch.nn.Parameter(torch.randn(*bias_shape, generator=g),
+                                                                requires_grad=False) for _ in range(3)])
+
+        def forward(self, x):
+            return [torch.addmm(b, x, w) for b, w in zip(self.b, self.w)]
+
+    x = torch.randn(10, 10, generator=torch.Generator().manual_seed(1))
+    knobs = {"freezing": True, "cpp.enable_concat_linear": True, "fallback_random": True}
+    torch._dynamo.reset()
+    one_d = ThreeAddmm((10,)).eval()
+    with torch.no_grad(), inductor_config.patch(knobs):
+        for got, want in zip(torch.compile(one_d)(x), one_d(x)):
+            torch.testing.assert_close(got, want)
+    torch._dynamo.reset()
+    two_d = ThreeAddmm((10, 10)).eval()
+    with torch.no_grad(), inductor_config.patch(knobs), pytest.raises(Exception) as failed:
+        torch.compile(two_d)(x)
+    two_d(x)  # eager runs it
+    detail = f"{type(failed.value).__name__}: {failed.value}"
+    row = {"id": 1, "compiler": "inductor", "category": "unexpected-error", "configs": '["eager", "inductor"]',
+           "key": "error|inductor|inductor|BackendCompilerFailed", "detail": detail}
+    known = Register(use_env=False).match(facts_of(row, graph=(frozenset(), frozenset({"float32"}))), detail)
+    assert known is not None and known.id == "inductor-concat-linear-2d-bias-compile-error", detail[:300]
