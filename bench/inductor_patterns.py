@@ -64,7 +64,7 @@ def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int
 def seed_order(seeds: list[Any]) -> list[Any]:
     """First, for each register_replacement call torch made (a rewrite name), the seed of its own inputs: the
     registered dtypes and sizes, a Python scale where it traced a 0-d one (several fusions refuse a tensor scale),
-    inference or training as traced; then rounds over the search functions (each function's first remaining
+    inference or training as traced, round-robin over the functions' modules; then rounds over the search functions (each function's first remaining
     variant, then each one's second, ...), so a short budget reaches every rewrite, then every function; within
     one, registered sizes first, float32 before the other dtypes. Last, training seeds with dropout (they match
     only with fallback_random=False, which no campaign compiles with), then the seeds whose rewrites' own checks
@@ -79,8 +79,15 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     dropout = [s for s in seeds if s.training and dict(s.kwargs).get("dropout_p") and s not in refused]
     seeds = [s for s in seeds if s not in refused and s not in dropout]
     by_key = {(s.search, s.args, s.kwargs, s.training): s for s in seeds}
-    first = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
-                                                  for r in registrations()) if key in by_key]
+    own = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
+                                                for r in registrations()) if key in by_key]
+    # taken round-robin over the search functions' modules (fuse_attention's 117 traces would otherwise come
+    # before the freezing, misc and post-grad patterns): a short budget reaches every module's rewrites
+    by_module: dict[str, list[Any]] = defaultdict(list)
+    for s in own:
+        by_module[s.search.partition(":")[0]].append(s)
+    first = [q[r] for r in range(max(map(len, by_module.values()), default=0)) for q in by_module.values()
+             if r < len(q)]
     chosen = set(map(id, first))
     rank = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3}
     by_fn: dict[str, list[Any]] = defaultdict(list)

@@ -626,13 +626,21 @@ def _frozen(backend: Any, fn: Callable[..., Any], counts: Sequence[int], inputs:
 
 def batches(seeds: Sequence[PatternSeed], size: int = BATCH_SEEDS) -> Iterator[list[PatternSeed]]:
     """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not, frozen or not:
-    each kind batched apart, in the seeds' order), each batch as it fills, then the partial ones."""
+    each kind batched apart, in the seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed
+    its first one, then the partial ones."""
     pending: dict[tuple[bool, bool, bool], list[PatternSeed]] = {}
-    for s in seeds:
-        batch = pending.setdefault((s.training, s.random, s.frozen), [])
+    opened: dict[tuple[bool, bool, bool], int] = {}  # where each pending batch's first seed is in the order
+    for at, s in enumerate(seeds):
+        kind = (s.training, s.random, s.frozen)
+        if kind not in pending:
+            opened[kind] = at
+        batch = pending.setdefault(kind, [])
         batch.append(s)
         if len(batch) == size:
-            yield pending.pop((s.training, s.random, s.frozen))
+            yield pending.pop(kind)
+        # a rare kind (the frozen seeds) does not wait for seeds far down the order: its batch goes out partial
+        for late in [k for k in pending if at - opened[k] >= 4 * size]:
+            yield pending.pop(late)
     yield from pending.values()
 
 
