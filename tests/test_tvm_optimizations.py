@@ -159,3 +159,68 @@ def test_a_region_pattern_is_judged_by_its_bodies_spliced_and_fires_convert_to_d
         assert [o.status for o in obs] == ["ok", "ok"], [o.error for o in obs]
         fired.append(unpack(reply)[0]["oatest"]["fired"]["ConvertToDataflow"])
     assert all(fired), fired
+
+
+IF_THEN_MATMUL = '''
+import sys
+import numpy as np
+import tvm
+from tvm import relax
+from tvm.script import ir as I, relax as R
+
+@I.ir_module
+class Module:
+    @R.function
+    def main(c: R.Tensor((), dtype="bool"), x: R.Tensor((18,), dtype="int32"), w: R.Tensor((6, 4), dtype="int32"),
+             a: R.Tensor((3, 6), dtype="int32")) -> R.Tensor(OUT_SHAPE, dtype="int32"):
+        if c:
+            with R.dataflow():
+                p: R.Tensor((24,), dtype="int32") = R.nn.pad(x, pad_width=[0, 6], pad_value=0.0, pad_mode="replicate")
+                gv: R.Tensor((6, 4), dtype="int32") = R.reshape(p, R.shape([6, 4]))
+                R.output(gv)
+            y: R.Tensor((6, 4), dtype="int32") = gv
+        else:
+            with R.dataflow():
+                p: R.Tensor((24,), dtype="int32") = R.nn.pad(x, pad_width=[0, 6], pad_value=0.0, pad_mode="replicate")
+                gv: R.Tensor((6, 4), dtype="int32") = R.reshape(p, R.shape([6, 4]))
+                R.output(gv)
+            y: R.Tensor((6, 4), dtype="int32") = gv
+        with R.dataflow():
+            z: R.Tensor((6, 4), dtype="int32") = R.add(w, y)
+            m: R.Tensor(OUT_SHAPE, dtype="int32") = LAST
+            R.output(m)
+        return m
+
+vm = relax.VirtualMachine(relax.build(Module, target="llvm"), tvm.cpu())
+args = [np.array(True), np.arange(18, dtype="int32"), np.ones((6, 4), "int32"), np.ones((3, 6), "int32")]
+print(vm["main"](*[tvm.runtime.tensor(v) for v in args]).numpy().sum())
+'''
+
+
+def test_registered_memory_planning_across_if_branches_crashes_and_is_known(tvm: Any, tmp_path: Any) -> None:
+    """tvm-static-plan-memory-if-branches (known upstream, apache/tvm#20191), with TVM alone in a subprocess: an if
+    whose branches end in a pad-then-reshape dataflow block, then add and matmul, segfaults when run; the same
+    function without the matmul (the add alone after the if) runs. The register names the crash."""
+    import signal
+    import subprocess
+    import sys
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    def run(last_step: str) -> subprocess.CompletedProcess:
+        script = tmp_path / "if_then_matmul.py"  # TVMScript's parser reads the function's source from its file
+        shape = "(3, 4)" if "matmul" in last_step else "(6, 4)"
+        script.write_text(IF_THEN_MATMUL.replace("LAST", last_step).replace("OUT_SHAPE", shape))
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+
+    crashed = run("R.matmul(a, z)")
+    assert crashed.returncode == -signal.SIGSEGV, (crashed.returncode, crashed.stderr[-500:])
+    fine = run("z")  # the if's add alone after it runs (pad keeps the last value: 17)
+    want = int(np.sum(np.concatenate([np.arange(18), np.full(6, 17)]) + 1))
+    assert fine.returncode == 0 and fine.stdout.split()[-1] == str(want), fine.stderr[-500:]
+    key = "crash|tvm|run|SIGSEGV|AllocTensor"
+    for ops, expected in (({"if", "pad", "matmul"}, "tvm-static-plan-memory-if-branches"), ({"pad", "matmul"}, None)):
+        f = FindingFacts(1, "tvm", "crash", ("tvm-oatest",), "", frozenset(ops), frozenset({"int32"}), "", key, "")
+        k = Register(use_env=False).match(f, "killed by signal 11 (SIGSEGV) ... StorageObj::AllocTensor")
+        assert (k.id if k else None) == expected, k
