@@ -40,3 +40,15 @@ def random_campaign(out: Path, compiler: str, only_ops: list[str], ops: int, max
                               strategy="random", ops=ops, only_ops=only_ops, values="small", sizes="small",
                               max_tests=max_tests, **options)).run()
     return Store(out / "store.sqlite", create=False)
+
+
+def planted_found_and_real_quiet(out: Path, planted: str, only_ops: list[str], ops: int, max_tests: int,
+                                 min_passes: int, **options: Any) -> list[dict]:
+    """The same random campaign against the planted compiler and the real onnxruntime: the planted one's findings
+    are wrong results (returned, for more checks), the real one finds nothing and passes `min_passes` tests."""
+    found = random_campaign(out / "bad", planted, only_ops, ops, max_tests, **options).findings()
+    assert found and all(f["category"] in ("inconsistency", "wrong-result") for f in found), found
+    good = random_campaign(out / "good", "onnxruntime", only_ops, ops, max_tests, **options)
+    assert good.findings(distinct_only=False) == []
+    assert good.totals()["verdicts"].get("pass", 0) >= min_passes, good.totals()
+    return found
