@@ -16,6 +16,7 @@ from dlcfuzz.gen.regions import COMPUTED_TRIPS, REGION_KINDS, add_regions, compu
 from dlcfuzz.ir import Graph, Node, TensorType, Value, dumps, graphs_equal, loads, to_text
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.ops import check_graph, get_op
+from tests.test_regions import halving_body
 
 F3 = TensorType("float32", (3,))
 I64 = TensorType("int64", ())
@@ -29,15 +30,7 @@ def counted_loop(bound: int = 4, body_cond: bool = False) -> Graph:
     """acc <- acc * 0.5 + x, carried, for as many trips as x has positive elements (at most `bound`), each trip's acc
     stacked (rank-1 slices, which onnx's evaluator stacks as we do); with body_cond the body's condition stops it
     after trip 1 as well (a data-dependent extent decided by the trip count and the condition)."""
-    body_nodes = [Node("mul", ["acc", "half"], [Value("h", F3)], name="m"),
-                  Node("add", ["h", "x"], [Value("next", F3)], name="a")]
-    out_cond = "cond_in"
-    if body_cond:
-        body_nodes.append(Node("less", ["i", "one"], [Value("go", B)], name="l"))
-        out_cond = "go"
-    body = Graph(inputs=[Value("i", I64), Value("cond_in", B), Value("acc", F3), Value("x", F3)],
-                 constants={"half": np.full(3, 0.5, np.float32), "one": np.array(1, np.int64)},
-                 nodes=body_nodes, outputs=[out_cond, "next", "next"], name="body")
+    body = halving_body("x", body_cond, scan=True)
     trace = TensorType("float32", (bound, 3), (0,))
     return Graph(
         inputs=[Value("x", F3)],

@@ -42,18 +42,24 @@ def if_graph() -> Graph:
                  outputs=["out"])
 
 
-def loop_graph(early_exit: bool) -> Graph:
-    """acc <- acc * 0.5 + step, carried; the trip count an input; each trip's acc a scan output (rank 1, which
-    onnx's evaluator stacks as we do); with early_exit the body's condition stops it after trip 1."""
+def halving_body(step: str, early_exit: bool, scan: bool) -> Graph:
+    """A loop body: acc <- acc * 0.5 + `step` (its capture), carried; with `scan` each trip's acc is also a scan
+    slice (rank 1, which onnx's evaluator stacks as we do); with early_exit its condition stops it after trip 1."""
     body_nodes = [Node("mul", ["acc", "half"], [Value("h", F3)], name="m"),
-                  Node("add", ["h", "step"], [Value("next", F3)], name="a")]
+                  Node("add", ["h", step], [Value("next", F3)], name="a")]
     body_out = "cond_in"
     if early_exit:
         body_nodes.append(Node("less", ["i", "one"], [Value("go", B)], name="l"))
         body_out = "go"
-    body = Graph(inputs=[Value("i", I64), Value("cond_in", B), Value("acc", F3), Value("step", F3)],
+    return Graph(inputs=[Value("i", I64), Value("cond_in", B), Value("acc", F3), Value(step, F3)],
                  constants={"half": np.full(3, 0.5, np.float32), "one": np.array(1, np.int64)},
-                 nodes=body_nodes, outputs=[body_out, "next"] + ([] if early_exit else ["next"]), name="body")
+                 nodes=body_nodes, outputs=[body_out, "next"] + (["next"] if scan else []), name="body")
+
+
+def loop_graph(early_exit: bool) -> Graph:
+    """acc <- acc * 0.5 + step, carried; the trip count an input; each trip's acc a scan output; with early_exit
+    the body's condition stops it after trip 1 (no scan output then)."""
+    body = halving_body("step", early_exit, scan=not early_exit)
     attrs = {"body": body, "num_carried": 1} | ({} if early_exit else {"trips": 4})
     outs = [Value("final", F3)] + ([] if early_exit else [Value("trace", TensorType("float32", (4, 3)))])
     return Graph(inputs=[Value("n", TensorType("int64", ())), Value("x", F3), Value("step", F3)],
