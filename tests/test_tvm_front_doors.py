@@ -240,3 +240,27 @@ def test_the_frontend_takes_floor_outputs_for_same_lower_strided_pooling_and_the
                          reason)
         k = Register(use_env=False).match(f, "")
         assert (k.id if k else None) == expected, k
+
+
+def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register_names_it() -> None:
+    """tvm-onnx-resize-batch-channel-ignored (found by a door campaign, reproduced with TVM alone): the frontend's
+    Resize resizes the spatial axes only, so sizes that change the first two axes are ignored and the result has
+    the input's batch and channel; sizes that keep them are right. This asserts the wrong shape, so it fails once
+    the installed TVM is fixed."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    nearest = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
+    for dtype in ("float32", "int64"):
+        x = [_t(dtype, (1, 5, 5))]
+        assert run_alone("resize", x, {**nearest, "sizes": [1, 4, 7]}) == \
+            f"wrong: ['{dtype}[1, 5, 7] != {dtype}[1, 4, 7]']"
+        assert run_alone("resize", x, {**nearest, "sizes": [1, 5, 7]}) == "ok"
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, reason, expected in (({"resize"}, "shape", "tvm-onnx-resize-batch-channel-ignored"),
+                                  ({"resize"}, "value", None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"int64"}), "", key,
+                         reason)
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
