@@ -165,3 +165,20 @@ def test_a_dequantized_weight_matmul_computes_in_float32_as_every_configuration_
     ref = reference_of(tc)
     verdicts = judge("onnxruntime", backend.expected_error, ref.outputs, run_configs(backend, tc), ref.unstable)
     assert [v.kind for v in verdicts] == ["pass"], verdicts
+
+
+def test_the_transformer_list_is_read_from_a_model_older_releases_load() -> None:
+    """The model ORT's optimizer log is read from has the IR version of its opset (8), not onnx's newest: an
+    older onnxruntime (1.20.1 allows IR 10) refused it, and the first minimization of an `auto` campaign
+    against that release died with CalledProcessError. The list is read from it on the installed release."""
+    import onnx
+
+    from dlcfuzz.backends.onnxruntime.optimizers import PROBE_MODEL_SOURCE, ort_optimizers
+    from dlcfuzz.lower.onnx import IR_VERSION
+
+    namespace: dict = {}
+    exec(PROBE_MODEL_SOURCE, namespace)  # noqa: S102 - the module's own model source, run as its subprocess runs it
+    model = namespace["model"]
+    onnx.checker.check_model(model)
+    assert model.ir_version == IR_VERSION == onnx.helper.find_min_ir_version_for(list(model.opset_import))
+    assert "ConstantFolding" in ort_optimizers()

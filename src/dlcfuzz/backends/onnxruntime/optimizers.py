@@ -74,18 +74,24 @@ ORT_OUT_OF_REACH: dict[str, str] = {
                                         "free_dimension_overrides; dlcfuzz's models have static shapes only",
 }
 
-# Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe; stdout is the
-# path of the library that holds ORT's optimizer.
-_READ_SCRIPT = r'''
+# The model the log is read from, at IR version 8 (opset 17's own): onnx's default IR version is its newest,
+# which older onnxruntime releases refuse to load (1.20.1: "max supported IR version: 10")
+PROBE_MODEL_SOURCE = r'''
 import onnx.helper as h
-import onnxruntime as ort
-import onnxruntime.capi.onnxruntime_pybind11_state as library
 from onnx import TensorProto
 
 x = h.make_tensor_value_info("x", TensorProto.FLOAT, [2])
 y = h.make_tensor_value_info("y", TensorProto.FLOAT, [2])
 model = h.make_model(h.make_graph([h.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
                      opset_imports=[h.make_opsetid("", 17)])
+model.ir_version = 8
+'''
+# Run in a fresh interpreter: ORT's C++ log goes to file descriptor 2, read back from a pipe; stdout is the
+# path of the library that holds ORT's optimizer.
+_READ_SCRIPT = PROBE_MODEL_SOURCE + r'''
+import onnxruntime as ort
+import onnxruntime.capi.onnxruntime_pybind11_state as library
+
 so = ort.SessionOptions()
 so.log_severity_level = 0
 so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
