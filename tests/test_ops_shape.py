@@ -250,3 +250,28 @@ def test_pad_wrap_and_space_to_depth_crd():
     s2d = {"blocksize": 2, "mode": "CRD"}
     np.testing.assert_array_equal(get_op("space_to_depth").reference([y], s2d)[0].reshape(-1), np.arange(8))
     check_instance(one_node("space_to_depth", [TensorType("float32", (1, 2, 2, 2))], s2d), {"x0": y})
+
+
+def test_a_long_interpolating_resize_axis_is_refused_and_an_unchanged_one_is_not() -> None:
+    """A linear/cubic Resize is a matrix product per resized axis (in the reference and every lowering): an edge
+    campaign's [10239, 1] -> [30717, 1] linear Resize needed a 2.5 GB float64 matrix and the reference died of its
+    memory (a false 'oom' finding). Such an axis is refused as the IR's form; a long axis left unchanged builds no
+    matrix and stays, its result equal to the input's along it."""
+    from dlcfuzz.ops.shape import MAX_INTERP_ENTRIES
+
+    spec = get_op("resize")
+    linear = {"mode": "linear", "coordinate_transformation_mode": "half_pixel_symmetric", "nearest_mode": "floor"}
+    with pytest.raises(ShapeError, match="interpolation matrix"):
+        spec.infer([TensorType("float32", (10239, 1))], {**linear, "scales": [3.0, 1.0]})
+    assert 10239 * 30717 > MAX_INTERP_ENTRIES
+    assert spec.infer([TensorType("float32", (10239, 1))], {"mode": "nearest", "coordinate_transformation_mode":
+                                                           "asymmetric", "nearest_mode": "floor",
+                                                           "scales": [3.0, 1.0]})[0].shape == (30717, 1)
+    long_kept = TensorType("float32", (20000, 2))
+    attrs = {**linear, "scales": [1.0, 2.0]}
+    assert spec.infer([long_kept], attrs)[0].shape == (20000, 4)
+    assert spec.interp(long_kept, attrs)[0] is None
+    x = np.random.default_rng(0).standard_normal((20000, 2)).astype(np.float32)
+    (y,) = spec.reference([x], attrs)
+    assert y.shape == (20000, 4)
+    np.testing.assert_allclose(y[:, [0, 3]], x, rtol=1e-6)  # half_pixel_symmetric keeps the border samples

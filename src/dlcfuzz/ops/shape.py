@@ -789,6 +789,9 @@ def _ambiguous(in_n: int, out_n: int, scale: Fraction, ctm: str, nm: str) -> boo
     return False
 
 
+MAX_INTERP_ENTRIES = 1 << 22  # a linear/cubic Resize axis' interpolation matrix: 32 MiB of float64
+
+
 class Resize(ShapeOp):
     """Resize. attrs: exactly one of scales (floats) / sizes (ints), one per dim;
     coordinate_transformation_mode; nearest_mode; mode ("nearest" when absent, "linear", "cubic").
@@ -819,7 +822,7 @@ class Resize(ShapeOp):
             if 0 in t.shape:
                 raise ShapeError(f"{self.name}: cannot resize an empty dim to a size")
             scales = [float(np.float32(o) / np.float32(i)) for o, i in zip(sizes, t.shape)]
-            return tuple(sizes), scales, ctm, nm
+            return self._within_matrices(t, tuple(sizes), scales, attrs), scales, ctm, nm
         scales = attrs["scales"]
         if not isinstance(scales, (list, tuple)) or len(scales) != t.rank or not all(
                 isinstance(s, (int, float, np.integer, np.floating)) and not isinstance(s, (bool, np.bool_))
@@ -829,7 +832,34 @@ class Resize(ShapeOp):
         if not all(np.isfinite(s) and s > 0 for s in s32):
             raise ShapeError(f"{self.name}: scales {list(scales)} must be finite and > 0")
         out = tuple(int(np.floor(np.float32(d) * s)) for d, s in zip(t.shape, s32))
-        return out, [float(s) for s in s32], ctm, nm
+        return self._within_matrices(t, out, [float(s) for s in s32], attrs), [float(s) for s in s32], ctm, nm
+
+    def _within_matrices(self, t: TensorType, out: tuple[int, ...], scales: list[float], attrs: Attrs
+                         ) -> tuple[int, ...]:
+        """`out`, where each linear/cubic axis that interpolates has an interpolation matrix (in x out: the
+        reference's and every lowering's form) within MAX_INTERP_ENTRIES: a long axis resized (10,239 -> 30,717,
+        2.5 GB of float64) made the reference exceed a worker's memory, a false 'oom' finding."""
+        if attrs.get("mode", "nearest") != "nearest":
+            for ax, (i, o) in enumerate(zip(t.shape, out)):
+                if i * o > MAX_INTERP_ENTRIES and self._axis_coords(t, ax, i, o, scales[ax], attrs) is not None:
+                    raise ShapeError(f"{self.name}: a {attrs['mode']} axis of {i} -> {o} needs a {i}x{o} "
+                                     f"interpolation matrix, over {MAX_INTERP_ENTRIES} entries")
+        return out
+
+    @staticmethod
+    def _axis_coords(t: TensorType, ax: int, i: int, o: int, sc: float, attrs: Attrs
+                     ) -> tuple[float, tuple[float, float]] | None:
+        """(scale, roi) of a linear/cubic axis that interpolates, None where it is the identity (every output
+        reads its own input index: no matrix is built)."""
+        if "sizes" in attrs:  # the exact ratio (ONNX's reference): output_width is then exactly o
+            sc = o / i
+        roi = attrs.get("roi") or [0.0] * t.rank + [1.0] * t.rank
+        pair = (roi[ax], roi[t.rank + ax])
+        if i == o:
+            x, outside = _interp_coords(i, o, sc, attrs["coordinate_transformation_mode"], pair)
+            if not outside.any() and np.array_equal(x, np.arange(i)):
+                return None
+        return sc, pair
 
     def infer(self, ins: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
         t = _one_input(self, ins)
@@ -924,15 +954,11 @@ class Resize(ShapeOp):
 
     def interp(self, t: TensorType, attrs: Attrs) -> list[tuple[np.ndarray, np.ndarray] | None]:
         """Per axis: (W, extrapolated mask) of linear/cubic, None where the axis is unchanged."""
-        out, scales, ctm, _ = self.parse(t, attrs)
-        roi = attrs.get("roi") or [0.0] * t.rank + [1.0] * t.rank
+        out, scales, _, _ = self.parse(t, attrs)
         mats: list[tuple[np.ndarray, np.ndarray] | None] = []
         for ax, (i, o, sc) in enumerate(zip(t.shape, out, scales)):
-            if "sizes" in attrs:  # the exact ratio (ONNX's reference): output_width is then exactly o
-                sc = o / i
-            w, outside = interp_matrix(i, o, sc, attrs, (roi[ax], roi[t.rank + ax]))
-            same = i == o and np.array_equal(w, np.eye(i)) and not outside.any()
-            mats.append(None if same else (w, outside))
+            axis = self._axis_coords(t, ax, i, o, sc, attrs)
+            mats.append(None if axis is None else interp_matrix(i, o, axis[0], attrs, axis[1]))
         return mats
 
     def extrapolated(self, t: TensorType, attrs: Attrs) -> np.ndarray | None:
