@@ -186,3 +186,36 @@ def test_an_accepted_malformed_model_is_reduced_around_its_node_and_reduced_txt_
         if reduced == 2:
             break
     assert reduced == 2
+
+
+def test_a_disruptive_finding_that_is_not_an_accepted_invalid_one_reduces_without_a_reference() -> None:
+    """A disruptive test's reducer pool replies without a reference (an invalid graph has no semantics). Reducing
+    one of its findings of another category (a crash or inconsistency of a malformed model, judged by the graph
+    strategy's predicate) read the reference's reason and died with TypeError: an internal error of an `auto`
+    campaign against onnxruntime 1.20.1. The predicate now compares the configurations: the real onnxruntime,
+    which rejects the malformed node everywhere, does not show an inconsistency, and no candidate raises."""
+    from dlcfuzz.exec.pool import TaskResult
+    from dlcfuzz.oracle.testcase import TestCase, observations_to_bytes
+    from dlcfuzz.oracle.verdict import Verdict
+
+    real = get_backend("onnxruntime")
+
+    class InProcess:  # the disruptive reducer's worker, in this process: no reference in its reply
+        def run(self, payload: bytes, timeout_s: float | None = None) -> TaskResult:
+            obs = run_configs(real, TestCase.from_bytes(payload), invalid=True)
+            return TaskResult(0, "ok", observations_to_bytes(obs, real.version()))
+
+    s = strategy(real)
+    s.ctx.reduce, s.ctx.reducer_pool = True, InProcess
+    judged = 0
+    for seed in range(12):
+        test = s.malformed_test(seed, seed, np.random.default_rng(seed), ["axis-out-of-range"])
+        if test is None:
+            continue
+        tc = test.payload
+        v = Verdict("bug", "inconsistency", "planted", [c.name for c in tc.configs], key="inconsistency|planted")
+        assert s.still_fails(tc, v)(tc.graph, tc.inputs) is False
+        judged += 1
+        if judged == 3:
+            break
+    assert judged == 3
