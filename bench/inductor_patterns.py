@@ -24,7 +24,7 @@ Prints per source each rewrite fired, by name, with the compiles that fired it a
 `Inductor pattern rewrites fired (<source>): X of Y`, and last the union over the sources:
 `Inductor pattern rewrites fired: X of Y`.
 
-  python bench/inductor_patterns.py [--time 600] [--source both|graphs|seeds|programs] [--seed 0] [--ops 10]
+  python bench/inductor_patterns.py [--time 600] [--source both|all|graphs|seeds|programs] [--seed 0] [--ops 10]
                                     [--stmts 8] [--batch 8]
 """
 
@@ -64,7 +64,7 @@ def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int
 def seed_order(seeds: list[Any]) -> list[Any]:
     """First, for each register_replacement call torch made (a rewrite name), the seed of its own inputs: the
     registered dtypes and sizes, a Python scale where it traced a 0-d one (several fusions refuse a tensor scale),
-    inference or training as traced; then rounds over the search functions (each function's first remaining
+    inference or training as traced, round-robin over the functions' modules; then rounds over the search functions (each function's first remaining
     variant, then each one's second, ...), so a short budget reaches every rewrite, then every function; within
     one, registered sizes first, float32 before the other dtypes. Last, training seeds with dropout (they match
     only with fallback_random=False, which no campaign compiles with), then the seeds whose rewrites' own checks
@@ -79,8 +79,15 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     dropout = [s for s in seeds if s.training and dict(s.kwargs).get("dropout_p") and s not in refused]
     seeds = [s for s in seeds if s not in refused and s not in dropout]
     by_key = {(s.search, s.args, s.kwargs, s.training): s for s in seeds}
-    first = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
-                                                  for r in registrations()) if key in by_key]
+    own = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
+                                                for r in registrations()) if key in by_key]
+    # taken round-robin over the search functions' modules (fuse_attention's 117 traces would otherwise come
+    # before the freezing, misc and post-grad patterns): a short budget reaches every module's rewrites
+    by_module: dict[str, list[Any]] = defaultdict(list)
+    for s in own:
+        by_module[s.search.partition(":")[0]].append(s)
+    first = [q[r] for r in range(max(map(len, by_module.values()), default=0)) for q in by_module.values()
+             if r < len(q)]
     chosen = set(map(id, first))
     rank = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3}
     by_fn: dict[str, list[Any]] = defaultdict(list)
@@ -123,9 +130,10 @@ def seed_source(backend: Any, seconds: float, seed: int, batch: int) -> tuple[in
 def program_source(seconds: float, seed: int, stmts: int) -> tuple[int, Counter[str], Counter[str], list[str], Counter[str]]:
     """Spliced programs as the programs strategy makes them (every test spliced: `TorchDialect.splice`, search
     functions whose rewrites have not fired yet preferred; a training variant trains), each run by the dialect
-    (eager, float64, the default Inductor configuration, rewrites recorded) and judged by the programs oracle:
-    (tests, compiles per rewrite, applications (compiles, since a program run records names only), findings,
-    outcomes)."""
+    (eager, float64, the Inductor configuration the strategy draws: `TorchDialect.per_test_configs`, plain, dynamic,
+    freezing or split/cat fusions; rewrites recorded) and judged by the programs oracle: (tests, compiles per
+    rewrite, applications (compiles, since a program run records names only), findings, outcomes and
+    configurations)."""
     from dlcfuzz.backends.inductor.programs import DIALECT, OPS, run_program
     from dlcfuzz.oracle.policy import test_seed
     from dlcfuzz.programs.core import generate, with_training
@@ -140,10 +148,13 @@ def program_source(seconds: float, seed: int, stmts: int) -> tuple[int, Counter[
         program = with_training(generate(DIALECT, rng, stmts, first=first), OPS, rng, float(training))
         input_seed = int(rng.integers(1 << 31))
         tests += 1
-        meta, arrays = run_program(program, input_seed, configs)
+        # as the strategy compiles it: a share with dynamic shapes, freezing (knobs.FREEZING) or the split/cat passes
+        test_configs = DIALECT.per_test_configs(rng, configs)
+        meta, arrays = run_program(program, input_seed, test_configs)
         compiles.update(meta.get("fired", []))
         fired |= set(meta.get("fired", []))
-        verdicts, _ = judge_program("inductor", ProgramTest(program, input_seed, configs), meta, arrays)
+        outcomes[test_configs[1][0]] += 1
+        verdicts, _ = judge_program("inductor", ProgramTest(program, input_seed, test_configs), meta, arrays)
         outcomes[verdicts[0].category] += 1
         findings += [f"{v.category} [{program.stmts[0].attrs['search'].rpartition(':')[2]} "
                      f"{program.stmts[0].attrs['variant']}]: {v.detail.splitlines()[0][:300]}"
@@ -164,8 +175,8 @@ def fired_table(inventory: dict[str, Any], compiles: Counter[str], applications:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--time", type=float, default=600.0, help="seconds of compiling per source")
-    ap.add_argument("--source", choices=["both", "graphs", "seeds", "programs"], default="both",
-                    help="both: graphs and seeds")
+    ap.add_argument("--source", choices=["both", "all", "graphs", "seeds", "programs"], default="both",
+                    help="both: graphs and seeds; all: seeds and programs")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ops", type=int, default=10, help="operators per random graph")
     ap.add_argument("--stmts", type=int, default=8, help="statements per spliced program (the pattern's included)")
@@ -181,7 +192,8 @@ def main() -> None:
     print(f"{backend.version()}: {len(inventory)} pattern rewrites registered; by what their passes need on the CPU: "
           + ", ".join(f"{gate} {n}" for gate, n in gates.most_common()))
     union: set[str] = set()
-    for source in (["graphs", "seeds"] if a.source == "both" else [a.source]):
+    sources = {"both": ["graphs", "seeds"], "all": ["seeds", "programs"]}.get(a.source, [a.source])
+    for source in sources:
         t0 = time.monotonic()
         if source == "graphs":
             tests, compiles, applications, failed = graph_source(backend, a.time, a.seed, a.ops)
@@ -190,7 +202,7 @@ def main() -> None:
         elif source == "programs":
             tests, compiles, applications, program_findings, outcomes = program_source(a.time, a.seed, a.stmts)
             print(f"\n{source}: {tests} spliced programs in {time.monotonic() - t0:.0f} s (setup included); "
-                  f"verdicts {dict(outcomes)}; {len(program_findings)} findings")
+                  f"verdicts and configurations {dict(outcomes)}; {len(program_findings)} findings")
             print("\n".join(f"  {f}" for f in program_findings))
         else:
             tests, n_batches, compiles, applications, findings, total = seed_source(backend, a.time, a.seed,

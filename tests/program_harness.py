@@ -14,7 +14,7 @@ def planted_finding_folder(campaign: Path) -> Path:
     """The folder of the campaign's first finding; every finding is an inconsistency with eager."""
     found = Store(campaign / "store.sqlite", create=False).findings()
     assert found and all(f["category"] == C.INCONSISTENCY for f in found)
-    return next((campaign / "findings").iterdir())
+    return min((campaign / "findings").iterdir())  # by number: iterdir's order is the file system's
 
 
 def assert_reproducer_fires_standalone(folder: Path) -> None:

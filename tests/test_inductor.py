@@ -407,3 +407,48 @@ def test_registered_concat_linear_of_2d_biases_fails_to_compile_and_is_known():
            "key": "error|inductor|inductor|BackendCompilerFailed", "detail": detail}
     known = Register(use_env=False).match(facts_of(row, graph=(frozenset(), frozenset({"float32"}))), detail)
     assert known is not None and known.id == "inductor-concat-linear-2d-bias-compile-error", detail[:300]
+
+
+def test_registered_write_to_a_0d_float64_input_is_dropped_and_known():
+    """inductor-0d-float64-input-write-dropped, with torch alone: `x.add_(1.0); return x * 2` of a 0-d float64 x,
+    compiled (Inductor, and aot_eager: before Inductor), returns the old x doubled and leaves x unwritten; Dynamo alone
+    (backend "eager"), a float32 0-d x and a float64 [1] x are right. A programs test of the write, judged, is an
+    inconsistency at the input after the call, and the register names it."""
+    from dlcfuzz.backends.inductor.programs import run_program
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.oracle import categories as C
+    from dlcfuzz.oracle.categories import with_option
+    from dlcfuzz.programs.core import Input, Program, Stmt
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    def add_then_double(x):
+        x.add_(1.0)
+        return x * 2
+
+    def run(backend: str | None, dtype: torch.dtype, shape: tuple[int, ...]) -> tuple[list[float], list[float]]:
+        x = torch.full(shape, -0.5, dtype=dtype)
+        fn = add_then_double if backend is None else torch.compile(add_then_double, backend=backend, fullgraph=True)
+        torch._dynamo.reset()
+        return fn(x).flatten().tolist(), x.flatten().tolist()
+
+    assert run(None, torch.float64, ()) == ([1.0], [0.5])  # eager: x written, then doubled
+    for backend in ("inductor", "aot_eager"):
+        assert run(backend, torch.float64, ()) == ([-1.0], [-0.5]), backend  # the write dropped
+    assert run("eager", torch.float64, ()) == ([1.0], [0.5])
+    assert run("inductor", torch.float32, ()) == ([1.0], [0.5])
+    assert run("inductor", torch.float64, (1,)) == ([1.0], [0.5])
+
+    inductor = ("inductor", {"backend": "inductor"})
+    program = Program([Input("x0", "float64", ())], [Stmt("add_", ["x0", 1.0])], [])
+    meta, arrays = run_program(program, 0, [inductor])
+    verdicts, _ = judge_program("inductor", ProgramTest(program, 0, [inductor]), meta, arrays)
+    (v,) = verdicts
+    assert (v.kind, v.category) == ("bug", C.INCONSISTENCY) and "input x0 after the call" in v.detail, v
+    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]',
+           "key": with_option(v.key, "ops", ",".join(program.ops())), "detail": v.detail}
+    known = Register(use_env=False).match(facts_of(row), v.detail)
+    assert known is not None and known.id == "inductor-0d-float64-input-write-dropped", v.detail
+    # a near miss: the same difference after another in-place op (the planted relu fault's) is no match
+    relu_row = {**row, "key": with_option(v.key, "ops", "relu_")}
+    assert Register(use_env=False).match(facts_of(relu_row), v.detail) is None

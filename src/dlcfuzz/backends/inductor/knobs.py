@@ -38,11 +38,17 @@ SPLIT_CAT_FUSIONS: dict[str, Any] = {
     "post_grad_fusion_options": {name: {} for name in SPLIT_CAT_POST_GRAD},
 }
 
+# Inductor's freezing configuration: parameters folded as constants in an inference compile, then the freezing pattern
+# passes (mkldnn weight packing, binary folding, the concatenation of linears sharing an input, which on the CPU also
+# wants `cpp.enable_concat_linear`: off by default, its check refuses every CPU graph without it)
+FREEZING: dict[str, Any] = {"freezing": True, "cpp.enable_concat_linear": True}
+
 # torch._inductor.config key -> the non-default values sampled (the default is never listed)
 INDUCTOR_KNOBS: dict[str, tuple[Any, ...]] = {
     **{key: (passes,) for key, passes in SPLIT_CAT_FUSIONS.items()},
     "cpp_wrapper": (True,),
     "freezing": (True,),
+    "cpp.enable_concat_linear": (True,),
     "cpp.simdlen": (1, 256),  # 1: scalar code only; 256: AVX2 kernels where the machine has them
     "epilogue_fusion": (False,),
     "pattern_matcher": (False,),

@@ -98,6 +98,16 @@ class PatternSeed:
             return True
         return "rand" in inspect.getsource(search_callable(self.search))
 
+    @property
+    def frozen(self) -> bool:
+        """Whether the seed's rewrites sit in Inductor's freezing passes (patterns.PASS_GATES): it runs frozen, its
+        tensor arguments after the first as parameters, compiled with knobs.FREEZING (`run_batch`)."""
+        from dlcfuzz.backends.inductor.patterns import pattern_inventory
+
+        inventory = pattern_inventory()
+        gates = {inventory[n].gate for n in pattern_names(self) if n in inventory}
+        return gates == {"freezing=True"}
+
     def function(self) -> Callable[..., Any]:
         """The search function called on the seed's tensors and scalars positionally, fixed keywords bound."""
         fn, names, fixed = traceable(search_callable(self.search)), self.argnames, dict(self.kwargs)
@@ -550,11 +560,13 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
     that the error names its seed."""
     import torch
 
+    from dlcfuzz.backends.inductor.knobs import FREEZING
     from dlcfuzz.backends.inductor.patterns import recording_fired
 
-    if len({(s.training, s.random) for s in seeds}) != 1:
-        raise ValueError("a batch holds seeds of one kind: all training or none, all random or none")
-    training, random = seeds[0].training, seeds[0].random
+    if len({(s.training, s.random, s.frozen) for s in seeds}) != 1:
+        raise ValueError("a batch holds seeds of one kind: all training or none, all random or none, all frozen "
+                         "or none")
+    training, random, frozen = seeds[0].training, seeds[0].random, seeds[0].frozen
     fn, counts = _batched(seeds), [len(s.args) for s in seeds]
     inputs = [x for s in seeds for x in make_inputs(s, rng)]
     eager = _results(fn, _fresh(inputs), counts, training)
@@ -569,7 +581,10 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
 
     with recording_fired() as fired:
         try:
-            compiled = backend.compile_function(fn, _fresh(inputs), grad=training)
+            if frozen:
+                compiled = _frozen(backend, fn, [len(s.args) for s in seeds], _fresh(inputs), FREEZING)
+            else:
+                compiled = backend.compile_function(fn, _fresh(inputs), grad=training)
         except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
             return alone("error", f"{type(e).__name__}: {str(e)[:500]}", dict(fired))
     try:
@@ -588,15 +603,44 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
     return runs
 
 
+def _frozen(backend: Any, fn: Callable[..., Any], counts: Sequence[int], inputs: list[Any],
+            knobs: dict[str, Any]) -> Callable[..., Any]:
+    """`fn` compiled as a frozen model: each seed's tensor arguments after its first are parameters (globals of
+    the compiled function: Dynamo lifts them as parameters, which `freezing` folds as constants; a plain tensor
+    would stay an input), the first ones its inputs. The result takes all the arguments, as `fn` (the parameters'
+    places read nothing: they hold the compile's values, which the callers' fresh copies equal)."""
+    import torch
+
+    first = set(np.cumsum([0, *counts[:-1]]).tolist())
+    params = {k: torch.nn.Parameter(x.detach().clone(), requires_grad=False) for k, x in enumerate(inputs)
+              if k not in first and hasattr(x, "detach")}
+    free = [k for k in range(len(inputs)) if k not in params]
+
+    def frozen_model(*args: Any) -> Any:
+        given = dict(zip(free, args, strict=True))
+        return fn(*[params[k] if k in params else given[k] for k in range(len(inputs))])
+
+    compiled = backend.compile_function(frozen_model, [inputs[k] for k in free], knobs=knobs)
+    return lambda *args: compiled(*[args[k] for k in free])
+
+
 def batches(seeds: Sequence[PatternSeed], size: int = BATCH_SEEDS) -> Iterator[list[PatternSeed]]:
-    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not: each kind
-    batched apart, in the seeds' order), each batch as it fills, then the partial ones."""
-    pending: dict[tuple[bool, bool], list[PatternSeed]] = {}
-    for s in seeds:
-        batch = pending.setdefault((s.training, s.random), [])
+    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not, frozen or not:
+    each kind batched apart, in the seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed
+    its first one, then the partial ones."""
+    pending: dict[tuple[bool, bool, bool], list[PatternSeed]] = {}
+    opened: dict[tuple[bool, bool, bool], int] = {}  # where each pending batch's first seed is in the order
+    for at, s in enumerate(seeds):
+        kind = (s.training, s.random, s.frozen)
+        if kind not in pending:
+            opened[kind] = at
+        batch = pending.setdefault(kind, [])
         batch.append(s)
         if len(batch) == size:
-            yield pending.pop((s.training, s.random))
+            yield pending.pop(kind)
+        # a rare kind (the frozen seeds) does not wait for seeds far down the order: its batch goes out partial
+        for late in [k for k in pending if at - opened[k] >= 4 * size]:
+            yield pending.pop(late)
     yield from pending.values()
 
 

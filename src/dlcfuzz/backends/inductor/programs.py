@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from dlcfuzz.backends.inductor.knobs import SPLIT_CAT_FUSIONS
+from dlcfuzz.backends.inductor.knobs import FREEZING, SPLIT_CAT_FUSIONS
 from dlcfuzz.backends.inductor.pattern_seeds import BFLOAT16_TOLERANCE, SPLICE_ELEMENTS, SPLICE_SCALE, inductor_pattern
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.numeric import tolerance
@@ -51,6 +51,7 @@ from dlcfuzz.programs.core import (
     emit,
     one_graph,
     pass_captured,
+    walk,
 )
 from dlcfuzz.programs.reproducer import JUDGE_SOURCE, VERDICT_SOURCE
 
@@ -607,6 +608,91 @@ def _matmul(p: Pool) -> Draw | None:
 op("matmul", _matmul, lambda a, at: f"torch.matmul({a[0]}, {a[0]}.transpose(-1, -2))", weight=0.5)
 
 
+# ---- layers: linear and conv2d with weights held as parameters ---------------------------------------------
+# A layer's weights and biases are `torch.nn.Parameter`s (requires_grad=False) the program reads as globals, made
+# by `layer_weights` from the statement's seed (the runner's namespace and the reproducer make them alike): Dynamo
+# lifts a global parameter as one, so a compile with `freezing=True` folds it as a constant and runs Inductor's
+# freezing passes on it (mkldnn's weight packing of linear and convolution, binary folding of a scale into the
+# convolution, the concatenation of linears that share an input), then the post-grad mkldnn lowerings of a packed
+# layer followed by an activation or an add. A tensor global is no parameter: freezing leaves it an input.
+# `.to(x)`: the weight in the input's dtype (the float64 reference, a float16 layer) and device (type inference
+# on meta tensors); a no-op, returning the parameter itself, where they agree.
+WEIGHTS_SOURCE = '''
+def layer_weights(shape, seed):
+    """A layer's weight or bias: eighths in [-1, 1] (products with the inputs' eighths are exact in float32)."""
+    values = np.random.default_rng(seed).integers(-8, 9, tuple(shape)) / 8
+    return torch.nn.Parameter(torch.from_numpy(values.astype("float32")), requires_grad=False)
+'''
+exec(WEIGHTS_SOURCE, _NS)  # noqa: S102 - our own source, shared with the reproducer
+layer_weights: Callable[[Sequence[int], int], torch.Tensor] = _NS["layer_weights"]
+LAYER_FLOATS = ("float32", "float64", "float16")
+# the activations Inductor's mkldnn lowerings fuse into a packed layer (None: none), as the program spells them
+LAYER_ACTIVATIONS: tuple[str | None, ...] = (
+    None, "torch.relu({})", "torch.nn.functional.gelu({})", "torch.nn.functional.gelu({}, approximate='tanh')",
+    "torch.nn.functional.hardtanh({}, -0.5, 0.5)", "torch.nn.functional.leaky_relu({}, 0.125)",
+    "torch.sigmoid({})", "torch.tanh({})", "torch.nn.functional.silu({})", "torch.nn.functional.hardswish({})",
+    "torch.nn.functional.hardsigmoid({})", "torch.nn.functional.relu6({})")
+
+
+def layer_parameters(stmt_attrs: dict[str, Any]) -> dict[str, tuple[tuple[int, ...], int]]:
+    """A layer statement's parameters: global name -> (shape, seed)."""
+    at, out = stmt_attrs, {}
+    for k in range(at["heads"]):
+        seed = at["seed"] + k
+        out[f"w{seed}"] = (tuple(at["weight"]), seed)
+        if at["bias"]:
+            out[f"b{seed}"] = ((at["weight"][0],), seed + 1_000_003)
+    return out
+
+
+def _layer(kind: str) -> Callable[[Pool], Draw | None]:
+    def sample(p: Pool) -> Draw | None:
+        if kind == "linear":
+            x = p.pick(LAYER_FLOATS, min_rank=1, max_rank=3, where=lambda v: 0 < v.shape[-1] <= 32)
+            if x is None:
+                return None
+            weight = [p.integers(1, 8), x.shape[-1]]
+            attrs: dict[str, Any] = {"heads": p.choice((1, 1, 2, 3))}
+        else:
+            x = p.pick(LAYER_FLOATS, min_rank=4, max_rank=4,
+                       where=lambda v: 0 < v.shape[1] <= 8 and min(v.shape[2:]) > 0)
+            if x is None:
+                return None
+            padding = p.integers(0, 1)
+            kernel = p.integers(1, min(3, min(x.shape[2:]) + 2 * padding))
+            weight = [p.integers(1, 4), x.shape[1], kernel, kernel]
+            attrs = {"heads": 1, "padding": padding}
+        # an add of another value after the layer (mkldnn's binary fusion) wants its shape: a scale folds in anyway
+        attrs.update({"weight": weight, "bias": p.coin(0.6), "seed": p.integers(0, 1 << 30),
+                      "scale": p.choice((None, None, 0.5, 2.0)) if kind == "conv2d" else None,
+                      "act": p.choice(LAYER_ACTIVATIONS)})
+        return Draw([x.name], attrs)
+
+    return sample
+
+
+def _layer_spelled(kind: str) -> Callable[[list[str], dict[str, Any]], str]:
+    def spell(a: list[str], at: dict[str, Any]) -> str:
+        calls = []
+        for k in range(at["heads"]):
+            seed = at["seed"] + k
+            bias = f"b{seed}.to({a[0]})" if at["bias"] else "None"
+            if kind == "linear":
+                call = f"torch.nn.functional.linear({a[0]}, w{seed}.to({a[0]}), {bias})"
+            else:
+                call = f"torch.nn.functional.conv2d({a[0]}, w{seed}.to({a[0]}), {bias}, padding={at['padding']})"
+            if at.get("scale") is not None:
+                call = f"{call} * {at['scale']!r}"
+            calls.append(at["act"].format(call) if at["act"] else call)
+        return calls[0] if len(calls) == 1 else f"torch.stack(({', '.join(calls)}))"
+
+    return spell
+
+
+op("linear", _layer("linear"), _layer_spelled("linear"), weight=0.8)
+op("conv2d", _layer("conv2d"), _layer_spelled("conv2d"), weight=0.8)
+
+
 def _cat(p: Pool, x: Value, d: int) -> Draw:
     y = p.pick(where=lambda v: v.rank == x.rank and all(s == t for k, (s, t) in enumerate(zip(v.shape, x.shape))
                                                        if k != d))
@@ -839,12 +925,18 @@ def splice_tolerance(program: Program) -> float:
     return max([0.0] + [BFLOAT16_TOLERANCE if d == "bfloat16" else tolerance(d) for d in dtypes & {"bfloat16", "float16"}])
 
 
+LAYERS = ("linear", "conv2d")
+
+
 def _namespace(stmts: list[Stmt]) -> dict[str, Any]:
-    """The globals a program's source runs with: torch, and the search functions its spliced patterns call."""
+    """The globals a program's source runs with: torch, the search functions its spliced patterns call and its
+    layers' parameters (in bodies too)."""
     ns: dict[str, Any] = {"torch": torch}
-    for s in stmts:
+    for s in walk(stmts):
         if s.op == "pattern":
             ns[pattern_alias(s.attrs["search"])] = _pattern_function(s.attrs["search"])
+        elif s.op in LAYERS:
+            ns.update({name: layer_weights(shape, seed) for name, (shape, seed) in layer_parameters(s.attrs).items()})
     return ns
 
 
@@ -1090,18 +1182,18 @@ class TorchDialect:
                          ) -> list[tuple[str, dict[str, Any]]]:
         """A share of the tests compile their plain Inductor configuration with dynamic shapes (symbolic
         sizes: other kernels and guards than the static compile's, on the same inputs), a share of the others
-        with `freezing=True` (Inductor's freezing passes run in an inference compile: constants folded, the
-        freezing pattern passes, e.g. mkldnn's weight packing of a matmul by a constant; a training program's
-        compile runs with gradients on, where freezing does nothing), a share with Inductor's split/cat pattern
-        passes on (`fusions`: knobs.SPLIT_CAT_FUSIONS, the pre- and post-grad passes that normalize and merge cat,
-        split, stack, unbind, clamp, reshape and squeeze calls)."""
+        with `freezing=True` (knobs.FREEZING; Inductor's freezing passes run in an inference compile: the layers'
+        parameters folded as constants, the freezing pattern passes, e.g. mkldnn's weight packing of a linear or
+        convolution; a training program's compile runs with gradients on, where freezing does nothing), a share
+        with Inductor's split/cat pattern passes on (`fusions`: knobs.SPLIT_CAT_FUSIONS, the pre- and post-grad
+        passes that normalize and merge cat, split, stack, unbind, clamp, reshape and squeeze calls)."""
         if rng.random() < DYNAMIC_SHARE:
             suffix, knobs = "dynamic", {"dynamic": True}
         else:
             # from a child stream (spawning leaves the test's own as it was): a test's other draws are what they were
             u = rng.spawn(1)[0].random()
             if u < FREEZING_SHARE:
-                suffix, knobs = "freezing", {"freezing": True}
+                suffix, knobs = "freezing", dict(FREEZING)
             elif u < FREEZING_SHARE + FUSIONS_SHARE:
                 suffix, knobs = "fusions", dict(SPLIT_CAT_FUSIONS)
             else:
@@ -1368,6 +1460,17 @@ def _patterns_source(program: Program) -> str:
             f"installed torch, by name\n{PATTERN_SOURCE}\n{calls}")
 
 
+def _weights_source(program: Program) -> str:
+    """The reproducer's lines that make the program's layer parameters (`layer_weights`: the runner's own way)."""
+    params = {name: spec for s in walk(program.stmts) if s.op in LAYERS
+              for name, spec in layer_parameters(s.attrs).items()}
+    if not params:
+        return ""
+    made = "".join(f"{name} = layer_weights({list(shape)!r}, {seed})\n" for name, (shape, seed) in params.items())
+    return (f"\n# the layers' weights: parameters (a compile with freezing=True folds them as constants)\n"
+            f"{WEIGHTS_SOURCE}\n{made}")
+
+
 def _wide_source(program: Program) -> str:
     """`program64`, the float64 reference's program: the program whose spliced patterns run in float64."""
     return f"\n{emit(widened(program), OPS, 'program64')}" if pattern_searches(program) else "\nprogram64 = program\n"
@@ -1415,7 +1518,8 @@ FULLGRAPH = {one_graph(program, OPS)}  # False: the program breaks the graph on 
 PARAMS = {[i.name for i in program.inputs if i.dtype in FLOAT] if program.steps else []!r}
 OPTIONS = {compile_options(options)!r}
 TOL = {TOLERANCE!r}{floor}
-{INPUTS_SOURCE}{RUN_SOURCE}{REGIONS_SOURCE if program.has_region() else ""}{_patterns_source(program)}
+{INPUTS_SOURCE}{RUN_SOURCE}{REGIONS_SOURCE if program.has_region() else ""}{_patterns_source(program)}\
+{_weights_source(program)}
 
 {emit(program, OPS)}{faulty}{_wide_source(program)}{_REPRO_MAIN}'''
 
