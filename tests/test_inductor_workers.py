@@ -1,7 +1,8 @@
 """Inductor's pool workers start warm: the zygote that forks them (exec/pool.py) runs the backend's
 `before_fork()`, so a worker inherits Inductor's vector ISA probe (4 small C++ programs compiled and loaded:
 6-7 CPU s in every worker, whose cache folder is private) and the machine's folder of Inductor's precompiled
-header (built again for every pool when a worker's TMPDIR, its pool's scratch folder, decided it)."""
+header (built again for every pool when a worker's TMPDIR, its pool's scratch folder, decided it), and
+Inductor's compiler modules already imported."""
 
 from __future__ import annotations
 
@@ -21,12 +22,14 @@ def worker_facts(init: dict) -> Callable[[bytes], bytes]:
     get_backend(init["compiler"])  # the worker's own set-up (private cache folder, one thread), as a campaign's
 
     def handle(_: bytes) -> bytes:
+        import sys
         import tempfile
 
         from torch._inductor import codecache, cpu_vec_isa
 
         return json.dumps({"header_dir": codecache._HEADER_DIR, "temp_dir": tempfile.gettempdir(),
-                           "isa_probed": cpu_vec_isa.valid_vec_isa_list.cache_info().currsize}).encode()
+                           "isa_probed": cpu_vec_isa.valid_vec_isa_list.cache_info().currsize,
+                           "compiler_imported": "torch._inductor.compile_fx" in sys.modules}).encode()
 
     return handle
 
@@ -43,6 +46,7 @@ def test_a_worker_inherits_the_vector_isa_probe_and_every_pool_one_precompiled_h
             assert r.status == "ok", r.error or r.stderr_tail
             facts.append(json.loads(r.payload))
             assert facts[-1]["temp_dir"] == pool.scratch  # the worker's temporary files are its pool's
-    assert [f["isa_probed"] for f in facts] == [1, 1]  # probed before the worker's first compile: by the zygote
+    # before the worker's first compile, by the zygote: the ISA probed and Inductor's compiler imported
+    assert [(f["isa_probed"], f["compiler_imported"]) for f in facts] == [(1, True), (1, True)]
     assert facts[0]["header_dir"] == facts[1]["header_dir"]
     assert not facts[0]["header_dir"].startswith(facts[0]["temp_dir"] + os.sep)

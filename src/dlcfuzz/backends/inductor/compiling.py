@@ -47,8 +47,10 @@ def before_fork() -> None:
     (`default_cache_dir()`: the header is keyed by its preprocessed text, the compiler and the flags), and not
     the pool's scratch folder a worker's TMPDIR points at, which built it again for every pool (each campaign
     and each reducer). Both are cached in this process, so a forked worker inherits them; neither starts a
-    thread."""
+    thread. Inductor's compiler modules are imported here too (~580 modules a worker's first compile imported:
+    ~1 CPU s of it)."""
     import torch._inductor.codecache  # noqa: F401 - its import decides the precompiled header's folder
+    import torch._inductor.compile_fx  # noqa: F401
     from torch._inductor.cpu_vec_isa import pick_vec_isa
 
     pick_vec_isa()
