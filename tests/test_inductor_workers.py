@@ -17,8 +17,9 @@ pytest.importorskip("torch", reason="Inductor is torch's")
 
 def worker_facts(init: dict) -> Callable[[bytes], bytes]:
     """Pool handler: what a worker holds before its first compile, after the backend's set-up."""
-    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends import get_backend, load_plugins
 
+    load_plugins(init.get("plugins", []))
     get_backend(init["compiler"])  # the worker's own set-up (private cache folder, one thread), as a campaign's
 
     def handle(_: bytes) -> bytes:
@@ -34,11 +35,14 @@ def worker_facts(init: dict) -> Callable[[bytes], bytes]:
     return handle
 
 
-def test_a_worker_inherits_the_vector_isa_probe_and_every_pool_one_precompiled_header_folder():
+@pytest.mark.parametrize("init", [{"compiler": "inductor"},  # and a plug-in wrapping Inductor, which re-exports it
+                                  {"compiler": "inductor-planted-pattern", "plugins": ["inductor_planted_pattern"]}],
+                         ids=lambda init: init["compiler"])
+def test_a_worker_inherits_the_vector_isa_probe_and_every_pool_one_precompiled_header_folder(init):
     from dlcfuzz.exec.pool import WorkerPool
     from dlcfuzz.exec.worker import preload_modules
 
-    handler, init = "test_inductor_workers:worker_facts", {"compiler": "inductor"}
+    handler = "test_inductor_workers:worker_facts"
     facts = []
     for _ in range(2):  # two pools of one process, as a campaign's testing pool and its reducer's
         with WorkerPool(handler, init, jobs=1, timeout_s=60.0, preload=preload_modules(handler, init)) as pool:
