@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from torch._inductor import pattern_matcher as pm
 
-from dlcfuzz.backends import register_backend
+from dlcfuzz.backends import inductor, register_backend
 from dlcfuzz.backends.inductor import InductorBackend
 from dlcfuzz.backends.inductor.programs import TorchDialect
 
@@ -60,3 +60,4 @@ class PlantedPatternBackend(InductorBackend):
 
 
 register_backend("inductor-planted-pattern", PlantedPatternBackend)
+before_fork = inductor.before_fork  # the zygote runs a preloaded module's: this plug-in's workers start warm too

@@ -367,7 +367,11 @@ def _zygote_main(parent: int, pdeathsig: bool) -> None:
     for module in spec.get("preload", []):
         # a module that fails here is imported again by the worker, which reports why (WorkerStartupError)
         with contextlib.suppress(BaseException):
-            importlib.import_module(module)
+            # its `before_fork()`: set-up that is the same in every worker (a fact of the machine), done once
+            # here instead of in each worker; it must leave no thread running (a fork copies only this one)
+            before_fork = getattr(importlib.import_module(module), "before_fork", None)
+            if callable(before_fork):
+                before_fork()
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
@@ -901,7 +905,8 @@ class WorkerPool(ClosingPool):
 
     `init` must be JSON-serializable. `preload`: modules a zygote imports once for every worker of this
     process that preloads the same (the worker then forks from it and skips their import); without it, each
-    worker is a fresh interpreter that imports everything itself. Not thread-safe: use one pool from one
+    worker is a fresh interpreter that imports everything itself. A preloaded module's `before_fork()`, where it
+    has one, runs once in the zygote. Not thread-safe: use one pool from one
     thread at a time.
     """
 

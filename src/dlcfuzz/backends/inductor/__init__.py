@@ -30,6 +30,7 @@ import torch  # a missing torch makes `--compiler inductor` a clear usage error
 from dlcfuzz.backends.base import BackendBase, Config, IssueChecklist, Knob
 from dlcfuzz.backends.inductor.compiling import (
     LADDER,
+    before_fork,
     compile_callable,
     first_failing_stage,
     scrub,
@@ -269,5 +270,5 @@ class InductorBackend(BackendBase):
         return self._coverage.stop() if self._coverage is not None else []
 
 
-__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "compile_callable", "first_failing_stage",
-           "scrub", "summarize_cpp_compile_error"]
+__all__ = ["LADDER", "InductorBackend", "InductorCompiled", "StageError", "before_fork", "compile_callable",
+           "first_failing_stage", "scrub", "summarize_cpp_compile_error"]

@@ -38,6 +38,24 @@ def worker_setup() -> None:
     # default, 417 with 1, for test_inductor_seed_programs' two 12-test --jobs 2 campaigns at load ~12)
 
 
+def before_fork() -> None:
+    """Once in the zygote that forks a campaign's workers (exec/pool.py), what every worker's first compile
+    would do again and is the same on the machine: Inductor's vector ISA probe (it compiles and loads ~4 small
+    C++ programs: 6-7 CPU s where the cache folder is new, i.e. in every worker, whose folder is private), and
+    the import of Inductor's code cache, which fixes the folder of its precompiled header (cpp_prefix.h,
+    ~150 MB and ~7 CPU s of g++) from the temporary folder at import: here the machine's, as torch intends
+    (`default_cache_dir()`: the header is keyed by its preprocessed text, the compiler and the flags), and not
+    the pool's scratch folder a worker's TMPDIR points at, which built it again for every pool (each campaign
+    and each reducer). Both are cached in this process, so a forked worker inherits them; neither starts a
+    thread. Inductor's compiler modules are imported here too (~580 modules a worker's first compile imported:
+    ~1 CPU s of it)."""
+    import torch._inductor.codecache  # noqa: F401 - its import decides the precompiled header's folder
+    import torch._inductor.compile_fx  # noqa: F401
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
+
+    pick_vec_isa()
+
+
 def scrub(message: str) -> str:
     """A compiler message without this worker's cache folder and generated file names (they
     differ per worker and per graph, so they would split one finding into many)."""
