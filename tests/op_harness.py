@@ -139,7 +139,7 @@ def side_by_side_outputs(cases: list[tuple[Graph, dict]], run: Callable[[Graph, 
                          batch: int = 24) -> list[list]:
     """Each (graph, inputs) case's outputs, `batch` cases compiled side by side into one program by
     `run(graph, inputs)` (a compile costs seconds or a good part of one; the cases are independent)."""
-    from dlcfuzz.strategies.probe import side_by_side
+    from dlcfuzz.ir.graph import side_by_side
 
     outs = []
     for k in range(0, len(cases), batch):
@@ -169,8 +169,8 @@ def observations_side_by_side(backend, cases: list[tuple[Graph, dict]], configs:
     from dataclasses import replace
 
     from dlcfuzz.exec.worker import run_configs
+    from dlcfuzz.ir.graph import side_by_side
     from dlcfuzz.oracle.testcase import TestCase
-    from dlcfuzz.strategies.probe import side_by_side
 
     inputs = {f"p{i}_{name}": a for i, (_, x) in enumerate(cases) for name, a in x.items()}
     obs = run_configs(backend, TestCase(side_by_side([g for g, _ in cases]), inputs, configs, seed=0))
@@ -206,9 +206,9 @@ def judged_side_by_side(backend, cases: list[tuple[Graph, dict, object]], config
     Returns the number of judged cases."""
     from dlcfuzz.exec.worker import run_configs
     from dlcfuzz.ir import to_text
+    from dlcfuzz.ir.graph import side_by_side
     from dlcfuzz.oracle.testcase import TestCase
     from dlcfuzz.oracle.verdict import judge
-    from dlcfuzz.strategies.probe import side_by_side
 
     def bugs_of(ref, obs) -> list:
         return [v for v in judge(backend.name, backend.expected_error, ref.outputs, obs, ref.unstable)

@@ -94,14 +94,14 @@ def cmd_fuzz(a: argparse.Namespace) -> int:
             raise UsageError(f"--resume continues a campaign with its own options: {flags} cannot change")
         opts = CampaignOptions(seconds=parse_duration(a.time), jobs=a.jobs, out=Path(a.resume), quiet=a.quiet,
                                max_tests=a.max_tests, reduce=not a.no_reduce, reduce_budget_s=reduce_budget,
-                               cluster=a.cluster)
+                               cluster=a.cluster, tests_per_module=a.tests_per_module)
         camp = Campaign(opts, resume=True)
     else:
         opts = CampaignOptions(compiler=a.compiler, strategy=a.strategy, seconds=parse_duration(a.time), jobs=a.jobs,
                                seed=a.seed, out=Path(a.out), max_tests=a.max_tests, quiet=a.quiet,
                                configs=[c for c in (a.configs or "").split(",") if c], reduce=not a.no_reduce,
                                reduce_budget_s=reduce_budget, keep_tests=a.keep_tests, params=given, cluster=a.cluster,
-                               input_sets=a.input_sets)
+                               input_sets=a.input_sets, tests_per_module=a.tests_per_module)
         camp = Campaign(opts)
     report = camp.run()
     print(f"report: {report}")
@@ -357,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--input-sets", type=int, dest="input_sets", metavar="K",
                    help="input sets each compiled test runs, each judged against the reference (default: the "
                         "compiler's own, 8 where a compile costs seconds and a run milliseconds, else 1)")
+    s.add_argument("--tests-per-module", type=int, dest="tests_per_module", metavar="K",
+                   help="independent tests compiled as one module per configuration, each judged on its own; a test "
+                        "not quiet there runs alone, and that run judges it (default: the compiler's own, e.g. 8 on "
+                        "XLA; 1: none)")
     s.add_argument("--no-reduce", action="store_true")
     s.add_argument("--reduce-budget", dest="reduce_budget", metavar="TIME",
                    help="wall-clock budget of one finding's reduction, e.g. 30s, 5m (default: the compiler's own, "

@@ -72,6 +72,13 @@ class Backend(Protocol):
         compile/run ratio (1 where compiling is as cheap as running)."""
 
     @property
+    def tests_per_module(self) -> int:
+        """Independent tests a campaign may compile as one module per configuration (their graphs side by
+        side, `ir.graph.side_by_side`, each test judged on its own outputs; a test that is not quiet there runs
+        alone and only that run judges it): 1 where one module per test costs no more (no batching). A backend
+        that declares more must compile a side-by-side graph as it compiles each part alone."""
+
+    @property
     def sub_functions(self) -> bool:
         """Whether graphs with sub-functions mean something to it."""
 
@@ -287,6 +294,10 @@ class BackendBase:
     # input sets each compiled program runs, each judged against the reference (`--input-sets` overrides):
     # where a compile costs seconds and a run milliseconds, K sets cost little more than one
     input_sets = 1
+    # independent tests compiled as one module per configuration (`tests_per_module` above; `--tests-per-module`
+    # overrides): where a compile costs a fixed overhead of seconds, one module of K small graphs costs little
+    # more than one
+    tests_per_module = 1
     sub_functions = False  # whether graphs with sub-functions (calls, closures) mean something to it
     lowers_through_onnx = False  # whether every test reaches it as an ONNX model (one opset per model)
 

@@ -9,6 +9,7 @@ traceback, counted, replayable (`dlcfuzz replay RUN --test N`), and the campaign
 from __future__ import annotations
 
 import dataclasses
+import json
 import sys
 import time
 import traceback
@@ -23,7 +24,7 @@ from dlcfuzz.errors import InternalError, UsageError
 from dlcfuzz.ir.blob import blob_digest
 from dlcfuzz.oracle.policy import routine_unknown, test_seed
 from dlcfuzz.oracle.verdict import Verdict
-from dlcfuzz.strategies import Context, Strategy, Test, get_strategy
+from dlcfuzz.strategies import Context, Judgement, Strategy, Test, get_strategy
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend
@@ -56,6 +57,8 @@ class CampaignOptions:
     params: dict[str, Any] = field(default_factory=dict)  # the strategy's own options
     cluster: str | None = None  # Ray cluster address ("auto" or ADDRESS): workers are actors on its nodes
     input_sets: int | None = None  # input sets each compiled test runs (None: the compiler's `input_sets`)
+    # tests compiled as one module per configuration (None: the compiler's `tests_per_module`; 1: none batched)
+    tests_per_module: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -103,6 +106,8 @@ class Campaign:
             raise UsageError("--max-tests must be at least 1")
         if opts.input_sets is not None and opts.input_sets < 1:
             raise UsageError("--input-sets must be at least 1")
+        if opts.tests_per_module is not None and opts.tests_per_module < 1:
+            raise UsageError("--tests-per-module must be at least 1")
         if cls.compilers is not None and opts.compiler not in cls.compilers:
             raise UsageError(f"--strategy {cls.name} needs --compiler {' or '.join(cls.compilers)}")
         backend: Backend | None = None
@@ -126,13 +131,16 @@ class Campaign:
                            coverage=Coverage(self.store.coverage()), out=self.out, reduce=opts.reduce,
                            seconds=opts.seconds, max_tests=opts.max_tests, reducer_pool=self.reducer_pool,
                            log=self.log, reduce_budget_s=opts.reduce_budget_s,
-                           input_sets=opts.input_sets or (backend.input_sets if backend is not None else 1))
+                           input_sets=opts.input_sets or (backend.input_sets if backend is not None else 1),
+                           tests_per_module=opts.tests_per_module or (backend.tests_per_module if backend is not None else 1))
         self.strategy: Strategy = cls(self.ctx)
         self.resumed = resume
         self.run_id = self.store.new_run(opts.seed, opts.compiler, version, opts.strategy, opts.to_json()) if record_run else 0
         # executions: the runs of a compiled program on one input set that were judged
+        # compiles: modules compiled that ran (a test's configuration, or a batch's shared one); batched: tests
+        # judged from a batch's module; alone: tests of a batch that were run alone after it
         self.counts = {"tests": 0, "valid": 0, "bugs": 0, "unknown": 0, "findings": 0, "distinct": 0, "known": 0,
-                       "suspected": 0, "executions": 0}
+                       "suspected": 0, "executions": 0, "compiles": 0, "batched": 0, "alone": 0}
         self._register: Register | None = None
         self.compiler_s = 0.0
         self.internal = InternalErrorCount(self.store, self.log)
@@ -213,6 +221,7 @@ class Campaign:
     def run(self) -> Path:
         from dlcfuzz.exec.cluster import make_pool
         from dlcfuzz.exec.pool import AHEAD
+        from dlcfuzz.exec.worker import batch_payload
 
         o = self.opts
         deadline = o.timeout_s or self.strategy.deadline_s()
@@ -222,6 +231,18 @@ class Campaign:
             self.strategy.start(pool, self.resumed)
             start = time.monotonic()  # a first campaign's capability probe (minutes on TVM) is no testing time
             inflight: dict[int, tuple[Test, bool]] = {}
+            # tests one task may carry (Strategy.tests_per_task): they are made into `group`, sent as one batch
+            # when it is full or no more tests can be made now, and `batches` holds those in flight
+            per_task = max(1, self.strategy.tests_per_task())
+            group: list[Test] = []
+            batches: dict[int, list[Test]] = {}
+
+            def send(tests: list[Test]) -> None:
+                if len(tests) == 1:
+                    inflight[pool.submit(tests[0].blob, timeout_s=tests[0].deadline_s)] = (tests[0], False)
+                else:  # a batch's deadline is its tests' together: one module computes them all
+                    timeout = sum(t.deadline_s or deadline for t in tests)
+                    batches[pool.submit(batch_payload([t.blob for t in tests]), timeout_s=timeout)] = tests
             for test_id, seq, seed, blob in self.store.pending_tests():  # a killed campaign's in-flight tests
                 test = Test(seq, seed, blob, self.strategy.decode(blob), test_id=test_id)
                 inflight[pool.submit(blob)] = (test, False)
@@ -232,18 +253,28 @@ class Campaign:
                 testing_s = time.monotonic() - start - (self.ctx.reduce_s[0] - reducing_before)
                 budget = testing_s < o.seconds and (o.max_tests is None or seq < o.max_tests)
                 # a test running in each worker and AHEAD more in its pipe (exec/pool.py)
-                while (budget and len(inflight) < (1 + AHEAD) * o.jobs and (o.max_tests is None or seq < o.max_tests)
-                       and self.strategy.ready(seq)):
+                while (budget and len(inflight) + len(batches) < (1 + AHEAD) * o.jobs
+                       and (o.max_tests is None or seq < o.max_tests) and self.strategy.ready(seq)):
                     test = self.make(seq)
                     seq += 1
                     if test is not None:
-                        inflight[pool.submit(test.blob, timeout_s=test.deadline_s)] = (test, False)
-                if not inflight:
+                        group.append(test)
+                        if len(group) == per_task:
+                            send(group)
+                            group = []
+                if group:  # no more tests can be made now: the batch goes as it is
+                    send(group)
+                    group = []
+                if not inflight and not batches:
                     if budget:
                         continue  # every test of this round was an internal error: make more
                     break
                 res = pool.next_result(timeout=0.5)
-                if res is not None:
+                if res is not None and res.task_id in batches:
+                    for test in self.finish_batch(batches.pop(res.task_id), res):
+                        self.counts["alone"] += 1
+                        send([test])
+                elif res is not None:
                     test, rerun = inflight.pop(res.task_id)
                     if res.status == "timeout" and not rerun:
                         longer = (test.deadline_s or deadline) * HANG_FACTOR
@@ -287,12 +318,42 @@ class Campaign:
         test.test_id = self.store.add_test(self.run_id, seq, test.seed, test.blob, new)
         return test
 
-    def finish(self, test: Test, res: TaskResult) -> None:
-        """Judge one result, record its findings (before the test is marked done: a kill between
-        the two re-runs the test and never loses a finding) and feed coverage back."""
+    def finish_batch(self, tests: list[Test], res: TaskResult) -> list[Test]:
+        """Finish each test of a batch whose reply there is quiet (`batch_quiet`); return the others, which run
+        alone (today's path, whose run alone judges them): every test when the batch crashed, hung, ran out of
+        memory or raised, and each test the worker could not run in its module."""
+        from dlcfuzz.exec.pool import TaskResult
+        from dlcfuzz.exec.worker import batch_parts
+
+        if res.status != "ok" or res.payload is None:
+            return list(tests)
+        alone = []
+        replies = batch_parts(res.payload)
+        # one module per configuration the tests the worker ran share
+        self.counts["compiles"] += len({json.dumps(c.to_json(), sort_keys=True) for test, reply in zip(tests, replies)
+                                        if reply for c in getattr(test.payload, "configs", ())})
+        for test, reply in zip(tests, replies, strict=True):
+            one = TaskResult(res.task_id, "ok", payload=reply, progress=res.progress, seconds=res.seconds / len(tests))
+            j = None
+            if reply:
+                try:
+                    j = self.strategy.judge(test, one)
+                except Exception:  # noqa: BLE001 - judged alone, it raises again and is recorded there
+                    j = None
+            if j is not None and batch_quiet(j):
+                self.counts["batched"] += 1
+                self.finish(test, one, j, batched=True)
+            else:
+                test.payload = self.strategy.decode(test.blob)  # as made: judging may have changed it
+                alone.append(test)
+        return alone
+
+    def finish(self, test: Test, res: TaskResult, judged: Judgement | None = None, batched: bool = False) -> None:
+        """Judge one result (unless `judged` already holds its judgement), record its findings (before the test
+        is marked done: a kill between the two re-runs the test and never loses a finding) and feed coverage back."""
         self.counts["tests"] += 1
         try:
-            j = self.strategy.judge(test, res)
+            j = judged if judged is not None else self.strategy.judge(test, res)
         except Exception as e:
             self.internal.add(test.test_id, test.seq, test.seed, "judge", f"{type(e).__name__}: {e}", traceback.format_exc())
             self.store.finish_test(test.test_id, "internal-error", res.seconds, [])
@@ -307,6 +368,8 @@ class Campaign:
         self.compiler_s += j.compiler_s
         self.counts["valid"] += j.valid
         self.counts["executions"] += j.executions
+        if not batched:  # a batch's modules are counted with the batch
+            self.counts["compiles"] += len({o.config for o in j.observations if o.status == "ok"})
         bugs = [v for v in j.verdicts if v.kind == "bug"]
         unknowns = [v for v in j.verdicts if v.kind == "unknown"]
         for v in unknowns:
@@ -396,6 +459,15 @@ class Campaign:
         self.counts["findings"] += 1
         self.counts["distinct"] += distinct
 
+
+
+def batch_quiet(j: Judgement) -> bool:
+    """Whether a test's judgement from a batch's module stands: every configuration compiled and ran every input
+    set, and no verdict says more than a routine unknown (the test's own numerics). Anything else (a finding, an
+    error, an unknown about the compiler) is for the test's run alone to say, so batching finds what single runs
+    find."""
+    return (all(o.status == "ok" for o in j.observations)
+            and all(v.kind == "pass" or (v.kind == "unknown" and routine_unknown(v.category)) for v in j.verdicts))
 
 
 def replay(run: Path, test_id: int, timeout_s: float | None = None) -> list[Verdict]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import struct
 import time
 import traceback
 from collections.abc import Callable
@@ -13,7 +15,8 @@ import numpy as np
 from dlcfuzz.backends import get_backend
 from dlcfuzz.backends.base import Backend
 from dlcfuzz.errors import LoweringGap
-from dlcfuzz.oracle.testcase import Observation, TestCase, observations_to_bytes
+from dlcfuzz.ir.graph import part_prefix, side_by_side
+from dlcfuzz.oracle.testcase import Config, Observation, TestCase, observations_to_bytes
 
 
 class NonTensorOutput(RuntimeError):
@@ -109,6 +112,100 @@ def run_sets(compiled: Any, config: str, sets: list[dict[str, np.ndarray]], comp
     return obs
 
 
+# ---- several tests compiled as one module ----------------------------------------------------------------
+# A batch task carries the blobs of up to `Backend.tests_per_module` tests; the worker compiles, per configuration
+# the tests share, one module that computes all of them side by side (`ir.graph.side_by_side`), runs it on each
+# input set and replies per test with what a test of its own would reply. A test the batch could not run as a
+# whole (its module failed to lower, compile or run, or its reference raised) gets an empty reply: the campaign
+# runs it alone, as any test runs, and only that run judges it. The campaign also runs alone every test whose
+# batch reply is not quiet, and every test of a batch that crashed, hung or ran out of memory.
+BATCH_MAGIC = b"\x00dlcfuzz-batch\x00"  # a test-case blob starts with ir/blob.py's MAGIC
+_U32 = struct.Struct("<I")
+
+
+def batch_payload(parts: list[bytes]) -> bytes:
+    """One task's payload (or reply) of several parts: a batch's test blobs, or its per-test replies (b"":
+    run the test alone)."""
+    return BATCH_MAGIC + _U32.pack(len(parts)) + b"".join(_U32.pack(len(p)) + p for p in parts)
+
+
+def is_batch(payload: bytes) -> bool:
+    return payload.startswith(BATCH_MAGIC)
+
+
+def batch_parts(payload: bytes) -> list[bytes]:
+    """The parts of `batch_payload`'s bytes, in order."""
+    at = len(BATCH_MAGIC)
+    (count,) = _U32.unpack_from(payload, at)
+    at += _U32.size
+    parts = []
+    for _ in range(count):
+        (size,) = _U32.unpack_from(payload, at)
+        at += _U32.size
+        parts.append(payload[at:at + size])
+        at += size
+    return parts
+
+
+def run_side_by_side(backend: Backend, tcs: list[TestCase], sets_of: list[list[dict[str, np.ndarray]]],
+                     note: Callable[[str], None] = lambda s: None) -> list[list[Observation] | None]:
+    """Each test's observations as `run_configs` gives them (a configuration per test, each input set in order),
+    the tests that share a configuration compiled as ONE module of that configuration (their graphs side by
+    side) and each input set of all of them run in one call; `sets_of[i]`: test i's input sets. None for a test
+    whose module failed to lower, compile or run: nothing is said of it (it runs alone). A test's compile_s and
+    run_s are its share of its module's."""
+    groups: dict[str, list[tuple[int, int, Config]]] = {}  # configuration -> (test, its position there, config)
+    for i, tc in enumerate(tcs):
+        for position, config in enumerate(tc.configs):
+            groups.setdefault(json.dumps(config.to_json(), sort_keys=True), []).append((i, position, config))
+    ran: list[list[tuple[int, Observation]]] = [[] for _ in tcs]
+    failed = [False] * len(tcs)
+    for members in groups.values():
+        live = [(i, position) for i, position, _ in members if not failed[i]]
+        if not live:
+            continue
+        config = members[0][2]
+        try:
+            merged = side_by_side([tcs[i].graph for i, _ in live])
+            note(f"{config.name}:lower {len(live)} tests side by side")
+            lowered = backend.lower(merged, config)
+            note(f"{config.name}:compile {len(live)} tests side by side")
+            t0 = time.perf_counter()
+            compiled = backend.build(lowered, merged, config)
+            compile_s = (time.perf_counter() - t0) / len(live)
+            got: list[list[tuple[int, Observation]]] = [[] for _ in live]
+            for index in range(max(len(sets_of[i]) for i, _ in live)):
+                note(f"{config.name}:run set {index} of {len(live)} tests side by side")
+                inputs = {}
+                for k, (i, _) in enumerate(live):  # a test of fewer sets runs its first again (its outputs unused)
+                    own = sets_of[i][index] if index < len(sets_of[i]) else sets_of[i][0]
+                    inputs.update({part_prefix(k) + name: value.copy() for name, value in own.items()})
+                t1 = time.perf_counter()
+                outs = compiled.run(inputs)
+                run_s = (time.perf_counter() - t1) / len(live)
+                if len(outs) != len(merged.outputs) or any(np.asarray(o).dtype == object for o in outs):
+                    raise NonTensorOutput(f"{len(outs)} outputs of {len(merged.outputs)}, or one not a tensor")
+                info = compiled.info() if hasattr(compiled, "info") else {}
+                at = 0
+                for k, (i, position) in enumerate(live):
+                    n = len(tcs[i].graph.outputs)
+                    if index < len(sets_of[i]):
+                        got[k].append((position, Observation(
+                            config.name, "ok", outputs=list(outs[at:at + n]), compile_s=compile_s if index == 0 else 0.0,
+                            run_s=run_s, info=info, input_set=index)))
+                    at += n
+        except MemoryError:
+            raise  # the pool classifies it as out-of-memory: the campaign runs each test alone
+        except Exception:  # noqa: BLE001 - which test is to blame is for their runs alone to say
+            for i, _ in live:
+                failed[i] = True
+            continue
+        for k, (i, _) in enumerate(live):
+            ran[i] += got[k]
+    # each test's observations in its configurations' order, as run_configs gives them
+    return [None if failed[i] else [o for _, o in sorted(ran[i], key=lambda po: po[0])] for i in range(len(tcs))]
+
+
 def preload_modules(handler: str, init: dict) -> list[str]:
     """What a zygote imports once for the workers of a campaign's pool (exec/pool.py): the handler's module,
     the campaign's plug-ins, the compiler's backend module (the compiler itself: seconds to import) and the
@@ -146,19 +243,49 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
             items = backend.stop_coverage()
         return obs, items
 
-    def handle(payload: bytes) -> bytes:
+    def references(tc: TestCase) -> tuple[Any, list[tuple[Any, dict[str, np.ndarray]]]]:
+        """The reference of the test's inputs (which it may re-sample, in `tc`) and of each further input set."""
         from dlcfuzz.oracle.policy import drawn_input_set, reference_of
 
-        tc = TestCase.from_bytes(payload)
-        if invalid:  # no semantics, so nothing to judge on more inputs
-            obs, items = run(tc)
-            return observations_to_bytes(obs, version, coverage=items)
-        sampled = tc.inputs
         ref = reference_of(tc, stability=False)  # may re-sample inputs; stability is checked on demand
         more = []
         for index in range(1, tc.input_sets):
             one = TestCase(tc.graph, drawn_input_set(tc, index), tc.configs, seed=tc.seed, compiler=tc.compiler)
             more.append((reference_of(one, stability=False), one.inputs))  # each set's own re-sampling
+        return ref, more
+
+    def handle_batch(blobs: list[bytes]) -> list[bytes]:
+        """Per test, the reply `handle` gives it alone, or b"" (run it alone) where the batch cannot say."""
+        if invalid or measure:  # no reference to judge by, or coverage no test of the batch owns alone
+            return [b""] * len(blobs)
+        ready: list[tuple[int, TestCase, dict[str, np.ndarray], Any, list[Any]]] = []
+        for k, blob in enumerate(blobs):
+            try:
+                tc = TestCase.from_bytes(blob)
+                sampled = tc.inputs
+                ready.append((k, tc, sampled, *references(tc)))
+            except MemoryError:
+                raise
+            except Exception:  # noqa: BLE001 - run alone, the test raises it again where it is told apart
+                continue
+        replies = [b""] * len(blobs)
+        tcs = [tc for _, tc, _, _, _ in ready]
+        sets = [[tc.inputs, *(inputs for _, inputs in more)] for _, tc, _, _, more in ready]
+        for (k, tc, sampled, ref, more), obs in zip(ready, run_side_by_side(backend, tcs, sets, progress), strict=True):
+            if obs is not None:
+                replies[k] = observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None,
+                                                   [], more)
+        return replies
+
+    def handle(payload: bytes) -> bytes:
+        if is_batch(payload):
+            return batch_payload(handle_batch(batch_parts(payload)))
+        tc = TestCase.from_bytes(payload)
+        if invalid:  # no semantics, so nothing to judge on more inputs
+            obs, items = run(tc)
+            return observations_to_bytes(obs, version, coverage=items)
+        sampled = tc.inputs
+        ref, more = references(tc)
         obs, items = run(tc, [tc.inputs, *(inputs for _, inputs in more)])
         return observations_to_bytes(obs, version, ref, tc.inputs if tc.inputs is not sampled else None, items, more)
 

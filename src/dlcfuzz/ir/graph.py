@@ -136,3 +136,33 @@ class Graph:
 def _copy_attrs(attrs: Attrs) -> Attrs:
     """A deep copy of a node's attributes whose region bodies share their constant arrays (light_copy)."""
     return {k: a.light_copy() if isinstance(a, Graph) else copy.deepcopy(a) for k, a in attrs.items()}
+
+
+def side_by_side(graphs: list[Graph]) -> Graph:
+    """One graph computing every graph of `graphs` independently (names prefixed per part, `p{k}_`, sub-functions
+    and the calls to them included; region bodies are closed, so they keep their names): the capability
+    probe's batches, and several tests compiled as one module (exec/worker.py's `run_side_by_side`)."""
+    out = Graph(name="probe")
+    for k, g in enumerate(graphs):
+        p = part_prefix(k)
+
+        def attrs(n: Node, p: str = p) -> dict:
+            return {**n.attrs, "callee": p + n.attrs["callee"]} if n.op == CALL_OP else dict(n.attrs)
+
+        out.inputs += [Value(p + v.name, v.type) for v in g.inputs]
+        out.constants.update({p + name: a for name, a in g.constants.items()})
+        out.nodes += [Node(n.op, [p + i for i in n.inputs], [Value(p + v.name, v.type) for v in n.outputs],
+                           attrs(n), name=p + n.name) for n in g.nodes]
+        out.outputs += [p + o for o in g.outputs]
+        # a sub-function's values are its own: only its name and the calls in it change
+        out.functions.update({p + name: Graph(inputs=list(f.inputs), constants=dict(f.constants),
+                                              nodes=[Node(n.op, list(n.inputs), list(n.outputs), attrs(n), name=n.name)
+                                                     for n in f.nodes],
+                                              outputs=list(f.outputs), name=p + name)
+                              for name, f in g.functions.items()})
+    return out
+
+
+def part_prefix(k: int) -> str:
+    """The prefix of part `k`'s names in `side_by_side`."""
+    return f"p{k}_"

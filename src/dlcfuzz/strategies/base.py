@@ -167,6 +167,8 @@ class Context:
     reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing, all findings
     reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the backend's reduction_s)
     input_sets: int = 1  # input sets each compiled test runs (`--input-sets`, else the backend's `input_sets`)
+    # tests one module may hold (`--tests-per-module`, else the backend's `tests_per_module`): `tests_per_task`
+    tests_per_module: int = 1
     # the budget of the finding being reduced: the engine gives each finding a new one; a list, so that
     # the copies of the context `auto` gives its strategies share it
     budget_box: list[ReductionBudget] = field(
@@ -282,6 +284,13 @@ class Strategy:
 
     def learn(self, test: Test, judgement: Judgement, new_coverage: list[str]) -> None:
         """Feedback after a test is judged: the coverage items it added (seed pools grow here)."""
+
+    def tests_per_task(self) -> int:
+        """Tests the engine may send in one worker task (exec/worker.py's batches: the tests that share a
+        configuration compiled as one module): 1 unless the strategy's tests are plain test cases of the
+        default handler, judged by their observations alone. The engine runs alone every test whose batch
+        judgement is not quiet, and only that run judges it."""
+        return 1
 
     def ready(self, seq: int) -> bool:
         """Whether test `seq` can be made now (a schedule may wait for earlier results)."""

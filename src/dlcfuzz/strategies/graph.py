@@ -290,6 +290,15 @@ class GraphStrategy(Strategy):
     def size(self, test: Test) -> int:
         return len(test.payload.graph.nodes)
 
+    def tests_per_task(self) -> int:
+        """The campaign's tests per module where a test's verdict rests on its own observations and references
+        (the default handler, valid graphs, no coverage of the compiler's own code, which no test of a batch
+        owns alone)."""
+        init = self.handler_init()
+        plain = (self.handler == Strategy.handler and type(self).judge is GraphStrategy.judge
+                 and not init.get("invalid") and not init.get("compiler_coverage"))
+        return self.ctx.tests_per_module if plain else 1
+
     # ---- judging -------------------------------------------------------
     def judge(self, test: Test, res: TaskResult) -> Judgement:
         tc: TestCase = test.payload

@@ -19,7 +19,7 @@ import numpy as np
 
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.random import FormGaps
-from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
+from dlcfuzz.ir.graph import Graph, side_by_side
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import all_ops
 
@@ -93,30 +93,6 @@ def probe_cases(seed: int = 0, form_gaps: FormGaps | None = None) -> list[tuple[
 
 
 PROBE_BATCH = 16  # one-operator graphs compiled together; a batch that is not all fine is split
-
-
-def side_by_side(graphs: list[Graph]) -> Graph:
-    """One graph computing every graph of `graphs` independently (names prefixed per part, sub-functions
-    and the calls to them included)."""
-    out = Graph(name="probe")
-    for k, g in enumerate(graphs):
-        p = f"p{k}_"
-
-        def attrs(n: Node, p: str = p) -> dict:
-            return {**n.attrs, "callee": p + n.attrs["callee"]} if n.op == CALL_OP else dict(n.attrs)
-
-        out.inputs += [Value(p + v.name, v.type) for v in g.inputs]
-        out.constants.update({p + name: a for name, a in g.constants.items()})
-        out.nodes += [Node(n.op, [p + i for i in n.inputs], [Value(p + v.name, v.type) for v in n.outputs],
-                           attrs(n), name=p + n.name) for n in g.nodes]
-        out.outputs += [p + o for o in g.outputs]
-        # a sub-function's values are its own: only its name and the calls in it change
-        out.functions.update({p + name: Graph(inputs=list(f.inputs), constants=dict(f.constants),
-                                              nodes=[Node(n.op, list(n.inputs), list(n.outputs), attrs(n), name=n.name)
-                                                     for n in f.nodes],
-                                              outputs=list(f.outputs), name=p + name)
-                              for name, f in g.functions.items()})
-    return out
 
 
 def _onnx_opset(g: Graph) -> int:

@@ -89,6 +89,7 @@ class XlaBackend(BackendBase):
     deadline_s = 30.0  # measured: compiles take 0.05-0.5 s; the first in a worker ~1 s more (import, init)
     reduction_checks = 120
     input_sets = 8  # a jit compile costs ~0.5 s, a run of the compiled program milliseconds
+    tests_per_module = 8  # measured: see README "Several tests per module"
     sub_functions = True
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
