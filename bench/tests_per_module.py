@@ -1,5 +1,6 @@
 """Tests per second with one test per compiled module (the old mode) beside several independent tests
-compiled as one module per configuration (`Backend.tests_per_module`, or --per-module), on the same tests.
+compiled as one module per configuration (`Backend.tests_per_module` where it is above 1, else 8, or
+--per-module), on the same tests.
 
 Each mode is a real campaign (worker pool, references of every input set, judging, the store) of `--tests`
 tests of the random strategy from the same master seed, so both make the same tests; reduction is off.
@@ -53,7 +54,8 @@ def compare(compiler: str, args: argparse.Namespace) -> dict[str, dict[str, Any]
     """Both modes' rows (old first), printed as they finish, then the verdict check and the last line."""
     from dlcfuzz.backends import get_backend
 
-    k = args.per_module or get_backend(compiler).tests_per_module
+    declared = get_backend(compiler).tests_per_module
+    k = args.per_module or (declared if declared > 1 else 8)
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, per in (("old (1 test per module)", 1), (f"new ({k} tests per module)", k)):
@@ -77,7 +79,7 @@ def arguments(ap: argparse.ArgumentParser) -> argparse.ArgumentParser:
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--per-module", type=int, dest="per_module", help="the new mode's tests per module "
-                    "(default: the compiler's)")
+                    "(default: the compiler's where above 1, else 8)")
     return ap
 
 

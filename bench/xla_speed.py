@@ -1,5 +1,5 @@
 """Throughput of dlcfuzz's XLA campaigns on this machine: one test per jit-compiled module (the old mode)
-beside several tests per module (`XlaBackend.tests_per_module`), measured side by side in one run.
+beside 8 tests per module (`--per-module`), measured side by side in one run.
 
 Each mode is a campaign of the random strategy (`bench/tests_per_module.py`, which says what is counted):
 same seed, same tests, the backend's configurations (`xla-nopasses`, `xla`, and on half of the tests a
