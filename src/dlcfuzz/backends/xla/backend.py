@@ -89,9 +89,9 @@ class XlaBackend(BackendBase):
     deadline_s = 30.0  # measured: compiles take 0.05-0.5 s; the first in a worker ~1 s more (import, init)
     reduction_checks = 120
     input_sets = 8  # a jit compile costs ~0.5 s, a run of the compiled program milliseconds
-    # one test per module: XLA:CPU's compile time grows with the module's kernels (a trivial module compiles in
-    # 0.03 s, a campaign's 8-operator test in 0.4-5 s), so 8 tests side by side compiled no faster than each
-    # alone (`bench/xla_speed.py`, README "Several tests per module"); `--tests-per-module K` batches them
+    # one test per module: XLA:CPU's compile time grows with the module's kernels, so 8 tests side by side
+    # compiled no faster than each alone (`bench/xla_speed.py`, README "Several tests per module");
+    # `--tests-per-module K` batches them
     tests_per_module = 1
     sub_functions = True
 
