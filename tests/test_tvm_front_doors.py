@@ -264,3 +264,23 @@ def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register
                          reason)
         k = Register(use_env=False).match(f, "")
         assert (k.id if k else None) == expected, k
+
+
+def test_bool_reduce_max_and_min_fail_to_build_through_the_frontend_and_the_register_names_it() -> None:
+    """tvm-reduce-max-min-bool (found by issue 36's acceptance campaign, reproduced with TVM alone): ReduceMax and
+    ReduceMin of bool reach R.max/R.min on bool, whose legalization has no extreme value for bool; dlcfuzz's own
+    lowering (on uint8) runs. This asserts the failure, so it fails once the installed TVM is fixed."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    reduce = {"axes": [1], "keepdims": 0, "noop_with_empty_axes": 0}
+    for op, which in (("reduce_max", "min_value"), ("reduce_min", "max_value")):
+        got = run_alone(op, [_t("bool", (2, 3))], reduce)
+        assert got.startswith("error: InternalError") and f"Cannot decide {which} for" in got, got
+        assert run_alone(op, [_t("int32", (2, 3))], reduce) == "ok"
+        for message, expected in ((got, "tvm-reduce-max-min-bool"), ("error: InternalError: Check failed", None)):
+            key = f"unexpected-error|tvm|tvm-onnx-opt|ops={op}"
+            f = FindingFacts(1, "tvm", "unexpected-error", ("tvm-onnx-opt",), "", frozenset({op}),
+                             frozenset({"bool"}), "", key, message)
+            k = Register(use_env=False).match(f, message)
+            assert (k.id if k else None) == expected, (message, k)
