@@ -183,3 +183,47 @@ def test_int64_sum_beyond_two_to_the_53_is_inexact_and_known(tmp_path):
         "ort-int64-reduce-beyond-2-53"
     done = reproduce(g, inputs, [np.array(2**53 + 3, np.int64)], "wrong-result", tmp_path)
     assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
+
+
+def _lse_at_opset(x: np.ndarray, opset: int) -> np.ndarray:
+    """ReduceLogSumExp over every axis of `x`, a model of onnx and onnxruntime alone."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    node = helper.make_node("ReduceLogSumExp", ["x"], ["y"], keepdims=0)
+    graph = helper.make_graph([node], "lse", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+                              [helper.make_tensor_value_info("y", elem, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def test_reduce_log_sum_exp_at_opset_28_overflows_and_is_known():
+    """ORT 1.32 acceptance finding 20: at opset 28 onnxruntime runs ReduceLogSumExp as ONNX's function body
+    (log of a sum of exps, in double), which overflows where opset 27's kernel is exact. The register knows an inf
+    finding of it in float32 or float64; a finding of another reason, or of float16, is another entry's."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    for dtype, big in ((np.float32, 1000.0), (np.float64, 1e300)):
+        x = np.array([big, big], dtype)
+        exact = big + np.log(2.0)
+        np.testing.assert_allclose(_lse_at_opset(x, 27), exact, rtol=1e-6)
+        assert np.isposinf(_lse_at_opset(x, 28)), dtype
+
+    def known(reason: str, dtypes: set[str]) -> str | None:
+        key = f"wrong|onnxruntime|ort-disable,ort-all|{reason}|ops=mod,reduce_log_sum_exp|opts=none"
+        facts = FindingFacts(id=20, compiler="onnxruntime", category="wrong-result", configs=("ort-disable", "ort-all"),
+                             opts="", ops=frozenset({"mod", "reduce_log_sum_exp"}), dtypes=frozenset(dtypes),
+                             message="", key=key, reason=reason)
+        k = Register(use_env=False).match(facts, "ort-disable, ort-all differ from the reference at output 0: Inf at "
+                                                 "different positions or signs")
+        return k.id if k else None
+
+    assert known("inf", {"float64", "float32"}) == "ort-reducelogsumexp-opset28-function-overflow"
+    assert known("value", {"float64", "float32"}) is None
+    assert known("inf", {"float16"}) == "ort-reducelogsumexp-float16-overflow"
