@@ -185,6 +185,19 @@ def test_int64_sum_beyond_two_to_the_53_is_inexact_and_known(tmp_path):
     assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
 
 
+def _known_finding(category: str, ops: set[str], dtypes: set[str], opts: str, reason: str, detail: str) -> str | None:
+    """The register entry a finding of ort-disable and ort-all with this key matches (None: a new bug)."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    kind = {"wrong-result": "wrong", "inconsistency": "inconsistency"}[category]
+    key = f"{kind}|onnxruntime|ort-disable,ort-all|{reason}|ops={','.join(sorted(ops))}|opts={opts or 'none'}"
+    facts = FindingFacts(id=1, compiler="onnxruntime", category=category, configs=("ort-disable", "ort-all"),
+                         opts=opts, ops=frozenset(ops), dtypes=frozenset(dtypes), message="", key=key, reason=reason)
+    k = Register(use_env=False).match(facts, detail)
+    return k.id if k else None
+
+
 def _lse_at_opset(x: np.ndarray, opset: int) -> np.ndarray:
     """ReduceLogSumExp over every axis of `x`, a model of onnx and onnxruntime alone."""
     import onnxruntime as ort
@@ -206,9 +219,6 @@ def test_reduce_log_sum_exp_at_opset_28_overflows_and_is_known():
     """ORT 1.32 acceptance finding 20: at opset 28 onnxruntime runs ReduceLogSumExp as ONNX's function body
     (log of a sum of exps, in double), which overflows where opset 27's kernel is exact. The register knows an inf
     finding of it in float32 or float64; a finding of another reason, or of float16, is another entry's."""
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
-
     for dtype, big in ((np.float32, 1000.0), (np.float64, 1e300)):
         x = np.array([big, big], dtype)
         exact = big + np.log(2.0)
@@ -216,14 +226,46 @@ def test_reduce_log_sum_exp_at_opset_28_overflows_and_is_known():
         assert np.isposinf(_lse_at_opset(x, 28)), dtype
 
     def known(reason: str, dtypes: set[str]) -> str | None:
-        key = f"wrong|onnxruntime|ort-disable,ort-all|{reason}|ops=mod,reduce_log_sum_exp|opts=none"
-        facts = FindingFacts(id=20, compiler="onnxruntime", category="wrong-result", configs=("ort-disable", "ort-all"),
-                             opts="", ops=frozenset({"mod", "reduce_log_sum_exp"}), dtypes=frozenset(dtypes),
-                             message="", key=key, reason=reason)
-        k = Register(use_env=False).match(facts, "ort-disable, ort-all differ from the reference at output 0: Inf at "
-                                                 "different positions or signs")
-        return k.id if k else None
+        return _known_finding("wrong-result", {"mod", "reduce_log_sum_exp"}, dtypes, "", reason,
+                              "ort-disable, ort-all differ from the reference at output 0: Inf at different positions")
 
     assert known("inf", {"float64", "float32"}) == "ort-reducelogsumexp-opset28-function-overflow"
     assert known("value", {"float64", "float32"}) is None
     assert known("inf", {"float16"}) == "ort-reducelogsumexp-float16-overflow"
+
+
+def test_double_qdq_pairs_of_different_scales_lose_the_first_rounding_and_are_known():
+    """ORT 1.32 acceptance finding 48: DoubleQDQPairsRemover (level 1) turns Q(1/16) -> DQ -> Q(1/128) -> DQ into one
+    pair of scale 1/128, so 1.92 is rounded once to 1.921875 instead of to 1.9375 and kept there. onnxruntime alone;
+    the register knows the inconsistency under that optimization, not a Q/DQ finding of another one."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    scales = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("s1", 0.0625), ("s2", 0.0078125))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z"], ["d1"]),
+             helper.make_node("QuantizeLinear", ["d1", "s2", "z"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "double_qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+                              [*scales, numpy_helper.from_array(np.array(0, np.uint8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+
+    def run(level: str, disabled: list[str] | None = None) -> np.ndarray:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
+        return session.run(None, {"x": np.array([1.92, 0.5, 1.0], np.float32)})[0]
+
+    np.testing.assert_array_equal(run("ORT_DISABLE_ALL"), [1.9375, 0.5, 1.0])
+    np.testing.assert_array_equal(run("ORT_ENABLE_BASIC"), [1.921875, 0.5, 1.0])
+    np.testing.assert_array_equal(run("ORT_ENABLE_ALL", ["DoubleQDQPairsRemover"]), [1.9375, 0.5, 1.0])
+
+    ops = {"quantize_linear", "dequantize_linear"}
+    detail = "ort-all differs from ort-disable and the reference at output 1: distance 0.0234 > 0.001"
+    assert _known_finding("inconsistency", ops, {"float32", "uint8"}, "DoubleQDQPairsRemover", "value", detail) == \
+        "ort-double-qdq-pairs-remover-drops-first-rounding"
+    assert _known_finding("inconsistency", ops, {"float32", "uint8"}, "QDQFinalCleanupTransformer", "value",
+                          detail) is None
