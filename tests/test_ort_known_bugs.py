@@ -190,7 +190,7 @@ def _known_finding(category: str, ops: set[str], dtypes: set[str], opts: str, re
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
 
-    kind = {"wrong-result": "wrong", "inconsistency": "inconsistency"}[category]
+    kind = {"wrong-result": "wrong"}.get(category, category)
     key = f"{kind}|onnxruntime|ort-disable,ort-all|{reason}|ops={','.join(sorted(ops))}|opts={opts or 'none'}"
     facts = FindingFacts(id=1, compiler="onnxruntime", category=category, configs=("ort-disable", "ort-all"),
                          opts=opts, ops=frozenset(ops), dtypes=frozenset(dtypes), message="", key=key, reason=reason)
@@ -269,3 +269,43 @@ def test_double_qdq_pairs_of_different_scales_lose_the_first_rounding_and_are_kn
         "ort-double-qdq-pairs-remover-drops-first-rounding"
     assert _known_finding("inconsistency", ops, {"float32", "uint8"}, "QDQFinalCleanupTransformer", "value",
                           detail) is None
+
+
+def test_attention_fusion_of_float64_fails_the_session_and_is_known():
+    """ORT 1.32 acceptance finding 47: a float64 BERT self-attention at opset 12 whose layer norm LayerNormFusionL2 fuses
+    (its epsilon a float32 value) makes AttentionFusion fail session creation with a float/double tensor type
+    mismatch; float32 and AttentionFusion disabled run. The model is dlcfuzz's library block; the sessions are
+    onnxruntime's alone."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    from dlcfuzz.backends.onnxruntime.opsets import at_opset
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.synth.library_ort import bert_attention_block
+    from dlcfuzz.zoo.builder import Builder
+
+    def model(dtype: str) -> bytes:
+        b = Builder("bert_attention", 0, dtype=dtype)
+        g = b.outputs(bert_attention_block(b, b.input("x", (2, 4, 8)), b.input("lengths", (2, 1))))
+        m = onnx.load_from_string(at_opset(to_onnx(g).SerializeToString(), 12))
+        (eps,) = [i for i in m.graph.initializer if i.name == "eps"]
+        eps.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(eps), np.float32(1e-5)), "eps"))
+        return m.SerializeToString()
+
+    def session(m: bytes, disabled: list[str] | None = None) -> None:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.log_severity_level = 4
+        ort.InferenceSession(m, so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+
+    with pytest.raises(Exception, match="Tensor type mismatch") as raised:
+        session(model("float64"))
+    session(model("float64"), ["AttentionFusion"])
+    session(model("float32"))
+
+    detail = f"ort-all rejects ({raised.value}) while ort-disable compiles"
+    ops = {"add", "matmul", "softmax", "reshape", "transpose"}
+    assert _known_finding("inconsistent-rejection", ops, {"float64"}, "AttentionFusion,LayerNormFusionL2", "",
+                          detail) == "ort-attention-fusion-float64"
+    assert _known_finding("inconsistent-rejection", ops, {"float64"}, "MatMulAddFusion", "", detail) is None
