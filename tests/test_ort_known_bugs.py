@@ -309,3 +309,53 @@ def test_attention_fusion_of_float64_fails_the_session_and_is_known():
     assert _known_finding("inconsistent-rejection", ops, {"float64"}, "AttentionFusion,LayerNormFusionL2", "",
                           detail) == "ort-attention-fusion-float64"
     assert _known_finding("inconsistent-rejection", ops, {"float64"}, "MatMulAddFusion", "", detail) is None
+
+
+def test_the_transformer_optimizer_cancels_a_transpose_pair_that_does_not_cancel_and_is_known(tmp_path):
+    """ORT 1.32 acceptance finding 49: FusionConstantFold removes Transpose(perm=[1, 2, 0]) twice (equal perms, but not
+    an involution), and the first one even where a Neg still reads it: "Graph is not a DAG"; with no second reader
+    the optimized model runs and returns the input's shape. onnx and onnxruntime's transformer optimizer alone."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    def optimized(second_reader: bool) -> bytes:
+        nodes = [helper.make_node("Transpose", ["x"], ["t1"], perm=[1, 2, 0], name="t1"),
+                 helper.make_node("Transpose", ["t1"], ["t2"], perm=[1, 2, 0], name="t2"),
+                 helper.make_node("Relu", ["t2"], ["y"], name="relu")]
+        outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2, 3])]
+        if second_reader:
+            nodes.append(helper.make_node("Neg", ["t1"], ["z"], name="neg"))
+            outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [3, 4, 2]))
+        graph = helper.make_graph(nodes, "transposes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                                  outs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"m{int(second_reader)}.onnx"
+        onnx.save(model, str(path))
+        return optimize_model(str(path), model_type="gpt2", num_heads=0, hidden_size=0,
+                              optimization_options=FusionOptions("gpt2"), opt_level=0,
+                              use_gpu=False).model.SerializeToString()
+
+    with pytest.raises(RuntimeError, match="Graph is not a DAG") as raised:
+        optimized(second_reader=True)
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    session = ort.InferenceSession(optimized(second_reader=False), so, providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+    assert y.shape == (2, 3, 4)  # Transpose twice by [1, 2, 0] is [4, 2, 3]
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    def known(message: str) -> str | None:
+        facts = FindingFacts(id=49, compiler="onnxruntime", category="unexpected-error",
+                             configs=("ort-transformers-gpt2",), opts="", ops=frozenset({"transpose", "sub", "clip"}),
+                             dtypes=frozenset({"float32"}), message="")
+        k = Register(use_env=False).match(facts, f"TransformerOptimizerError: optimize_model raised {message}")
+        return k.id if k else None
+
+    assert known(f"RuntimeError: {raised.value}") == "ort-transformers-constant-fold-transpose-pair"
+    assert known("KeyError: 't2'") == "ort-transformers-constant-fold-keyerror"
