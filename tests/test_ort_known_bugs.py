@@ -359,3 +359,30 @@ def test_the_transformer_optimizer_cancels_a_transpose_pair_that_does_not_cancel
 
     assert known(f"RuntimeError: {raised.value}") == "ort-transformers-constant-fold-transpose-pair"
     assert known("KeyError: 't2'") == "ort-transformers-constant-fold-keyerror"
+
+
+def test_float16_softplus_overflows_above_88_and_is_known():
+    """ORT 1.32 acceptance finding 36: Softplus of float16 88.8 is inf (float32 gives 88.8), so Div(v, Softplus(v))
+    is 0, not 1. onnxruntime alone; the register knows a float16 finding holding Softplus, and leaves float64's
+    to its own entry."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    def softplus(x: np.ndarray, elem: int) -> np.ndarray:
+        graph = helper.make_graph([helper.make_node("Softplus", ["x"], ["y"])], "softplus",
+                                  [helper.make_tensor_value_info("x", elem, [2])],
+                                  [helper.make_tensor_value_info("y", elem, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+    half = softplus(np.array([88.7, 88.8], np.float16), TensorProto.FLOAT16)
+    assert half[0] == np.float16(88.7) and np.isposinf(half[1])
+    np.testing.assert_allclose(softplus(np.array([88.7, 88.8], np.float32), TensorProto.FLOAT), [88.7, 88.8], rtol=1e-6)
+
+    ops = {"div", "exp", "global_lp_pool", "softplus"}
+    detail = "ort-disable, ort-all differ from the reference at output 5: distance 1 > 0.01"
+    assert _known_finding("wrong-result", ops, {"float16"}, "", "value", detail) == "ort-softplus-float16-overflow"
+    assert _known_finding("wrong-result", {"softplus"}, {"float64"}, "", "inf", detail) == \
+        "ort-softplus-float64-overflow"
+    assert _known_finding("wrong-result", ops - {"softplus"}, {"float16"}, "", "value", detail) is None
