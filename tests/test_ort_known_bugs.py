@@ -386,3 +386,38 @@ def test_float16_softplus_overflows_above_88_and_is_known():
     assert _known_finding("wrong-result", {"softplus"}, {"float64"}, "", "inf", detail) == \
         "ort-softplus-float64-overflow"
     assert _known_finding("wrong-result", ops - {"softplus"}, {"float16"}, "", "value", detail) is None
+
+
+def test_conv_mul_fusion_folds_an_infinite_scale_into_nan_and_is_known():
+    """ORT 1.32 acceptance finding 10 (microsoft/onnxruntime#11173): ConvMulFusion folds a -inf scale into the Conv
+    weights, so +-inf meet inside the convolution: NaN where Conv then Mul gives +-inf. onnxruntime alone; the
+    register knows the non-finite inconsistency under that optimization, not a finite one."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), helper.make_node("Mul", ["c", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_mul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 2])],
+                              [numpy_helper.from_array(np.array([[[[1.0]], [[-1.0]]]], np.float32), "w"),
+                               numpy_helper.from_array(np.array([[[-np.inf]]], np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    x = np.array([[[[1.0, 3.0]], [[2.0, 1.0]]]], np.float32)  # the convolution gives [-1, 2]
+
+    def run(level: str, disabled: list[str] | None = None) -> np.ndarray:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
+        return session.run(None, {"x": x})[0].ravel()
+
+    np.testing.assert_array_equal(run("ORT_DISABLE_ALL"), [np.inf, -np.inf])
+    assert np.isnan(run("ORT_ENABLE_BASIC")).all()
+    np.testing.assert_array_equal(run("ORT_ENABLE_ALL", ["ConvMulFusion"]), [np.inf, -np.inf])
+
+    ops = {"conv2d", "mul"}
+    nan = "ort-all differs from ort-disable and the reference at output 3: NaN at different positions"
+    assert _known_finding("inconsistency", ops, {"float32"}, "ConvMulFusion", "nan", nan) == \
+        "ort-conv-mul-fusion-infinite-scale"
+    finite = "ort-all differs from ort-disable and the reference at output 3: distance 0.5 > 0.001"
+    assert _known_finding("inconsistency", ops, {"float32"}, "ConvMulFusion", "value", finite) is None
