@@ -257,3 +257,25 @@ def test_a_kernels_documented_refusal_of_a_mode_is_unsupported_not_a_bug(tmp_pat
             assert [v.kind for v in verdicts] == ["pass"], verdicts
         else:
             assert verdicts and {(v.kind, v.category) for v in verdicts} == {("unknown", want)}, verdicts
+
+
+def test_a_float_product_whose_partial_products_overflow_in_some_order_is_not_compared(tmp_path):
+    """Regression (ORT 1.32 acceptance campaign, finding 41): ReduceProd of float32 [2, 3] holding 3e37, 8e20 and a 0.
+    The exact product is 0, but 3e37 * 8e20 overflows to inf, and inf * 0 is NaN: ORT's order multiplies them first
+    (NaN), the reference's reaches the 0 first (0); elsewhere it is the other way round. The order is the compiler's,
+    so the output is ill-conditioned, never a wrong result; a product within range is still compared."""
+    from dlcfuzz.ops import get_op
+
+    t = TensorType("float32", (2, 3))
+    attrs = {"axes": [-2, 1], "keepdims": 0, "noop_with_empty_axes": 0}
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("reduce_prod", ["x"], [Value("y", TensorType("float32", ()))], attrs)],
+              outputs=["y"])
+    check_graph(g)
+    x = np.array([[3e37, 0.0, 8e20], [1.0, 1.0, 1.0]], np.float32)
+    verdicts = judged(g, {"x": x}, tmp_path)
+    assert "bug" not in [v.kind for v in verdicts], [v.detail for v in verdicts]
+    assert "ill-conditioned-output" in [v.category for v in verdicts]
+    prod = get_op("reduce_prod")
+    assert not prod.near_tie([np.array([[3e18, 8e15, 0.0], [1.0, 1.0, 1.0]], np.float32)], attrs, 1e-3)
+    assert prod.near_tie([np.array([[1e-30, 1e-20, np.inf], [1.0, 1.0, 1.0]], np.float32)], attrs, 1e-3)  # underflow
+    assert not get_op("reduce_sum").near_tie([x], attrs, 1e-3)

@@ -275,3 +275,17 @@ def test_a_long_interpolating_resize_axis_is_refused_and_an_unchanged_one_is_not
     (y,) = spec.reference([x], attrs)
     assert y.shape == (20000, 4)
     np.testing.assert_allclose(y[:, [0, 3]], x, rtol=1e-6)  # half_pixel_symmetric keeps the border samples
+
+
+def test_a_nearest_resize_reads_an_unchanged_long_axis_by_its_own_index() -> None:
+    """ORT acceptance campaign finding 9 (a suspected reference error): align_corners on a [5798, 3] int32 axis of
+    scale 1 computed o * 5797 in float32, which rounds past 2^24 (o >= 2,895), and nearest_mode ceil then read the
+    next row for 302 rows. ONNXRuntime and ONNX's reference return the input unchanged; so must the reference."""
+    spec = get_op("resize")
+    x = np.random.default_rng(0).integers(-5, 6, size=(5798, 3)).astype(np.int32)
+    attrs = {"coordinate_transformation_mode": "align_corners", "nearest_mode": "ceil"}
+    np.testing.assert_array_equal(spec.reference([x], {**attrs, "scales": [1.0, 1.0]})[0], x)
+    np.testing.assert_array_equal(spec.reference([x], {**attrs, "sizes": [5798, 3]})[0], x)
+    # another axis resized: the long one still reads itself
+    (y,) = spec.reference([x], {**attrs, "scales": [1.0, 2.0]})
+    np.testing.assert_array_equal(y[:, [0, 5]], x[:, [0, 2]])

@@ -183,3 +183,241 @@ def test_int64_sum_beyond_two_to_the_53_is_inexact_and_known(tmp_path):
         "ort-int64-reduce-beyond-2-53"
     done = reproduce(g, inputs, [np.array(2**53 + 3, np.int64)], "wrong-result", tmp_path)
     assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
+
+
+def _known_finding(category: str, ops: set[str], dtypes: set[str], opts: str, reason: str, detail: str) -> str | None:
+    """The register entry a finding of ort-disable and ort-all with this key matches (None: a new bug)."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    kind = {"wrong-result": "wrong"}.get(category, category)
+    key = f"{kind}|onnxruntime|ort-disable,ort-all|{reason}|ops={','.join(sorted(ops))}|opts={opts or 'none'}"
+    facts = FindingFacts(id=1, compiler="onnxruntime", category=category, configs=("ort-disable", "ort-all"),
+                         opts=opts, ops=frozenset(ops), dtypes=frozenset(dtypes), message="", key=key, reason=reason)
+    k = Register(use_env=False).match(facts, detail)
+    return k.id if k else None
+
+
+def _lse_at_opset(x: np.ndarray, opset: int) -> np.ndarray:
+    """ReduceLogSumExp over every axis of `x`, a model of onnx and onnxruntime alone."""
+    import onnxruntime as ort
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    node = helper.make_node("ReduceLogSumExp", ["x"], ["y"], keepdims=0)
+    graph = helper.make_graph([node], "lse", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+                              [helper.make_tensor_value_info("y", elem, [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def test_reduce_log_sum_exp_at_opset_28_overflows_and_is_known():
+    """ORT 1.32 acceptance finding 20: at opset 28 onnxruntime runs ReduceLogSumExp as ONNX's function body
+    (log of a sum of exps, in double), which overflows where opset 27's kernel is exact. The register knows an inf
+    finding of it in float32 or float64; a finding of another reason, or of float16, is another entry's."""
+    for dtype, big in ((np.float32, 1000.0), (np.float64, 1e300)):
+        x = np.array([big, big], dtype)
+        exact = big + np.log(2.0)
+        np.testing.assert_allclose(_lse_at_opset(x, 27), exact, rtol=1e-6)
+        assert np.isposinf(_lse_at_opset(x, 28)), dtype
+
+    def known(reason: str, dtypes: set[str]) -> str | None:
+        return _known_finding("wrong-result", {"mod", "reduce_log_sum_exp"}, dtypes, "", reason,
+                              "ort-disable, ort-all differ from the reference at output 0: Inf at different positions")
+
+    assert known("inf", {"float64", "float32"}) == "ort-reducelogsumexp-opset28-function-overflow"
+    assert known("value", {"float64", "float32"}) is None
+    assert known("inf", {"float16"}) == "ort-reducelogsumexp-float16-overflow"
+
+
+def test_double_qdq_pairs_of_different_scales_lose_the_first_rounding_and_are_known():
+    """ORT 1.32 acceptance finding 48: DoubleQDQPairsRemover (level 1) turns Q(1/16) -> DQ -> Q(1/128) -> DQ into one
+    pair of scale 1/128, so 1.92 is rounded once to 1.921875 instead of to 1.9375 and kept there. onnxruntime alone;
+    the register knows the inconsistency under that optimization, not a Q/DQ finding of another one."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    scales = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("s1", 0.0625), ("s2", 0.0078125))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s1", "z"], ["q1"]),
+             helper.make_node("DequantizeLinear", ["q1", "s1", "z"], ["d1"]),
+             helper.make_node("QuantizeLinear", ["d1", "s2", "z"], ["q2"]),
+             helper.make_node("DequantizeLinear", ["q2", "s2", "z"], ["y"])]
+    graph = helper.make_graph(nodes, "double_qdq", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+                              [*scales, numpy_helper.from_array(np.array(0, np.uint8), "z")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+
+    def run(level: str, disabled: list[str] | None = None) -> np.ndarray:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
+        return session.run(None, {"x": np.array([1.92, 0.5, 1.0], np.float32)})[0]
+
+    np.testing.assert_array_equal(run("ORT_DISABLE_ALL"), [1.9375, 0.5, 1.0])
+    np.testing.assert_array_equal(run("ORT_ENABLE_BASIC"), [1.921875, 0.5, 1.0])
+    np.testing.assert_array_equal(run("ORT_ENABLE_ALL", ["DoubleQDQPairsRemover"]), [1.9375, 0.5, 1.0])
+
+    ops = {"quantize_linear", "dequantize_linear"}
+    detail = "ort-all differs from ort-disable and the reference at output 1: distance 0.0234 > 0.001"
+    assert _known_finding("inconsistency", ops, {"float32", "uint8"}, "DoubleQDQPairsRemover", "value", detail) == \
+        "ort-double-qdq-pairs-remover-drops-first-rounding"
+    assert _known_finding("inconsistency", ops, {"float32", "uint8"}, "QDQFinalCleanupTransformer", "value",
+                          detail) is None
+
+
+def test_attention_fusion_of_float64_fails_the_session_and_is_known():
+    """ORT 1.32 acceptance finding 47: a float64 BERT self-attention at opset 12 whose layer norm LayerNormFusionL2 fuses
+    (its epsilon a float32 value) makes AttentionFusion fail session creation with a float/double tensor type
+    mismatch; float32 and AttentionFusion disabled run. The model is dlcfuzz's library block; the sessions are
+    onnxruntime's alone."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    from dlcfuzz.backends.onnxruntime.opsets import at_opset
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.synth.library_ort import bert_attention_block
+    from dlcfuzz.zoo.builder import Builder
+
+    def model(dtype: str) -> bytes:
+        b = Builder("bert_attention", 0, dtype=dtype)
+        g = b.outputs(bert_attention_block(b, b.input("x", (2, 4, 8)), b.input("lengths", (2, 1))))
+        m = onnx.load_from_string(at_opset(to_onnx(g).SerializeToString(), 12))
+        (eps,) = [i for i in m.graph.initializer if i.name == "eps"]
+        eps.CopyFrom(numpy_helper.from_array(np.full_like(numpy_helper.to_array(eps), np.float32(1e-5)), "eps"))
+        return m.SerializeToString()
+
+    def session(m: bytes, disabled: list[str] | None = None) -> None:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        so.log_severity_level = 4
+        ort.InferenceSession(m, so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled)
+
+    with pytest.raises(Exception, match="Tensor type mismatch") as raised:
+        session(model("float64"))
+    session(model("float64"), ["AttentionFusion"])
+    session(model("float32"))
+
+    detail = f"ort-all rejects ({raised.value}) while ort-disable compiles"
+    ops = {"add", "matmul", "softmax", "reshape", "transpose"}
+    assert _known_finding("inconsistent-rejection", ops, {"float64"}, "AttentionFusion,LayerNormFusionL2", "",
+                          detail) == "ort-attention-fusion-float64"
+    assert _known_finding("inconsistent-rejection", ops, {"float64"}, "MatMulAddFusion", "", detail) is None
+
+
+def test_the_transformer_optimizer_cancels_a_transpose_pair_that_does_not_cancel_and_is_known(tmp_path):
+    """ORT 1.32 acceptance finding 49: FusionConstantFold removes Transpose(perm=[1, 2, 0]) twice (equal perms, but not
+    an involution), and the first one even where a Neg still reads it: "Graph is not a DAG"; with no second reader
+    the optimized model runs and returns the input's shape. onnx and onnxruntime's transformer optimizer alone."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    def optimized(second_reader: bool) -> bytes:
+        nodes = [helper.make_node("Transpose", ["x"], ["t1"], perm=[1, 2, 0], name="t1"),
+                 helper.make_node("Transpose", ["t1"], ["t2"], perm=[1, 2, 0], name="t2"),
+                 helper.make_node("Relu", ["t2"], ["y"], name="relu")]
+        outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 2, 3])]
+        if second_reader:
+            nodes.append(helper.make_node("Neg", ["t1"], ["z"], name="neg"))
+            outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, [3, 4, 2]))
+        graph = helper.make_graph(nodes, "transposes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+                                  outs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"m{int(second_reader)}.onnx"
+        onnx.save(model, str(path))
+        return optimize_model(str(path), model_type="gpt2", num_heads=0, hidden_size=0,
+                              optimization_options=FusionOptions("gpt2"), opt_level=0,
+                              use_gpu=False).model.SerializeToString()
+
+    with pytest.raises(RuntimeError, match="Graph is not a DAG") as raised:
+        optimized(second_reader=True)
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    session = ort.InferenceSession(optimized(second_reader=False), so, providers=["CPUExecutionProvider"])
+    (y,) = session.run(None, {"x": np.arange(24, dtype=np.float32).reshape(2, 3, 4)})
+    assert y.shape == (2, 3, 4)  # Transpose twice by [1, 2, 0] is [4, 2, 3]
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    def known(message: str) -> str | None:
+        facts = FindingFacts(id=49, compiler="onnxruntime", category="unexpected-error",
+                             configs=("ort-transformers-gpt2",), opts="", ops=frozenset({"transpose", "sub", "clip"}),
+                             dtypes=frozenset({"float32"}), message="")
+        k = Register(use_env=False).match(facts, f"TransformerOptimizerError: optimize_model raised {message}")
+        return k.id if k else None
+
+    assert known(f"RuntimeError: {raised.value}") == "ort-transformers-constant-fold-transpose-pair"
+    assert known("KeyError: 't2'") == "ort-transformers-constant-fold-keyerror"
+
+
+def test_float16_softplus_overflows_above_88_and_is_known():
+    """ORT 1.32 acceptance finding 36: Softplus of float16 88.8 is inf (float32 gives 88.8), so Div(v, Softplus(v))
+    is 0, not 1. onnxruntime alone; the register knows a float16 finding holding Softplus, and leaves float64's
+    to its own entry."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    def softplus(x: np.ndarray, elem: int) -> np.ndarray:
+        graph = helper.make_graph([helper.make_node("Softplus", ["x"], ["y"])], "softplus",
+                                  [helper.make_tensor_value_info("x", elem, [2])],
+                                  [helper.make_tensor_value_info("y", elem, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+
+    half = softplus(np.array([88.7, 88.8], np.float16), TensorProto.FLOAT16)
+    assert half[0] == np.float16(88.7) and np.isposinf(half[1])
+    np.testing.assert_allclose(softplus(np.array([88.7, 88.8], np.float32), TensorProto.FLOAT), [88.7, 88.8], rtol=1e-6)
+
+    ops = {"div", "exp", "global_lp_pool", "softplus"}
+    detail = "ort-disable, ort-all differ from the reference at output 5: distance 1 > 0.01"
+    assert _known_finding("wrong-result", ops, {"float16"}, "", "value", detail) == "ort-softplus-float16-overflow"
+    assert _known_finding("wrong-result", {"softplus"}, {"float64"}, "", "inf", detail) == \
+        "ort-softplus-float64-overflow"
+    assert _known_finding("wrong-result", ops - {"softplus"}, {"float16"}, "", "value", detail) is None
+
+
+def test_conv_mul_fusion_folds_an_infinite_scale_into_nan_and_is_known():
+    """ORT 1.32 acceptance finding 10 (microsoft/onnxruntime#11173): ConvMulFusion folds a -inf scale into the Conv
+    weights, so +-inf meet inside the convolution: NaN where Conv then Mul gives +-inf. onnxruntime alone; the
+    register knows the non-finite inconsistency under that optimization, not a finite one."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[1, 1]), helper.make_node("Mul", ["c", "s"], ["y"])]
+    graph = helper.make_graph(nodes, "conv_mul", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 1, 2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 1, 1, 2])],
+                              [numpy_helper.from_array(np.array([[[[1.0]], [[-1.0]]]], np.float32), "w"),
+                               numpy_helper.from_array(np.array([[[-np.inf]]], np.float32), "s")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    x = np.array([[[[1.0, 3.0]], [[2.0, 1.0]]]], np.float32)  # the convolution gives [-1, 2]
+
+    def run(level: str, disabled: list[str] | None = None) -> np.ndarray:
+        so = ort.SessionOptions()
+        so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
+        session = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"],
+                                       disabled_optimizers=disabled)
+        return session.run(None, {"x": x})[0].ravel()
+
+    np.testing.assert_array_equal(run("ORT_DISABLE_ALL"), [np.inf, -np.inf])
+    assert np.isnan(run("ORT_ENABLE_BASIC")).all()
+    np.testing.assert_array_equal(run("ORT_ENABLE_ALL", ["ConvMulFusion"]), [np.inf, -np.inf])
+
+    ops = {"conv2d", "mul"}
+    nan = "ort-all differs from ort-disable and the reference at output 3: NaN at different positions"
+    assert _known_finding("inconsistency", ops, {"float32"}, "ConvMulFusion", "nan", nan) == \
+        "ort-conv-mul-fusion-infinite-scale"
+    finite = "ort-all differs from ort-disable and the reference at output 3: distance 0.5 > 0.001"
+    assert _known_finding("inconsistency", ops, {"float32"}, "ConvMulFusion", "value", finite) is None

@@ -182,3 +182,35 @@ def test_the_reproducer_of_a_test_written_at_a_lower_opset_runs_that_model(tmp_p
 def test_synthesis_refuses_the_embedding_pattern_for_its_computed_ids() -> None:
     """Why no library pattern targets EmbedLayerNormFusion: its ids are computed values feeding Gather."""
     assert usable_pattern(_patterns()["bert_embedding"])[0] is None
+
+
+def test_a_floor_mod_of_floats_stays_at_opset_28() -> None:
+    """ORT 1.32 acceptance campaign, finding 1: Mod with fmod=0 on float32 (floor modulo, opset 28) was relabelled
+    opset 12, which ONNX's check admits and onnxruntime refuses to run ("fmod attribute must be true for floating
+    point types before opset 28"). It stays as lowered; C fmod of floats and floor modulo of integers still move."""
+    import onnxruntime as ort
+
+    from dlcfuzz.backends.onnxruntime.opsets import at_opset
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.types import TensorType
+    from dlcfuzz.lower.onnx import to_onnx
+
+    def mod(dtype: str, fmod: int) -> bytes:
+        t = TensorType(dtype, (2, 3))
+        g = Graph([Value("a", t), Value("b", t)], {}, [Node("mod", ["a", "b"], [Value("y", t)], {"fmod": fmod},
+                                                         name="m")], ["y"])
+        return to_onnx(g).SerializeToString()
+
+    floor_of_floats = mod("float32", 0)
+    assert _opset(floor_of_floats) == 28
+    assert at_opset(floor_of_floats, 12) is None
+    assert _opset(at_opset(mod("float32", 1), 12)) == 12
+    int_model = at_opset(mod("int32", 0), 12)
+    assert _opset(int_model) == 12
+    # what the refused model would have met: onnxruntime rejects floor modulo of floats below 28
+    relabelled = onnx.load_from_string(floor_of_floats)
+    relabelled.opset_import[0].version = 12
+    session = ort.InferenceSession(relabelled.SerializeToString(), providers=["CPUExecutionProvider"])
+    ones = np.ones((2, 3), np.float32)
+    with pytest.raises(Exception, match="fmod attribute must be true"):
+        session.run(None, {"a": ones, "b": ones})

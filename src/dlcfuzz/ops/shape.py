@@ -738,6 +738,12 @@ def _resize_coords(in_n: int, out_n: int, scale: np.float32, ctm: str) -> np.nda
 
 
 def nearest_indices(in_n: int, out_n: int, scale: float, ctm: str, nm: str) -> np.ndarray:
+    """Source index of each output index along one axis of a nearest Resize."""
+    if in_n == out_n and np.float32(scale) == 1:
+        # an unchanged axis reads its own index, as ONNXRuntime and ONNX's reference give it: align_corners'
+        # float32 product o * (in - 1) rounds past 2^24 (an axis of 5,798 from o = 2,895), and ceil then
+        # moved a third of the rows by one, a false 'wrong-result' finding
+        return np.arange(out_n, dtype=np.int64)
     x = _resize_coords(in_n, out_n, np.float32(scale), ctm).astype(np.float64)  # exact widening
     if nm == "floor":
         i = np.floor(x)
