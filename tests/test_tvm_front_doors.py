@@ -284,3 +284,37 @@ def test_bool_reduce_max_and_min_fail_to_build_through_the_frontend_and_the_regi
                              frozenset({"bool"}), "", key, message)
             k = Register(use_env=False).match(f, message)
             assert (k.id if k else None) == expected, (message, k)
+
+
+def test_the_c_target_fails_to_compile_packed_sort_calls_and_the_register_names_it() -> None:
+    """tvm-codegen-c-packed-call-stack (found by issue 36's acceptance campaign, reproduced with TVM alone): the C
+    source target prints a packed call's argument stack inside a cast, so sort, argsort and topk (tvm.contrib.sort
+    packed functions) do not compile for `c`; `llvm` builds and runs them. This asserts the failure, so it fails
+    once the installed TVM is fixed."""
+    import numpy as np
+    from tvm import relax, runtime
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    ops = {"sort": lambda x: relax.op.sort(x, axis=-1), "argsort": lambda x: relax.op.argsort(x, axis=-1),
+           "topk": lambda x: relax.op.topk(x, k=1, axis=-1, ret_type="values")}
+    errors = []
+    for name, make in ops.items():
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", relax.TensorType((1, 4), "float32"))
+        with bb.function("main", [x]):
+            bb.emit_func_output(bb.emit(make(x)))
+        ex = relax.build(bb.get(), target="llvm")
+        got = relax.VirtualMachine(ex, runtime.cpu())["main"](runtime.tensor(np.array([[3, 1, 4, 2]], "float32")))
+        assert got.numpy().shape[0] == 1, name
+        c_module = relax.build(bb.get(), target="c")
+        with pytest.raises(Exception, match="expected primary-expression before .stack_") as info:
+            relax.VirtualMachine(c_module, runtime.cpu())  # the C source is compiled when the module is loaded
+        errors.append(f"RuntimeError: {info.value}")
+    for message, expected in ((errors[-1], "tvm-codegen-c-packed-call-stack"), ("RuntimeError: Compilation error", None)):
+        key = "error|tvm|RuntimeError|RuntimeError: Compilation error:|export_library/create_shared/_linux_compile"
+        f = FindingFacts(1, "tvm", "unexpected-error", ("tvm-opt-c",), "", frozenset({"topk"}), frozenset({"int64"}),
+                         "", key, message)
+        k = Register(use_env=False).match(f, message)
+        assert (k.id if k else None) == expected, (message[:200], k)
