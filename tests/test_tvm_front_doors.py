@@ -318,3 +318,39 @@ def test_the_c_target_fails_to_compile_packed_sort_calls_and_the_register_names_
                          "", key, message)
         k = Register(use_env=False).match(f, message)
         assert (k.id if k else None) == expected, (message[:200], k)
+
+
+def test_the_frontend_leaves_out_mean_variance_normalizations_epsilon_and_the_register_names_it() -> None:
+    """tvm-onnx-mvn-no-epsilon (found by issue 36's acceptance campaign, reproduced with TVM alone): the frontend's
+    MeanVarianceNormalization divides by the bare standard deviation, where ONNX's function body adds 1e-9; values
+    far above 1e-9 agree. This asserts the wrong values, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax, runtime
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    h, f32 = onnx.helper, onnx.TensorProto.FLOAT
+    graph = h.make_graph([h.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0])], "g",
+                         [h.make_tensor_value_info("x", f32, [2])], [h.make_tensor_value_info("y", f32, [2])])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+    model.ir_version = 8
+    vm = relax.VirtualMachine(relax.build(from_onnx(model, keep_params_in_input=False), target="llvm"), runtime.cpu())
+    for x, tvm_gives in (([1e-9, 3e-9], [-1.0, 1.0]), ([1.0, 3.0], None)):
+        a = np.asarray(x, np.float32)
+        (spec,) = ReferenceEvaluator(model).run(None, {"x": a})
+        got = vm["main"](runtime.tensor(a)).numpy()
+        np.testing.assert_allclose(got, spec if tvm_gives is None else tvm_gives, rtol=1e-5)
+        if tvm_gives is not None:
+            np.testing.assert_allclose(spec, [-0.5, 0.5], rtol=1e-5)
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, reason, expected in (({"mean_variance_norm"}, "value", "tvm-onnx-mvn-no-epsilon"),
+                                  ({"mean_variance_norm", "neg"}, "value", None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
+                         reason)
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
