@@ -279,3 +279,35 @@ def test_a_float_product_whose_partial_products_overflow_in_some_order_is_not_co
     assert not prod.near_tie([np.array([[3e18, 8e15, 0.0], [1.0, 1.0, 1.0]], np.float32)], attrs, 1e-3)
     assert prod.near_tie([np.array([[1e-30, 1e-20, np.inf], [1.0, 1.0, 1.0]], np.float32)], attrs, 1e-3)  # underflow
     assert not get_op("reduce_sum").near_tie([x], attrs, 1e-3)
+
+
+@pytest.mark.parametrize("op", ["cast", "cast_like"])
+def test_a_computed_float_cast_to_an_integer_out_of_its_range_is_undefined(op):
+    """A float converted to an integer type out of that type's range (or NaN) is undefined behaviour (the C++
+    conversion; LLVM's fptosi gives poison): TVM 0.27 gave -32768 where NumPy wraps -1.84e9 to 26707 (issue 36's
+    TVM acceptance campaign, a cast_like whose input a cut producer had computed). A generated input keeps inside
+    the cast's domain; a computed value did not, and the reference judged it. An integer narrowed still wraps."""
+    from dlcfuzz import reference
+    from dlcfuzz.ops import get_op
+    from dlcfuzz.reference import IntegerOverflow
+
+    x_t, like = TensorType("float64", (3,)), TensorType("int16", (1,))
+    attrs = {"to": "int16"} if op == "cast" else {}
+    ins = [x_t] if op == "cast" else [x_t, like]
+    (out,) = get_op(op).infer(ins, attrs)
+    g = Graph(inputs=[Value("x", x_t), *([Value("k", like)] if op == "cast_like" else [])],
+              nodes=[Node("mul", ["x", "x"], [Value("sq", x_t)], {}, name="square"),
+                     Node(op, ["sq", *(["k"] if op == "cast_like" else [])], [Value("y", out)], attrs, name="n")],
+              outputs=["y"])
+    check_graph(g)
+    feeds = {"k": np.zeros(1, np.int16)} if op == "cast_like" else {}
+    with pytest.raises(IntegerOverflow, match="overflows int16"):
+        reference.run(g, {"x": np.array([1.0, -3.0, 42893.0]), **feeds}, check_overflow=True)  # 1.84e9
+    with pytest.raises(IntegerOverflow):
+        reference.run(g, {"x": np.array([1.0, np.nan, 2.0]), **feeds}, check_overflow=True)
+    y = reference.run(g, {"x": np.array([1.5, -3.0, 181.0]), **feeds}, check_overflow=True)["y"]
+    assert y.tolist() == [2, 9, 32761]  # in range: judged, truncated toward zero
+    narrow = Graph(inputs=[Value("i", TensorType("int64", (1,)))],
+                   nodes=[Node("cast", ["i"], [Value("j", TensorType("int16", (1,)))], {"to": "int16"})],
+                   outputs=["j"])
+    assert reference.run(narrow, {"i": np.array([70000])}, check_overflow=True)["j"].tolist() == [4464]

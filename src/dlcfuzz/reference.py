@@ -19,10 +19,13 @@ _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 _ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
                     "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
                     "global_avg_pool", "reduce_l1", "reduce_l2", "reduce_sum_square", "cumsum", "cumprod",
-                    "einsum", "sum", "mean", "shrink"})
+                    "einsum", "sum", "mean", "shrink", "cast", "cast_like"})
 # of those, the operators whose integer result is a float converted back (pow's float exponent, Shrink, which ONNX
 # computes in float): a float at or past 2^63 is out of int64's range although it compares equal to its maximum
-_FLOAT_TO_INT = frozenset({"pow", "shrink"})
+_FLOAT_TO_INT = frozenset({"pow", "shrink", "cast", "cast_like"})
+# a float converted to an integer type: NaN or a value out of the target's range is undefined behaviour (C++
+# conversion; LLVM's fptosi gives poison), whether the value was an input or computed
+_CASTS = frozenset({"cast", "cast_like"})
 
 
 class IntegerOverflow(IRError):
@@ -114,10 +117,15 @@ def _check_overflow(op: str, attrs: dict, xs: list[np.ndarray], ys: list[np.ndar
     y = np.asarray(ys[0])
     if y.dtype.kind not in "iu":  # np.issubdtype(y.dtype, np.integer), for less
         return
-    if not all(x.dtype.kind in "iu" for x in xs) and op not in _FLOAT_TO_INT:
+    if op in _CASTS:
+        if xs[0].dtype.kind != "f":
+            return  # an integer narrowed wraps, as ONNX's reference and the kernels do
+        exact = np.trunc(xs[0].astype(np.float64))
+    elif not all(x.dtype.kind in "iu" for x in xs) and op not in _FLOAT_TO_INT:
         return  # a float computed into an integer result only inside pow (int base, float exponent)
-    with np.errstate(all="ignore"):
-        exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
+    else:
+        with np.errstate(all="ignore"):
+            exact = np.asarray(get_op(op).reference([x.astype(np.float64) for x in xs], attrs)[0], dtype=np.float64)
     if op in _INTERMEDIATE:
         with np.errstate(all="ignore"):
             inner = get_op(_INTERMEDIATE[op]).reference([x.astype(np.float64) for x in xs], attrs)[0]
