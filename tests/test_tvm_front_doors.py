@@ -354,3 +354,44 @@ def test_the_frontend_leaves_out_mean_variance_normalizations_epsilon_and_the_re
                          reason)
         k = Register(use_env=False).match(f, "")
         assert (k.id if k else None) == expected, k
+
+
+def test_fold_batchnorm_to_conv2d_adds_a_float32_epsilon_and_the_register_names_it() -> None:
+    """tvm-fold-batchnorm-to-conv2d-float32-epsilon (found by issue 36's acceptance campaign, reproduced with the pass
+    alone): FoldBatchnormToConv2D adds epsilon as a float32 scalar, so it raises on a float64 or float16 conv2d +
+    batch_norm and folds float32. This asserts the failure, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    from tvm import relax
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    def conv_bn(dtype: str) -> Any:
+        rng = np.random.default_rng(0)
+
+        def const(*shape: int, shift: float = 0.0) -> Any:
+            return relax.const((np.abs(rng.standard_normal(shape)) + shift).astype(dtype), dtype)
+
+        bb = relax.BlockBuilder()
+        x = relax.Var("x", relax.TensorType((1, 4, 6, 6), dtype))
+        with bb.function("main", [x]):
+            with bb.dataflow():
+                y = bb.emit(relax.op.nn.conv2d(x, const(6, 4, 3, 3), padding=[1, 1, 1, 1]))
+                z = bb.emit(relax.op.nn.batch_norm(y, const(6), const(6), const(6), const(6, shift=0.5), axis=1))
+                out = bb.emit_output(bb.emit(relax.TupleGetItem(z, 0)))
+            bb.emit_func_output(out)
+        return bb.get()
+
+    relax.transform.FoldBatchnormToConv2D()(conv_bn("float32"))
+    messages = []
+    for dtype in ("float64", "float16"):
+        with pytest.raises(TypeError, match=r"same datatype[\s\S]*T\.float32\(1") as info:
+            relax.transform.FoldBatchnormToConv2D()(conv_bn(dtype))
+        messages.append(f"TypeError: {info.value}")
+    for ops, message, expected in (({"conv2d", "batch_norm"}, messages[0], "tvm-fold-batchnorm-to-conv2d-float32-epsilon"),
+                                   ({"conv2d", "batch_norm"}, "TypeError: Binary operators must have the same datatype",
+                                    None)):
+        f = FindingFacts(1, "tvm", "unexpected-error", ("tvm-oatest",), "", frozenset(ops), frozenset({"float64"}), "",
+                         "error|tvm|TypeError", message)
+        k = Register(use_env=False).match(f, message)
+        assert (k.id if k else None) == expected, (message[:160], k)
