@@ -395,3 +395,41 @@ def test_fold_batchnorm_to_conv2d_adds_a_float32_epsilon_and_the_register_names_
                          "error|tvm|TypeError", message)
         k = Register(use_env=False).match(f, message)
         assert (k.id if k else None) == expected, (message[:160], k)
+
+
+def test_the_frontend_swaps_batch_norms_momentum_weights_in_training_and_the_register_names_it() -> None:
+    """tvm-onnx-batchnorm-momentum-swapped (found by issue 36's acceptance campaign, reproduced with TVM alone): ONNX
+    keeps `momentum` of the running statistic, R.nn.batch_norm gives it to the batch's, and the frontend passes it
+    unconverted. This asserts the swapped running mean, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax, runtime
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    h, f32 = onnx.helper, onnx.TensorProto.FLOAT
+    stats = {"s": np.ones(3), "b": np.zeros(3), "m": np.array([1.0, 2.0, 3.0]), "v": np.ones(3)}
+    node = h.make_node("BatchNormalization", ["x", *stats], ["y", "mean", "var"], training_mode=1, momentum=0.9)
+    graph = h.make_graph([node], "g", [h.make_tensor_value_info("x", f32, [2, 3, 2])],
+                         [h.make_tensor_value_info(n, f32, None) for n in ("y", "mean", "var")],
+                         initializer=[numpy_helper.from_array(v.astype(np.float32), k) for k, v in stats.items()])
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 15)])
+    model.ir_version = 8
+    x = np.zeros((2, 3, 2), np.float32)  # a batch mean of 0
+    spec = ReferenceEvaluator(model).run(None, {"x": x})
+    vm = relax.VirtualMachine(relax.build(from_onnx(model, keep_params_in_input=False), target="llvm"), runtime.cpu())
+    got = vm["main"](runtime.tensor(x))
+    np.testing.assert_allclose(spec[1], [0.9, 1.8, 2.7], rtol=1e-6)
+    np.testing.assert_allclose(got[1].numpy(), [0.1, 0.2, 0.3], rtol=1e-5)
+    np.testing.assert_allclose(got[0].numpy(), spec[0], atol=1e-6)  # Y is right
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, expected in (({"batch_norm"}, "tvm-onnx-batchnorm-momentum-swapped"), ({"batch_norm", "neg"}, None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|value|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
+                         "value")
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
