@@ -245,6 +245,10 @@ def test_an_operator_beside_the_known_one_is_not_its_bug():
      "tvm-onnx-maxpool3d-same-lower"),
     ("unexpected-error", ("tvm-opt",), {"sign"}, {"uint8"}, "", "cannot make uint from negative value -1",
      "tvm-sign-uint8"),
+    # (issue 36's acceptance campaign) the negative-step Slice's empty axis, squeezed, fails the import
+    ("unexpected-error", ("tvm-onnx-opt",), {"slice", "transpose", "squeeze"}, {"int64"}, "",
+     "ValueError: Squeeze axis 0 has size 0, but only axes of size 1 can be squeezed.",
+     "tvm-onnx-slice-negative-step-start-clamp"),
 ])
 def test_a_specific_tvm_entry_wins_over_a_broad_one_whose_operator_sits_beside_it(
         category: str, configs: tuple[str, ...], ops: set[str], dtypes: set[str], reason: str, message: str,
