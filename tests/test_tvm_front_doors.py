@@ -433,3 +433,38 @@ def test_the_frontend_swaps_batch_norms_momentum_weights_in_training_and_the_reg
                          "value")
         k = Register(use_env=False).match(f, "")
         assert (k.id if k else None) == expected, k
+
+
+def test_the_frontend_shifts_by_out_of_range_amounts_as_the_machine_does_and_the_register_names_it() -> None:
+    """tvm-onnx-bitshift-opset28-out-of-range-amounts (found by issue 36's acceptance campaign, reproduced with TVM
+    alone): opset 28 defines a signed BitShift by a negative amount or one of at least the bit width as sign
+    extension alone; the frontend gives the machine shift. This asserts TVM's values, so it fails once fixed."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax, runtime
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    h, i32 = onnx.helper, onnx.TensorProto.INT32
+    amounts = np.array([1, 31, 32, 33, -1, -32], np.int32)
+    x = np.array([3, 3, 3, -3, 3, -3], np.int32)
+    for direction, spec_gives, tvm_gives in (("LEFT", [6, -2**31, 0, 0, 0, 0], [6, -2**31, 3, -6, -2**31, -3]),
+                                             ("RIGHT", [1, 0, 0, -1, 0, -1], [1, 0, 0, -1, 0, -3])):
+        graph = h.make_graph([h.make_node("BitShift", ["x", "y"], ["z"], direction=direction)], "g",
+                             [h.make_tensor_value_info("x", i32, [6])], [h.make_tensor_value_info("z", i32, [6])],
+                             initializer=[numpy_helper.from_array(amounts, "y")])
+        model = h.make_model(graph, opset_imports=[h.make_opsetid("", 28)])
+        model.ir_version = 13
+        assert ReferenceEvaluator(model).run(None, {"x": x})[0].tolist() == spec_gives
+        ex = relax.build(from_onnx(model, keep_params_in_input=False), target="llvm")
+        assert relax.VirtualMachine(ex, runtime.cpu())["main"](runtime.tensor(x)).numpy().tolist() == tvm_gives
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    for ops, expected in (({"bit_shift"}, "tvm-onnx-bitshift-opset28-out-of-range-amounts"), ({"bit_shift", "clip"}, None)):
+        key = f"inconsistency|tvm|{','.join(configs)}|value|ops={','.join(sorted(ops))}"
+        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"int32"}), "", key, "value")
+        k = Register(use_env=False).match(f, "")
+        assert (k.id if k else None) == expected, k
