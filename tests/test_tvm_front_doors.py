@@ -150,6 +150,19 @@ def run_alone(op: str, in_types: list[Any], attrs: dict[str, Any], consumer: str
     return f"wrong: {wrong}" if wrong else "ok"
 
 
+def door_label(ops: set[str], reason: str, dtype: str = "float32") -> str | None:
+    """The id of the register entry (None: none) that labels an inconsistency of these operators, for this reason
+    (shape, dtype, value), between the direct lowering and the ONNX-frontend door."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+    f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({dtype}), "", key, reason)
+    k = Register(use_env=False).match(f, "")
+    return k.id if k else None
+
+
 def _t(dtype: str, shape: tuple[int, ...]) -> Any:
     from dlcfuzz.ir.types import TensorType
 
@@ -203,28 +216,19 @@ def test_the_frontend_returns_dropouts_mask_in_the_datas_dtype_and_the_register_
     """tvm-onnx-dropout-mask-not-bool (found by the door campaign, reproduced with TVM alone): through the ONNX
     frontend the mask of an inference Dropout comes back as the data's dtype (ones), where ONNX's is bool; without
     the mask the door runs it right. This asserts the wrong dtype, so it fails once the installed TVM is fixed."""
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     for dtype in ("float32", "float64"):
         got = run_alone("dropout", [_t(dtype, (2, 3))], {"ratio": 0.5, "mask": 1})
         assert got == f"wrong: ['{dtype}[2, 3] != bool[2, 3]']", got
         assert run_alone("dropout", [_t(dtype, (2, 3))], {"ratio": 0.5}) == "ok"
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, expected in (({"dropout", "neg"}, "tvm-onnx-dropout-mask-not-bool"), ({"neg"}, None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|dtype|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
-                         "dtype")
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, "dtype") == expected, ops
 
 
 def test_the_frontend_takes_floor_outputs_for_same_lower_strided_pooling_and_the_register_names_it() -> None:
     """tvm-onnx-maxpool-same-lower-stride (known upstream, apache/tvm#20404): MaxPool with SAME_LOWER and stride 2
     gives floor(in / stride) outputs where ONNX says ceil; SAME_UPPER, and stride 1, are right. This asserts the
     wrong shape, so it fails once the installed TVM is fixed."""
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     pool = {"kernel": [2], "pads": [0, 0], "dilations": [1]}
     x = [_t("float32", (1, 1, 5))]
@@ -232,14 +236,9 @@ def test_the_frontend_takes_floor_outputs_for_same_lower_strided_pooling_and_the
         "wrong: ['float32[1, 1, 2] != float32[1, 1, 3]']"
     assert run_alone("max_pool1d", x, {**pool, "strides": [2], "auto_pad": "SAME_UPPER"}) == "ok"
     assert run_alone("max_pool1d", x, {**pool, "strides": [1], "auto_pad": "SAME_LOWER"}) == "ok"
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, reason, expected in (({"max_pool1d", "neg"}, "shape", "tvm-onnx-maxpool-same-lower-stride"),
                                   ({"max_pool1d", "neg"}, "value", None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
-                         reason)
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, reason) == expected, (ops, reason)
 
 
 def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register_names_it() -> None:
@@ -247,8 +246,6 @@ def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register
     Resize resizes the spatial axes only, so sizes that change the first two axes are ignored and the result has
     the input's batch and channel; sizes that keep them are right. This asserts the wrong shape, so it fails once
     the installed TVM is fixed."""
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     nearest = {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     for dtype in ("float32", "int64"):
@@ -256,14 +253,9 @@ def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register
         assert run_alone("resize", x, {**nearest, "sizes": [1, 4, 7]}) == \
             f"wrong: ['{dtype}[1, 5, 7] != {dtype}[1, 4, 7]']"
         assert run_alone("resize", x, {**nearest, "sizes": [1, 5, 7]}) == "ok"
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, reason, expected in (({"resize"}, "shape", "tvm-onnx-resize-batch-channel-ignored"),
                                   ({"resize"}, "value", None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"int64"}), "", key,
-                         reason)
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, reason, "int64") == expected, (ops, reason)
 
 
 def test_bool_reduce_max_and_min_fail_to_build_through_the_frontend_and_the_register_names_it() -> None:
@@ -330,8 +322,6 @@ def test_the_frontend_leaves_out_mean_variance_normalizations_epsilon_and_the_re
     from tvm import relax, runtime
     from tvm.relax.frontend.onnx import from_onnx
 
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     h, f32 = onnx.helper, onnx.TensorProto.FLOAT
     graph = h.make_graph([h.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0])], "g",
@@ -346,14 +336,9 @@ def test_the_frontend_leaves_out_mean_variance_normalizations_epsilon_and_the_re
         np.testing.assert_allclose(got, spec if tvm_gives is None else tvm_gives, rtol=1e-5)
         if tvm_gives is not None:
             np.testing.assert_allclose(spec, [-0.5, 0.5], rtol=1e-5)
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, reason, expected in (({"mean_variance_norm"}, "value", "tvm-onnx-mvn-no-epsilon"),
                                   ({"mean_variance_norm", "neg"}, "value", None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
-                         reason)
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, reason) == expected, (ops, reason)
 
 
 def test_fold_batchnorm_to_conv2d_adds_a_float32_epsilon_and_the_register_names_it() -> None:
@@ -408,8 +393,6 @@ def test_the_frontend_swaps_batch_norms_momentum_weights_in_training_and_the_reg
     from tvm import relax, runtime
     from tvm.relax.frontend.onnx import from_onnx
 
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     h, f32 = onnx.helper, onnx.TensorProto.FLOAT
     stats = {"s": np.ones(3), "b": np.zeros(3), "m": np.array([1.0, 2.0, 3.0]), "v": np.ones(3)}
@@ -426,13 +409,8 @@ def test_the_frontend_swaps_batch_norms_momentum_weights_in_training_and_the_reg
     np.testing.assert_allclose(spec[1], [0.9, 1.8, 2.7], rtol=1e-6)
     np.testing.assert_allclose(got[1].numpy(), [0.1, 0.2, 0.3], rtol=1e-5)
     np.testing.assert_allclose(got[0].numpy(), spec[0], atol=1e-6)  # Y is right
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, expected in (({"batch_norm"}, "tvm-onnx-batchnorm-momentum-swapped"), ({"batch_norm", "neg"}, None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|value|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"float32"}), "", key,
-                         "value")
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, "value") == expected, ops
 
 
 def test_the_frontend_shifts_by_out_of_range_amounts_as_the_machine_does_and_the_register_names_it() -> None:
@@ -446,8 +424,6 @@ def test_the_frontend_shifts_by_out_of_range_amounts_as_the_machine_does_and_the
     from tvm import relax, runtime
     from tvm.relax.frontend.onnx import from_onnx
 
-    from dlcfuzz.engine.clusters import FindingFacts
-    from dlcfuzz.engine.known import Register
 
     h, i32 = onnx.helper, onnx.TensorProto.INT32
     amounts = np.array([1, 31, 32, 33, -1, -32], np.int32)
@@ -462,9 +438,5 @@ def test_the_frontend_shifts_by_out_of_range_amounts_as_the_machine_does_and_the
         assert ReferenceEvaluator(model).run(None, {"x": x})[0].tolist() == spec_gives
         ex = relax.build(from_onnx(model, keep_params_in_input=False), target="llvm")
         assert relax.VirtualMachine(ex, runtime.cpu())["main"](runtime.tensor(x)).numpy().tolist() == tvm_gives
-    configs = ("tvm-unopt", "tvm-onnx-opt")
     for ops, expected in (({"bit_shift"}, "tvm-onnx-bitshift-opset28-out-of-range-amounts"), ({"bit_shift", "clip"}, None)):
-        key = f"inconsistency|tvm|{','.join(configs)}|value|ops={','.join(sorted(ops))}"
-        f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset(ops), frozenset({"int32"}), "", key, "value")
-        k = Register(use_env=False).match(f, "")
-        assert (k.id if k else None) == expected, k
+        assert door_label(ops, "value", "int32") == expected, ops
