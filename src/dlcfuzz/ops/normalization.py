@@ -446,11 +446,6 @@ class LpPoolOp(OpSpec):
             auto = str(rng.choice(AUTO_PADS, p=[0.6, 0.1, 0.15, 0.15]))
             pads = [int(rng.integers(0, k[i % nd])) if rng.random() < 0.4 else 0 for i in range(2 * nd)] \
                 if auto == "NOTSET" else [0] * (2 * nd)
-            if auto.startswith("SAME"):
-                # SAME with dilations, as for MaxPool: ONNX's output is ceil(L / stride); onnxruntime 1.32 (and
-                # TVM's frontend) return one shorter than its own shape inference, onnx.reference places the
-                # windows otherwise: disputed, not generated
-                d = [1] * nd
             attrs: Attrs = {"kernel": k, "strides": s, "dilations": d, "pads": pads,
                             "ceil_mode": int(rng.random() < 0.3) if auto == "NOTSET" else 0,
                             "auto_pad": auto, "p": int(rng.choice([1, 2, 2, 3]))}
