@@ -838,7 +838,8 @@ class Resize(ShapeOp):
         if not all(np.isfinite(s) and s > 0 for s in s32):
             raise ShapeError(f"{self.name}: scales {list(scales)} must be finite and > 0")
         out = tuple(int(np.floor(np.float32(d) * s)) for d, s in zip(t.shape, s32))
-        return self._within_matrices(t, out, [float(s) for s in s32], attrs), [float(s) for s in s32], ctm, nm
+        per_axis = [float(s) for s in s32]
+        return self._within_matrices(t, out, per_axis, attrs), per_axis, ctm, nm
 
     def _within_matrices(self, t: TensorType, out: tuple[int, ...], scales: list[float], attrs: Attrs
                          ) -> tuple[int, ...]:
