@@ -360,3 +360,17 @@ def test_oatest_campaign_replays_from_its_seed_also_across_resume(tmp_path: Path
              resume=True).run()
     whole = graphs(tmp_path / "whole")
     assert len(whole) == 16 and graphs(tmp_path / "split") == whole
+
+
+def test_a_small_tests_splices_stay_within_the_long_axis_bounds(monkeypatch) -> None:
+    """A small test's splice can be lengthened by its bridge (a reshape or pad to a long axis), so the element and
+    work bounds hold for it as for a long-axis test. The bound is lowered here so that ordinary splices cross it."""
+    import dlcfuzz.gen.sizes as sizes
+
+    monkeypatch.setattr(sizes, "MAX_WORK", 1500)
+    syn = Synthesizer(library(), "onnxruntime")
+    rng = np.random.default_rng(11)
+    spliced = [s for s in (syn.next(rng) for _ in range(40)) if s.pattern]
+    assert len(spliced) >= 10, len(spliced)
+    assert all(sizes.graph_work(s.graph) <= 1500 for s in spliced)
+    assert syn.rejected["size: past the long-axis test's element or work bound"] >= 5, dict(syn.rejected)

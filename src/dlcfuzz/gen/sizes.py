@@ -67,6 +67,12 @@ class SizeProfile:
         return self.admits(graph_work(g), g.types().values())
 
 
+def within_bounds(g: Graph) -> bool:
+    """Whether graph `g` stays within a long-axis test's bounds: what every test must, a small one too, since a
+    splice's bridge (a reshape or pad to a long axis) can lengthen it. Read at call time (tests lower them)."""
+    return graph_work(g) <= MAX_WORK and all(t.size <= MAX_LONG_ELEMENTS for t in g.types().values())
+
+
 def graph_work(g: Graph) -> int:
     """`OpSpec.work` summed over the nodes of `g`, sub-functions' bodies once per call."""
     from dlcfuzz.ir.graph import CALL_OP, Graph

@@ -31,7 +31,7 @@ import numpy as np
 from dlcfuzz.errors import DlcfuzzError, TypeRuleError
 from dlcfuzz.gen.inputs import value_domains
 from dlcfuzz.gen.random import generate
-from dlcfuzz.gen.sizes import SizeProfile
+from dlcfuzz.gen.sizes import SizeProfile, within_bounds
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
 from dlcfuzz.ops import ANY, Domain, check_graph, get_op
@@ -639,7 +639,8 @@ class Synthesizer:
         itself is the test (valid by construction, counted in `unspliced`). `sizes`: a long-axis test's
         profile (gen/sizes.draw_sizes): the seed graph has long axes, a hole bound to a long value re-concretizes
         the pattern for it (its types inferred by the operators' rules, as the generator's), and an attempt past
-        the test's element or work bound is refused like an invalid one; None: small shapes."""
+        the test's element or work bound is refused like an invalid one; None: small shapes (an attempt whose bridge
+        lengthens an axis past those bounds is refused too)."""
         seed, names = self.seed_graph(rng, sizes)
         for _ in range(tries):
             p = self.instance(self.by_optimization[int(rng.integers(len(self.by_optimization)))], rng)
@@ -652,7 +653,7 @@ class Synthesizer:
             except PATTERN_FAULTS as e:
                 self.rejected[f"error: {type(e).__name__}"] += 1
                 s = None
-            if s is not None and sizes is not None and not sizes.holds(s.graph):
+            if s is not None and not (sizes.holds(s.graph) if sizes is not None else within_bounds(s.graph)):
                 self.rejected["size: past the long-axis test's element or work bound"] += 1
                 s = None
             if s is None:
