@@ -232,3 +232,17 @@ def test_performance_oracle_needs_a_margin():
     assert slow({"run_s": 1e-2}, {"run_s": 1e-3})
     assert not slow({"run_s": 2.5e-3}, {"run_s": 1e-3})  # within the factor
     assert not slow({"run_s": 4e-6}, {"run_s": 1e-6})  # a factor, but microseconds of noise
+
+
+def test_dtype_of_reads_the_spelling_of_both_releases() -> None:
+    """Regression (issue 36's apache-tvm 0.25 campaign): 0.25's TIR expressions carry `.dtype` where 0.27's carry
+    `.ty.dtype`; reading `.ty` alone made the tzer arm's memory mutator raise AttributeError there (an internal
+    error). 0.25 is not installed here: its spelling is stood in by an object with `.dtype` alone."""
+    from types import SimpleNamespace
+
+    from tvm import tirx
+
+    from dlcfuzz.tvm_tir.tir import dtype_of
+
+    assert dtype_of(SimpleNamespace(dtype="int64")) == "int64"
+    assert dtype_of(tirx.Var("n", "int16")) == "int16"

@@ -56,7 +56,7 @@ def planted_pass() -> Any:
     import tvm
     from tvm import tirx
 
-    from dlcfuzz.tvm_tir.tir import get, node_kind, slots, with_slot
+    from dlcfuzz.tvm_tir.tir import dtype_of, get, node_kind, slots, with_slot
 
     def rewrite(n: Any) -> Any:
         out = n
@@ -68,7 +68,7 @@ def planted_pass() -> Any:
                     out = with_slot(out, s, new)
         if node_kind(out) == "For" and out.kind == tirx.ForKind.SERIAL and node_kind(out.extent) == "IntImm" \
                 and int(out.extent.value) == 3:
-            out = with_slot(out, "extent", tirx.IntImm(str(out.extent.ty.dtype), 2))
+            out = with_slot(out, "extent", tirx.IntImm(dtype_of(out.extent), 2))
         return out
 
     @tirx.transform.prim_func_pass(opt_level=0, name=PLANTED)

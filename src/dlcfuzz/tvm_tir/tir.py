@@ -68,7 +68,9 @@ MAX_VECTOR = 64
 
 
 def dtype_of(e: Any) -> str:
-    return str(e.ty.dtype)
+    """A TIR expression's dtype: `PrimExpr.ty.dtype` on apache-tvm 0.27, `PrimExpr.dtype` on 0.25."""
+    ty = getattr(e, "ty", None)
+    return str(ty.dtype if ty is not None else e.dtype)
 
 
 def kind_of(dtype: str) -> str:
