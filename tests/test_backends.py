@@ -98,6 +98,29 @@ def test_tvm_shape_output_is_an_int64_tensor_in_the_harness_and_the_reproducer(t
     assert r.returncode == 0 and "not reproduced" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_relax_form_another_tvm_release_refuses_is_its_gap_and_ours_on_the_pinned_one(monkeypatch) -> None:
+    """Regression (issue 36's apache-tvm 0.25 campaign): 0.25's own checks refused Relax forms of our rules that
+    0.27 takes (rms_norm's broadcast scale, a float64 arange's Python-float bounds), and each was an internal
+    error. Another release's refusal is that release's gap; on the release the rules are written for, it stays
+    ours. A rule planted here builds an add of shapes that do not broadcast, which TVM's own check refuses."""
+    tvm = pytest.importorskip("tvm")
+    from tvm import relax
+
+    import dlcfuzz.lower.relax as lower_relax
+    from dlcfuzz.errors import LoweringGap
+
+    x = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", x)], outputs=["y"], nodes=[Node("relu", ["x"], [Value("y", x)])])
+    monkeypatch.setitem(lower_relax.RELAX.rules, "relu",
+                        lambda spec, bb, ins, *_: [relax.op.add(ins[0], relax.const(np.zeros(4, np.float32)))])
+    with pytest.raises(ValueError, match="broadcast") as raised:
+        lower_relax.to_relax(g)
+    assert not isinstance(raised.value, LoweringGap)
+    monkeypatch.setattr(lower_relax, "WRITTEN_FOR", "0.25.")
+    with pytest.raises(LoweringGap, match=f"apache-tvm {tvm.__version__} does not take our Relax lowering of relu"):
+        lower_relax.to_relax(g)
+
+
 def test_tvm_reproducer_says_when_its_tvmscript_does_not_parse_on_this_release(tmp_path: Path) -> None:
     """TVMScript printed by apache-tvm 0.25 (`out_dtype="void"`) does not parse on 0.26/0.27: five
     reproducers of a 0.25 campaign printed "not reproduced" (exit 0) there, which read as "fixed".
