@@ -145,6 +145,18 @@ def test_a_value_dependent_fault_is_found_with_eight_sets_where_one_misses_it(tm
 
     quiet, dbq = run(tmp_path, "onnxruntime", 8, "correct")  # the correct compiler stays quiet on all 8 sets
     assert quiet.counts["executions"] == 16 and dbq.execute("SELECT COUNT(*) FROM findings").fetchone()[0] == 0
+    # the store and the report keep the executions (issue 42's acceptance compares them between campaigns)
+    assert dbq.execute("SELECT executions FROM stats ORDER BY t DESC").fetchone()[0] == 16
+    assert "<th>executions</th><td>16 (" in (tmp_path / "correct" / "report.html").read_text()
+
+
+def test_executions_are_summed_over_resumed_runs_and_unknown_in_an_older_store():
+    from dlcfuzz.engine.report import run_totals
+
+    first, resumed = [(1.0, 2, 2, 0, 0, 0, 0, 16), (2.0, 5, 5, 0, 0, 0, 0, 40)], [(1.0, 1, 1, 0, 0, 0, 0, 8)]
+    assert run_totals(first + resumed, 7) == 48
+    assert run_totals([(1.0, 3, 3, 0, 0, 0, 0, None)] + resumed, 7) is None
+    assert run_totals([], 7) is None
 
 
 def test_a_store_of_an_older_dlcfuzz_opens_and_keeps_its_observations(tmp_path):

@@ -61,8 +61,9 @@ def test_merge_keeps_every_test_and_finding_and_deduplicates_across_shards(shard
     sh = merged.shards()
     assert [s["name"] for s in sh] == ["a", "b"] and sh[1]["first_test"] == sh[0]["last_test"] + 1
     # statistics over time sum the shards; the last row has every test and the merged distinct count
-    last = table(out, "SELECT tests, distinct_findings FROM stats ORDER BY t DESC LIMIT 1")[0]
-    assert last == (merged.totals()["tests"], len(distinct))
+    last = table(out, "SELECT tests, distinct_findings, executions FROM stats ORDER BY t DESC LIMIT 1")[0]
+    shard_executions = [table(s, "SELECT executions FROM stats ORDER BY t DESC LIMIT 1")[0][0] for s in shards]
+    assert last == (merged.totals()["tests"], len(distinct), sum(shard_executions)) and all(shard_executions)
     # coverage is the union, each item once
     assert len(merged.coverage()) == len(set(merged.coverage())) == len(set(parts[0].coverage()) |
                                                                          set(parts[1].coverage()))

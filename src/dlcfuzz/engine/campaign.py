@@ -195,6 +195,7 @@ class Campaign:
         valid = 100.0 * c["valid"] / c["tests"] if c["tests"] else 0.0
         extra = self.strategy.progress_fields()
         line = (f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}] tests {c['tests']} ({rate:.1f}/s) valid {valid:.0f}% "
+                f"executions {c['executions']} "
                 f"findings {c['findings']} (distinct {c['distinct']}, known {c['known']}"
                 f"{', suspected reference errors ' + str(c['suspected']) if c['suspected'] else ''}) unknown {c['unknown']} coverage "
                 f"{len(self.ctx.coverage)}{' ' + extra if extra else ''} internal errors {self.internal.count}")
@@ -205,7 +206,7 @@ class Campaign:
         c, s = self.counts, self.strategy.counts
         self.store.add_stats(self.run_id, elapsed=elapsed, tests=c["tests"], valid=c["valid"], bugs=c["bugs"],
                              unknown=c["unknown"], findings=c["findings"], distinct_findings=c["distinct"],
-                             compiler_s=self.compiler_s)
+                             compiler_s=self.compiler_s, executions=c["executions"])
         self.store.add_coverage_point(self.run_id, elapsed, c["tests"], len(self.ctx.coverage), s.get("valuable", 0),
                                       s.get("mutants", 0), s.get("well_formed", 0))
 

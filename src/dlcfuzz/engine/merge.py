@@ -116,7 +116,7 @@ def merge_campaigns(out: Path, shard_paths: list[Path]) -> MergeSummary:
                            (tid + offset, len(new), zlib.compress("\n".join(new).encode(), 6)))
         for row in s.findings(distinct_only=False):
             findings.append((row["created"] or 0.0, k, row))
-        stats.append((k, _rows(s, "SELECT t, elapsed, tests, valid, bugs, unknown, findings, compiler_s FROM stats "
+        stats.append((k, _rows(s, "SELECT t, elapsed, tests, valid, bugs, unknown, findings, compiler_s, executions FROM stats "
                                   "ORDER BY t")))
         db.execute("INSERT INTO shards VALUES (?,?,?,?)", (path.name, offset + 1, offset + size, firsts[k].get("seed")))
         offset += size
@@ -176,14 +176,15 @@ def _merge_stats(merged: Store, stats: list[tuple[int, list[tuple]]]) -> None:
     start = min(rows[0][0] - rows[0][1] for _, rows in series)
     created = sorted(r[0] or 0.0 for r in merged.db.execute("SELECT created FROM findings WHERE duplicate_of IS NULL"))
     for t in sorted({t for times, _ in series for t in times}):
-        total = [0.0] * 6
+        total, executions_known = [0.0] * 7, True
         for times, rows in series:
             i = bisect.bisect_right(times, t) - 1
             if i >= 0:
                 total = [a + (b or 0) for a, b in zip(total, rows[i][2:])]
-        tests, valid, bugs, unknown, found, compiler_s = total
+                executions_known = executions_known and rows[i][8] is not None  # None: a shard of an older dlcfuzz
+        tests, valid, bugs, unknown, found, compiler_s, executions = total
         merged.db.execute(
-            "INSERT INTO stats (run_id, t, elapsed, tests, valid, bugs, unknown, findings, distinct_findings, compiler_s)"
-            " VALUES (1,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO stats (run_id, t, elapsed, tests, valid, bugs, unknown, findings, distinct_findings, compiler_s,"
+            " executions) VALUES (1,?,?,?,?,?,?,?,?,?,?)",
             (t, t - start, int(tests), int(valid), int(bugs), int(unknown), int(found),
-             bisect.bisect_right(created, t), compiler_s))
+             bisect.bisect_right(created, t), compiler_s, int(executions) if executions_known else None))

@@ -108,6 +108,19 @@ def continuous_time(rows: list[tuple]) -> list[tuple]:
     return out
 
 
+def run_totals(rows: list[tuple], column: int) -> int | None:
+    """A counter of the stats rows (each run counting from 0) summed over the runs: each run's last value; None
+    where a run did not record it (a store of an older dlcfuzz)."""
+    total, prev = 0, None
+    for r in [*rows, None]:
+        if prev is not None and (r is None or r[1] < prev[1]):  # the run of `prev` ended: a resumed one counts anew
+            if prev[column] is None:
+                return None
+            total += prev[column]
+        prev = r
+    return total if rows else None
+
+
 def throughput(rows: list[tuple], window_s: float = 2.5) -> list[tuple[float, float]]:
     """(elapsed s, tests/s) over windows of at least `window_s` (the last sample may come a moment after
     the one before it: a rate over it would be noise)."""
@@ -253,6 +266,10 @@ def _statistics(store: Store, totals: dict, rows_by_id: dict, clusters: list, kn
         last = stats[-1]
         rate = last[1] / last[0] if last[0] else 0.0
         parts.append(f"<tr><th>elapsed</th><td>{last[0]:.0f} s ({rate:.1f} tests/s)</td></tr>")
+        executions = run_totals(stats, 7)
+        if executions is not None:
+            parts.append(f"<tr><th>executions</th><td>{executions} (a compiled program run on one input set and "
+                         f"judged; {executions / max(1, totals['tests']):.1f} a test)</td></tr>")
     parts.append(f"<tr><th>distinct findings</th><td>{len(rows_by_id)}</td></tr>"
                  f"<tr><th>root-cause clusters</th><td>{len(clusters)}: <span class='new'>{n_new} new</span>, "
                  f"<span class='known'>{len(clusters) - n_new} known</span></td></tr>")

@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS findings (
 CREATE INDEX IF NOT EXISTS findings_sig ON findings(signature);
 CREATE TABLE IF NOT EXISTS stats (
   run_id INTEGER, t REAL, elapsed REAL, tests INTEGER, valid INTEGER, bugs INTEGER,
-  unknown INTEGER, findings INTEGER, distinct_findings INTEGER, compiler_s REAL);
+  unknown INTEGER, findings INTEGER, distinct_findings INTEGER, compiler_s REAL, executions INTEGER);
 CREATE TABLE IF NOT EXISTS coverage (item TEXT PRIMARY KEY, test_id INTEGER);
 CREATE TABLE IF NOT EXISTS coverage_items (test_id INTEGER PRIMARY KEY, n INTEGER, items BLOB);
 CREATE TABLE IF NOT EXISTS compact_tests (seq INTEGER PRIMARY KEY, verdict INTEGER, ms INTEGER, digest INTEGER);
@@ -78,6 +78,8 @@ class Store:
             for column, kind in (("not_minimal", "TEXT"), ("opinions", "TEXT"), ("input_set", "INTEGER")):
                 if column not in columns:  # a store of an older dlcfuzz: the columns it lacks
                     self.db.execute(f"ALTER TABLE findings ADD COLUMN {column} {kind}")
+            if "executions" not in {r[1] for r in self.db.execute("PRAGMA table_info(stats)")}:
+                self.db.execute("ALTER TABLE stats ADD COLUMN executions INTEGER")
             if "input_set" not in {r[1] for r in self.db.execute("PRAGMA table_info(observations)")}:
                 self._migrate_observations()
         except sqlite3.DatabaseError as e:
@@ -366,14 +368,17 @@ class Store:
     # ---- statistics ----------------------------------------------------
     def add_stats(self, run_id: int, **s: Any) -> None:
         self.db.execute(
-            "INSERT INTO stats (run_id, t, elapsed, tests, valid, bugs, unknown, findings, distinct_findings, compiler_s)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO stats (run_id, t, elapsed, tests, valid, bugs, unknown, findings, distinct_findings, compiler_s,"
+            " executions) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (run_id, time.time(), s["elapsed"], s["tests"], s["valid"], s["bugs"], s["unknown"], s["findings"],
-             s["distinct_findings"], s["compiler_s"]),
+             s["distinct_findings"], s["compiler_s"], s.get("executions")),
         )
 
     def stats_rows(self) -> list[tuple]:
-        return list(self.db.execute("SELECT elapsed, tests, valid, bugs, unknown, findings, distinct_findings FROM stats ORDER BY t"))
+        """(elapsed, tests, valid, bugs, unknown, findings, distinct findings, executions) per sample, each run's
+        counts from 0 (executions None in a store of an older dlcfuzz)."""
+        return list(self.db.execute("SELECT elapsed, tests, valid, bugs, unknown, findings, distinct_findings, executions "
+                                    "FROM stats ORDER BY t"))
 
     def totals(self) -> dict[str, Any]:
         verdicts = dict(self.db.execute(
