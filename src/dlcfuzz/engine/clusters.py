@@ -141,11 +141,26 @@ def _graph_facts(folder: Path | None) -> tuple[frozenset[str], frozenset[str]] |
         for n in nodes:
             ops.add(n["op"])
             dtypes.update(o["dtype"] for o in n.get("outputs", []) if "dtype" in o)
+            for body in _bodies(n.get("attrs") or {}):
+                walk(body.get("nodes", []))
 
     walk(d.get("nodes", []))
     for fn in (d.get("functions") or {}).values():
         walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
     return frozenset(ops), frozenset(dtypes)
+
+
+def _bodies(attrs: Any) -> list[dict[str, Any]]:
+    """The region bodies (an If's branches, a Loop's body) among a node's serialized attributes: their operators
+    are the graph's as much as the region node's (Graph.ops_used counts them, so a numeric key's `ops=` does), and
+    a register entry names the operator inside a branch, not the `if` around it."""
+    if isinstance(attrs, dict):
+        if set(attrs) == {"graph"} and isinstance(attrs["graph"], dict):
+            return [attrs["graph"]]
+        return [b for v in attrs.values() for b in _bodies(v)]
+    if isinstance(attrs, list):
+        return [b for v in attrs for b in _bodies(v)]
+    return []
 
 
 def finding_folder(run: Path, row: dict[str, Any]) -> Path:
