@@ -289,3 +289,28 @@ def test_the_operators_inside_a_region_are_the_findings_operators(tmp_path):
     facts = facts_of(row, tmp_path)
     assert facts.ops == g.ops_used() == {"if", "rms_norm"} and "float32" in facts.dtypes
     assert Register(use_env=False).match(facts, row["detail"]).id == "tvm-rms-norm-all-axes"
+
+
+def test_an_entry_can_name_the_reduced_nodes_attributes(tmp_path):
+    """Two TVM LpPool bugs differ only in their attributes (SAME padding with dilations; ceil_mode's overhanging
+    window): the facts carry the reduced graph's nodes with their attributes, and `attrs` matches them. Regression
+    (issue 36's acceptance campaign on TVM 0.27, finding 69): a SAME-with-dilations LpPool whose key says `value`."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.serialize import save
+    from dlcfuzz.ir.types import TensorType
+
+    t = TensorType("float32", (3, 5, 3, 2))
+    attrs = {"auto_pad": "SAME_LOWER", "ceil_mode": 0, "dilations": [1, 2], "kernel": [1, 2], "p": 2,
+             "pads": [0, 0, 0, 0], "strides": [1, 1]}
+    save(Graph(inputs=[Value("r3", t)], nodes=[Node("lp_pool", ["r3"], [Value("v5", t)], attrs, name="n")],
+               outputs=["v5"]), tmp_path / "reduced.json")
+    row = {"id": 69, "compiler": "tvm", "category": "inconsistency", "configs": '["tvm-unopt", "tvm-onnx-opt"]',
+           "key": "inconsistency|tvm|tvm-unopt|tvm-onnx-opt|value|ops=lp_pool|opts=none",
+           "detail": "tvm-onnx-opt differs from tvm-unopt and the reference at output 6: distance 0.281 > 0.001"}
+    facts = facts_of(row, tmp_path)
+    assert facts.attrs == ("lp_pool{auto_pad=SAME_LOWER, ceil_mode=0, dilations=[1, 2], kernel=[1, 2], p=2, "
+                           "pads=[0, 0, 0, 0], strides=[1, 1]}")
+    assert FindingFacts.from_json(facts.to_json()) == facts
+    reg = Register(use_env=False)
+    assert reg.match(facts, row["detail"]).id == "tvm-onnx-lppool-same-dilations"
+    assert reg.match(facts_of(row, graph=(facts.ops, facts.dtypes)), row["detail"]) is None  # no reduced graph

@@ -573,3 +573,74 @@ def test_a_fused_clip_changes_what_an_out_of_range_int64_shift_gives_and_the_reg
                          frozenset(ops), frozenset({"int64"}), "", key, "")
         k = Register(use_env=False).match(f, detail)
         assert (k.id if k else None) == expected, ops
+
+
+def _lp_pool_label(attrs: dict[str, Any], reason: str) -> str | None:
+    """The register entry labelling a one-node LpPool inconsistency of the ONNX-frontend door, with these attributes."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    shown = ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+    f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset({"lp_pool"}), frozenset({"float32"}), "",
+                     f"inconsistency|tvm|{','.join(configs)}|{reason}|ops=lp_pool", reason, f"lp_pool{{{shown}}}")
+    k = Register(use_env=False).match(f, "")
+    return k.id if k else None
+
+
+def _lp_pool_model(length: int, attrs: dict[str, Any]) -> Any:
+    import onnx
+
+    h, f32 = onnx.helper, onnx.TensorProto.FLOAT
+    m = h.make_model(h.make_graph([h.make_node("LpPool", ["x"], ["y"], **attrs)], "g",
+                                  [h.make_tensor_value_info("x", f32, [1, 1, length])],
+                                  [h.make_tensor_value_info("y", f32, None)]), opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    return m
+
+
+_LP_POOL = {"ceil_mode": 0, "kernel": [2], "p": 1, "pads": [0, 0], "strides": [1]}
+
+
+def test_the_frontend_pads_dilated_same_lp_pooling_for_the_undilated_kernel_and_the_register_names_it() -> None:
+    """tvm-onnx-lppool-same-dilations (issue 36's acceptance campaign, suspected reference errors since onnxruntime
+    pads the same way): SAME with dilation 2 gives one output fewer than ONNX's ceil(in / stride), which ONNX's shape
+    inference and dlcfuzz's reference keep. This asserts TVM's output, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+
+    from dlcfuzz import reference
+
+    x = np.array([[[1, 2, 3, 4]]], np.float32)
+    for auto_pad, tvm_gives in (("SAME_UPPER", [4, 6, 3]), ("SAME_LOWER", [2, 4, 6])):
+        m = _lp_pool_model(4, {"kernel_shape": [2], "dilations": [2], "strides": [1], "p": 1, "auto_pad": auto_pad})
+        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True).graph.output[0].type.tensor_type.shape
+        assert [d.dim_value for d in inferred.dim] == [1, 1, 4]
+        assert _onnx_run(m, [x]).numpy().ravel().tolist() == tvm_gives
+        attrs = {**_LP_POOL, "auto_pad": auto_pad, "dilations": [2]}
+        t = _t("float32", (1, 1, 4))
+        g = Graph(inputs=[Value("x", t)], nodes=[Node("lp_pool", ["x"], [Value("y", t)], attrs)], outputs=["y"])
+        assert reference.outputs(g, {"x": x})[0].ravel().tolist() == [2, 4, 6, 3]
+        for reason in ("shape", "value"):
+            assert _lp_pool_label(attrs, reason) == "tvm-onnx-lppool-same-dilations"
+        assert _lp_pool_label({**attrs, "dilations": [1]}, "shape") is None  # undilated SAME: right
+    assert _lp_pool_label({**_LP_POOL, "auto_pad": "NOTSET", "dilations": [2]}, "shape") is None
+
+
+def test_the_frontend_scales_an_overhanging_ceil_mode_lp_pool_window_and_the_register_names_it() -> None:
+    """tvm-onnx-lppool-ceil-mode-overhang-scaled (found while triaging issue 36's acceptance campaign): LpPool as a
+    padding-counting average times the kernel size scales a last window that overhangs the input as if full.
+    onnxruntime follows ONNX's definition. This asserts TVM's values, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnxruntime as ort
+
+    x = np.array([[[1, 2, -3]]], np.float32)
+    for p, spec_gives, tvm_gives in ((1, [3, 3], [3, 6]), (2, [5 ** 0.5, 3], [5 ** 0.5, 18 ** 0.5])):
+        m = _lp_pool_model(3, {"kernel_shape": [2], "strides": [2], "ceil_mode": 1, "p": p})
+        got = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got.ravel(), spec_gives, rtol=1e-6)
+        for passes in (True, False):
+            np.testing.assert_allclose(_onnx_run(m, [x], passes).numpy().ravel(), tvm_gives, rtol=1e-6)
+    attrs = {**_LP_POOL, "auto_pad": "NOTSET", "ceil_mode": 1, "dilations": [1], "strides": [2]}
+    assert _lp_pool_label(attrs, "value") == "tvm-onnx-lppool-ceil-mode-overhang-scaled"
+    assert _lp_pool_label({**attrs, "ceil_mode": 0}, "value") is None
