@@ -644,3 +644,45 @@ def test_the_frontend_scales_an_overhanging_ceil_mode_lp_pool_window_and_the_reg
     attrs = {**_LP_POOL, "auto_pad": "NOTSET", "ceil_mode": 1, "dilations": [1], "strides": [2]}
     assert _lp_pool_label(attrs, "value") == "tvm-onnx-lppool-ceil-mode-overhang-scaled"
     assert _lp_pool_label({**attrs, "ceil_mode": 0}, "value") is None
+
+
+def test_the_frontend_refuses_a_variadic_min_of_symbolic_and_constant_lengths_and_the_register_names_it() -> None:
+    """tvm-onnx-variadic-symbolic-vs-constant-broadcast (issue 36's acceptance campaign, reproduced with TVM alone):
+    Min, Max, Sum and Mean of a Compress result (a symbolic length, 3 at run time) and a constant of length 3 fail to
+    import; onnxruntime runs them. This asserts the failure, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import numpy_helper
+
+    h = onnx.helper
+    x = np.array([3, -1, 7, 2, 9, -5], np.int32)
+    for op, elem, dtype in (("Min", onnx.TensorProto.INT32, np.int32), ("Max", onnx.TensorProto.INT32, np.int32),
+                            ("Sum", onnx.TensorProto.FLOAT, np.float32), ("Mean", onnx.TensorProto.FLOAT, np.float32)):
+        m = h.make_model(h.make_graph(
+            [h.make_node("Compress", ["x", "cond"], ["c"], axis=0), h.make_node(op, ["c", "k"], ["y"])], "g",
+            [h.make_tensor_value_info("x", elem, [6])], [h.make_tensor_value_info("y", elem, None)],
+            initializer=[numpy_helper.from_array(np.array([1, 0, 0, 1, 1, 0], bool), "cond"),
+                         numpy_helper.from_array(np.array([4, 1, -2], dtype), "k")]),
+            opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        got = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x.astype(dtype)})
+        assert got[0].shape == (3,), op
+        with pytest.raises(ValueError, match="Cannot broadcast symbolic dimension num_nonzero with non-1 constant 3") as info:
+            _onnx_run(m, [x.astype(dtype)])
+        message = f"ValueError: {info.value}"
+        assert _error_label("unexpected-error", {"compress", op.lower()}, dtype.__name__, message) == \
+            "tvm-onnx-variadic-symbolic-vs-constant-broadcast"
+    assert _error_label("unexpected-error", {"compress", "min"}, "int32", "ValueError: Cannot broadcast 2 and 3") is None
+    # a binary Add of the same operands imports, but its R.add is never legalized
+    m = h.make_model(h.make_graph(
+        [h.make_node("Compress", ["x", "cond"], ["c"], axis=0), h.make_node("Add", ["c", "k"], ["y"])], "g",
+        [h.make_tensor_value_info("x", onnx.TensorProto.INT32, [6])],
+        [h.make_tensor_value_info("y", onnx.TensorProto.INT32, None)],
+        initializer=[numpy_helper.from_array(np.array([1, 0, 0, 1, 1, 0], bool), "cond"),
+                     numpy_helper.from_array(np.array([4, 1, -2], np.int32), "k")]),
+        opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    for passes in (True, False):
+        with pytest.raises(Exception, match="CodeGenVM cannot emit this Relax operator directly"):
+            _onnx_run(m, [x], passes)
