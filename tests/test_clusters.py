@@ -260,3 +260,57 @@ def test_a_specific_tvm_entry_wins_over_a_broad_one_whose_operator_sits_beside_i
     f = FindingFacts(1, "tvm", category, configs, "", frozenset(ops), frozenset(dtypes), "", key, reason)
     k = Register(use_env=False).match(f, message)
     assert k is not None and k.id == expected, k
+
+
+def test_the_operators_inside_a_region_are_the_findings_operators(tmp_path):
+    """A reduced graph's `if` branches hold the operator a register entry names: their operators count in the
+    finding's facts (Graph.ops_used counts them too). Regression (issue 36's acceptance campaign on TVM 0.27): an
+    RMSNormalization over every axis inside an If hit tvm-rms-norm-all-axes's error, yet was listed as new."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.serialize import save
+    from dlcfuzz.ir.types import TensorType
+
+    x, flag = TensorType("float32", (5,)), TensorType("bool", ())
+
+    def branch(name: str) -> Graph:
+        return Graph(inputs=[Value("x", x), Value("s", x)], outputs=["y"], name=name,
+                     nodes=[Node("rms_norm", ["x", "s"], [Value("y", x)], {"axis": 0, "epsilon": 1e-3, "stash_type": 1},
+                                 name="n")])
+
+    g = Graph(inputs=[Value("c", flag), Value("x", x)], constants={"s": np.ones(5, np.float32)}, outputs=["y"],
+              nodes=[Node("if", ["c", "x", "s"], [Value("y", x)],
+                          {"then_branch": branch("then_branch"), "else_branch": branch("else_branch")}, name="if")])
+    save(g, tmp_path / "reduced.json")
+    row = {"id": 25, "compiler": "tvm", "category": "unexpected-error", "configs": '["tvm-onnx-opt"]',
+           "key": "error|tvm|InternalError|InternalError: Check failed: shape.size() == indices.size() (N vs. N) : "
+                  "Tensor dimension mismatch in read ndim = N, indices.size=N|_nn_rms_norm/call_te/gen_call_tir_inputs",
+           "detail": "InternalError: Check failed: shape.size() == indices.size() (1 vs. 0) : Tensor dimension "
+                     "mismatch in read ndim = 1, indices.size=0"}
+    facts = facts_of(row, tmp_path)
+    assert facts.ops == g.ops_used() == {"if", "rms_norm"} and "float32" in facts.dtypes
+    assert Register(use_env=False).match(facts, row["detail"]).id == "tvm-rms-norm-all-axes"
+
+
+def test_an_entry_can_name_the_reduced_nodes_attributes(tmp_path):
+    """Two TVM LpPool bugs differ only in their attributes (SAME padding with dilations; ceil_mode's overhanging
+    window): the facts carry the reduced graph's nodes with their attributes, and `attrs` matches them. Regression
+    (issue 36's acceptance campaign on TVM 0.27, finding 69): a SAME-with-dilations LpPool whose key says `value`."""
+    from dlcfuzz.ir.graph import Graph, Node, Value
+    from dlcfuzz.ir.serialize import save
+    from dlcfuzz.ir.types import TensorType
+
+    t = TensorType("float32", (3, 5, 3, 2))
+    attrs = {"auto_pad": "SAME_LOWER", "ceil_mode": 0, "dilations": [1, 2], "kernel": [1, 2], "p": 2,
+             "pads": [0, 0, 0, 0], "strides": [1, 1]}
+    save(Graph(inputs=[Value("r3", t)], nodes=[Node("lp_pool", ["r3"], [Value("v5", t)], attrs, name="n")],
+               outputs=["v5"]), tmp_path / "reduced.json")
+    row = {"id": 69, "compiler": "tvm", "category": "inconsistency", "configs": '["tvm-unopt", "tvm-onnx-opt"]',
+           "key": "inconsistency|tvm|tvm-unopt|tvm-onnx-opt|value|ops=lp_pool|opts=none",
+           "detail": "tvm-onnx-opt differs from tvm-unopt and the reference at output 6: distance 0.281 > 0.001"}
+    facts = facts_of(row, tmp_path)
+    assert facts.attrs == ("lp_pool{auto_pad=SAME_LOWER, ceil_mode=0, dilations=[1, 2], kernel=[1, 2], p=2, "
+                           "pads=[0, 0, 0, 0], strides=[1, 1]}")
+    assert FindingFacts.from_json(facts.to_json()) == facts
+    reg = Register(use_env=False)
+    assert reg.match(facts, row["detail"]).id == "tvm-onnx-lppool-same-dilations"
+    assert reg.match(facts_of(row, graph=(facts.ops, facts.dtypes)), row["detail"]) is None  # no reduced graph

@@ -56,6 +56,10 @@ class FindingFacts:
     message: str  # normalized, without names and numbers
     key: str = ""
     reason: str = ""  # of a numeric finding: shape, dtype, nan, inf or value
+    # the reduced graph's nodes with their attributes, one `op{name=value, ...}` a line (names sorted; a region's
+    # body nodes too, not its body attributes): what a register entry names where one operator has two bugs that
+    # differ only in its attributes (LpPool's SAME padding with dilations, its ceil_mode)
+    attrs: str = ""
 
     @property
     def dtype_class(self) -> str:
@@ -89,12 +93,13 @@ class FindingFacts:
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "compiler": self.compiler, "category": self.category, "configs": list(self.configs),
                 "opts": self.opts, "ops": sorted(self.ops), "dtypes": sorted(self.dtypes), "message": self.message,
-                "key": self.key, "reason": self.reason}
+                "key": self.key, "reason": self.reason, "attrs": self.attrs}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> FindingFacts:
         return FindingFacts(int(d["id"]), d["compiler"], d["category"], tuple(d["configs"]), d.get("opts", ""),
-                            frozenset(d["ops"]), frozenset(d["dtypes"]), d["message"], d.get("key", ""), d.get("reason", ""))
+                            frozenset(d["ops"]), frozenset(d["dtypes"]), d["message"], d.get("key", ""), d.get("reason", ""),
+                            d.get("attrs", ""))
 
 
 @dataclass
@@ -141,11 +146,50 @@ def _graph_facts(folder: Path | None) -> tuple[frozenset[str], frozenset[str]] |
         for n in nodes:
             ops.add(n["op"])
             dtypes.update(o["dtype"] for o in n.get("outputs", []) if "dtype" in o)
+            for body in _bodies(n.get("attrs") or {}):
+                walk(body.get("nodes", []))
 
     walk(d.get("nodes", []))
     for fn in (d.get("functions") or {}).values():
         walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
     return frozenset(ops), frozenset(dtypes)
+
+
+def _graph_attrs(folder: Path | None) -> str:
+    """The reduced graph's nodes with their attributes (FindingFacts.attrs), read from `reduced.json`; "" without one."""
+    if folder is None:
+        return ""
+    try:
+        d = json.loads((folder / "reduced.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    lines: list[str] = []
+
+    def walk(nodes: Iterable[dict[str, Any]]) -> None:
+        for n in nodes:
+            attrs = n.get("attrs") or {}
+            shown = ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs) if not _bodies(attrs[k]))
+            lines.append(f"{n['op']}{{{shown}}}")
+            for body in _bodies(attrs):
+                walk(body.get("nodes", []))
+
+    walk(d.get("nodes", []))
+    for fn in (d.get("functions") or {}).values():
+        walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
+    return "\n".join(lines)
+
+
+def _bodies(attrs: Any) -> list[dict[str, Any]]:
+    """The region bodies (an If's branches, a Loop's body) among a node's serialized attributes: their operators
+    are the graph's as much as the region node's (Graph.ops_used counts them, so a numeric key's `ops=` does), and
+    a register entry names the operator inside a branch, not the `if` around it."""
+    if isinstance(attrs, dict):
+        if set(attrs) == {"graph"} and isinstance(attrs["graph"], dict):
+            return [attrs["graph"]]
+        return [b for v in attrs.values() for b in _bodies(v)]
+    if isinstance(attrs, list):
+        return [b for v in attrs for b in _bodies(v)]
+    return []
 
 
 def finding_folder(run: Path, row: dict[str, Any]) -> Path:
@@ -185,7 +229,7 @@ def facts_of(row: dict[str, Any], folder: Path | None = None,
     else:
         message = message_class(detail) or _key_message(key)
     return FindingFacts(int(row["id"]), row.get("compiler") or "", row.get("category") or "", configs, opts,
-                        frozenset(ops), frozenset(dtypes), message, key, reason)
+                        frozenset(ops), frozenset(dtypes), message, key, reason, _graph_attrs(folder))
 
 
 def cluster(facts: Iterable[FindingFacts]) -> list[Cluster]:

@@ -8,11 +8,13 @@ separator). A file:
      "intro": "...", "bugs": [
        {"id": "ort-fuse-relu-clip-int64", "tracker": "https://github.com/...", "text": "markdown for the README",
         "match": {"category": ["unexpected-error"], "ops_all": ["clip", "relu"], "ops_subset": [...],
-                  "dtypes_any": ["int64"], "config": "regex", "message": "regex"}}]}
+                  "dtypes_any": ["int64"], "config": "regex", "message": "regex", "attrs": "regex"}}]}
 
 `tracker` is an upstream issue that was found; without one the bug is "reported by dlcfuzz, not yet
 filed upstream". A finding matches an entry when every condition of its `match` holds (`message`:
-the finding's detail and key without its optimization set; `config`: its configurations and that set; an entry
+the finding's detail and key without its optimization set; `config`: its configurations and that set; `attrs`: its
+reduced graph's nodes, one `op{name=value, ...}` a line, attribute names sorted (FindingFacts.attrs: for an
+operator with two bugs told apart by their attributes only; no match where the finding has no reduced graph); an entry
 without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
 done when findings are listed or reported, so a register extended after a campaign applies to it.
 A finding whose blamed configurations all run another compiler (OpenVINO's `ort` cross-check runs
@@ -39,7 +41,7 @@ from dlcfuzz.oracle.verdict import blamed_configs
 
 ENV_VAR = "DLCFUZZ_KNOWN_BUGS"
 NOT_FILED = "reported by dlcfuzz, not yet filed upstream"
-MATCH_FIELDS = ("category", "ops_all", "ops_any", "ops_subset", "dtypes_any", "config", "message")
+MATCH_FIELDS = ("category", "ops_all", "ops_any", "ops_subset", "dtypes_any", "config", "message", "attrs")
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class KnownBug:
         if "config" in m and not re.search(m["config"], " ".join([*f.configs, f.opts])):
             return False
         if "message" in m and not re.search(m["message"], f"{detail}\n{_without_opts(f.key)}"):
+            return False
+        if "attrs" in m and not re.search(m["attrs"], f.attrs):
             return False
         return True
 
@@ -105,7 +109,7 @@ def _read(path: Path) -> RegisterFile:
             unknown = set(b.get("match") or {}) - set(MATCH_FIELDS)
             if unknown:
                 raise UsageError(f"known-bugs file {path}: bug {b['id']}: unknown match field {sorted(unknown)[0]}")
-            for k in ("config", "message"):
+            for k in ("config", "message", "attrs"):
                 if k in (b.get("match") or {}):
                     re.compile(b["match"][k])
             bugs.append(KnownBug(b["id"], compilers, b["text"], b.get("tracker"), b.get("match") or {}))

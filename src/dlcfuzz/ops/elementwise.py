@@ -185,9 +185,21 @@ class UnaryOp(OpSpec):
         (w,) = _widen(x)
         return [np.asarray(self.ref(w, attrs)).astype(self.out_dtype or x.dtype, copy=False)]
 
+    def other_reading(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray] | None:
+        """HardSwish's operator text says alpha = 1/6, its function body (and onnxruntime, and the reference) the
+        float32 attribute 1/6; TVM's ONNX importer computes x * clip(x + 3, 0, 6) / 6, the exact 1/6. The float64
+        results differ by up to 3e-8 relative, which an ill-conditioned consumer (tan near its pole) carries past
+        the tolerance; either reading is correct."""
+        if self.name != "hard_swish":
+            return None
+        x = xs[0]
+        (w,) = _widen(x)
+        return [np.asarray(w * np.clip(w / 6 + 0.5, 0, 1)).astype(x.dtype, copy=False)]
+
 
 # ONNX defines HardSwish as HardSigmoid with the float32 attribute alpha = 1/6: ONNXRuntime computes
-# float64 inputs with float32(1/6), which differs from 1/6 where alpha*x + 0.5 cancels (x near -3)
+# float64 inputs with float32(1/6), which differs from 1/6 where alpha*x + 0.5 cancels (x near -3); the exact
+# 1/6 is its other reading (UnaryOp.other_reading)
 HARD_SWISH_ALPHA = float(np.float32(1 / 6))
 
 
