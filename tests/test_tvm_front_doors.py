@@ -535,7 +535,7 @@ def test_a_not_of_dropouts_mask_fails_to_build_through_the_frontend_and_the_regi
     assert not _onnx_run(ok, [np.ones((2, 3), bool)]).numpy().any()
 
 
-def test_a_fused_clip_changes_what_an_out_of_range_int64_shift_gives_and_the_register_names_it() -> None:
+def test_an_out_of_range_int64_shift_after_a_clip_misses_opset_28s_zero_and_the_register_names_it() -> None:
     """tvm-onnx-bitshift-opset28-out-of-range-amounts in int64 (issue 36's acceptance campaign: Clip then BitShift by
     64): the machine shift by an out-of-range amount is undefined, and what it gives depends on the kernel: alone,
     opset 28's 0; fused after a Clip, 1 << 64 gives 1. The finding's key names the minimal pass set, not a reason, so
@@ -553,16 +553,16 @@ def test_a_fused_clip_changes_what_an_out_of_range_int64_shift_gives_and_the_reg
     amounts = numpy_helper.from_array(np.array([1, 64, 65, -1, 33, 0], np.int64), "a")
     bounds = [numpy_helper.from_array(np.array(-100, np.int64), "lo"), numpy_helper.from_array(np.array(100, np.int64), "hi")]
     spec_gives = [2, 0, 0, 0, 3 << 33, 5]
-    for clip, tvm_gives in ((False, spec_gives), (True, [2, 1, 6, -2**63, 3 << 33, 5])):
-        nodes = [h.make_node("Clip", ["x", "lo", "hi"], ["c"])] if clip else []
-        nodes.append(h.make_node("BitShift", ["c" if clip else "x", "a"], ["y"], direction="LEFT"))
-        m = h.make_model(h.make_graph(nodes, "g", [h.make_tensor_value_info("x", i64, [6])],
-                                      [h.make_tensor_value_info("y", i64, [6])], initializer=[amounts, *bounds]),
-                         opset_imports=[h.make_opsetid("", 28)])
-        m.ir_version = 13
-        assert ReferenceEvaluator(m).run(None, {"x": x})[0].tolist() == spec_gives
-        assert _onnx_run(m, [x]).numpy().tolist() == tvm_gives, clip
-        assert _onnx_run(m, [x], passes=False).numpy().tolist() == spec_gives, clip  # unfused: the vector shift
+    nodes = [h.make_node("Clip", ["x", "lo", "hi"], ["c"]), h.make_node("BitShift", ["c", "a"], ["y"], direction="LEFT")]
+    m = h.make_model(h.make_graph(nodes, "g", [h.make_tensor_value_info("x", i64, [6])],
+                                  [h.make_tensor_value_info("y", i64, [6])], initializer=[amounts, *bounds]),
+                     opset_imports=[h.make_opsetid("", 28)])
+    m.ir_version = 13
+    assert ReferenceEvaluator(m).run(None, {"x": x})[0].tolist() == spec_gives
+    # the out-of-range shifts are undefined in LLVM: here the fused scalar shift masks the amount ([2, 1, 6, -2**63,
+    # ...]) where the unfused vector shift happens to give 0; asserted is only that an out-of-range amount misses 0
+    got = _onnx_run(m, [x]).numpy().tolist()
+    assert [got[k] for k in (0, 4, 5)] == [2, 3 << 33, 5] and got != spec_gives, got
     configs = ("tvm-onnx-opt", "tvm-unopt")
     key = "inconsistency|tvm|tvm-onnx-opt,tvm-unopt|opts=LegalizeOps,AnnotateTIROpPattern,FuseOps,FuseTIR"
     detail = ("tvm-onnx-opt differs from tvm-unopt and the reference at output 3: distance 9.22e+18 > 0 (flat index "
