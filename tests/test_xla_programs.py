@@ -201,3 +201,23 @@ def test_the_unoptimized_build_keeps_the_passes_dot_general_with_a_wider_result_
     meta, arrays = run_program(p, 0, configs)
     assert meta["runs"]["xla-nopasses"]["status"] == "ok" and arrays["xla-nopasses/out/0"].dtype == np.dtype(preferred)
     assert [v.kind for v in judge_program("xla", ProgramTest(p, 0, configs), meta, arrays)[0]] == ["pass"]
+
+
+@pytest.mark.parametrize("stmt", [
+    Stmt("argsort", ["v0"], {"axis": 1, "descending": True}, "v1"),
+    Stmt("sort", ["v0"], {"dimension": 1, "num_keys": 1, "which": 0}, "v1"),
+])
+def test_the_unoptimized_build_keeps_the_pass_that_makes_a_float_sort_total(stmt):
+    """Regression (issue 39's acceptance campaign, findings 1 and 2): `xla-nopasses` disabled comparison-expander,
+    the pass that implements the TOTALORDER compare of the comparator jax gives every float sort; without it
+    XLA:CPU compares as plain floats and a sort of NaNs (sqrt of the negative inputs here) comes back unsorted:
+    argsort's indices and the sorted values differed from eager. The pass is required now; the unoptimized
+    build agrees."""
+    nopasses = get_backend("xla").configs()["xla-nopasses"]
+    assert "comparison-expander" not in nopasses.options["compiler_options"]["xla_disable_hlo_passes"].split(",")
+    configs = [(nopasses.name, dict(nopasses.options)), XLA]
+    p = Program([Input("x0", "float32", (3, 6))], [Stmt("sqrt", ["x0"], {}, "v0"), stmt], ["v1"])
+    meta, arrays = run_program(p, 5, configs)
+    assert (arrays["eager/in/0"] < 0).any()  # so the sort sees NaNs
+    assert meta["runs"]["xla-nopasses"]["status"] == "ok"
+    assert [v.kind for v in judge_program("xla", ProgramTest(p, 5, configs), meta, arrays)[0]] == ["pass"]

@@ -54,6 +54,12 @@ REQUIRED_FOR_CORRECTNESS = {
                         "compile fails a RET_CHECK (measured, jax 0.10.2; openxla/xla#14607); the generated "
                         "table's probes (ONNX graphs) had no mixed-precision dot",
     "result_caster": "the other half of dot_general's preferred_element_type (see operand_upcaster)",
+    "comparison-expander": "the pass is how XLA:CPU implements a TOTALORDER float compare (rewritten into an integer "
+                           "compare of the bits); without it the emitter compares as plain floats, where NaN is "
+                           "unordered, so the comparator jax gives every float sort is no strict weak order: "
+                           "lax.sort of a float32 [1,8] holding NaNs returns [-2, 1, nan, 3, nan, -inf, 0.5, inf], "
+                           "unsorted (measured with xla_disable_hlo_passes=comparison-expander alone, jax 0.10.2; "
+                           "correct without NaN); the generated table's probes sorted no NaN",
 }
 
 
