@@ -15,7 +15,7 @@ NaN inputs), then, last:
 `false positives: N in T judged tests` (all compilers together).
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random|programs]
-                                  [--values edge|small] [--only-ops leaky_relu,range,...]
+                                  [--values edge|small] [--only-ops leaky_relu,range,...] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -35,18 +35,21 @@ def main() -> None:
     ap.add_argument("--strategy", default="random")
     ap.add_argument("--values", default="edge", choices=("edge", "small"), help="the graph strategies' value profiles")
     ap.add_argument("--only-ops", default="", help="operators the graph strategies use, separated by commas (default: all)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep each compiler's campaign in KEEP/<compiler> (its findings to triage; default: deleted)")
     a = ap.parse_args()
     counted = judged = 0
     for compiler in a.compiler.split(","):
         n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values,
-                               [k for k in a.only_ops.split(",") if k])
+                               [k for k in a.only_ops.split(",") if k], a.keep)
         counted, judged = counted + n, judged + j
     print(f"false positives: {counted} in {judged} judged tests")
 
 
 def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge",
-                    only_ops: list[str] | None = None) -> tuple[int, int]:
-    """One compiler's campaign: prints its counts; (findings counted, judged tests)."""
+                    only_ops: list[str] | None = None, keep: Path | None = None) -> tuple[int, int]:
+    """One compiler's campaign: prints its counts; (findings counted, judged tests). `keep`: the campaign goes to
+    keep/<compiler>, kept (`dlcfuzz list` shows its clusters with the register as it is then), not a temporary one."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.clusters import facts_of, finding_folder
     from dlcfuzz.engine.known import Register
@@ -56,7 +59,7 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
     from dlcfuzz.strategies import get_strategy
 
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run"
+        out = keep / compiler if keep is not None else Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
                                   max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
                                   **({"values": values} if "values" in {o.name for o in get_strategy(strategy).options}
