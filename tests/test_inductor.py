@@ -603,3 +603,35 @@ def test_registered_sfdp_18_rewrite_changes_strides_a_later_cond_refuses_and_is_
         torch.compile(branches, backend="eager", fullgraph=True)(relaid)
     assert _known_error(f"[stage inductor] {type(failed.value).__name__}: {failed.value}") == \
         "inductor-sfdp-18-strides-cond-refused"
+
+
+def test_registered_float16_cast_underflow_is_not_rounded_compiled_and_is_known():
+    """inductor-half-cast-underflow-not-rounded, with torch alone: `h = x.to(float16); h // h` of a float32 value
+    that underflows in float16 is 0 // 0 = nan eagerly and 1 compiled (the cast not rounded in the fused kernel);
+    emulate_precision_casts gives eager's. A programs finding of that NaN difference with a cast is named."""
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    def self_floor_divide_in_half(x):
+        h = x.to(torch.float16)
+        return h // h
+
+    x = torch.tensor([1.1374919e-13, 0.5])
+    assert np.isnan(self_floor_divide_in_half(x)[0].item()) and self_floor_divide_in_half(x)[1].item() == 1.0
+    for options, want in (({}, [1.0, 1.0]), ({"emulate_precision_casts": True}, None)):
+        torch._dynamo.reset()
+        with inductor_config.patch(options):
+            got = torch.compile(self_floor_divide_in_half, fullgraph=True)(x)
+        if want is None:
+            assert np.isnan(got[0].item()) and got[1].item() == 1.0
+        else:
+            assert got.tolist() == want
+    detail = "inductor+freezing differs from eager at output 0: NaN/Inf where eager and the float64 reference have numbers"
+    row = {"id": 1, "compiler": "inductor", "category": "inconsistency", "configs": '["eager", "inductor+freezing"]',
+           "key": "inconsistency|inductor|inductor+freezing|nan|output|ops=operator,pattern,permute,to", "detail": detail}
+    known = Register(use_env=False).match(facts_of(row), detail)
+    assert known is not None and known.id == "inductor-half-cast-underflow-not-rounded"
+    no_cast = {**row, "key": row["key"].replace(",to", "")}  # a NaN difference without a cast is not this bug
+    assert Register(use_env=False).match(facts_of(no_cast), detail) is None
