@@ -452,3 +452,186 @@ def test_registered_write_to_a_0d_float64_input_is_dropped_and_known():
     # a near miss: the same difference after another in-place op (the planted relu fault's) is no match
     relu_row = {**row, "key": with_option(v.key, "ops", "relu_")}
     assert Register(use_env=False).match(facts_of(relu_row), v.detail) is None
+
+
+def test_registered_amax_of_a_recomputed_float16_value_has_a_nan_gradient_and_is_known():
+    """inductor-amax-half-backward-remat-nan, with torch alone: the gradient of `amax(-1.5 * x, dim=1)` of a float16
+    x is NaN compiled (the backward recomputes `-1.5 * x` unrounded, so amax's equality mask finds no maximum), right
+    eagerly, with aot_eager and with `emulate_precision_casts`. The campaign's program (2 training steps), judged, is
+    an inconsistency of x0 after the steps, and the register names it."""
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.backends.inductor.programs import run_program
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+    from dlcfuzz.oracle import categories as C
+    from dlcfuzz.oracle.categories import with_option
+    from dlcfuzz.programs.core import Program
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    def amax_of_scaled(x):
+        return torch.amax(-1.5 * x, dim=1)
+
+    def gradient(backend: str | None, **options: bool) -> list[float]:
+        torch._dynamo.reset()
+        x = torch.tensor([[-2.75390625, 1.0]], dtype=torch.float16, requires_grad=True)
+        fn = amax_of_scaled if backend is None else torch.compile(amax_of_scaled, backend=backend, fullgraph=True)
+        with inductor_config.patch(options):
+            fn(x).sum().backward()
+        return x.grad.flatten().tolist()
+
+    assert gradient(None) == [-1.5, 0.0]  # -1.5 * x rounds to 4.1328 in float16, the maximum
+    assert all(np.isnan(gradient("inductor")))
+    assert all(np.isnan(gradient("inductor", pattern_matcher=False)))
+    assert gradient("aot_eager") == [-1.5, 0.0]
+    assert gradient("inductor", emulate_precision_casts=True) == [-1.5, 0.0]
+
+    program = Program.from_json({
+        "inputs": [["x0", "float16", [2, 5, 3, 3], "contiguous"]], "outputs": ["v7"], "steps": 2,
+        "stmts": [["operator", ["x0", -1.5], {"nonzero": False, "op": "*", "swap": True}, "v0"],
+                  ["amax", ["v0"], {"dim": 1, "dtype": None, "keepdim": False}, "v7"]]})
+    inductor = ("inductor", {"backend": "inductor"})  # run_program compiles with fallback_random=True
+    seed = 786517804  # the campaign's input seed: its first step leaves x0[1, :, 0, 1] as above
+    meta, arrays = run_program(program, seed, [inductor])
+    verdicts, _ = judge_program("inductor", ProgramTest(program, seed, [inductor]), meta, arrays)
+    (v,) = verdicts
+    assert (v.kind, v.category) == ("bug", C.INCONSISTENCY) and "x0 after 2 training steps: NaN" in v.detail, v
+    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]',
+           "key": with_option(v.key, "ops", ",".join(program.ops())), "detail": v.detail}
+    known = Register(use_env=False).match(facts_of(row), v.detail)
+    assert known is not None and known.id == "inductor-amax-half-backward-remat-nan", v.detail
+    # a near miss: an output difference of the same program is no match (the entry is about gradients)
+    out_row = {**row, "detail": v.detail.replace("x0 after 2 training steps", "output 0")}
+    assert Register(use_env=False).match(facts_of(out_row), out_row["detail"]) is None
+
+
+def _known_error(detail: str) -> str | None:
+    """The register's label of an unexpected-error finding of the programs strategy with `detail`."""
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    row = {"id": 1, "compiler": "inductor", "category": "unexpected-error", "configs": '["eager", "inductor"]',
+           "key": "error|inductor|inductor|[stage inductor] Error", "detail": detail}
+    known = Register(use_env=False).match(facts_of(row, graph=(frozenset(), frozenset())), detail)
+    return known.id if known is not None else None
+
+
+def test_registered_cond_with_an_unbacked_width_names_an_undefined_symbol_and_is_known():
+    """inductor-cond-unbacked-width-nameerror, with torch alone: the campaign's reduced program (a cond past an
+    `.item()` graph break, dynamic shapes) runs eagerly and with aot_eager, and Inductor's code raises NameError."""
+    def program(x1, x2):
+        v0 = torch.index_put(x1, (torch.tensor([0]),), x1.new_full((), 5), accumulate=False)
+        v1 = torch.floor_divide(x2, 1)
+        v2 = torch.minimum(x2, v1)
+        v3 = (v1 * x1.amin().item())
+        v4 = v2[0:1:1]
+        v5 = torch.bitwise_left_shift(v2.clamp(min=0), v3 & 7)
+
+        def v10_true(v5, v3, v0, v4, v1):
+            return (torch.topk(v0, 1, dim=-2, largest=True).values,)
+
+        def v10_false(v5, v3, v0, v4, v1):
+            return (torch.bitwise_or(v4, v1),)
+
+        return torch.cond((v3 > 0).sum() > 0, v10_true, v10_false, (v5, v3, v0, v4.clone(), v1))
+
+    x1, x2 = torch.tensor([[4, -6, -1, -5]]), torch.tensor([[3, -5, -4, 6]])
+    (want,) = program(x1, x2)
+    assert want.tolist() == [[5, 5, 5, 5]]
+    torch._dynamo.reset()
+    (got,) = torch.compile(program, backend="aot_eager", dynamic=True)(x1, x2)
+    assert torch.equal(got, want)
+    torch._dynamo.reset()
+    with pytest.raises(NameError) as failed:
+        torch.compile(program, backend="inductor", dynamic=True)(x1, x2)
+    assert _known_error(f"[stage inductor] NameError: {failed.value}") == "inductor-cond-unbacked-width-nameerror"
+
+
+def test_registered_cond_operand_that_is_also_concatenated_fails_a_stride_check_and_is_known():
+    """inductor-cond-operand-in-cat-stride-assert, with torch alone: y, a cond operand and a cat input, is written
+    into the cat's buffer, and the branch subgraph's input check refuses its strides; aot_eager is right."""
+    def cond_and_cat(x, p):
+        y = x * 2
+        (c,) = torch.cond(p.sum() > 0, lambda y: (y.sqrt(),), lambda y: (-y,), (y,))
+        return c, torch.cat((y, x), dim=1)
+
+    x, p = torch.arange(45.0).reshape(3, 5, 3), torch.tensor([1.0, -1.0, 2.0])
+    want = cond_and_cat(x, p)
+    torch._dynamo.reset()
+    got = torch.compile(cond_and_cat, backend="aot_eager", fullgraph=True)(x, p)
+    assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True))
+    torch._dynamo.reset()
+    with pytest.raises(AssertionError) as failed:
+        torch.compile(cond_and_cat, backend="inductor", fullgraph=True)(x, p)
+    assert "expected size 3==3, stride 30==15 at dim=0" in str(failed.value)
+    assert _known_error(f"[stage inductor] AssertionError: {failed.value}") == "inductor-cond-operand-in-cat-stride-assert"
+
+
+def test_registered_sfdp_18_rewrite_changes_strides_a_later_cond_refuses_and_is_known():
+    """inductor-sfdp-18-strides-cond-refused, with torch alone: `_sfdp_pattern_18`'s body compiled returns SDPA's
+    layout (the rewrite's: not with pattern_matcher=False), eager a contiguous result; a cond whose branches keep
+    and drop that layout is refused where eager's agree."""
+    from torch._inductor import config as inductor_config
+
+    def attention(q, k, v, mask):  # torch 2.13's fuse_attention._sfdp_pattern_18 body, dropout 0
+        q, k, v = q.permute(0, 2, 1, 3), k.permute(0, 2, 1, 3), v.permute(0, 2, 1, 3)
+        w = torch.matmul(q, k.permute(0, 1, 3, 2)).div(torch.full([], 0.66666, dtype=q.dtype))
+        w = torch.where(mask, w, torch.full((), torch.finfo(q.dtype).min, dtype=q.dtype))
+        return torch.nn.functional.dropout(w.softmax(dim=-1), 0.0).matmul(v)
+
+    q = (torch.arange(512, dtype=torch.float64).reshape(1, 4, 8, 16) % 7) * 0.25
+    mask = torch.tensor([True, False, True, True]).reshape(1, 1, 1, 4)
+    want = attention(q, q, q, mask)
+    assert want.stride() == (512, 64, 16, 1)
+    strides = {}
+    for name, options in (("inductor", {}), ("no pattern matcher", {"pattern_matcher": False})):
+        torch._dynamo.reset()
+        with inductor_config.patch(options):
+            got = torch.compile(attention, backend="inductor", fullgraph=True)(q, q, q, mask)
+        torch.testing.assert_close(got, want)
+        strides[name] = got.stride()
+    assert strides == {"inductor": (512, 16, 128, 1), "no pattern matcher": (512, 64, 16, 1)}
+
+    def branches(v0):
+        return torch.cond((v0 > 0).sum() > 159, lambda v: (torch.relu(v),),
+                          lambda v: (torch.masked_fill(v / -1.5, v / -1.5 > 0, 0.25),), (v0,))
+
+    branches(want)  # eager: both branches contiguous
+    torch._dynamo.reset()
+    relaid = want.permute(0, 2, 1, 3).contiguous().permute(0, 2, 1, 3)  # the compiled result's layout
+    with pytest.raises(Exception, match="sorted order of strides of the two branches") as failed:
+        torch.compile(branches, backend="eager", fullgraph=True)(relaid)
+    assert _known_error(f"[stage inductor] {type(failed.value).__name__}: {failed.value}") == \
+        "inductor-sfdp-18-strides-cond-refused"
+
+
+def test_registered_float16_cast_underflow_is_not_rounded_compiled_and_is_known():
+    """inductor-half-cast-underflow-not-rounded, with torch alone: `h = x.to(float16); h // h` of a float32 value
+    that underflows in float16 is 0 // 0 = nan eagerly and 1 compiled (the cast not rounded in the fused kernel);
+    emulate_precision_casts gives eager's. A programs finding of that NaN difference with a cast is named."""
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    def self_floor_divide_in_half(x):
+        h = x.to(torch.float16)
+        return h // h
+
+    x = torch.tensor([1.1374919e-13, 0.5])
+    assert np.isnan(self_floor_divide_in_half(x)[0].item()) and self_floor_divide_in_half(x)[1].item() == 1.0
+    for options, want in (({}, [1.0, 1.0]), ({"emulate_precision_casts": True}, None)):
+        torch._dynamo.reset()
+        with inductor_config.patch(options):
+            got = torch.compile(self_floor_divide_in_half, fullgraph=True)(x)
+        if want is None:
+            assert np.isnan(got[0].item()) and got[1].item() == 1.0
+        else:
+            assert got.tolist() == want
+    detail = "inductor+freezing differs from eager at output 0: NaN/Inf where eager and the float64 reference have numbers"
+    row = {"id": 1, "compiler": "inductor", "category": "inconsistency", "configs": '["eager", "inductor+freezing"]',
+           "key": "inconsistency|inductor|inductor+freezing|nan|output|ops=operator,pattern,permute,to", "detail": detail}
+    known = Register(use_env=False).match(facts_of(row), detail)
+    assert known is not None and known.id == "inductor-half-cast-underflow-not-rounded"
+    no_cast = {**row, "key": row["key"].replace(",to", "")}  # a NaN difference without a cast is not this bug
+    assert Register(use_env=False).match(facts_of(no_cast), detail) is None
