@@ -224,3 +224,33 @@ def test_known_register_names_the_float16_isel_abort_and_only_it():
     assert hit is not None and hit.id == "xla-cpu-f16-subv-broadcast-load-isel"
     assert hit.ref == "https://github.com/openxla/xla/issues/44943"
     assert reg.match(crash({"float32", "bool"}), detail) is None
+
+
+def test_registered_atan2_of_a_self_xor_is_nan_compiled_and_known():
+    """xla-xor-of-a-value-with-itself-atan2-nan, with jax alone (openxla/xla#44705's form): a float conversion of a
+    boolean xor of a value with itself is all zeros, atan2(0, 0) is 0 eagerly and NaN compiled. This asserts the
+    NaN, so it fails once the installed XLA is fixed; the register names the programs finding, not a near miss."""
+    import jax
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    def f(a):
+        e = jax.lax.convert_element_type(jax.lax.bitwise_xor(jax.lax.ne(a, 0), jax.lax.ne(a, 0)), "float32")
+        return jax.lax.atan2(e, e)
+
+    x = np.arange(5)
+    with jax.disable_jit():
+        assert np.asarray(f(x)).tolist() == [0.0] * 5
+    assert np.isnan(np.asarray(jax.jit(f)(x))).all()
+
+    detail = "xla differs from eager at output 0: distance 0 > 0.001 from eager (no float64 reference)"
+
+    def facts(ops: set[str]) -> FindingFacts:
+        return FindingFacts(1, "xla", "inconsistency", ("eager", "xla"), "", frozenset(ops), frozenset(),
+                            "", f"inconsistency|xla|xla|nan|output|ops={','.join(sorted(ops))}")
+
+    reg = Register(use_env=False)
+    hit = reg.match(facts({"atan2", "bitwise_xor", "floor_divide", "fori_loop", "jnp_reduce", "slice"}), detail)
+    assert hit is not None and hit.id == "xla-xor-of-a-value-with-itself-atan2-nan"
+    assert reg.match(facts({"atan2", "floor_divide", "slice"}), detail) is None  # no xor: another bug
