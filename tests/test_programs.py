@@ -126,6 +126,19 @@ def test_float_results_are_judged_against_float64_and_rounding_decided_integers_
     assert compare_to_eager(np.array([1, 2], np.int32), np.array([1, 2]), None)[0] == "dtype"
 
 
+def test_a_nan_difference_says_which_side_has_the_nan():
+    """Regression (issue 38's acceptance triage): a compiled number where eager and float64 have NaN was reported as
+    "NaN/Inf where eager and the float64 reference have numbers", and a NaN difference without a float64 reference
+    as "distance 0 > 0.001"."""
+    nan = np.array([np.nan, 1.0], np.float32)
+    one = np.array([1.0, 1.0], np.float32)
+    assert compare_to_eager(nan, one, one.astype(np.float64)) == \
+        ("nan", "NaN/Inf where eager and the float64 reference have numbers")
+    assert compare_to_eager(one, nan, nan.astype(np.float64)) == \
+        ("nan", "numbers where eager and the float64 reference have NaN/Inf")
+    assert compare_to_eager(one, nan, None) == ("nan", "NaN positions differ from eager's (no float64 reference)")
+
+
 def test_a_wrong_mutation_of_an_input_is_caught_and_a_right_one_passes():
     """The relu's result only reaches the caller through an input written in place (no output); the
     correct Inductor, static and with dynamic shapes, writes it right."""

@@ -30,7 +30,11 @@ def wrong(got, eager, fp64):
         d = distance(got, eager)
         return f"distance {d:.3g} from eager" if d > tol else None
     if (np.isfinite(got) != np.isfinite(eager)).any():
-        return None if (np.isfinite(fp64) != np.isfinite(eager)).any() else "NaN/Inf where eager and fp64 have numbers"
+        if (np.isfinite(fp64) != np.isfinite(eager)).any():
+            return None
+        if (np.isfinite(eager) & ~np.isfinite(got)).any():
+            return "NaN/Inf where eager and fp64 have numbers"
+        return "numbers where eager and fp64 have NaN/Inf"
     e, c = distance(eager, fp64), distance(got, fp64)
     return f"distance from fp64 {c:.3g} > 2 x eager's {e:.3g} + {tol}" if c > 2 * e + tol else None
 '''
