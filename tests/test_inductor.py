@@ -409,18 +409,31 @@ def test_registered_concat_linear_of_2d_biases_fails_to_compile_and_is_known():
     assert known is not None and known.id == "inductor-concat-linear-2d-bias-compile-error", detail[:300]
 
 
+def _inductor_verdict_and_row(program, seed: int):
+    """The one verdict of `program` (inputs from `seed`) compiled by Inductor against eager, and the finding row a
+    campaign would store for it (the register's facts read its key and detail)."""
+    from dlcfuzz.backends.inductor.programs import run_program
+    from dlcfuzz.oracle.categories import with_option
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    inductor = ("inductor", {"backend": "inductor"})  # run_program compiles with fallback_random=True
+    meta, arrays = run_program(program, seed, [inductor])
+    verdicts, _ = judge_program("inductor", ProgramTest(program, seed, [inductor]), meta, arrays)
+    (v,) = verdicts
+    return v, {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]',
+               "key": with_option(v.key, "ops", ",".join(program.ops())), "detail": v.detail}
+
+
 def test_registered_write_to_a_0d_float64_input_is_dropped_and_known():
     """inductor-0d-float64-input-write-dropped, with torch alone: `x.add_(1.0); return x * 2` of a 0-d float64 x,
     compiled (Inductor, and aot_eager: before Inductor), returns the old x doubled and leaves x unwritten; Dynamo alone
     (backend "eager"), a float32 0-d x and a float64 [1] x are right. A programs test of the write, judged, is an
     inconsistency at the input after the call, and the register names it."""
-    from dlcfuzz.backends.inductor.programs import run_program
     from dlcfuzz.engine.clusters import facts_of
     from dlcfuzz.engine.known import Register
     from dlcfuzz.oracle import categories as C
     from dlcfuzz.oracle.categories import with_option
     from dlcfuzz.programs.core import Input, Program, Stmt
-    from dlcfuzz.strategies.programs import ProgramTest, judge_program
 
     def add_then_double(x):
         x.add_(1.0)
@@ -439,14 +452,9 @@ def test_registered_write_to_a_0d_float64_input_is_dropped_and_known():
     assert run("inductor", torch.float32, ()) == ([1.0], [0.5])
     assert run("inductor", torch.float64, (1,)) == ([1.0], [0.5])
 
-    inductor = ("inductor", {"backend": "inductor"})
     program = Program([Input("x0", "float64", ())], [Stmt("add_", ["x0", 1.0])], [])
-    meta, arrays = run_program(program, 0, [inductor])
-    verdicts, _ = judge_program("inductor", ProgramTest(program, 0, [inductor]), meta, arrays)
-    (v,) = verdicts
+    v, row = _inductor_verdict_and_row(program, 0)
     assert (v.kind, v.category) == ("bug", C.INCONSISTENCY) and "input x0 after the call" in v.detail, v
-    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]',
-           "key": with_option(v.key, "ops", ",".join(program.ops())), "detail": v.detail}
     known = Register(use_env=False).match(facts_of(row), v.detail)
     assert known is not None and known.id == "inductor-0d-float64-input-write-dropped", v.detail
     # a near miss: the same difference after another in-place op (the planted relu fault's) is no match
@@ -461,13 +469,10 @@ def test_registered_amax_of_a_recomputed_float16_value_has_a_nan_gradient_and_is
     an inconsistency of x0 after the steps, and the register names it."""
     from torch._inductor import config as inductor_config
 
-    from dlcfuzz.backends.inductor.programs import run_program
     from dlcfuzz.engine.clusters import facts_of
     from dlcfuzz.engine.known import Register
     from dlcfuzz.oracle import categories as C
-    from dlcfuzz.oracle.categories import with_option
     from dlcfuzz.programs.core import Program
-    from dlcfuzz.strategies.programs import ProgramTest, judge_program
 
     def amax_of_scaled(x):
         return torch.amax(-1.5 * x, dim=1)
@@ -490,14 +495,9 @@ def test_registered_amax_of_a_recomputed_float16_value_has_a_nan_gradient_and_is
         "inputs": [["x0", "float16", [2, 5, 3, 3], "contiguous"]], "outputs": ["v7"], "steps": 2,
         "stmts": [["operator", ["x0", -1.5], {"nonzero": False, "op": "*", "swap": True}, "v0"],
                   ["amax", ["v0"], {"dim": 1, "dtype": None, "keepdim": False}, "v7"]]})
-    inductor = ("inductor", {"backend": "inductor"})  # run_program compiles with fallback_random=True
     seed = 786517804  # the campaign's input seed: its first step leaves x0[1, :, 0, 1] as above
-    meta, arrays = run_program(program, seed, [inductor])
-    verdicts, _ = judge_program("inductor", ProgramTest(program, seed, [inductor]), meta, arrays)
-    (v,) = verdicts
+    v, row = _inductor_verdict_and_row(program, seed)
     assert (v.kind, v.category) == ("bug", C.INCONSISTENCY) and "x0 after 2 training steps: NaN" in v.detail, v
-    row = {"id": 1, "compiler": "inductor", "category": v.category, "configs": '["eager", "inductor"]',
-           "key": with_option(v.key, "ops", ",".join(program.ops())), "detail": v.detail}
     known = Register(use_env=False).match(facts_of(row), v.detail)
     assert known is not None and known.id == "inductor-amax-half-backward-remat-nan", v.detail
     # a near miss: an output difference of the same program is no match (the entry is about gradients)
