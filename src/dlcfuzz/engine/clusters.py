@@ -130,52 +130,43 @@ def _key_message(key: str) -> str:
     return message_class(parts[3]) if len(parts) > 3 and parts[0] in message_key_tags() else ""
 
 
-def _graph_facts(folder: Path | None) -> tuple[frozenset[str], frozenset[str]] | None:
-    """(operators, dtypes) of the finding's reduced graph, read from `reduced.json`."""
+def _reduced_nodes(folder: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """The finding's reduced graph, read from `reduced.json`, and its nodes: main's, its functions', and those of
+    region bodies (If branches, Loop bodies) in walk order; None without one."""
     if folder is None:
         return None
-    path = folder / "reduced.json"
     try:
-        d = json.loads(path.read_text())
+        d = json.loads((folder / "reduced.json").read_text())
     except (OSError, ValueError):
         return None
-    ops: set[str] = set()
-    dtypes: set[str] = {i["dtype"] for i in d.get("inputs", []) if "dtype" in i}
+    nodes: list[dict[str, Any]] = []
 
-    def walk(nodes: Iterable[dict[str, Any]]) -> None:
-        for n in nodes:
-            ops.add(n["op"])
-            dtypes.update(o["dtype"] for o in n.get("outputs", []) if "dtype" in o)
+    def walk(ns: Iterable[dict[str, Any]]) -> None:
+        for n in ns:
+            nodes.append(n)
             for body in _bodies(n.get("attrs") or {}):
                 walk(body.get("nodes", []))
 
     walk(d.get("nodes", []))
     for fn in (d.get("functions") or {}).values():
         walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
-    return frozenset(ops), frozenset(dtypes)
+    return d, nodes
 
 
-def _graph_attrs(folder: Path | None) -> str:
-    """The reduced graph's nodes with their attributes (FindingFacts.attrs), read from `reduced.json`; "" without one."""
-    if folder is None:
-        return ""
-    try:
-        d = json.loads((folder / "reduced.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    lines: list[str] = []
+def _graph_facts(reduced: tuple[dict[str, Any], list[dict[str, Any]]]) -> tuple[frozenset[str], frozenset[str]]:
+    """(operators, dtypes) of a reduced graph (`_reduced_nodes`)."""
+    d, nodes = reduced
+    dtypes = {i["dtype"] for i in d.get("inputs", []) if "dtype" in i}
+    dtypes.update(o["dtype"] for n in nodes for o in n.get("outputs", []) if "dtype" in o)
+    return frozenset(n["op"] for n in nodes), frozenset(dtypes)
 
-    def walk(nodes: Iterable[dict[str, Any]]) -> None:
-        for n in nodes:
-            attrs = n.get("attrs") or {}
-            shown = ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs) if not _bodies(attrs[k]))
-            lines.append(f"{n['op']}{{{shown}}}")
-            for body in _bodies(attrs):
-                walk(body.get("nodes", []))
 
-    walk(d.get("nodes", []))
-    for fn in (d.get("functions") or {}).values():
-        walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
+def _graph_attrs(nodes: list[dict[str, Any]]) -> str:
+    """A reduced graph's nodes with their attributes (FindingFacts.attrs), a region's body attributes left out."""
+    lines = []
+    for n in nodes:
+        attrs = n.get("attrs") or {}
+        lines.append(f"{n['op']}{{{', '.join(f'{k}={attrs[k]}' for k in sorted(attrs) if not _bodies(attrs[k]))}}}")
     return "\n".join(lines)
 
 
@@ -213,7 +204,8 @@ def facts_of(row: dict[str, Any], folder: Path | None = None,
     key = row.get("key") or ""
     m = _OPTS.search(key)
     opts = f"{m.group(1)}={m.group(2)}" if m else ""
-    graph = graph if graph is not None else _graph_facts(folder)
+    reduced = _reduced_nodes(folder)
+    graph = graph if graph is not None else (_graph_facts(reduced) if reduced is not None else None)
     if graph is not None:
         ops, dtypes = graph
     else:
@@ -229,7 +221,8 @@ def facts_of(row: dict[str, Any], folder: Path | None = None,
     else:
         message = message_class(detail) or _key_message(key)
     return FindingFacts(int(row["id"]), row.get("compiler") or "", row.get("category") or "", configs, opts,
-                        frozenset(ops), frozenset(dtypes), message, key, reason, _graph_attrs(folder))
+                        frozenset(ops), frozenset(dtypes), message, key, reason,
+                        _graph_attrs(reduced[1]) if reduced is not None else "")
 
 
 def cluster(facts: Iterable[FindingFacts]) -> list[Cluster]:
