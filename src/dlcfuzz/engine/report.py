@@ -295,8 +295,12 @@ def _charts(store: Store, rows_by_id: dict, clusters: list, stats: list) -> str:
         charts.append(line_chart([("distinct findings", [(0.0, 0.0)] + [(r[0], r[6]) for r in stats]),
                                   ("clusters", cluster_pts)],
                                  "elapsed time (s)", "count", "Findings and clusters over time", step=True))
+        # a window's rate holds over the whole window: one step from its start (the window before's end) to its
+        # end, so that a campaign of one window (a few seconds) draws its rate too
         rates = throughput(stats)
-        charts.append(line_chart([("tests/s", rates)], "elapsed time (s)", "tests per second", "Throughput"))
+        steps = [(start, r) for start, (_, r) in zip([0.0] + [t for t, _ in rates], rates)] + rates[-1:]
+        charts.append(line_chart([("tests/s", steps)], "elapsed time (s)", "tests per second", "Throughput",
+                                 step=True))
     curve = store.coverage_curve()
     if curve and any(r[2] for r in curve):
         charts.append(line_chart([("coverage", [(0.0, 0.0)] + [(r[0], r[2]) for r in curve])], "elapsed time (s)",
