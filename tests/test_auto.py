@@ -186,3 +186,28 @@ def test_progress_line_and_report_show_each_arms_tests_time_and_new_root_causes(
     assert "share of tests" in html and "share of time" in html and "new root causes" in html
     row = html.split("<tr><td>random</td>")[1].split("</tr>")[0]
     assert row.split("</td><td>")[3] == "1"  # tests, share of tests, share of time, new root causes
+
+
+def test_regions_reach_every_arm_that_makes_them_and_a_share_outside_0_1_is_refused(tmp_path):
+    """`auto --regions S` hands S to each arm that wraps node ranges in regions (random, hirgen, disruptive,
+    oatest, metamorphic): at 1.0 the random arm's tests hold regions, at 0 none do (issue 40's acceptance
+    campaigns run `auto` with control flow on); a share outside [0, 1] is one clear usage error."""
+    from dlcfuzz.errors import UsageError
+
+    def arms(regions: float, name: str) -> dict[str, object]:
+        camp = Campaign(campaign_options(compiler="onnxruntime", strategy="auto", ops=6, model="tiny_vgg",
+                                         seconds=60, seed=SEED, out=tmp_path / name, quiet=True, regions=regions))
+        assert isinstance(camp.strategy, AutoStrategy)
+        return {arm.name: sub for arm, sub in zip(camp.strategy.arms, camp.strategy.subs, strict=True)}
+
+    on, off = arms(1.0, "on"), arms(0.0, "off")
+    takes = [name for name, sub in on.items() if "regions" in sub.params]
+    assert {"random", "hirgen", "oatest", "metamorphic"} <= set(takes)
+    assert all(on[n].params["regions"] == 1.0 and off[n].params["regions"] == 0.0 for n in takes)
+    with_regions = [any(n.bodies() for n in on["random"].make_test(seq, 100 + seq).payload.graph.all_nodes())
+                    for seq in range(6)]
+    assert sum(with_regions) >= 4, with_regions  # a test whose graph offers no range to wrap keeps none
+    assert not any(any(n.bodies() for n in off["random"].make_test(seq, 100 + seq).payload.graph.all_nodes())
+                   for seq in range(6))
+    with pytest.raises(UsageError, match="--regions"):
+        arms(1.5, "bad")

@@ -51,7 +51,7 @@ from dlcfuzz.oracle.categories import DedupKey, clustered_by_ops, message_key_ta
 from dlcfuzz.oracle.signature import message_class
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Judgement, Option, Reduction, Strategy, StrategyStore, Test
-from dlcfuzz.strategies.graph import SIZES, VALUES
+from dlcfuzz.strategies.graph import REGIONS, SIZES, VALUES
 
 if TYPE_CHECKING:
     from dlcfuzz.backends.base import Backend
@@ -139,7 +139,7 @@ class AutoStrategy(Strategy):
     summary = "every strategy in one campaign, scheduled by recent yield (the default)"
     handler = HANDLER
     regenerable = True
-    options = (Option("ops", 10, "operators per generated graph", int), VALUES, SIZES,
+    options = (Option("ops", 10, "operators per generated graph", int), VALUES, SIZES, REGIONS,
                Option("model", "resnet18", "the zoo model the metamorphic arm mutates (see `dlcfuzz zoo`)"))
 
     @classmethod

@@ -64,6 +64,8 @@ def check_graph_params(params: dict[str, Any]) -> None:
         raise UsageError(f"--values must be one of {', '.join(VALUES_MODES)}")
     if params.get("sizes", SIZES.default) not in SIZE_MODES:
         raise UsageError(f"--sizes must be one of {', '.join(SIZE_MODES)}")
+    if not 0 <= float(params.get("regions", REGIONS.default)) <= 1:
+        raise UsageError("--regions is a share of tests: between 0 and 1")
     unknown = [op for op in params.get("only_ops", []) if op not in {s.name for s in all_ops()}]
     if unknown:
         raise UsageError(f"unknown operator(s) {unknown}: see `dlcfuzz ops`")
