@@ -63,6 +63,43 @@ def test_registered_with_its_configurations_and_pass_table():
         assert names and set(names) <= set(optional_passes())
 
 
+_CHANGED_PASSES_CHILD = """
+import sys
+import jax, jax.numpy as jnp
+from dlcfuzz.backends.xla.passes import changed_passes
+x = jnp.arange(12.0).reshape(3, 4)
+f = lambda a: jnp.transpose(a) * 1.0 + 0.0 * a.sum()  # algsimp folds the multiply by one
+for options in ({}, {"xla_disable_hlo_passes": "algsimp"}):
+    with changed_passes() as changed:
+        jax.jit(f).lower(x).compile(compiler_options=options)
+        print("not XLA's", file=sys.stderr)
+    print(sorted(changed))
+"""
+
+
+def test_changed_passes_names_the_passes_that_changed_a_module_and_not_a_disabled_one():
+    """bench/xla_passes.py's count: in a process started with PASS_LOG_ENV, `changed_passes` reads XLA's own
+    "Pass caused changes" log around a compile: algsimp changes a module that multiplies by one, and not when it
+    is disabled; what else was written to stderr meanwhile gets there; without the variables it stays empty."""
+    import ast as _ast
+    import os
+
+    from dlcfuzz.backends.xla.passes import PASS_LOG_ENV
+
+    def child(env: dict[str, str]) -> tuple[list[list[str]], str]:
+        r = subprocess.run([sys.executable, "-c", _CHANGED_PASSES_CHILD], capture_output=True, text=True,
+                           timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu", **env})
+        assert r.returncode == 0, r.stderr[-2000:]
+        return [_ast.literal_eval(line) for line in r.stdout.splitlines()], r.stderr
+
+    (default, without), stderr = child(PASS_LOG_ENV)
+    assert "algsimp" in default and "layout-assignment" in default, default
+    assert "algsimp" not in without and without, without
+    assert stderr.count("not XLA's") == 2
+    plain, _ = child({"TF_CPP_VMODULE": ""})
+    assert plain == [[], []]
+
+
 def test_options_vary_per_compile_in_one_process_and_fast_math_is_refused():
     xla = get_backend("xla")
     t = TensorType("float32", (4,))

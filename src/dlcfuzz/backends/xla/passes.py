@@ -17,6 +17,9 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +77,42 @@ def sample_disabled(rng: np.random.Generator, k_max: int = 6) -> list[str]:
     names = optional_passes()
     k = int(rng.integers(1, min(k_max, len(names)) + 1))
     return sorted(str(n) for n in rng.choice(names, size=k, replace=False))
+
+
+# ---- which passes changed a module ----------------------------------------------------------------
+# XLA logs "Pass caused changes NAME" after each pass run that changed the module (hlo_pass_pipeline.cc, VLOG 3).
+# XLA reads these variables once, when its logging starts: a process must have them before jax's first compile.
+PASS_LOG_ENV = {"TF_CPP_MIN_LOG_LEVEL": "0", "TF_CPP_VMODULE": "hlo_pass_pipeline=3"}
+_CHANGED = re.compile(r"\]\s+Pass caused changes (\S+)$")
+_XLA_LOG = re.compile(r"^[IWEF]\d{4} ")  # a glog/absl line: "I1130 06:49:22.286619   26294 file.cc:213] ..."
+
+
+@contextmanager
+def changed_passes() -> Iterator[set[str]]:
+    """Within: XLA's log (file descriptor 2) goes to a temporary file; on exit the yielded set holds the HLO
+    passes whose run changed a module in the compiles made within, and whatever else was written there goes
+    back to stderr. Empty unless this process started with `PASS_LOG_ENV`."""
+    changed: set[str] = set()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield changed
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            log.seek(0)
+            other = []
+            for line in log.read().decode(errors="replace").splitlines():
+                m = _CHANGED.search(line)
+                if m:
+                    changed.add(m.group(1))
+                elif not _XLA_LOG.match(line):
+                    other.append(line)
+            if other:
+                print("\n".join(other), file=sys.stderr)
 
 
 # ---- regeneration (run by hand after a jaxlib upgrade) ----------------------------------------------

@@ -1,0 +1,145 @@
+"""XLA HLO passes that changed a module: how many of the installed XLA CPU pipeline's passes a campaign's tests
+make do something (issue 39 item 4).
+
+XLA logs "Pass caused changes NAME" after each pass run that changed the module (hlo_pass_pipeline.cc, VLOG 3;
+`backends/xla/passes.changed_passes` reads it around each compile). Each source makes the tests its strategy
+makes in a campaign (`make_test` of the real strategy, the campaign's test seeds) and runs them for `--time`
+seconds as the campaign's worker does, every configuration of the test compiled:
+
+- `programs`: JAX programs (the programs strategy: lax/jnp ops, transformations, control flow; eager, a float64
+  reference, `jit` and the test's variant: vmap/jvp/grad, an LLVM level or a disabled pass);
+- `graphs`: random dlcfuzz graphs lowered to jax.numpy (the random strategy; the default pair, `xla-nopasses` and
+  `xla`, and on half the tests a sampled set of disabled passes).
+
+Y is the installed pipeline's passes: the generated pass table (`passes.pass_table()`, every pass XLA's CPU
+pipeline ran on its probe programs) and any other pass this run saw run. Some of them cannot change a
+single-device CPU module at all (collective and sharding passes, the float8/int4 normalizations of types JAX
+programs here do not use); they stay in Y and are listed apart.
+
+Prints each pass with the tests in which it changed a module, per source `HLO passes that changed a module
+(<source>): X of Y`, and last the union: `HLO passes that changed a module: X of Y`.
+
+    python bench/xla_passes.py [--time 600] [--source both|programs|graphs] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+# passes no single-device CPU module of ours can change: collectives and sharding, and normalizations of float8
+# and int4 types that neither generator draws (listed apart; still counted in Y)
+UNREACHABLE = re.compile(r"all-reduce|all_to_all|collective|shard|float-normalization-(f8|f4|s4|u4)")
+
+
+def campaign_strategy(strategy: str, seed: int, out: Path) -> Any:
+    """The real strategy object of a campaign, started as the campaign starts it (the capability probe, cached
+    per release, so that graphs draw only what XLA's lowering takes), whose make_test makes the campaign's tests."""
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.exec.cluster import make_pool
+
+    s = Campaign(campaign_options(compiler="xla", strategy=strategy, seconds=60, seed=seed, out=out,
+                                  quiet=True)).strategy
+    with make_pool(None, s.handler, s.handler_init(), jobs=1, timeout_s=600) as pool:
+        s.start(pool, False)
+    return s
+
+
+def program_tests(seconds: float, seed: int, out: Path) -> tuple[int, Counter[str], int]:
+    """(tests, tests per pass that changed a module, tests with a failed run): programs as the programs
+    strategy makes and runs them (backends/xla/programs.run_program: eager, float64, every configuration)."""
+    from dlcfuzz.backends.xla.passes import changed_passes
+    from dlcfuzz.backends.xla.programs import run_program
+    from dlcfuzz.oracle.policy import test_seed
+
+    strategy = campaign_strategy("programs", seed, out / "programs")
+    per_pass: Counter[str] = Counter()
+    tests = failed = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pt = strategy.make_test(tests, test_seed(seed, tests)).payload
+        tests += 1
+        with changed_passes() as changed:
+            try:
+                run_program(pt.program, pt.seed, pt.configs)
+            except Exception:  # noqa: BLE001 - the campaign judges failures; passes that ran before still count
+                failed += 1
+        per_pass.update(changed)
+    return tests, per_pass, failed
+
+
+def graph_tests(seconds: float, seed: int, out: Path) -> tuple[int, Counter[str], int]:
+    """(tests, tests per pass that changed a module, failed compiles): random graphs as the random strategy makes
+    them, every configuration of the test compiled and run as the worker does (XlaBackend.build, run)."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.backends.xla.passes import changed_passes
+    from dlcfuzz.oracle.policy import test_seed
+
+    xla = get_backend("xla")
+    strategy = campaign_strategy("random", seed, out / "graphs")
+    per_pass: Counter[str] = Counter()
+    tests = failed = 0
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        tc = strategy.make_test(tests, test_seed(seed, tests)).payload
+        tests += 1
+        with changed_passes() as changed:
+            for config in tc.configs:
+                try:
+                    xla.build(xla.lower(tc.graph, config), tc.graph, config).run(tc.inputs)
+                except Exception:  # noqa: BLE001 - a rejected configuration changes nothing more; campaigns judge it
+                    failed += 1
+        per_pass.update(changed)
+    return tests, per_pass, failed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--time", type=float, default=600.0, help="seconds of tests per source")
+    ap.add_argument("--source", choices=["both", "programs", "graphs"], default="both")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    from dlcfuzz.backends.xla.passes import PASS_LOG_ENV, pass_table
+
+    if not a.child:  # XLA reads its log settings once, as jax starts: a fresh process with them
+        env = {**os.environ, **PASS_LOG_ENV, "JAX_PLATFORMS": "cpu"}
+        os.execve(sys.executable, [sys.executable, __file__, *sys.argv[1:], "--child"], env)
+    import jaxlib
+
+    table = set(pass_table()["passes"])
+    sources = ["programs", "graphs"] if a.source == "both" else [a.source]
+    union: Counter[str] = Counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        for source in sources:
+            t0 = time.monotonic()
+            make = program_tests if source == "programs" else graph_tests
+            tests, per_pass, failed = make(a.time, a.seed, Path(tmp))
+            if tests and not per_pass:
+                raise SystemExit(f"no pass changed a module in {tests} tests: this jaxlib did not log "
+                                 f"'Pass caused changes' with {PASS_LOG_ENV}")
+            union.update(per_pass)
+            y = table | set(per_pass)
+            print(f"\n{source}: {tests} tests in {time.monotonic() - t0:.0f} s ({failed} failed runs)")
+            for name, n in sorted(per_pass.items(), key=lambda kv: (-kv[1], kv[0])):
+                print(f"  {name:48s} changed a module in {n:5d} tests")
+            print(f"HLO passes that changed a module ({source}): {len(per_pass)} of {len(y)}")
+    y = table | set(union)
+    never = sorted(y - set(union))
+    unreachable = [n for n in never if UNREACHABLE.search(n)]
+    print(f"\njaxlib {jaxlib.__version__}: {len(y)} passes in the CPU pipeline ({len(table)} in the pass table)")
+    print(f"never changed a module, reachable: {', '.join(n for n in never if n not in unreachable) or '-'}")
+    print(f"never changed a module, no single-device CPU module of ours can make them ({len(unreachable)}): "
+          f"{', '.join(unreachable) or '-'}")
+    print(f"HLO passes that changed a module: {len(union)} of {len(y)}")
+
+
+if __name__ == "__main__":
+    main()
