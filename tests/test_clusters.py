@@ -314,3 +314,32 @@ def test_an_entry_can_name_the_reduced_nodes_attributes(tmp_path):
     reg = Register(use_env=False)
     assert reg.match(facts, row["detail"]).id == "tvm-onnx-lppool-same-dilations"
     assert reg.match(facts_of(row, graph=(facts.ops, facts.dtypes)), row["detail"]) is None  # no reduced graph
+
+
+def test_a_programs_finding_has_its_programs_operators_attributes_and_dtypes(tmp_path):
+    """A programs finding has no reduced graph: its facts come from its reduced program (`program.json`): the
+    statements' ops (in bodies too), their attributes and the dtypes of the inputs and of the values stored beside
+    it, so clusters and `dtypes_any` see them. Regression (issue 38): its report said "dtypes ?" and its issue
+    "dtypes unknown"; a finding written before the dtypes were stored has its inputs' dtypes."""
+    program = {"inputs": [["x0", "int32", [4], "contiguous"], ["x1", "float32", [4], "contiguous"]],
+               "outputs": ["v3"],
+               "stmts": [["to", ["x0"], {"dtype": "float16"}, "v0"],
+                         ["cond", ["x1", "v0"], {"clone": [], "k": 1}, "v3",
+                          [[["v0"], [["neg", ["v0"], {}, "v1"]], ["v1"]], [["v0"], [["abs", ["v0"], {}, "v2"]], ["v2"]]],
+                          []]]}
+    dtypes = {"x0": "int32", "x1": "float32", "v0": "float16", "v1": "float16", "v2": "float16", "v3": "float16"}
+    (tmp_path / "program.json").write_text(json.dumps({**program, "dtypes": dtypes}))
+    row = {"id": 3, "compiler": "inductor", "category": "inconsistency", "configs": '["eager", "inductor"]',
+           "key": "inconsistency|inductor|inductor|value|output|ops=abs,cond,neg,to",
+           "detail": "inductor differs from eager at output 0: distance from float64 0.5 > 2 x eager's 0 + 0.01"}
+    facts = facts_of(row, tmp_path)
+    assert facts.ops == {"to", "cond", "neg", "abs"} and facts.dtypes == {"int32", "float32", "float16"}
+    assert facts.dtype_class == "float+half+int" and facts.attrs.splitlines()[0] == "to{dtype=float16}"
+    mine = tmp_path / "mine.json"
+    mine.write_text(json.dumps({"compiler": "inductor", "bugs": [
+        {"id": "my-half-neg", "text": "neg of a half value", "match": {"ops_all": ["neg"], "dtypes_any": ["float16"]}}]}))
+    assert Register(extra=[mine], use_env=False).match(facts, row["detail"]).id == "my-half-neg"
+    (tmp_path / "program.json").write_text(json.dumps(program))  # written before the dtypes were stored
+    older = facts_of(row, tmp_path)
+    assert older.dtypes == {"int32", "float32"} and older.ops == facts.ops
+    assert Register(extra=[mine], use_env=False).match(older, row["detail"]) is None

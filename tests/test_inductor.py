@@ -5,6 +5,7 @@ compile takes ~15 s, later ones ~1 s)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -635,3 +636,98 @@ def test_registered_float16_cast_underflow_is_not_rounded_compiled_and_is_known(
     assert known is not None and known.id == "inductor-half-cast-underflow-not-rounded"
     no_cast = {**row, "key": row["key"].replace(",to", "")}  # a NaN difference without a cast is not this bug
     assert Register(use_env=False).match(facts_of(no_cast), detail) is None
+
+
+FINDING_11_PROGRAM = {  # issue 38's programs campaign, finding 11 (cluster 11): its reduced program
+    "inputs": [["x0", "float32", [1, 5, 1, 5], "contiguous"]], "outputs": ["v1"],
+    "stmts": [["pattern", ["x0", "x0", "x0", "x0", 2.0], {
+        "argnames": ["query", "key", "value", "attn_mask", "inv_scale"],
+        "bridges": [[[2, 4, 8, 16], [0, 1, 2, 3], "float16", 25]] * 3 + [[[2, 4], [0, 1], "float16", 25], None],
+        "cast": None, "kwargs": {}, "search": "torch._inductor.fx_passes.fuse_attention:_sfdp_pattern_15",
+        "tuple": False, "variant": "float16 scalar inference"}, "v0"], ["relu", ["v0"], {}, "v1"]]}
+
+
+def test_registered_sfdp_15_mask_not_binary_is_named_by_its_pattern_statement(tmp_path):
+    """inductor-sfdp-15-20-mask-not-binary, with torch alone: torch's own `_sfdp_pattern_15` (its search function,
+    taken from the installed torch as a spliced program calls it) with a mask holding 2, 0.5 and 0.25 differs
+    compiled from eager (the replacement keeps the positions where the mask is 1, eager those where it is not 0); a
+    0/1 mask and `pattern_matcher=False` agree. A programs finding of a spliced `_sfdp_pattern_15` (issue 38's
+    finding 11, its reduced program) is named by the register through the statement's search function; the same
+    finding of another pattern is not. Regression: no register fact carried a pattern statement's search function,
+    so the programs campaign's findings of this bug listed as new."""
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.backends.inductor.pattern_seeds import inductor_pattern
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    attention = inductor_pattern("torch._inductor.fx_passes.fuse_attention:_sfdp_pattern_15")
+    q = ((torch.arange(1024, dtype=torch.float32).reshape(2, 4, 8, 16) % 7) - 3) * 0.25
+    k, v = q.flip(-1), q.flip(1)
+
+    def differs(mask: torch.Tensor, **options: bool) -> bool:
+        want = attention(q, k, v, mask, 2.0)
+        torch._dynamo.reset()
+        with torch.no_grad(), inductor_config.patch({"fallback_random": True, **options}):
+            got = torch.compile(attention, fullgraph=True)(q, k, v, mask, 2.0)
+        return not torch.allclose(got, want, atol=1e-5)
+
+    not_binary = torch.tensor([[1.0, 2.0, 0.0, 0.5], [1.0, 1.0, 1.0, 0.25]])
+    assert differs(not_binary)
+    assert not differs((not_binary != 0).float())
+    assert not differs(not_binary, pattern_matcher=False)
+
+    (tmp_path / "program.json").write_text(json.dumps(FINDING_11_PROGRAM))
+    detail = "inductor differs from eager at output 0: distance from float64 1 > 2 x eager's 0.000621 + 0.01"
+    row = {"id": 11, "compiler": "inductor", "category": "inconsistency", "configs": '["eager", "inductor"]',
+           "key": "inconsistency|inductor|inductor|value|output|ops=pattern,relu", "detail": detail}
+    facts = facts_of(row, tmp_path)
+    assert "search=torch._inductor.fx_passes.fuse_attention:_sfdp_pattern_15," in facts.attrs
+    known = Register(use_env=False).match(facts, detail)
+    assert known is not None and known.id == "inductor-sfdp-15-20-mask-not-binary"
+    # a near miss: the same finding of another pattern (26, a mask added to the scores) is not this bug
+    other = json.dumps(FINDING_11_PROGRAM).replace("_sfdp_pattern_15", "_sfdp_pattern_26")
+    (tmp_path / "program.json").write_text(other)
+    assert Register(use_env=False).match(facts_of(row, tmp_path), detail) is None
+
+
+def test_registered_float_floor_division_of_a_quotient_just_below_an_integer_is_one_too_high_and_is_known(tmp_path):
+    """inductor-float-floor-divide-rounded-quotient, with torch alone: `a // b` where the exact quotient lies just
+    below an integer (39.99..., 9.99...) is that integer compiled (the floor of the rounded quotient) and one less
+    eagerly, as with aot_eager, Python and the exact quotient; float32 too, and `torch.div(rounding_mode="floor")`.
+    A programs finding of a float floor division's value difference (issue 38's finding 10) is named; one whose
+    program divides integers alone, or whose difference is a NaN, is not."""
+    import math
+    from fractions import Fraction
+
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    a, b = [0.2825509299547244, 1.0], [0.007063773248868111, 0.1]  # finding 10's operands, and Python's classic
+    assert [math.floor(Fraction(x) / Fraction(y)) for x, y in zip(a, b)] == [39, 9] == [x // y for x, y in zip(a, b)]
+    for dtype in (torch.float64, torch.float32):
+        for divide in (torch.floor_divide, lambda x, y: torch.div(x, y, rounding_mode="floor")):
+            x, y = torch.tensor(a, dtype=dtype), torch.tensor(b, dtype=dtype)
+            assert divide(x, y).tolist() == [39.0, 9.0]
+            torch._dynamo.reset()
+            assert torch.compile(divide, backend="aot_eager", fullgraph=True)(x, y).tolist() == [39.0, 9.0]
+            torch._dynamo.reset()
+            with inductor_config.patch(fallback_random=True):
+                assert torch.compile(divide, fullgraph=True)(x, y).tolist() == [40.0, 10.0], (dtype, divide)
+
+    def known(dtype: str, detail: str) -> str | None:
+        program = {"inputs": [["x0", dtype, [4], "contiguous"], ["x1", dtype, [4], "contiguous"]], "outputs": ["v0"],
+                   "stmts": [["floor_divide", ["x0", "x1"], {"nonzero": False}, "v0"]], "dtypes": {"v0": dtype}}
+        (tmp_path / "program.json").write_text(json.dumps(program))
+        row = {"id": 10, "compiler": "inductor", "category": "inconsistency", "configs": '["eager", "inductor"]',
+               "key": "inconsistency|inductor|inductor|value|output|ops=floor_divide", "detail": detail}
+        k = Register(use_env=False).match(facts_of(row, tmp_path), detail)
+        return k.id if k is not None else None
+
+    distance = "inductor+fusions differs from eager at output 0: distance from float64 0.0256 > 2 x eager's 0 + 1e-06"
+    assert known("float64", distance) == "inductor-float-floor-divide-rounded-quotient"
+    assert known("int64", "inductor differs from eager at output 0: flat index 3: 2 vs 1") is None
+    assert known("float64", "inductor differs from eager at output 0: "
+                            "NaN/Inf where eager and the float64 reference have numbers") is None

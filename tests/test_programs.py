@@ -33,14 +33,18 @@ from dlcfuzz.backends.inductor.programs import (  # noqa: E402
 )
 from dlcfuzz.oracle import categories as C  # noqa: E402
 from dlcfuzz.programs.core import (  # noqa: E402
+    Body,
     Input,
     Program,
     Stmt,
     closure,
     emit,
     generate,
+    reduce_program,
     restrict,
     trainable,
+    value_dtypes,
+    walk,
     with_training,
 )
 from dlcfuzz.strategies.programs import ProgramTest, compare_to_eager, judge_program  # noqa: E402
@@ -83,6 +87,49 @@ def test_closure_keeps_what_a_kept_statement_reads_and_restrict_drops_unread_inp
     assert [i.name for i in r.inputs] == ["x0"] and r.outputs == ["v0"]
     assert emit(r, OPS) == ("def program(x0):\n    v0 = torch.relu(x0)\n    v2 = v0[0:2:1]\n    v2.add_(1.0)\n"
                             "    return (v0,)\n")
+
+
+def test_the_reduced_program_is_one_that_was_judged_failing():
+    """Regression (issue 38's finding 10): ddmin keeps every statement without judging them all, and `restrict` of
+    all of them still dropped the input nothing read, which changes the other inputs' values (make_inputs draws
+    them in order from one seed): the finding's reduced program and its reproducer, never judged, did not show it.
+    A failure that needs the unread input's draw keeps the input; a smaller program that fails is returned."""
+    p = Program([Input("x0", "int32", (2, 1), "transposed"), Input("x1", "float64", (3,))],
+                [Stmt("relu", ["x1"], out="v0"), Stmt("neg", ["v0"], out="v1")], ["v1"])
+
+    def needs_x0(q: Program) -> bool:
+        return [i.name for i in q.inputs] == ["x0", "x1"] and len(q.stmts) == 2
+
+    reduced = reduce_program(p, needs_x0, ops=OPS)
+    assert needs_x0(reduced) and reduced.dumps() == p.dumps()
+    assert reduce_program(p, lambda q: "v1" in q.outputs, ops=OPS).inputs == [Input("x1", "float64", (3,))]
+
+
+def test_a_programs_values_are_typed_by_its_dialect_in_its_bodies_too():
+    """value_dtypes (a programs finding's dtypes facts): the inputs, each statement's value and those of a region's
+    bodies, as eager computes them."""
+    branches = [Body(["v0"], [Stmt("neg", ["v0"], out="v1")], ["v1"]), Body(["v0"], [Stmt("abs", ["v0"], out="v2")],
+                                                                           ["v2"])]
+    p = Program([Input("x0", "int32", (4,)), Input("x1", "float32", (4,))],
+                [Stmt("to", ["x0"], {"dtype": "float16"}, "v0"),
+                 Stmt("cond", ["x1", "v0"], {"k": 1, "clone": []}, "v3", branches)], ["v3"])
+    assert value_dtypes(p, DIALECT) == {"x0": "int32", "x1": "float32", "v0": "float16", "v1": "float16",
+                                        "v2": "float16", "v3": "float16"}
+    regions = 0
+    for seed in range(40):
+        p = generate(DIALECT, np.random.default_rng(seed), 8)
+        types = value_dtypes(p, DIALECT)
+        assert {d for s in walk(p.stmts) for d in s.defines()} <= set(types), seed
+        regions += p.has_region()
+        inputs = make_inputs(input_specs(p), seed)
+        try:
+            if checked_run(p, inputs) is not None:
+                continue
+            outs = source_function(p)(*make_inputs(input_specs(p), seed).values())
+        except Exception:  # noqa: BLE001, S112 - an invalid program: nothing to compare
+            continue
+        assert [str(t.dtype).removeprefix("torch.") for t in outs] == [types[o] for o in p.outputs], seed
+    assert regions >= 5
 
 
 def _one(stmts: list[Stmt], inputs: list[Input], outputs: list[str]) -> Program:
@@ -180,6 +227,15 @@ def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
     planted = reduced.stmts[relu]
     assert closure(reduced, [relu]) == list(range(len(reduced.stmts)))
     assert reduced.outputs == ([planted.out] if planted.out else [])
+    # its values' dtypes are stored beside it: the finding's dtypes facts (clusters, the register's dtypes_any)
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.store import Store
+
+    dtypes = json.loads((folder / "program.json").read_text())["dtypes"]
+    assert dtypes == value_dtypes(reduced, DIALECT)
+    assert {i.name for i in reduced.inputs} | {d for s in walk(reduced.stmts) for d in s.defines()} <= set(dtypes)
+    row = min(Store(campaigns["planted"] / "store.sqlite", create=False).findings(), key=lambda r: r["id"])
+    assert facts_of(row, folder).dtypes == set(dtypes.values())
     assert_reproducer_fires_standalone(folder)
 
 

@@ -11,8 +11,8 @@ on many operators). Findings are grouped by what their reduced forms share:
   minimal optimization/pass set, the dtype class of the reduced graph and its operator set.
 
 Two findings whose facts give the same cluster key are one cluster. Facts come from the store row
-(category, key, configs, detail) and the finding folder's `reduced.json` when it exists (the `ops=`
-part of the key otherwise).
+(category, key, configs, detail) and the finding folder's `reduced.json` when it exists (a programs finding's
+`program.json`; the `ops=` part of the key otherwise).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import clustered_by_ops, message_key_tags
 from dlcfuzz.oracle.signature import message_class
+from dlcfuzz.programs.core import Program, walk
 
 DTYPE_CLASSES = {
     "float16": "half", "bfloat16": "half", "float32": "float", "float64": "float",
@@ -58,7 +59,8 @@ class FindingFacts:
     reason: str = ""  # of a numeric finding: shape, dtype, nan, inf or value
     # the reduced graph's nodes with their attributes, one `op{name=value, ...}` a line (names sorted; a region's
     # body nodes too, not its body attributes): what a register entry names where one operator has two bugs that
-    # differ only in its attributes (LpPool's SAME padding with dilations, its ceil_mode)
+    # differ only in its attributes (LpPool's SAME padding with dilations, its ceil_mode); a programs finding's
+    # statements likewise (a spliced replacement pattern's `search`: the function it calls, which names the pattern)
     attrs: str = ""
 
     @property
@@ -132,13 +134,14 @@ def _key_message(key: str) -> str:
 
 def _reduced_nodes(folder: Path | None) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
     """The finding's reduced graph, read from `reduced.json`, and its nodes: main's, its functions', and those of
-    region bodies (If branches, Loop bodies) in walk order; None without one."""
+    region bodies (If branches, Loop bodies) in walk order; a programs finding's reduced program (`program.json`,
+    `_program_nodes`) where there is no graph; None without either."""
     if folder is None:
         return None
     try:
         d = json.loads((folder / "reduced.json").read_text())
     except (OSError, ValueError):
-        return None
+        return _program_nodes(folder)
     nodes: list[dict[str, Any]] = []
 
     def walk(ns: Iterable[dict[str, Any]]) -> None:
@@ -151,6 +154,24 @@ def _reduced_nodes(folder: Path | None) -> tuple[dict[str, Any], list[dict[str, 
     for fn in (d.get("functions") or {}).values():
         walk(fn.get("nodes", []) if isinstance(fn, dict) else [])
     return d, nodes
+
+
+def _program_nodes(folder: Path) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """A programs finding's reduced program (`program.json`) in a reduced graph's form: its inputs, and its
+    statements (those of region bodies too, in walk order) as nodes, each with its op, its attributes (a spliced
+    pattern's name the function it calls: an `attrs` entry tells patterns apart) and the dtypes of the values it
+    defines. The strategy stores the dtypes beside the program (`dtypes`: its dialect's typing); a finding written
+    without them has its inputs' dtypes alone. None without a readable program."""
+    try:
+        d = json.loads((folder / "program.json").read_text())
+        program = Program.from_json(d)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    dtypes = {**{i.name: i.dtype for i in program.inputs}, **(d.get("dtypes") or {})}
+    graph = {"inputs": [{"name": i.name, "dtype": i.dtype} for i in program.inputs]}
+    nodes = [{"op": s.op, "attrs": s.attrs, "outputs": [{"dtype": dtypes[v]} for v in s.defines() if v in dtypes]}
+             for s in walk(program.stmts)]
+    return graph, nodes
 
 
 def _graph_facts(reduced: tuple[dict[str, Any], list[dict[str, Any]]]) -> tuple[frozenset[str], frozenset[str]]:

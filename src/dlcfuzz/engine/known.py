@@ -14,7 +14,9 @@ separator). A file:
 filed upstream". A finding matches an entry when every condition of its `match` holds (`message`:
 the finding's detail and key without its optimization set; `config`: its configurations and that set; `attrs`: its
 reduced graph's nodes, one `op{name=value, ...}` a line, attribute names sorted (FindingFacts.attrs: for an
-operator with two bugs told apart by their attributes only; no match where the finding has no reduced graph); an entry
+operator with two bugs told apart by their attributes only, or a programs finding's statement by what its attributes
+name, e.g. the replacement pattern a spliced `pattern` statement calls; no match where the finding has no reduced
+graph or program); an entry
 without `match` documents a bug the campaigns never report, e.g. one on an allow-list). The match is
 done when findings are listed or reported, so a register extended after a campaign applies to it.
 A finding whose blamed configurations all run another compiler (OpenVINO's `ort` cross-check runs

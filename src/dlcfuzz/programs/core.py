@@ -479,6 +479,37 @@ def with_training(program: Program, ops: Mapping[str, OpSpec], rng: np.random.Ge
     return dataclasses.replace(program, steps=int(rng.integers(1, max_steps + 1)))
 
 
+def value_dtypes(program: Program, dialect: Dialect) -> dict[str, str]:
+    """The dtype of each value `program` names, typed by the dialect as the generator typed it (`start`, `apply`):
+    its inputs, what its statements define and, where the region's op says what a body's parameters take
+    (`OpSpec.trip`; a body it does not bind is left out), the body's parameters and what its statements define. A finding's
+    dtypes facts (the strategy stores them beside its program). Typing stops at a statement the dialect rejects
+    (a program stored under another release of the framework): what was typed before it is kept."""
+    types = {i.name: (i.dtype, tuple(i.shape)) for i in program.inputs}
+
+    def scope(state: Any, stmts: Sequence[Stmt]) -> None:
+        for s in stmts:
+            typed = dialect.apply(state, s)
+            if typed is not None:
+                for name, (dtype, shape) in zip(s.defines(), typed if isinstance(typed, list) else [typed]):
+                    types[name] = (dtype, tuple(shape))
+            spec = dialect.ops[s.op]
+            for j, body in enumerate(s.bodies):
+                binding = spec.trip(s, j) if spec.trip is not None else None
+                if binding is None or len(binding) != len(body.params) or not all(
+                        isinstance(a, str) and a in types for a in binding):
+                    continue
+                params = [Value(p, *types[a]) for p, a in zip(body.params, binding)]
+                types.update({v.name: (v.dtype, v.shape) for v in params})
+                scope(dialect.enter(state, params), body.stmts)
+
+    try:
+        scope(dialect.start(program.inputs), program.stmts)
+    except Exception:  # noqa: BLE001, S110 - the framework rejects a statement: its values and those after it untyped
+        pass
+    return {name: dtype for name, (dtype, _) in types.items()}
+
+
 def _outputs(rng: np.random.Generator, inputs: list[Input], stmts: list[Stmt]) -> list[str]:
     """The values nothing later reads (the program's results), sometimes an input itself or a value
     twice (outputs that alias an input or each other)."""
@@ -559,7 +590,27 @@ def reduce_program(program: Program, fails: Callable[[Program], bool], max_check
     """Delta debugging over the statements (each candidate closed over its dependencies), then over the
     outputs; with the dialect's `ops`, then the regions (`simplify_regions`: one replaced by one of its
     bodies, a body's dead statements dropped) and the statements again where that helped; then each
-    input's layout made contiguous; `fails(program)` is assumed."""
+    input's layout made contiguous; `fails(program)` is assumed. What it returns was judged failing: ddmin does not
+    judge the whole set it starts from, and `restrict` of every statement still drops the inputs nothing reads,
+    which changes the other inputs' values where a dialect draws them in order from one seed (Inductor's
+    make_inputs): that program, never judged, was a finding's reduced program and reproducer that did not show it
+    (issue 38's finding 10); where it does not fail, the last program that did is returned."""
+    shown = {program.dumps()}  # the programs judged failing (`program` assumed)
+    last = [program]  # the last of them
+
+    def judged(p: Program) -> bool:
+        if fails(p):
+            shown.add(p.dumps())
+            last[0] = p
+            return True
+        return False
+
+    cur = _reduce(program, judged, max_checks, ops)
+    return cur if cur.dumps() in shown or judged(cur) else last[0]
+
+
+def _reduce(program: Program, fails: Callable[[Program], bool], max_checks: int,
+            ops: Mapping[str, OpSpec] | None) -> Program:
     cur = _reduce_statements(program, fails, max_checks)
     if ops is not None and cur.has_region():
         simpler = simplify_regions(cur, ops, fails, max_checks)
@@ -693,4 +744,4 @@ def decode_test(blob: bytes) -> tuple[Program, int, list[tuple[str, dict[str, An
 __all__ = ["ENTRY", "FLOAT", "INTEGER", "LAYOUTS", "MAX_DEPTH", "NUMERIC", "SIGNED", "Body", "Dialect", "Draw", "Input",
            "OpSpec", "Pool", "Program", "Stmt", "Value", "body_names", "broadcasts_to", "closure", "decode_test", "differentiable", "emit",
            "emit_function", "encode_test", "generate", "inline_body", "one_graph", "pass_captured", "reduce_program", "region_candidates",
-           "restrict", "simplify_regions", "trainable", "walk", "with_training"]
+           "restrict", "simplify_regions", "trainable", "value_dtypes", "walk", "with_training"]

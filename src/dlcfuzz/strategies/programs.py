@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import html
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -251,12 +252,15 @@ class ProgramsStrategy(Strategy):
         dialect, version = self.dialect, self.ctx.version
 
         def write(f: Finding) -> str:
-            from dlcfuzz.programs.core import emit
+            from dlcfuzz.programs.core import emit, value_dtypes
 
             script = dialect.reproducer(program, pt.seed, configs, f.title, detail, version)
             (f.folder / "repro.py").write_text(script)
             (f.folder / "program.py").write_text(emit(program, dialect.ops))
-            (f.folder / "program.json").write_text(program.dumps())
+            # the program (Program.from_json reads it) and its values' dtypes: the finding's dtypes facts
+            # (engine/clusters.py), typed here where the dialect's framework is at hand
+            (f.folder / "program.json").write_text(
+                json.dumps({**program.to_json(), "dtypes": value_dtypes(program, dialect)}, sort_keys=True))
             (f.folder / "original.py").write_text(emit(pt.program, dialect.ops))
             (f.folder / "detail.txt").write_text(f"{f.title}\nsignature {f.signature}\nkey {key}\ntest {f.test_id}\n"
                                                  f"input seed {pt.seed}\nstatements {len(pt.program.stmts)} -> "
