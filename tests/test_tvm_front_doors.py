@@ -686,3 +686,50 @@ def test_the_frontend_refuses_a_variadic_min_of_symbolic_and_constant_lengths_an
     for passes in (True, False):
         with pytest.raises(Exception, match="CodeGenVM cannot emit this Relax operator directly"):
             _onnx_run(m, [x], passes)
+
+
+def test_float16_roi_align_comes_back_float32_and_the_register_names_it() -> None:
+    """tvm-roi-align-float16-output-float32 (found by issue 40's acceptance campaign, reproduced with TVM alone):
+    R.vision.roi_align's TOPI compute mixes Python float constants into float16 arithmetic, so a float16 RoiAlign
+    gives float32, through the ONNX frontend and built directly; float32 and float64 keep their dtype. This asserts
+    the float32 output, so it fails once the installed TVM is fixed. The adaptive zero-size-ROI entry names the
+    value differences of RoiAlign alone, not this dtype."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax, runtime
+
+    h = onnx.helper
+    x = np.arange(9).reshape(1, 1, 3, 3)
+    for dtype, elem, tvm_gives in (("float16", onnx.TensorProto.FLOAT16, "float32"),
+                                   ("float32", onnx.TensorProto.FLOAT, "float32"),
+                                   ("float64", onnx.TensorProto.DOUBLE, "float64")):
+        node = h.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=2, output_width=2,
+                           sampling_ratio=2, mode="avg")
+        m = h.make_model(h.make_graph([node], "g", [h.make_tensor_value_info("x", elem, [1, 1, 3, 3])],
+                                      [h.make_tensor_value_info("y", elem, [1, 1, 2, 2])],
+                                      initializer=[numpy_helper.from_array(np.array([[0, 0, 2, 2]], dtype), "rois"),
+                                                   numpy_helper.from_array(np.array([0], np.int64), "batch")]),
+                         opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        (spec,) = ReferenceEvaluator(m).run(None, {"x": x.astype(dtype)})
+        got = _onnx_run(m, [x.astype(dtype)]).numpy()
+        assert (str(spec.dtype), str(got.dtype)) == (dtype, tvm_gives), dtype
+        np.testing.assert_allclose(got, spec, rtol=1e-3)  # the values are right
+        # the same through R.vision.roi_align built directly: the kernel, not the importer
+        bb = relax.BlockBuilder()
+        data = relax.Var("x", relax.TensorType((1, 1, 3, 3), dtype))
+        with bb.function("main", [data]):
+            rois = relax.const(np.array([[0, 0, 0, 2, 2]], dtype), dtype)
+            bb.emit_func_output(bb.emit(relax.op.vision.roi_align(data, rois, pooled_size=(2, 2), spatial_scale=1.0,
+                                                                  sample_ratio=2, layout="NCHW", mode="avg")))
+        direct = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), runtime.cpu())["main"](
+            runtime.tensor(x.astype(dtype))).numpy()
+        assert str(direct.dtype) == tvm_gives, dtype
+    for ops, reason, dtype, expected in (
+            ({"roi_align", "erf", "floor"}, "dtype", "float16", "tvm-roi-align-float16-output-float32"),
+            ({"roi_align"}, "dtype", "float32", None),
+            ({"roi_align"}, "value", "float32", "tvm-roi-align-adaptive-zero-size-roi"),
+            ({"roi_align"}, "shape", "float32", None)):
+        assert door_label(ops, reason, dtype) == expected, (ops, reason, dtype)
