@@ -733,3 +733,18 @@ def test_float16_roi_align_comes_back_float32_and_the_register_names_it() -> Non
             ({"roi_align"}, "value", "float32", "tvm-roi-align-adaptive-zero-size-roi"),
             ({"roi_align"}, "shape", "float32", None)):
         assert door_label(ops, reason, dtype) == expected, (ops, reason, dtype)
+
+
+def test_an_unsigned_shrink_fails_to_build_through_the_frontend_and_the_register_names_it() -> None:
+    """tvm-onnx-shrink-unsigned (found by issue 40's acceptance campaign, reproduced with TVM alone): the frontend's
+    Shrink compares with R.negative of lambd in the input's dtype, which does not legalize for unsigned types; int8
+    runs. This asserts the failure, so it fails once the installed TVM is fixed. The broad `sign` entry, after it,
+    still names sign's own failure."""
+    shrink = {"bias": 2.0, "lambd": 2.0}
+    # uint8 only: dlcfuzz's Shrink takes no wider unsigned type (the frontend fails on uint32 alike)
+    got = run_alone("shrink", [_t("uint8", (4,))], shrink)
+    assert got.startswith("error: InternalError") and "cannot make uint from negative value -1" in got, got
+    message = got.removeprefix("error: ")
+    assert _error_label("unexpected-error", {"shrink"}, "uint8", message) == "tvm-onnx-shrink-unsigned"
+    assert _error_label("unexpected-error", {"sign"}, "uint8", message) == "tvm-sign-uint8"
+    assert run_alone("shrink", [_t("int8", (4,))], shrink) == "ok"
