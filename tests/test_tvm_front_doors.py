@@ -748,3 +748,52 @@ def test_an_unsigned_shrink_fails_to_build_through_the_frontend_and_the_register
     assert _error_label("unexpected-error", {"shrink"}, "uint8", message) == "tvm-onnx-shrink-unsigned"
     assert _error_label("unexpected-error", {"sign"}, "uint8", message) == "tvm-sign-uint8"
     assert run_alone("shrink", [_t("int8", (4,))], shrink) == "ok"
+
+
+def _roi_align_label(attrs: dict[str, Any], reason: str, dtype: str = "float32") -> str | None:
+    """The register entry labelling a one-node RoiAlign inconsistency of the ONNX-frontend door, with these attributes."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    shown = ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+    f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset({"roi_align"}), frozenset({dtype}), "",
+                     f"inconsistency|tvm|{','.join(configs)}|{reason}|ops=roi_align", reason, f"roi_align{{{shown}}}")
+    k = Register(use_env=False).match(f, "")
+    return k.id if k else None
+
+
+def test_the_frontend_offsets_half_pixel_roi_align_before_the_spatial_scale_and_the_register_names_it() -> None:
+    """tvm-onnx-roialign-half-pixel-offset-before-scale (found by issue 40's acceptance campaign, reproduced with TVM
+    alone): the frontend subtracts half_pixel's 0.5 from the ROI before R.vision.roi_align scales it, so the offset is
+    0.5 * spatial_scale. One sample at the ROI's centre (a 1x1 avg output, sampling_ratio 1) shows the shift; scale 1
+    and output_half_pixel agree. This asserts TVM's values, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    h = onnx.helper
+    x = np.arange(1, 65, dtype=np.float32).reshape(1, 1, 8, 8)
+    for mode, scale, roi, spec_gives, tvm_gives in (("half_pixel", 0.5, [4, 4, 8, 8], 23.5, 25.75),
+                                                   ("half_pixel", 2.0, [1, 1, 2, 2], 23.5, 19.0),
+                                                   ("half_pixel", 1.0, [2, 2, 4, 4], 23.5, 23.5),
+                                                   ("output_half_pixel", 0.5, [4, 4, 8, 8], 28.0, 28.0)):
+        node = h.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=1, output_width=1, sampling_ratio=1,
+                           mode="avg", spatial_scale=scale, coordinate_transformation_mode=mode)
+        m = h.make_model(h.make_graph([node], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 8, 8])],
+                                      [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 1, 1, 1])],
+                                      initializer=[numpy_helper.from_array(np.array([roi], np.float32), "rois"),
+                                                   numpy_helper.from_array(np.array([0], np.int64), "batch")]),
+                         opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        assert ReferenceEvaluator(m).run(None, {"x": x})[0].ravel().tolist() == [spec_gives], (mode, scale)
+        assert _onnx_run(m, [x]).numpy().ravel().tolist() == [tvm_gives], (mode, scale)
+    attrs = {"batch_indices": [0], "coordinate_transformation_mode": "half_pixel", "mode": "max", "output_height": 3,
+             "output_width": 3, "rois": [3.0, 73.0, 14.0, 112.0], "sampling_ratio": 0, "spatial_scale": 0.25}
+    entry = "tvm-onnx-roialign-half-pixel-offset-before-scale"
+    assert _roi_align_label(attrs, "value", "float64") == entry
+    assert _roi_align_label({**attrs, "spatial_scale": 1.0}, "value", "float64") == "tvm-roi-align-adaptive-zero-size-roi"
+    assert _roi_align_label({**attrs, "coordinate_transformation_mode": "output_half_pixel"}, "value", "float64") == \
+        "tvm-roi-align-adaptive-zero-size-roi"
+    assert _roi_align_label(attrs, "dtype", "float16") == "tvm-roi-align-float16-output-float32"
