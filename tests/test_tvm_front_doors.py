@@ -797,3 +797,39 @@ def test_the_frontend_offsets_half_pixel_roi_align_before_the_spatial_scale_and_
     assert _roi_align_label({**attrs, "coordinate_transformation_mode": "output_half_pixel"}, "value", "float64") == \
         "tvm-roi-align-adaptive-zero-size-roi"
     assert _roi_align_label(attrs, "dtype", "float16") == "tvm-roi-align-float16-output-float32"
+
+
+def _reduced_over_empty(reduce: Any, shape: Any, runs: int = 4) -> list[float]:
+    """A float32 vector of `shape` reduced by `reduce` over axis -1 (keepdims), built and run with 0 elements `runs`
+    times, other allocations between the runs so that memory left uninitialized shows."""
+    import numpy as np
+    from tvm import relax, runtime
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType(shape, "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(reduce(x, axis=[-1], keepdims=True)))
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), runtime.cpu())
+    got = []
+    for k in range(runs):
+        _ = [runtime.tensor(np.full(n, 3.25 + k, np.float32)) for n in (1, 1, 64)]
+        got.append(float(vm["main"](runtime.tensor(np.zeros(0, np.float32))).numpy()[0]))
+    return got
+
+
+def test_a_reduction_over_an_empty_symbolic_axis_is_uninitialized_and_the_register_names_it() -> None:
+    """tvm-reduce-symbolic-empty-axis-uninitialized (found by issue 37's acceptance campaign, reproduced with TVM
+    alone): R.prod over an axis of symbolic extent, 0 at run time, gives what memory held, not always the empty product
+    1 (the static (0,) extent does, apache/tvm#19680's fix); the frontend's Compress makes such extents. This asserts the wrong value, so
+    it fails once the installed TVM is fixed."""
+    from tvm import relax, tirx
+
+    assert _reduced_over_empty(relax.op.prod, (0,)) == [1.0] * 4
+    assert _reduced_over_empty(relax.op.prod, (tirx.Var("n", "int64"),)) != [1.0] * 4  # what memory held
+    for ops, expected in (({"compress", "reduce_l2"}, "tvm-reduce-symbolic-empty-axis-uninitialized"),
+                          ({"compress", "reduce_sum"}, "tvm-reduce-symbolic-empty-axis-uninitialized"),
+                          ({"compress", "reduce_sum", "add"}, None),
+                          ({"reduce_l2"}, "tvm-onnx-reduce-noop-empty-axes-skips-elementwise")):
+        assert door_label(ops, "value", "float16") == expected, ops
