@@ -119,3 +119,55 @@ def test_hard_swish_with_the_exact_sixth_is_its_other_reading():
     assert ref.outputs is not None and ref.unstable == set()  # judged: legal rounding alone does not move it
     assert [m.index for m in compare(got, ref.outputs)] == [0]  # the float32 1/6 reading: 1.1e-6 off
     assert compare_one(0, got[0], other_reading_outputs(tc)[0]) is None
+
+
+def _huge_floor_mod_body() -> Graph:
+    """A region body (x, y) -> (floor-mod(x, y), x + y): the quotient of x = 2**63 by y ~ -1.56 is ~6e18, so legal
+    rounding of it may land the floor-mod anywhere in (y, 0], while the sum is well-conditioned."""
+    t = TensorType("float32", (2,))
+    return Graph(inputs=[Value("x", t), Value("y", t)], outputs=["m", "s"],
+                 nodes=[Node("mod", ["x", "y"], [Value("m", t)], {"fmod": 0}, name="n0"),
+                        Node("add", ["x", "y"], [Value("s", t)], name="n1")])
+
+
+_HUGE_X = {"x": np.array([-9.223372e18, 3.0], np.float32), "y": np.array([-1.5578597, -1.5578597], np.float32)}
+
+
+def test_a_near_tie_inside_a_conditional_taints_the_outputs_its_branch_gives_from_it():
+    """Regression (issue 40's acceptance campaign on TVM 0.27, finding 10): TVM's floor-mod x - floor(x / y) * y of
+    x = -2**63 inside an If gave -5.5e11 where the reference's exact floor-mod gives -1.378. Outside a region the
+    near tie makes such an output unstable; inside one it went unseen (near_ties did not enter bodies). Now the
+    conditional's output from the tie is unstable and its well-conditioned output stays judged."""
+    t, b = TensorType("float32", (2,)), TensorType("bool", ())
+    body = _huge_floor_mod_body()
+    g = Graph(inputs=[Value("c", b), Value("x", t), Value("y", t)], outputs=["m", "s"],
+              nodes=[Node("if", ["c", "x", "y"], [Value("m", t), Value("s", t)],
+                          {"then_branch": body, "else_branch": body}, name="n0")])
+    check_graph(g)
+    for taken in (True, False):
+        tc = TestCase(g, {"c": np.array(taken), **_HUGE_X}, [], seed=0)
+        assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == {0}, taken
+    # the same body at the top level: the same verdict
+    tc = TestCase(body, dict(_HUGE_X), [], seed=0)
+    assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == {0}
+    # a quotient of 2 is no tie: both outputs judged
+    small = {"c": np.array(True), "x": np.array([3.0, 3.0], np.float32), "y": _HUGE_X["y"]}
+    tc = TestCase(g, small, [], seed=0)
+    assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == set()
+
+
+def test_a_near_tie_in_a_loops_trip_taints_every_output_of_the_loop():
+    """A loop carries a value from trip to trip, so a tie in any trip taints all its outputs (coarse, never unseen)."""
+    t, i64, b = TensorType("float32", (2,)), TensorType("int64", ()), TensorType("bool", ())
+    inner = _huge_floor_mod_body()
+    body = Graph(inputs=[Value("i", i64), Value("go", b), Value("acc", t), Value("x", t), Value("y", t)],
+                 outputs=["go", "acc2"], nodes=[*inner.nodes, Node("add", ["acc", "m"], [Value("acc2", t)], name="n2")])
+    g = Graph(inputs=[Value("n", i64), Value("go", b), Value("acc", t), Value("x", t), Value("y", t)], outputs=["out"],
+              nodes=[Node("loop", ["n", "go", "acc", "x", "y"], [Value("out", t)], {"body": body, "num_carried": 1},
+                          name="n0")])
+    check_graph(g)
+    for x, expected in ((_HUGE_X["x"], {0}), (np.array([3.0, 3.0], np.float32), set())):
+        inputs = {"n": np.array(2, np.int64), "go": np.array(True), "acc": np.zeros(2, np.float32), "x": x,
+                  "y": _HUGE_X["y"]}
+        tc = TestCase(g, inputs, [], seed=0)
+        assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == expected

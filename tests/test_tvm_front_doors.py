@@ -686,3 +686,150 @@ def test_the_frontend_refuses_a_variadic_min_of_symbolic_and_constant_lengths_an
     for passes in (True, False):
         with pytest.raises(Exception, match="CodeGenVM cannot emit this Relax operator directly"):
             _onnx_run(m, [x], passes)
+
+
+def test_float16_roi_align_comes_back_float32_and_the_register_names_it() -> None:
+    """tvm-roi-align-float16-output-float32 (found by issue 40's acceptance campaign, reproduced with TVM alone):
+    R.vision.roi_align's TOPI compute mixes Python float constants into float16 arithmetic, so a float16 RoiAlign
+    gives float32, through the ONNX frontend and built directly; float32 and float64 keep their dtype. This asserts
+    the float32 output, so it fails once the installed TVM is fixed. The adaptive zero-size-ROI entry names the
+    value differences of RoiAlign alone, not this dtype."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+    from tvm import relax, runtime
+
+    h = onnx.helper
+    x = np.arange(9).reshape(1, 1, 3, 3)
+    for dtype, elem, tvm_gives in (("float16", onnx.TensorProto.FLOAT16, "float32"),
+                                   ("float32", onnx.TensorProto.FLOAT, "float32"),
+                                   ("float64", onnx.TensorProto.DOUBLE, "float64")):
+        node = h.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=2, output_width=2,
+                           sampling_ratio=2, mode="avg")
+        m = h.make_model(h.make_graph([node], "g", [h.make_tensor_value_info("x", elem, [1, 1, 3, 3])],
+                                      [h.make_tensor_value_info("y", elem, [1, 1, 2, 2])],
+                                      initializer=[numpy_helper.from_array(np.array([[0, 0, 2, 2]], dtype), "rois"),
+                                                   numpy_helper.from_array(np.array([0], np.int64), "batch")]),
+                         opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        (spec,) = ReferenceEvaluator(m).run(None, {"x": x.astype(dtype)})
+        got = _onnx_run(m, [x.astype(dtype)]).numpy()
+        assert (str(spec.dtype), str(got.dtype)) == (dtype, tvm_gives), dtype
+        np.testing.assert_allclose(got, spec, rtol=1e-3)  # the values are right
+        # the same through R.vision.roi_align built directly: the kernel, not the importer
+        bb = relax.BlockBuilder()
+        data = relax.Var("x", relax.TensorType((1, 1, 3, 3), dtype))
+        with bb.function("main", [data]):
+            rois = relax.const(np.array([[0, 0, 0, 2, 2]], dtype), dtype)
+            bb.emit_func_output(bb.emit(relax.op.vision.roi_align(data, rois, pooled_size=(2, 2), spatial_scale=1.0,
+                                                                  sample_ratio=2, layout="NCHW", mode="avg")))
+        direct = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), runtime.cpu())["main"](
+            runtime.tensor(x.astype(dtype))).numpy()
+        assert str(direct.dtype) == tvm_gives, dtype
+    for ops, reason, dtype, expected in (
+            ({"roi_align", "erf", "floor"}, "dtype", "float16", "tvm-roi-align-float16-output-float32"),
+            ({"roi_align"}, "dtype", "float32", None),
+            ({"roi_align"}, "value", "float32", "tvm-roi-align-adaptive-zero-size-roi"),
+            ({"roi_align"}, "shape", "float32", None)):
+        assert door_label(ops, reason, dtype) == expected, (ops, reason, dtype)
+
+
+def test_an_unsigned_shrink_fails_to_build_through_the_frontend_and_the_register_names_it() -> None:
+    """tvm-onnx-shrink-unsigned (found by issue 40's acceptance campaign, reproduced with TVM alone): the frontend's
+    Shrink compares with R.negative of lambd in the input's dtype, which does not legalize for unsigned types; int8
+    runs. This asserts the failure, so it fails once the installed TVM is fixed. The broad `sign` entry, after it,
+    still names sign's own failure."""
+    shrink = {"bias": 2.0, "lambd": 2.0}
+    # uint8 only: dlcfuzz's Shrink takes no wider unsigned type (the frontend fails on uint32 alike)
+    got = run_alone("shrink", [_t("uint8", (4,))], shrink)
+    assert got.startswith("error: InternalError") and "cannot make uint from negative value -1" in got, got
+    message = got.removeprefix("error: ")
+    assert _error_label("unexpected-error", {"shrink"}, "uint8", message) == "tvm-onnx-shrink-unsigned"
+    assert _error_label("unexpected-error", {"sign"}, "uint8", message) == "tvm-sign-uint8"
+    assert run_alone("shrink", [_t("int8", (4,))], shrink) == "ok"
+
+
+def _roi_align_label(attrs: dict[str, Any], reason: str, dtype: str = "float32") -> str | None:
+    """The register entry labelling a one-node RoiAlign inconsistency of the ONNX-frontend door, with these attributes."""
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("tvm-unopt", "tvm-onnx-opt")
+    shown = ", ".join(f"{k}={attrs[k]}" for k in sorted(attrs))
+    f = FindingFacts(1, "tvm", "inconsistency", configs, "", frozenset({"roi_align"}), frozenset({dtype}), "",
+                     f"inconsistency|tvm|{','.join(configs)}|{reason}|ops=roi_align", reason, f"roi_align{{{shown}}}")
+    k = Register(use_env=False).match(f, "")
+    return k.id if k else None
+
+
+def test_the_frontend_offsets_half_pixel_roi_align_before_the_spatial_scale_and_the_register_names_it() -> None:
+    """tvm-onnx-roialign-half-pixel-offset-before-scale (found by issue 40's acceptance campaign, reproduced with TVM
+    alone): the frontend subtracts half_pixel's 0.5 from the ROI before R.vision.roi_align scales it, so the offset is
+    0.5 * spatial_scale. One sample at the ROI's centre (a 1x1 avg output, sampling_ratio 1) shows the shift; scale 1
+    and output_half_pixel agree. This asserts TVM's values, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    h = onnx.helper
+    x = np.arange(1, 65, dtype=np.float32).reshape(1, 1, 8, 8)
+    for mode, scale, roi, spec_gives, tvm_gives in (("half_pixel", 0.5, [4, 4, 8, 8], 23.5, 25.75),
+                                                   ("half_pixel", 2.0, [1, 1, 2, 2], 23.5, 19.0),
+                                                   ("half_pixel", 1.0, [2, 2, 4, 4], 23.5, 23.5),
+                                                   ("output_half_pixel", 0.5, [4, 4, 8, 8], 28.0, 28.0)):
+        node = h.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], output_height=1, output_width=1, sampling_ratio=1,
+                           mode="avg", spatial_scale=scale, coordinate_transformation_mode=mode)
+        m = h.make_model(h.make_graph([node], "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 8, 8])],
+                                      [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 1, 1, 1])],
+                                      initializer=[numpy_helper.from_array(np.array([roi], np.float32), "rois"),
+                                                   numpy_helper.from_array(np.array([0], np.int64), "batch")]),
+                         opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        assert ReferenceEvaluator(m).run(None, {"x": x})[0].ravel().tolist() == [spec_gives], (mode, scale)
+        assert _onnx_run(m, [x]).numpy().ravel().tolist() == [tvm_gives], (mode, scale)
+    attrs = {"batch_indices": [0], "coordinate_transformation_mode": "half_pixel", "mode": "max", "output_height": 3,
+             "output_width": 3, "rois": [3.0, 73.0, 14.0, 112.0], "sampling_ratio": 0, "spatial_scale": 0.25}
+    entry = "tvm-onnx-roialign-half-pixel-offset-before-scale"
+    assert _roi_align_label(attrs, "value", "float64") == entry
+    assert _roi_align_label({**attrs, "spatial_scale": 1.0}, "value", "float64") == "tvm-roi-align-adaptive-zero-size-roi"
+    assert _roi_align_label({**attrs, "coordinate_transformation_mode": "output_half_pixel"}, "value", "float64") == \
+        "tvm-roi-align-adaptive-zero-size-roi"
+    assert _roi_align_label(attrs, "dtype", "float16") == "tvm-roi-align-float16-output-float32"
+
+
+def _reduced_over_empty(reduce: Any, shape: Any, runs: int = 4) -> list[float]:
+    """A float32 vector of `shape` reduced by `reduce` over axis -1 (keepdims), built and run with 0 elements `runs`
+    times, other allocations between the runs so that memory left uninitialized shows."""
+    import numpy as np
+    from tvm import relax, runtime
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType(shape, "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(reduce(x, axis=[-1], keepdims=True)))
+        bb.emit_func_output(out)
+    vm = relax.VirtualMachine(relax.build(bb.get(), target="llvm"), runtime.cpu())
+    got = []
+    for k in range(runs):
+        _ = [runtime.tensor(np.full(n, 3.25 + k, np.float32)) for n in (1, 1, 64)]
+        got.append(float(vm["main"](runtime.tensor(np.zeros(0, np.float32))).numpy()[0]))
+    return got
+
+
+def test_a_reduction_over_an_empty_symbolic_axis_is_uninitialized_and_the_register_names_it() -> None:
+    """tvm-reduce-symbolic-empty-axis-uninitialized (found by issue 37's acceptance campaign, reproduced with TVM
+    alone): R.prod over an axis of symbolic extent, 0 at run time, gives what memory held, not always the empty product
+    1 (the static (0,) extent does, apache/tvm#19680's fix); the frontend's Compress makes such extents. This asserts the wrong value, so
+    it fails once the installed TVM is fixed."""
+    from tvm import relax, tirx
+
+    assert _reduced_over_empty(relax.op.prod, (0,)) == [1.0] * 4
+    assert _reduced_over_empty(relax.op.prod, (tirx.Var("n", "int64"),)) != [1.0] * 4  # what memory held
+    for ops, expected in (({"compress", "reduce_l2"}, "tvm-reduce-symbolic-empty-axis-uninitialized"),
+                          ({"compress", "reduce_sum"}, "tvm-reduce-symbolic-empty-axis-uninitialized"),
+                          ({"compress", "reduce_sum", "add"}, None),
+                          ({"reduce_l2"}, "tvm-onnx-reduce-noop-empty-axes-skips-elementwise")):
+        assert door_label(ops, "value", "float16") == expected, ops
