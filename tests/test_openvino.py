@@ -641,3 +641,124 @@ def test_a_bool_cast_of_uniques_counts_is_wrong_and_known(tmp_path):
                          frozenset({"float32", "int64", "bool"}), "")
     k = Register(use_env=False).match(facts, verdicts[0].detail)
     assert k is not None and k.id == "ov-cpu-unique-cast-to-bool-reads-indices"
+
+
+def constant_scan_of_a_shape_bounded_slice(scanned_is_constant: bool) -> bytes:
+    """An ONNX Scan (OpenVINO's TensorIterator) over a float32 [1, 8], its body Slice(x, 0, Shape(x) - 1): the
+    bounds come from the body input's shape, as in the Slice that CenterCropPad decomposes into."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: np.ndarray):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+
+    body = helper.make_graph(
+        [const("start", np.array([0], np.int64)), const("one", np.array([1], np.int64)),
+         helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Sub", ["shape", "one"], ["end"]),
+         helper.make_node("Slice", ["x", "start", "end"], ["y"]), helper.make_node("Identity", ["s"], ["s_next"])],
+        "body", [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2]),
+                 helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("s_next", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [7])])
+    scanned = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(1, 8), "xs")
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["final", "ys"], body=body, num_scan_inputs=1)], "main",
+        [] if scanned_is_constant else [helper.make_tensor_value_info("xs", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("ys", TensorProto.FLOAT, [1, 7])],
+        [numpy_helper.from_array(np.zeros(2, np.float32), "s0"), *([scanned] if scanned_is_constant else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_scan_over_constants_with_a_shape_bounded_slice_fails_to_compile_and_is_known():
+    """Issue 40's acceptance campaign (Scan -> If -> CenterCropPad, uint8), reproduced with OpenVINO's public API
+    alone on 2026.4.1: the CPU plugin refuses a Scan whose inputs are all constants when its body slices by bounds
+    computed from the body input's shape ("Slice node ... doesn't have compiled executor!"); the same Scan over a
+    graph input compiles and is right. Asserts the failure, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    props = {"INFERENCE_PRECISION_HINT": "f32"}
+    over_input = core.compile_model(core.read_model(constant_scan_of_a_shape_bounded_slice(False), b""), "CPU", props)
+    got = over_input({"xs": np.arange(8, dtype=np.float32).reshape(1, 8)})[over_input.outputs[0]]
+    np.testing.assert_array_equal(got, np.arange(7, dtype=np.float32).reshape(1, 7))
+    with pytest.raises(RuntimeError, match="doesn't have compiled executor") as raised:
+        core.compile_model(core.read_model(constant_scan_of_a_shape_bounded_slice(True), b""), "CPU", props)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    facts = FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset({"scan", "center_crop_pad"}),
+                         frozenset({"uint8"}), "")
+    register = Register(use_env=False)
+    k = register.match(facts, f"RuntimeError: {raised.value}")
+    assert k is not None and k.id == "ov-cpu-constant-scan-shape-bounded-slice-no-executor"
+    assert register.match(facts, "RuntimeError: something else") is None
+
+
+def counted_loop_with_a_trace() -> bytes:
+    """An ONNX Loop whose trip count M is a graph input: one carried float32[3] the body adds 1 to, and a scan
+    output (the trace) of each trip's value."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1.0, np.float32), "one")),
+         helper.make_node("Add", ["v", "one"], ["v_next"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["v_next"], ["trip_value"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("trip_value", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "v0"], ["v_final", "trace"], body=body)], "main",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []), helper.make_tensor_value_info("v0", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("v_final", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("trace", TensorProto.FLOAT, [None, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_zero_trip_loop_after_a_run_with_trips_keeps_the_previous_trace_extent_and_is_known():
+    """Issue 40's acceptance campaign (a 16-node graph with a computed-count Loop; the finding showed on the second
+    of its eight input sets and not when that set ran alone), reproduced with OpenVINO's public API alone on
+    2026.4.1: one compiled model run with M = 1 and then M = 0 gives the scan output the extent 1 (the previous
+    run's) where ONNX gives 0; a model compiled fresh and run with M = 0 first gives 0. The carried value is right.
+    Asserts the wrong extent, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    v0 = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def compiled():
+        return core.compile_model(core.read_model(counted_loop_with_a_trace(), b""), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32"})
+
+    def run(model, trips: int) -> tuple[np.ndarray, np.ndarray]:
+        res = model({"M": np.array(trips, np.int64), "v0": v0})
+        return res[model.outputs[0]], res[model.outputs[1]]
+
+    final, trace = run(compiled(), 0)
+    assert trace.shape == (0, 3)  # a fresh model: right
+    np.testing.assert_array_equal(final, v0)
+    model = compiled()
+    final, trace = run(model, 1)
+    assert trace.shape == (1, 3)
+    np.testing.assert_array_equal(final, v0 + 1)
+    final, trace = run(model, 0)
+    np.testing.assert_array_equal(final, v0)  # the carried value is the initial one, as it should be
+    assert trace.shape == (1, 3)  # the bug: the previous run's extent, where ONNX gives (0, 3)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"loop", "neg", "add"}),
+                         frozenset({"float32", "int64", "bool"}), "")
+    register = Register(use_env=False)
+    detail = "ov-cpu-nosnippets, ov-cpu differ from the reference at output 10: shape (1, 2, 3, 8) != (0, 2, 3, 8)"
+    k = register.match(facts, detail)
+    assert k is not None and k.id == "ov-cpu-zero-trip-loop-keeps-previous-scan-extent"
+    other = register.match(facts, "ov-cpu differs from the reference at output 0: distance 0.5 > 0.001")
+    assert other is not None and other.id == "ov-cpu-zero-trip-loop-loses-carried-value"
