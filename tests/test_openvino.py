@@ -421,6 +421,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"rotary_embedding"}, "float32", "", "ov-cpu-subnormal-constants-zeroed"),
         (W, {"reduce_min"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"roi_align", "less_equal"}, "float16", "", "ov-cpu-roialign-max-negative-gives-zero"),
+        (W, {"roi_align", "loop"}, "float32", "", "ov-cpu-roialign-max-negative-gives-zero"),  # issue 40's campaign
         (W, {"less_equal"}, "float16", "", None),
         (W, {"div"}, "uint32", "", "ov-cpu-uint32-div-in-f32"),
         (W, {"div"}, "uint16", "", None),
