@@ -763,3 +763,19 @@ def test_a_zero_trip_loop_after_a_run_with_trips_keeps_the_previous_trace_extent
     assert k is not None and k.id == "ov-cpu-zero-trip-loop-keeps-previous-scan-extent"
     other = register.match(facts, "ov-cpu differs from the reference at output 0: distance 0.5 > 0.001")
     assert other is not None and other.id == "ov-cpu-zero-trip-loop-loses-carried-value"
+
+
+def test_openvinos_reference_evaluates_a_data_dependent_output_shape():
+    """Model.evaluate (the ov-reference configuration) of a graph whose output extent the data decides: its output
+    tensor is allocated with zero extents, which evaluate() resizes. Issue 40's acceptance campaign raised
+    "to_shape was called on a dynamic shape" from dlcfuzz's own allocation for a Loop's scan output (a computed trip
+    count), a finding that was ours; a NonZero shows it on one node and is evaluated right."""
+    backend = get_backend("openvino")
+    x = TensorType("float32", (5,))
+    g = Graph(inputs=[Value("x", x)], nodes=[Node("non_zero", ["x"], [Value("y", TensorType("int64", (1, 5), (1,)))])],
+              outputs=["y"])
+    check_graph(g)
+    inputs = {"x": np.array([0.0, 1.5, 0.0, -2.0, 3.0], np.float32)}
+    [obs] = run_configs(backend, TestCase(g, inputs, [backend.configs()["ov-reference"]], seed=0))
+    assert obs.status == "ok", obs.error
+    np.testing.assert_array_equal(obs.outputs[0], [[1, 3, 4]])
