@@ -779,3 +779,48 @@ def test_openvinos_reference_evaluates_a_data_dependent_output_shape():
     [obs] = run_configs(backend, TestCase(g, inputs, [backend.configs()["ov-reference"]], seed=0))
     assert obs.status == "ok", obs.error
     np.testing.assert_array_equal(obs.outputs[0], [[1, 3, 4]])
+
+
+def unique_along_axis_0(dtype: str, sorted_: int) -> bytes:
+    """ONNX Unique(axis=0) of a [3, 2] input, all four outputs (opset 18)."""
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], axis=0, sorted=sorted_)
+    graph = helper.make_graph([node], "unique", [helper.make_tensor_value_info("x", elem, [3, 2])],
+                              [helper.make_tensor_value_info("y", elem, [None, 2])]
+                              + [helper.make_tensor_value_info(n, 7, [None]) for n in ("indices", "inverse", "counts")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_one_byte_unique_along_an_axis_gives_wrong_first_indices_and_counts_and_is_known():
+    """Issue 40's acceptance campaign (a data-dependent extent: Unique of a uint8 [6, 3, 6, 5] along axis -4),
+    reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin's Unique along an axis of a uint8 or
+    int8 input with sorted=0 returns indices that are not the first occurrences (leftover memory) and a count of
+    0 for a slice that occurs once; the unique slices and inverse indices are right, and float32 is right.
+    Asserts the wrong outputs, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    x = np.array([[1, 2], [3, 4], [1, 2]])
+    for dtype in ("uint8", "int8", "float32"):
+        compiled = core.compile_model(core.read_model(unique_along_axis_0(dtype, 0), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        res = compiled({"x": x.astype(dtype)})
+        y, indices, inverse, counts = (res[o] for o in compiled.outputs)
+        np.testing.assert_array_equal(y, [[1, 2], [3, 4]])
+        np.testing.assert_array_equal(inverse, [0, 1, 0])
+        right = np.array_equal(indices, [0, 1]) and np.array_equal(counts, [2, 1])
+        assert right == (dtype == "float32"), (dtype, indices, counts)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for dtype, want in (("uint8", "ov-cpu-unique-one-byte-axis-indices-counts"), ("float32", None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"unique"}),
+                             frozenset({dtype, "int64"}), "")
+        k = register.match(facts, "ov-cpu differ from the reference at output 2: distance 1 > 0")
+        assert (k.id if k else None) == want
