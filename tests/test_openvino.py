@@ -824,3 +824,65 @@ def test_a_one_byte_unique_along_an_axis_gives_wrong_first_indices_and_counts_an
                              frozenset({dtype, "int64"}), "")
         k = register.match(facts, "ov-cpu differ from the reference at output 2: distance 1 > 0")
         assert (k.id if k else None) == want
+
+
+def loop_of_trip_count_input(scan_output: bool) -> bytes:
+    """ONNX Loop (opset 18) whose trip count M is a graph input, condition a true constant, one carried int32 that
+    the body ORs with a captured input, and (with `scan_output`) each trip's value stacked."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    extra = [helper.make_node("Identity", ["v_next"], ["trip_value"])] if scan_output else []
+    body = helper.make_graph(
+        [helper.make_node("BitwiseOr", ["v", "x1"], ["v_next"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         *extra],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.INT32, []),
+         *([helper.make_tensor_value_info("trip_value", TensorProto.INT32, [])] if scan_output else [])])
+    outs = ["final", "trace"] if scan_output else ["final"]
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["go"], value=numpy_helper.from_array(np.array(True), "go")),
+         helper.make_node("Loop", ["M", "go", "v0"], outs, body=body)], "main",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []), helper.make_tensor_value_info("v0", TensorProto.INT32, []),
+         helper.make_tensor_value_info("x1", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("final", TensorProto.INT32, []),
+         *([helper.make_tensor_value_info("trace", TensorProto.INT32, [None])] if scan_output else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_negative_loop_trip_count_runs_unbounded_and_is_known():
+    """Issue 40's acceptance campaign (a computed trip count that an If negated; the crash finding it left reduced to
+    a lone Sign in a worker the Loop had already damaged), reproduced with OpenVINO's public API alone on 2026.4.1:
+    ONNX's `for (i = 0; i < M && cond; ++i)` runs no trip for M < 0, and onnxruntime gives the initial value, while
+    the CPU plugin treats a negative M as no bound (OpenVINO's Loop reads -1 as "infinite"): with a scan output and
+    M = -2 the run fails on an overflowing buffer size (without one, or with M = -1, it never returns; compiling
+    such a model again in the same Core then crashes). M = 0 is right. Asserts the failure, so it fails once the
+    installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(loop_of_trip_count_input(True), b""), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32"})
+    feed = {"v0": np.array(1, np.int32), "x1": np.array(4, np.int32)}
+    res = compiled({**feed, "M": np.array(0, np.int64)})
+    assert res[compiled.outputs[0]] == 1 and res[compiled.outputs[1]].shape == (0,)  # no trip: right
+    with pytest.raises(RuntimeError, match="getCurrentMemSizeImp overflow"):
+        compiled({**feed, "M": np.array(-2, np.int64)})
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for category, detail, key, want in (
+            ("unexpected-error", "RuntimeError: ... CpuBlockedMemoryDesc::getCurrentMemSizeImp overflow while "
+             "converting elements to byte size", "error|openvino|RuntimeError", "ov-onnx-loop-negative-trip-count-unbounded"),
+            ("hang", "timeout during run of ov-cpu", "hang|openvino|run|hang|", "ov-onnx-loop-negative-trip-count-unbounded"),
+            ("unexpected-error", "RuntimeError: something else", "error|openvino|RuntimeError", None)):
+        facts = FindingFacts(1, "openvino", category, configs, "", frozenset({"loop", "bitwise_or"}),
+                             frozenset({"int32", "int64"}), "", key=key)
+        k = register.match(facts, detail)
+        assert (k.id if k else None) == want, (category, detail)
