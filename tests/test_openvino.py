@@ -386,6 +386,10 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (E, {"gather_nd"}, "float32", "RuntimeError: ... Indices rank must be at least 1",
          "ov-onnx-empty-initializer-as-scalar"),
         (W, {"gather_nd"}, "float32", "", None),  # the GatherND cluster an unrelated entry once claimed
+        (W, {"compress_computed"}, "int64", "ov-cpu differ from the reference at output 5: shape (0, 0, 6, 5) != (0, 6, 5)",
+         "ov-onnx-empty-initializer-as-scalar"),  # issue 40's acceptance campaign
+        (W, {"compress_computed"}, "int64", "ov-cpu differ from the reference at output 5: shape (2, 6, 5) != (3, 6, 5)",
+         None),
         ("crash", {"gather"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu",
          "ov-cpu-gather-empty-indices-sigfpe"),
         ("crash", {"gather"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu", None),
@@ -886,3 +890,31 @@ def test_a_negative_loop_trip_count_runs_unbounded_and_is_known():
                              frozenset({"int32", "int64"}), "", key=key)
         k = register.match(facts, detail)
         assert (k.id if k else None) == want, (category, detail)
+
+
+def test_compress_by_an_empty_constant_condition_gains_a_leading_axis():
+    """The ONNX frontend's empty initializer read as a scalar (ov-onnx-empty-initializer-as-scalar), seen by issue 40's
+    acceptance campaign in a Compress: axis 0 of a [3, 6, 5] by an empty bool initializer gives (0, 0, 6, 5), where
+    ONNX gives (0, 6, 5), as the same condition fed as a graph input does (OpenVINO 2026.4.1, public API alone).
+    Asserts the wrong shape, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    def compress(condition_is_input: bool) -> bytes:
+        ins = [helper.make_tensor_value_info("x", TensorProto.INT64, [3, 6, 5])]
+        if condition_is_input:
+            ins.append(helper.make_tensor_value_info("c", TensorProto.BOOL, [0]))
+        graph = helper.make_graph([helper.make_node("Compress", ["x", "c"], ["y"], axis=0)], "g", ins,
+                                  [helper.make_tensor_value_info("y", TensorProto.INT64, [0, 6, 5])],
+                                  [] if condition_is_input else [numpy_helper.from_array(np.zeros(0, bool), "c")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.arange(90).reshape(3, 6, 5)
+    for condition_is_input, shape in ((True, (0, 6, 5)), (False, (0, 0, 6, 5))):
+        compiled = core.compile_model(core.read_model(compress(condition_is_input), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        feed = {"x": x, **({"c": np.zeros(0, bool)} if condition_is_input else {})}
+        assert compiled(feed)[compiled.outputs[0]].shape == shape
