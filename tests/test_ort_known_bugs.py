@@ -181,6 +181,13 @@ def test_int64_sum_beyond_two_to_the_53_is_inexact_and_known(tmp_path):
     configs = tuple(c.name for c in get_backend("onnxruntime").default_pair())
     assert known_as("wrong-result", {"reduce_sum"}, {"int64"}, configs, verdicts[0].detail) == \
         "ort-int64-reduce-beyond-2-53"
+    # issue 40's acceptance campaign: ReduceProd in a Scan body, exact Min and ScatterElements after it
+    region_ops = {"scan", "gather_elements", "reduce_prod", "less", "min", "scatter_elements"}
+    big = "differ from the reference at output 3: distance 1.22e-16 > 0 (flat index 0: np.int64(8409721940434690048) " \
+          "vs np.int64(8409721940434690723))"
+    assert known_as("wrong-result", region_ops, {"int64", "bool"}, configs, big) == "ort-int64-reduce-beyond-2-53"
+    small = "differ from the reference at output 3: distance 1 > 0 (flat index 0: np.int64(7) vs np.int64(8))"
+    assert known_as("wrong-result", region_ops, {"int64", "bool"}, configs, small) is None
     done = reproduce(g, inputs, [np.array(2**53 + 3, np.int64)], "wrong-result", tmp_path)
     assert done.returncode == 1 and "BUG REPRODUCED" in done.stdout, done.stdout + done.stderr
 
