@@ -428,3 +428,28 @@ def test_conv_mul_fusion_folds_an_infinite_scale_into_nan_and_is_known():
         "ort-conv-mul-fusion-infinite-scale"
     finite = "ort-all differs from ort-disable and the reference at output 3: distance 0.5 > 0.001"
     assert _known_finding("inconsistency", ops, {"float32"}, "ConvMulFusion", "value", finite) is None
+
+
+def test_lrn_after_a_huge_channel_gives_nan_and_a_region_around_it_is_known():
+    """ORT's LRN keeps a running sum of squares across channels: once a channel of 9.007e15 leaves the window of
+    size 5, the small squares are lost and the sum goes negative, so the next channels are NaN where ONNX's formula
+    gives 0 (and channel 1 is 6.9e-27 for 0.7116). onnxruntime 1.32.0 alone, opset 18. Issue 40's acceptance
+    campaign found it carried through a Loop: a region around the LRN is the same registered bug."""
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    attrs = {"alpha": 0.02304, "beta": 0.8846, "bias": 1.469, "size": 5}
+    x = np.array([9.007199e15, 1, 0, 0, 0, 0, 0, 0], np.float32).reshape(1, 8, 1, 1)
+    graph = helper.make_graph([helper.make_node("LRN", ["x"], ["y"], **attrs)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(x.shape))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    x64 = x.astype(np.float64).reshape(8)
+    window = np.array([np.sum(x64[max(0, c - 2):c + 3] ** 2) for c in range(8)])  # ONNX: floor/ceil of (size-1)/2
+    want = x64 / (attrs["bias"] + attrs["alpha"] / attrs["size"] * window) ** attrs["beta"]
+    assert np.isfinite(want).all() and np.isnan(got.reshape(8)[3:]).all(), got.reshape(8)
+    nan = "ort-disable, ort-all differ from the reference at output 0: NaN at different positions"
+    assert _known_finding("wrong-result", {"loop", "lrn"}, {"float32"}, "", "nan", nan) == "ort-lrn-size1-cancellation"
+    assert _known_finding("wrong-result", {"loop", "lrn", "relu"}, {"float32"}, "", "nan", nan) is None
