@@ -499,3 +499,64 @@ def test_weight_bias_quantization_moves_a_result_across_a_rounding_boundary_and_
         "ort-weight-bias-quantization-rounds-float-bias"
     assert _known_finding("inconsistency", ops, {"float32", "int8"}, "QDQSelectorActionTransformer", "value",
                           detail) is None
+
+
+def dq_transpose_captured_by_a_loop() -> bytes:
+    """DequantizeLinear (uint8 [3, 8], scale 1/128) -> Transpose, whose result a Loop body reads from the enclosing
+    scope (Reshape to [-1], Pad edge, Reshape to the carried [17, 6, 3]); three trips."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: np.ndarray):
+        return numpy_helper.from_array(value, name)
+
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["flat_shape"], value=const("flat_shape", np.array([-1], np.int64))),
+         helper.make_node("Reshape", ["t", "flat_shape"], ["flat"]),
+         helper.make_node("Constant", [], ["pads"], value=const("pads", np.array([0, 282], np.int64))),
+         helper.make_node("Pad", ["flat", "pads"], ["padded"], mode="edge"),
+         helper.make_node("Constant", [], ["shape"], value=const("shape", np.array([17, 6, 3], np.int64))),
+         helper.make_node("Reshape", ["padded", "shape"], ["v_next"]),
+         helper.make_node("Identity", ["cond"], ["cond_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", TensorProto.FLOAT, [17, 6, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.FLOAT, [17, 6, 3])])
+    graph = helper.make_graph(
+        [helper.make_node("DequantizeLinear", ["x", "scale", "zero_point"], ["dq"]),
+         helper.make_node("Transpose", ["dq"], ["t"], perm=[1, 0]),
+         helper.make_node("Loop", ["trips", "go", "v0"], ["final"], body=body)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.UINT8, [3, 8])],
+        [helper.make_tensor_value_info("final", TensorProto.FLOAT, [17, 6, 3])],
+        [const("scale", np.array(0.0078125, np.float32)), const("zero_point", np.array(0, np.uint8)),
+         const("trips", np.array(3, np.int64)), const("go", np.array(True)),
+         const("v0", np.zeros((17, 6, 3), np.float32))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_qdq_propagation_into_a_loops_capture_aborts_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign (OATest's DQ -> Transpose pattern whose result a Loop body captures), with
+    onnxruntime 1.32.0 alone: creating the session at ORT_ENABLE_BASIC or above aborts (SIGABRT, a std::vector index
+    assertion on a NodeArg*) unless QDQPropagationTransformer is disabled; the same nodes without the Loop compile.
+    Asserts the abort, so it fails once ORT is fixed."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(dq_transpose_captured_by_a_loop())
+    script = ("import sys, onnxruntime as ort\n"
+              "so = ort.SessionOptions()\n"
+              "so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC\n"
+              "ort.InferenceSession(sys.argv[1], so, providers=['CPUExecutionProvider'],\n"
+              "                     disabled_optimizers=sys.argv[2:])\n"
+              "print('created')\n")
+    aborted = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+    assert aborted.returncode == -6 and "Assertion" in aborted.stderr, (aborted.returncode, aborted.stderr[-500:])
+    spared = subprocess.run([sys.executable, "-c", script, str(path), "QDQPropagationTransformer"], capture_output=True,
+                            text=True, timeout=120)
+    assert spared.returncode == 0 and "created" in spared.stdout, spared.stderr[-500:]
+    detail = ("killed by signal 6 (SIGABRT) during compile of ort-all\n... stl_vector.h:1130: ... [with _Tp = "
+              "onnxruntime::NodeArg*; ...]: Assertion '__n < this->size()' failed.")
+    ops = {"dequantize_linear", "identity", "loop", "pad", "reshape", "transpose"}
+    assert known_as("crash", ops, {"uint8", "float32"}, ("ort-all",), detail) == \
+        "ort-qdq-propagation-subgraph-capture-abort"
+    assert known_as("crash", ops - {"loop"}, {"uint8", "float32"}, ("ort-all",), detail) is None
