@@ -560,3 +560,57 @@ def test_qdq_propagation_into_a_loops_capture_aborts_and_is_known(tmp_path):
     assert known_as("crash", ops, {"uint8", "float32"}, ("ort-all",), detail) == \
         "ort-qdq-propagation-subgraph-capture-abort"
     assert known_as("crash", ops - {"loop"}, {"uint8", "float32"}, ("ort-all",), detail) is None
+
+
+def test_the_transformer_optimizer_prunes_a_node_only_a_doubly_nested_loop_reads_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign, with onnx and onnxruntime's transformer optimizer alone: optimize_model's
+    prune_graph looks one subgraph level deep, so a ReduceMin whose result only a Loop inside a Loop reads is removed
+    and ORT rejects the optimized model ("input 'm' ... is not output of any previous nodes"); one Loop deep, the
+    ReduceMin stays and the model is accepted. Asserts the pruning, so it fails once the optimizer recurses."""
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.transformers.fusion_options import FusionOptions
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    def loop(level: int, body_nodes: list, result: str) -> list:
+        body = helper.make_graph(
+            [*body_nodes, helper.make_node("Identity", ["cond"], [f"cond_out{level}"]),
+             helper.make_node("Identity", [result], [f"next{level}"])],
+            f"body{level}", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                             helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                             helper.make_tensor_value_info(f"v{level}", TensorProto.BOOL, [1, 1])],
+            [helper.make_tensor_value_info(f"cond_out{level}", TensorProto.BOOL, []),
+             helper.make_tensor_value_info(f"next{level}", TensorProto.BOOL, [1, 1])])
+        consts = [(f"trips{level}", np.array(1, np.int64)), (f"go{level}", np.array(True)),
+                  (f"init{level}", np.array([[False]]))]
+        return [*(helper.make_node("Constant", [], [n], value=numpy_helper.from_array(v, n)) for n, v in consts),
+                helper.make_node("Loop", [n for n, _ in consts], [f"out{level}"], body=body)]
+
+    def optimized(depth: int) -> onnx.ModelProto:
+        nodes, result = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.ones((1, 1), np.float32), "c")),
+                         helper.make_node("GreaterOrEqual", ["m", "c"], ["ge"])], "ge"
+        for level in range(depth):
+            nodes, result = loop(level, nodes, result), f"out{level}"
+        graph = helper.make_graph([helper.make_node("ReduceMin", ["x"], ["m"], keepdims=1), *nodes], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1])],
+                                  [helper.make_tensor_value_info(result, TensorProto.BOOL, [1, 1])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"nested{depth}.onnx"
+        onnx.save(model, str(path))
+        return optimize_model(str(path), model_type="gpt2", num_heads=0, hidden_size=0,
+                              optimization_options=FusionOptions("gpt2"), opt_level=0, use_gpu=False).model
+
+    one = optimized(1)
+    assert "ReduceMin" in [n.op_type for n in one.graph.node]
+    ort.InferenceSession(one.SerializeToString(), providers=["CPUExecutionProvider"])
+    two = optimized(2)
+    assert "ReduceMin" not in [n.op_type for n in two.graph.node]
+    with pytest.raises(Exception, match="is not output of any previous nodes") as raised:
+        ort.InferenceSession(two.SerializeToString(), providers=["CPUExecutionProvider"])
+    detail = f"TransformerOptimizerError: ORT rejects the transformer optimizer's output model: {raised.value}"
+    configs = ("ort-transformers-gpt2",)
+    assert known_as("unexpected-error", {"loop", "reduce_min", "greater_equal"}, {"float16"}, configs, detail) == \
+        "ort-transformers-prune-graph-nested-subgraph"
+    assert known_as("unexpected-error", {"reduce_min", "greater_equal"}, {"float16"}, configs, detail) is None
