@@ -918,3 +918,59 @@ def test_compress_by_an_empty_constant_condition_gains_a_leading_axis():
                                       {"INFERENCE_PRECISION_HINT": "f32"})
         feed = {"x": x, **({"c": np.zeros(0, bool)} if condition_is_input else {})}
         assert compiled(feed)[compiled.outputs[0]].shape == shape
+
+
+def scan_of_a_negated_input(second_scan_output: bool) -> bytes:
+    """ONNX Scan (opset 18) over float32 xs[3], one state s <- Neg(x_t), scan output y_t = Sin(s) (the state before
+    the step) and, with `second_scan_output`, the next state s itself stacked."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Neg", ["x"], ["s_next"]), helper.make_node("Sin", ["s"], ["y"])]
+    outs = [helper.make_tensor_value_info("s_next", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [])]
+    if second_scan_output:
+        nodes.append(helper.make_node("Identity", ["s_next"], ["z"]))
+        outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, []))
+    body = helper.make_graph(nodes, "body", [helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                                             helper.make_tensor_value_info("x", TensorProto.FLOAT, [])], outs)
+    scan_outs = ["ys", "zs"] if second_scan_output else ["ys"]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["s_final", *scan_outs], body=body, num_scan_inputs=1)], "g",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []), helper.make_tensor_value_info("xs", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in scan_outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_scan_whose_next_state_is_also_stacked_reads_the_state_after_the_step_and_is_known():
+    """Issue 40's acceptance campaign (a three-state Scan, float16), reproduced with OpenVINO's public API alone on
+    2026.4.1: with the next state also a scan output, the body's Sin(s) sees another value than the state before the
+    step from the second step on (-0.894 for sin(-0.3828) = -0.3735); with the one scan output it is right.
+    Asserts the wrong values, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    core = ov.Core()
+    feed = {"s0": np.array(-1.56, np.float32), "xs": np.array([0.3828, -1.106, 0.875], np.float32)}
+    states_before = np.array([-1.56, -0.3828, 1.106], np.float32)
+    for second, right in ((False, True), (True, False)):
+        compiled = core.compile_model(core.read_model(scan_of_a_negated_input(second), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        ys = compiled(feed)[compiled.outputs[0]]
+        assert np.allclose(ys, np.sin(states_before), atol=1e-5) == right, ys
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+
+    def known(scan_attrs: str) -> str | None:
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"scan", "neg", "sin", "compress"}),
+                             frozenset({"float16"}), "", attrs=f"scan{{{scan_attrs}}}\nneg{{}}\nsin{{}}")
+        k = register.match(facts, "distance 1.66 > 0.01")
+        return k.id if k else None
+
+    assert known("num_scan_inputs=1, num_states=3, scan_input_axes=[0], scan_input_directions=[0], "
+                 "scan_output_axes=[0, 0, 0], scan_output_directions=[0, 1, 0]") == "ov-cpu-scan-stacked-next-state"
+    assert known("num_scan_inputs=1, num_states=1, scan_input_axes=[0], scan_input_directions=[0], "
+                 "scan_output_axes=[0], scan_output_directions=[0]") is None  # one scan output: not this bug
