@@ -974,3 +974,39 @@ def test_a_scan_whose_next_state_is_also_stacked_reads_the_state_after_the_step_
                  "scan_output_axes=[0, 0, 0], scan_output_directions=[0, 1, 0]") == "ov-cpu-scan-stacked-next-state"
     assert known("num_scan_inputs=1, num_states=1, scan_input_axes=[0], scan_input_directions=[0], "
                  "scan_output_axes=[0], scan_output_directions=[0]") is None  # one scan output: not this bug
+
+
+def test_an_unsorted_unique_whose_values_alone_are_read_zeroes_all_but_the_first_and_is_known():
+    """Issue 40's acceptance campaign (a data-dependent extent: Unique(sorted=0) of an int32 [1, 3]), reproduced with
+    OpenVINO's public API alone on 2026.4.1: when the model reads only Unique's unique values, sorted=0 gives the
+    first value and zeros ([4, 0, 0] for [4, 1, 4, 2], whatever the dtype); with its other outputs read too, or with
+    sorted=1, the values are right. Asserts the zeros, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def unique(sorted_: int, all_outputs: bool) -> bytes:
+        outs = [helper.make_tensor_value_info("y", TensorProto.INT32, [None])]
+        if all_outputs:
+            outs += [helper.make_tensor_value_info(n, TensorProto.INT64, [None]) for n in ("indices", "inverse", "counts")]
+        graph = helper.make_graph([helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], sorted=sorted_)],
+                                  "g", [helper.make_tensor_value_info("x", TensorProto.INT32, [4])], outs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([4, 1, 4, 2], np.int32)
+    for sorted_, all_outputs, want in ((0, True, [4, 1, 2]), (1, False, [1, 2, 4]), (0, False, [4, 0, 0])):
+        compiled = core.compile_model(core.read_model(unique(sorted_, all_outputs), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"x": x})[compiled.outputs[0]].tolist() == want, (sorted_, all_outputs)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for attrs, want_id in (("unique{sorted=0}", "ov-cpu-unique-unsorted-values-alone-zeroed"), ("unique{sorted=1}", None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"unique"}), frozenset({"int32", "int64"}),
+                             "", attrs=attrs)
+        k = register.match(facts, "distance 0.594 > 0.001")
+        assert (k.id if k else None) == want_id
