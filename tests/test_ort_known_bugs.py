@@ -614,3 +614,34 @@ def test_the_transformer_optimizer_prunes_a_node_only_a_doubly_nested_loop_reads
     assert known_as("unexpected-error", {"loop", "reduce_min", "greater_equal"}, {"float16"}, configs, detail) == \
         "ort-transformers-prune-graph-nested-subgraph"
     assert known_as("unexpected-error", {"reduce_min", "greater_equal"}, {"float16"}, configs, detail) is None
+
+
+def test_unique_along_an_axis_of_empty_slices_aborts_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign (a data-dependent extent: Unique along axis -3 of a float32 [1, 1, 0]), with
+    onnxruntime 1.32.0 alone: Unique along an axis of non-zero extent whose slices are empty ([2, 0] along axis 0)
+    aborts the process ("terminate called without an active exception") at any optimization level; along the empty
+    axis itself ([2, 0] along axis 1) or flattened it returns an empty result. Asserts the abort."""
+    from onnx import TensorProto, helper
+
+    def run(shape: list[int], axis: int) -> subprocess.CompletedProcess:
+        graph = helper.make_graph([helper.make_node("Unique", ["x"], ["y", "i", "inv", "c"], sorted=1, axis=axis)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * len(shape))])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"unique_{axis}.onnx"
+        path.write_bytes(model.SerializeToString())
+        script = ("import sys, numpy as np, onnxruntime as ort\n"
+                  "so = ort.SessionOptions()\n"
+                  "so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL\n"
+                  "s = ort.InferenceSession(sys.argv[1], so, providers=['CPUExecutionProvider'])\n"
+                  f"print(s.run(None, {{'x': np.zeros({shape}, np.float32)}})[0].shape)\n")
+        return subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=120)
+
+    aborted = run([2, 0], 0)
+    assert aborted.returncode == -6 and "terminate called without an active exception" in aborted.stderr, aborted.stderr
+    empty_axis = run([2, 0], 1)
+    assert empty_axis.returncode == 0 and "(2, 0)" in empty_axis.stdout, empty_axis.stderr
+    detail = "killed by signal 6 (SIGABRT) during run of ort-disable\nterminate called without an active exception"
+    assert known_as("crash", {"unique"}, {"float32", "int64"}, ("ort-disable",), detail) == "ort-unique-axis-empty-slices-abort"
+    assert known_as("crash", {"non_zero"}, {"float32", "int64"}, ("ort-disable",), detail) is None
