@@ -13,6 +13,7 @@ from dlcfuzz.gen.inputs import sample_inputs
 from dlcfuzz.gen.repair import edge_inputs
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.ops import get_op
+from dlcfuzz.ops.regions import REGION_OPS
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import CATEGORIES, is_routine
 from dlcfuzz.oracle.numeric import all_finite, compare_one, tolerance
@@ -103,7 +104,7 @@ def other_reading_outputs(tc: TestCase) -> list[np.ndarray]:
 
 def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Graph]) -> set[str]:
     """Values downstream of a discontinuity decided within tolerance (argmax of near-equal values);
-    a call is tainted as a whole when its callee has one."""
+    a call is tainted as a whole when its callee has one, and a region when one run of a body has one."""
     env = reference.run(g, inputs, keep_all=True, _functions=functions)
     tainted: set[str] = set()
     for n in g.nodes:
@@ -111,11 +112,29 @@ def near_ties(g: Graph, inputs: dict[str, np.ndarray], functions: dict[str, Grap
         if n.op == "call":
             f = functions[n.attrs["callee"]]
             tie = bool(near_ties(f, {p.name: x for p, x in zip(f.inputs, xs)}, functions))
+        elif n.op in REGION_OPS:
+            tie = _region_has_near_tie(n, xs, functions)
         else:
             tie = bool(xs) and get_op(n.op).near_tie(xs, n.attrs, tolerance(str(xs[0].dtype)))
         if tie or any(i in tainted for i in n.inputs):
             tainted.update(v.name for v in n.outputs)
     return tainted
+
+
+def _region_has_near_tie(n: Node, xs: list[np.ndarray], functions: dict[str, Graph]) -> bool:
+    """Whether a run of one of region `n`'s bodies (on the arguments its inputs `xs` give each trip, step or branch)
+    decides a discontinuity within tolerance: a GridSample's nearest position at a half pixel inside a Loop."""
+    found = False
+
+    def body_outputs(body: Graph, args: list[np.ndarray]) -> list[np.ndarray]:
+        nonlocal found
+        bound = {p.name: x for p, x in zip(body.inputs, args)}
+        found = found or bool(near_ties(body, bound, functions))
+        env = reference.run(body, bound, keep_all=True, _functions=functions)
+        return [env[o] for o in body.outputs]
+
+    reference.run_region(n.op, n.attrs, xs, body_outputs, n.name or n.op)
+    return found
 
 
 def division_after_overflow(g: Graph, where: str | None) -> bool:
