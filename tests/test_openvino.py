@@ -1010,3 +1010,28 @@ def test_an_unsorted_unique_whose_values_alone_are_read_zeroes_all_but_the_first
                              "", attrs=attrs)
         k = register.match(facts, "distance 0.594 > 0.001")
         assert (k.id if k else None) == want_id
+
+
+def test_an_int64_beyond_int32_inside_a_loop_body_is_a_documented_limitation_too():
+    """The CPU plugin's i32 integer precision holds inside a region as well: a Loop body that multiplies an int64 by
+    2^32 and divides it back returns small values the plugin gets wrong (its i32 product wraps), and the intermediate
+    beyond int32, seen only in the body, makes the difference a documented limitation (policy.values_with_bodies).
+    Issue 40's region campaigns put such bodies in Loops."""
+    t = TensorType("int64", (3,))
+    body = Graph(inputs=[Value("i", TensorType("int64", ())), Value("cond", TensorType("bool", ())), Value("acc", t),
+                         Value("x", t)],
+                 constants={"big": np.array(2**32, np.int64)},
+                 nodes=[Node("mul", ["x", "big"], [Value("p", t)], name="m"),
+                        Node("div", ["p", "big"], [Value("q", t)], name="d")],
+                 outputs=["cond", "q"], name="body")
+    g = Graph(inputs=[Value("x", t)], constants={"trips": np.array(1, np.int64), "go": np.array(True),
+                                                 "init": np.zeros(3, np.int64)},
+              nodes=[Node("loop", ["trips", "go", "init", "x"], [Value("y", t)], {"body": body, "num_carried": 1},
+                          name="loop")],
+              outputs=["y"])
+    check_graph(g)
+    differs, limited = limited_verdicts(g, np.array([3, -5, 7], np.int64))
+    assert differs  # 3 * 2^32 wraps in i32
+    assert not any(v.kind == "bug" for v in limited), [v.detail for v in limited]
+    assert [v.category for v in limited if v.kind == "unknown"] == ["documented-limitation"]
+    assert "loop/p#0" in limited[0].detail
