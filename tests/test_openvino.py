@@ -1035,3 +1035,35 @@ def test_an_int64_beyond_int32_inside_a_loop_body_is_a_documented_limitation_too
     assert not any(v.kind == "bug" for v in limited), [v.detail for v in limited]
     assert [v.category for v in limited if v.kind == "unknown"] == ["documented-limitation"]
     assert "loop/p#0" in limited[0].detail
+
+
+def test_greater_with_a_nan_operand_is_true_and_is_known():
+    """Issue 37's edge values in issue 40's acceptance campaign (float16 Greater(-1.186, NaN) and a broadcast
+    GreaterOrEqual with a NaN), reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin's Greater and
+    GreaterOrEqual give True with a NaN operand, where IEEE comparisons (and ONNX) give False; Less, LessOrEqual and
+    Equal give False. Known upstream: openvinotoolkit/openvino#31196 (open), #35927. Asserts the True."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    core = ov.Core()
+    a, b = np.array([1.9, -1.5, np.nan], np.float32), np.array([np.nan, np.nan, 1.0], np.float32)
+    for op, want in (("Greater", [True, True, True]), ("GreaterOrEqual", [True, True, True]),
+                     ("Less", [False, False, False]), ("Equal", [False, False, False])):
+        graph = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"])], "g",
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in "ab"],
+                                  [helper.make_tensor_value_info("y", TensorProto.BOOL, [3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        compiled = core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"a": a, "b": b})[compiled.outputs[0]].tolist() == want, op
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    detail = "ov-cpu differ from the reference at output 0: distance 1 > 0 (flat index 0: np.True_ vs np.False_)"
+    for ops, dtype, want_id in (({"greater"}, "float16", "ov-cpu-greater-nan-true"), ({"less"}, "float16", None),
+                                ({"greater"}, "int32", "ov-cpu-int32-comparisons-in-f32")):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({dtype, "bool"}), "")
+        k = Register(use_env=False).match(facts, detail)
+        assert (k.id if k else None) == want_id, (ops, dtype)
