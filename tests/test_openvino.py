@@ -1067,3 +1067,59 @@ def test_greater_with_a_nan_operand_is_true_and_is_known():
         facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({dtype, "bool"}), "")
         k = Register(use_env=False).match(facts, detail)
         assert (k.id if k else None) == want_id, (ops, dtype)
+
+
+def dft(shape: list[int], opset: int, axis: int, onesided: int) -> bytes:
+    """ONNX DFT (forward) of a float32 `shape`, its axis an attribute (opset 17) or an input (opset 20)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    if opset == 17:
+        node, inits = helper.make_node("DFT", ["x"], ["y"], inverse=0, onesided=onesided, axis=axis), []
+    else:
+        node = helper.make_node("DFT", ["x", "", "axis"], ["y"], inverse=0, onesided=onesided)
+        inits = [numpy_helper.from_array(np.array(axis, np.int64), "axis")]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_dft20s_axis_input_is_ignored_and_a_real_onesided_dft_keeps_its_unit_axis_and_both_are_known():
+    """Issue 40's acceptance campaign (DFT-20 along axes 0, -2, -3, -4; a real one-sided DFT), reproduced with
+    OpenVINO's public API alone on 2026.4.1: the ONNX frontend transforms a DFT-20 along axis 1 whatever its axis
+    input says (opset 17's axis attribute is honoured), and a real input's one-sided DFT keeps the input's trailing
+    axis of 1 before the complex one ([2, 4, 1] gives [2, 3, 1, 2] where ONNX gives [2, 3, 2]). Asserts both."""
+    import openvino as ov
+
+    core = ov.Core()
+
+    def run(model: bytes, x: np.ndarray) -> np.ndarray:
+        compiled = core.compile_model(core.read_model(model, b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled({"x": x})[compiled.outputs[0]]
+
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 2)).astype(np.float32)
+    xc = x[..., 0] + 1j * x[..., 1]
+    for opset, axis, along in ((17, 0, 0), (17, 2, 2), (20, 0, 1), (20, 2, 1), (20, -2, 1)):
+        y = run(dft([2, 3, 4, 2], opset, axis, 0), x)
+        np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], np.fft.fft(xc, axis=along), atol=1e-3)
+    real = np.random.default_rng(2).standard_normal((2, 4, 1)).astype(np.float32)
+    assert run(dft([2, 4, 1], 17, 1, 1), real).shape == (2, 3, 1, 2)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+
+    def known(attrs: str, detail: str) -> str | None:
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"dft"}), frozenset({"float32"}), "",
+                             attrs=attrs)
+        k = register.match(facts, detail)
+        return k.id if k else None
+
+    shape_detail = "ov-cpu differ from the reference at output 3: shape (3, 4, 2) != (4, 2, 2)"
+    assert known("dft{axis=0, dft_length=4, inverse=0, onesided=0}", shape_detail) == "ov-onnx-dft20-axis-input-ignored"
+    assert known("dft{axis=1, dft_length=None, inverse=0, onesided=0}", "distance 4.91 > 0.001") is None
+    assert known("dft{axis=1, dft_length=None, inverse=0, onesided=1}",
+                 "ov-cpu differ from the reference at output 6: shape (1, 1, 1, 1, 2) != (1, 1, 1, 2)") == \
+        "ov-onnx-dft-real-onesided-keeps-unit-axis"
