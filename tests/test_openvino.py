@@ -675,6 +675,27 @@ def constant_scan_of_a_shape_bounded_slice(scanned_is_constant: bool) -> bytes:
     return model.SerializeToString()
 
 
+def nonzero_of_a_scan(scanned_is_constant: bool) -> bytes:
+    """NonZero of an ONNX Scan's final int8 [4, 4] state (body: state + scanned slice), scanning a constant or an
+    input [1, 4, 4] of -8..7."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    body = helper.make_graph([helper.make_node("Add", ["x", "s"], ["s_next"])], "body",
+                             [helper.make_tensor_value_info("s", TensorProto.INT8, [4, 4]),
+                              helper.make_tensor_value_info("x", TensorProto.INT8, [4, 4])],
+                             [helper.make_tensor_value_info("s_next", TensorProto.INT8, [4, 4])])
+    scanned = numpy_helper.from_array(np.arange(-8, 8, dtype=np.int8).reshape(1, 4, 4), "xs")
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["final"], body=body, num_scan_inputs=1),
+         helper.make_node("NonZero", ["final"], ["nz"])], "g",
+        [] if scanned_is_constant else [helper.make_tensor_value_info("xs", TensorProto.INT8, [1, 4, 4])],
+        [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])],
+        [numpy_helper.from_array(np.zeros((4, 4), np.int8), "s0"), *([scanned] if scanned_is_constant else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
 def test_a_scan_over_constants_with_a_shape_bounded_slice_fails_to_compile_and_is_known():
     """Issue 40's acceptance campaign (Scan -> If -> CenterCropPad, uint8), reproduced with OpenVINO's public API
     alone on 2026.4.1: the CPU plugin refuses a Scan whose inputs are all constants when its body slices by bounds
@@ -699,6 +720,22 @@ def test_a_scan_over_constants_with_a_shape_bounded_slice_fails_to_compile_and_i
     k = register.match(facts, f"RuntimeError: {raised.value}")
     assert k is not None and k.id == "ov-cpu-constant-scan-shape-bounded-slice-no-executor"
     assert register.match(facts, "RuntimeError: something else") is None
+    # the same family: NonZero of a Scan over constants (the Scan over a graph input is right)
+    for scanned_is_constant in (False, True):
+        model = nonzero_of_a_scan(scanned_is_constant)
+        if scanned_is_constant:
+            with pytest.raises(RuntimeError, match="Can not create StaticMemory object"):
+                core.compile_model(core.read_model(model, b""), "CPU", props)
+        else:
+            compiled = core.compile_model(core.read_model(model, b""), "CPU", props)
+            xs = np.arange(-8, 8, dtype=np.int8).reshape(1, 4, 4)
+            assert compiled({"xs": xs})[compiled.outputs[0]].shape == (2, 15)
+    nonzero = ("RuntimeError: ... Check 'm_pMemDesc->isDefined()' failed at src/plugins/intel_cpu/src/cpu_memory.cpp:446:\n"
+               "Can not create StaticMemory object. The memory desc is undefined")
+    facts = FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset({"scan", "argmin", "add", "flatten",
+                                                                                     "non_zero"}), frozenset({"int8"}), "")
+    k = register.match(facts, nonzero)
+    assert k is not None and k.id == "ov-cpu-constant-scan-shape-bounded-slice-no-executor"
 
 
 def counted_loop_with_a_trace() -> bytes:
