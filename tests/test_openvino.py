@@ -1160,3 +1160,37 @@ def test_dft20s_axis_input_is_ignored_and_a_real_onesided_dft_keeps_its_unit_axi
     assert known("dft{axis=1, dft_length=None, inverse=0, onesided=1}",
                  "ov-cpu differ from the reference at output 6: shape (1, 1, 1, 1, 2) != (1, 1, 1, 2)") == \
         "ov-onnx-dft-real-onesided-keeps-unit-axis"
+
+
+def test_a_quantizelinear_after_globalmaxpool_quantizes_the_rounded_maximum_and_is_known():
+    """Issue 37's edge campaign in issue 40's acceptance run (GlobalMaxPool -> QuantizeLinear, uint8, scale 1/16,
+    zero point 128), reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin quantizes the maximum
+    rounded to an integer ([-0.218, 1.421, 2.586] give [128, 144, 176] where ONNX gives [125, 151, 169]), with or
+    without snippets; after GlobalAveragePool or on the input itself it is right. Asserts the wrong values."""
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(pool: str) -> bytes:
+        graph = helper.make_graph(
+            [helper.make_node(pool, ["x"], ["v"]), helper.make_node("QuantizeLinear", ["v", "s", "z"], ["q"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1])],
+            [helper.make_tensor_value_info("q", TensorProto.UINT8, [1, 3, 1])],
+            [numpy_helper.from_array(np.array(0.0625, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z")])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        m.ir_version = 9
+        return m.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([-0.21786207, 1.4212853, 2.5864398], np.float32).reshape(1, 3, 1)
+    for pool, want in (("GlobalAveragePool", [125, 151, 169]), ("GlobalMaxPool", [128, 144, 176])):
+        compiled = core.compile_model(core.read_model(model(pool), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"x": x})[compiled.outputs[0]].ravel().tolist() == want, pool
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    for ops, want_id in (({"global_max_pool", "quantize_linear"}, "ov-cpu-maxpool-quantize-rounds-maximum"),
+                         ({"global_average_pool", "quantize_linear"}, None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({"float32", "uint8"}), "")
+        k = Register(use_env=False).match(facts, "distance 0.0464 > 0")
+        assert (k.id if k else None) == want_id, ops
