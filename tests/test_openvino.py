@@ -364,9 +364,9 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         assert b.match.get("category"), b.id
         assert {o for k in ("ops_all", "ops_any", "ops_subset") for o in b.match.get(k, ())} <= names, b.id
 
-    def known(category: str, ops: set[str], dtype: str, detail: str = "") -> str | None:
+    def known(category: str, ops: set[str], dtype: str, detail: str = "", attrs: str = "") -> str | None:
         f = FindingFacts(1, "openvino", category, ("ov-cpu-nosnippets", "ov-cpu"), "", frozenset(ops),
-                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value")
+                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value", attrs)
         k = reg.match(f, detail)
         return k.id if k else None
 
@@ -380,7 +380,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"lstm"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
         (W, {"gru"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
         (W, {"bit_shift"}, "uint32", "", "ov-onnx-bitshift-as-multiply-divide"),
-        (W, {"reduce_l2"}, "float32", "", "ov-onnx-reduce-noop-empty-axes-returns-input"),
+        (W, {"reduce_l2"}, "float32", "", None),  # the entry needs the reduction's empty axes and noop (attrs, below)
         (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"reduce_l1", "relu"}, "float32", "", None),
         (E, {"gather_nd"}, "float32", "RuntimeError: ... Indices rank must be at least 1",
@@ -475,9 +475,21 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
         (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
+        # issue 40's acceptance campaign: QuickGelu of a Scan's squeezed slice, its rank-1 result one axis too many
+        (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (1, 1) != (1,)",
+         "ov-onnx-quickgelu-scalar-rank1"),
+        (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (2, 1) != (1,)",
+         None),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
+    # the no-op reductions: an empty axes list with noop_with_empty_axes=1, whatever reads the result (issue 40's
+    # acceptance campaign: ReduceLogSum -> Sin); a reduction over given axes is not this bug
+    noop = "ov-onnx-reduce-noop-empty-axes-returns-input"
+    assert known(W, {"reduce_l2"}, "float32", attrs="reduce_l2{axes=[], keepdims=1, noop_with_empty_axes=1}") == noop
+    assert known(W, {"reduce_log_sum", "sin"}, "float16",
+                 attrs="reduce_log_sum{axes=[], keepdims=1, noop_with_empty_axes=1}\nsin{}") == noop
+    assert known(W, {"reduce_l2"}, "float32", attrs="reduce_l2{axes=[1], keepdims=1, noop_with_empty_axes=1}") is None
 
 
 def test_a_finding_only_the_onnxruntime_cross_check_shows_is_matched_against_onnxruntimes_register():
