@@ -417,6 +417,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"argmin"}, "int64", "", None),
         (W, {"bitwise_xor", "bit_shift"}, "int8", "", "ov-onnx-bitshift-as-multiply-divide"),
         (W, {"bitwise_xor"}, "int8", "", None),
+        (W, {"bit_shift", "greater_equal"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),  # issue 40's campaign
         (W, {"rnn"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
         ("crash", {"compress"}, "float16", "killed by signal 8 (SIGFPE) during compile of ov-cpu-nosnippets",
          "ov-cpu-gather-empty-indices-sigfpe"),
