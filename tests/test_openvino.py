@@ -1207,3 +1207,44 @@ def test_a_quantizelinear_after_globalmaxpool_quantizes_the_rounded_maximum_and_
         facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({"float32", "uint8"}), "")
         k = Register(use_env=False).match(facts, "distance 0.0464 > 0")
         assert (k.id if k else None) == want_id, ops
+
+
+def test_selu_with_a_zero_gamma_computes_with_the_default_and_is_known():
+    """Issue 37's edge attribute values in issue 40's acceptance campaign (Selu with gamma -9.39e-44, which
+    ov.convert_model flushes to 0 where Core.read_model keeps it), reproduced with OpenVINO's public API alone on
+    2026.4.1: Selu with gamma 0 returns x * 1.0507 (ONNX's default gamma) for x > 0 where ONNX gives 0, through either
+    front door; a subnormal gamma is right through read_model. Asserts the default, so it fails once fixed."""
+    import io
+
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def selu(gamma: float) -> bytes:
+        graph = helper.make_graph([helper.make_node("Selu", ["x"], ["y"], alpha=1.42578125, gamma=gamma)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([2.0, 3.0], np.float32)
+
+    def run(gamma: float, front: str) -> np.ndarray:
+        data = selu(gamma)
+        model = core.read_model(data, b"") if front == "read" else ov.convert_model(io.BytesIO(data))
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled({"x": x})[compiled.outputs[0]]
+
+    np.testing.assert_allclose(run(0.0, "read"), x * 1.0507, rtol=1e-4)  # ONNX: 0
+    np.testing.assert_allclose(run(1e-40, "convert"), x * 1.0507, rtol=1e-4)  # flushed to 0, then the default
+    assert np.abs(run(1e-40, "read")).max() < 1e-38  # the subnormal kept: right
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    for gamma, want in (("-9.388699710976274e-44", "ov-selu-zero-gamma-as-default"), ("0.0", "ov-selu-zero-gamma-as-default"),
+                        ("0.5", None)):
+        facts = FindingFacts(1, "openvino", "inconsistency", ("ov-convert", "ov-cpu-nosnippets"), "", frozenset({"selu"}),
+                             frozenset({"float32"}), "", attrs=f"selu{{alpha=1.42578125, gamma={gamma}}}")
+        k = Register(use_env=False).match(facts, "ov-convert differs from ov-cpu-nosnippets and the reference")
+        assert (k.id if k else None) == want, gamma
