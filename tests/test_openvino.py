@@ -1248,3 +1248,36 @@ def test_selu_with_a_zero_gamma_computes_with_the_default_and_is_known():
                              frozenset({"float32"}), "", attrs=f"selu{{alpha=1.42578125, gamma={gamma}}}")
         k = Register(use_env=False).match(facts, "ov-convert differs from ov-cpu-nosnippets and the reference")
         assert (k.id if k else None) == want, gamma
+
+
+def test_a_float16_groupnorm_read_by_an_add_crashes_compile_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign (float16 GroupNormalization -> Add), reproduced with OpenVINO's public API alone
+    on 2026.4.1: compile_model dies with SIGSEGV for float16, and compiles and runs for float32. Asserts the crash
+    (in a child process), so it fails once the installed OpenVINO is fixed."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    script = tmp_path / "groupnorm_add.py"
+    script.write_text(
+        "import sys, numpy as np, openvino as ov\n"
+        "core = ov.Core()\n"
+        "c = core.compile_model(core.read_model(open(sys.argv[1], 'rb').read(), b''), 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})\n"
+        "print('compiled')\n")
+    for dtype, elem, crashes in ((np.float32, TensorProto.FLOAT, False), (np.float16, TensorProto.FLOAT16, True)):
+        graph = helper.make_graph(
+            [helper.make_node("GroupNormalization", ["x", "s", "b"], ["n"], epsilon=1e-3, num_groups=1),
+             helper.make_node("Add", ["n", "y"], ["z"])], "g",
+            [helper.make_tensor_value_info("x", elem, [2, 1, 2, 2]), helper.make_tensor_value_info("s", elem, [1]),
+             helper.make_tensor_value_info("y", elem, [2, 2, 2, 2])],
+            [helper.make_tensor_value_info("z", elem, [2, 2, 2, 2])], [numpy_helper.from_array(np.array([0.006], dtype), "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        model.ir_version = 10
+        path = tmp_path / f"groupnorm_add_{np.dtype(dtype).name}.onnx"
+        path.write_bytes(model.SerializeToString())
+        done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120)
+        assert (done.returncode == -11) == crashes, (dtype, done.returncode, done.stderr[-300:])
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "crash", ("ov-cpu",), "", frozenset({"group_norm", "add"}), frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "killed by signal 11 (SIGSEGV) during compile of ov-cpu")
+    assert k is not None and k.id == "ov-cpu-groupnorm-float16-eltwise-segfault"
