@@ -1281,3 +1281,30 @@ def test_a_float16_groupnorm_read_by_an_add_crashes_compile_and_is_known(tmp_pat
     facts = FindingFacts(1, "openvino", "crash", ("ov-cpu",), "", frozenset({"group_norm", "add"}), frozenset({"float16"}), "")
     k = Register(use_env=False).match(facts, "killed by signal 11 (SIGSEGV) during compile of ov-cpu")
     assert k is not None and k.id == "ov-cpu-groupnorm-float16-eltwise-segfault"
+
+
+def test_globallppool_is_imported_one_channel_at_a_time_and_its_hang_is_known():
+    """Issue 37's long axis in issue 40's acceptance campaign (GlobalLpPool p=2 of a float16 [3, 1023, 2]: compile_model
+    past the 80 s deadline), with OpenVINO's public API alone on 2026.4.1: the ONNX frontend splits the input into its
+    channels and pools each apart, 9 operations a channel (149 for 16 channels, 581 for 64), so compile time grows
+    with the channel count (0.9 s for 16, 9.7 s for 256, past 100 s for 1023 on a loaded 2-core machine). Asserts the
+    per-channel graph, so it fails once the frontend imports one reduction."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def ops(channels: int) -> int:
+        graph = helper.make_graph([helper.make_node("GlobalLpPool", ["x"], ["y"], p=2)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3, channels, 2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3, channels, 1])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return len(ov.Core().read_model(model.SerializeToString(), b"").get_ordered_ops())
+
+    assert (ops(16), ops(64)) == (149, 581)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "hang", ("ov-cpu-nosnippets",), "", frozenset({"global_lp_pool"}),
+                         frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "exceeded 80.0 s deadline during compile of ov-cpu-nosnippets")
+    assert k is not None and k.id == "ov-onnx-globallppool-per-channel"
