@@ -475,6 +475,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"greater"}, "float16", "", None),
         (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
+        (W, {"quantize_linear", "scan"}, "int16", "", "ov-cpu-quantizelinear-ties-after-zero-point"),  # issue 40's campaign
         (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
         # issue 40's acceptance campaign: QuickGelu of a Scan's squeezed slice, its rank-1 result one axis too many
         (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (1, 1) != (1,)",
