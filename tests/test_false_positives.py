@@ -336,3 +336,21 @@ def test_a_nearest_grid_sample_at_a_half_pixel_inside_a_loop_is_ill_conditioned_
     verdicts = judged(g, inputs, tmp_path)
     assert not [v for v in verdicts if v.kind == "bug"], [v.detail for v in verdicts]
     assert "ill-conditioned-output" in [v.category for v in verdicts], [v.category for v in verdicts]
+
+
+def test_an_integer_scatter_reduction_that_overflows_is_undefined_not_a_bug():
+    """Issue 37's edge values in issue 40's OpenVINO campaign: ScatterElements (reduction mul) of an int16 32767 by
+    updates -3 and -2 is 196602, past int16 (numpy wraps it to -6, OpenVINO's CPU plugin does not): an integer
+    overflow, implementation-defined as for Mul itself, so the reference is not judged; a product that fits is."""
+    from dlcfuzz import reference
+    from dlcfuzz.reference import IntegerOverflow
+
+    t, u = TensorType("int16", (3,)), TensorType("int16", (2,))
+    attrs = {"axis": 0, "indices": [1, 1], "reduction": "mul", "index_dtype": "int64"}
+    g = Graph(inputs=[Value("x", t), Value("u", u)],
+              nodes=[Node("scatter_elements", ["x", "u"], [Value("y", t)], attrs, name="s")], outputs=["y"])
+    check_graph(g)
+    with pytest.raises(IntegerOverflow):
+        reference.run(g, {"x": np.array([1, 32767, 2], np.int16), "u": np.array([-3, -2], np.int16)}, check_overflow=True)
+    fits = reference.run(g, {"x": np.array([1, 300, 2], np.int16), "u": np.array([-3, -2], np.int16)}, check_overflow=True)
+    assert fits["y"].tolist() == [1, 1800, 2]

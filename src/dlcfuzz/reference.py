@@ -19,7 +19,9 @@ _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 _ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
                     "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
                     "global_avg_pool", "reduce_l1", "reduce_l2", "reduce_sum_square", "cumsum", "cumprod",
-                    "einsum", "sum", "mean", "shrink", "cast", "cast_like"})
+                    "einsum", "sum", "mean", "shrink", "cast", "cast_like",
+                    # their reductions add or multiply into the data (an int16 product of 32767, -3 and -2)
+                    "scatter_elements", "scatter_nd"})
 # of those, the operators whose integer result is a float converted back (pow's float exponent, Shrink, which ONNX
 # computes in float): a float at or past 2^63 is out of int64's range although it compares equal to its maximum
 _FLOAT_TO_INT = frozenset({"pow", "shrink", "cast", "cast_like"})
