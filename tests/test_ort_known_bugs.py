@@ -645,3 +645,18 @@ def test_unique_along_an_axis_of_empty_slices_aborts_and_is_known(tmp_path):
     detail = "killed by signal 6 (SIGABRT) during run of ort-disable\nterminate called without an active exception"
     assert known_as("crash", {"unique"}, {"float32", "int64"}, ("ort-disable",), detail) == "ort-unique-axis-empty-slices-abort"
     assert known_as("crash", {"non_zero"}, {"float32", "int64"}, ("ort-disable",), detail) is None
+
+
+def test_issue_40_findings_of_registered_ort_bugs_are_labelled():
+    """Issue 40's acceptance campaign met two registered bugs in new forms: an LSTM's Softplus overflow seen through an
+    IsInf of its output (the key's reason is a value, not an inf), and the transformer optimizer's removed Reshape to
+    [] followed by a Clip (a 1x1 shape for a scalar). Both are labelled; a value finding without a non-finite check is
+    not the Softplus entry's."""
+    ops = {"isinf", "lstm", "reduce_max"}
+    detail = "ort-disable, ort-all differ from the reference at output 3: distance 1 > 0 (flat index 83: np.True_ vs np.False_)"
+    assert _known_finding("wrong-result", ops, {"float32", "bool"}, "", "value", detail) == \
+        "ort-rnn-softplus-activation-overflow"
+    assert _known_finding("wrong-result", {"lstm", "relu"}, {"float32"}, "", "value", "distance 0.5 > 0.001") is None
+    shape = "ort-transformers-gpt2 differs from ort-disable and the reference at output 3: shape (1, 1) != ()"
+    assert known_as("inconsistency", {"reshape", "clip"}, {"float32"}, ("ort-transformers-gpt2", "ort-disable"), shape) == \
+        "ort-transformers-reshape-graph-output-removed"
