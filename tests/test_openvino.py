@@ -1210,7 +1210,7 @@ def test_a_quantizelinear_after_globalmaxpool_quantizes_the_rounded_maximum_and_
         assert (k.id if k else None) == want_id, ops
 
 
-def test_selu_with_a_zero_gamma_computes_with_the_default_and_is_known():
+def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and_are_known():
     """Issue 37's edge attribute values in issue 40's acceptance campaign (Selu with gamma -9.39e-44, which
     ov.convert_model flushes to 0 where Core.read_model keeps it), reproduced with OpenVINO's public API alone on
     2026.4.1: Selu with gamma 0 returns x * 1.0507 (ONNX's default gamma) for x > 0 where ONNX gives 0, through either
@@ -1240,15 +1240,28 @@ def test_selu_with_a_zero_gamma_computes_with_the_default_and_is_known():
     np.testing.assert_allclose(run(0.0, "read"), x * 1.0507, rtol=1e-4)  # ONNX: 0
     np.testing.assert_allclose(run(1e-40, "convert"), x * 1.0507, rtol=1e-4)  # flushed to 0, then the default
     assert np.abs(run(1e-40, "read")).max() < 1e-38  # the subnormal kept: right
+    # HardSigmoid with beta 0 (issue 40's campaign: -0.0) computes with the default 0.5 alike
+    for beta in (0.0, -0.0):
+        graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.1, beta=beta)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        hs = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        hs.ir_version = 8
+        compiled = core.compile_model(core.read_model(hs.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        np.testing.assert_allclose(compiled({"x": x})[compiled.outputs[0]], [0.7, 0.8], rtol=1e-6)  # ONNX: [0.2, 0.3]
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
 
-    for gamma, want in (("-9.388699710976274e-44", "ov-selu-zero-gamma-as-default"), ("0.0", "ov-selu-zero-gamma-as-default"),
+    for gamma, want in (("-9.388699710976274e-44", "ov-cpu-zero-activation-parameter-as-default"), ("0.0", "ov-cpu-zero-activation-parameter-as-default"),
                         ("0.5", None)):
         facts = FindingFacts(1, "openvino", "inconsistency", ("ov-convert", "ov-cpu-nosnippets"), "", frozenset({"selu"}),
                              frozenset({"float32"}), "", attrs=f"selu{{alpha=1.42578125, gamma={gamma}}}")
         k = Register(use_env=False).match(facts, "ov-convert differs from ov-cpu-nosnippets and the reference")
         assert (k.id if k else None) == want, gamma
+    facts = FindingFacts(1, "openvino", "wrong-result", ("ov-cpu",), "", frozenset({"hard_sigmoid"}), frozenset({"float32"}), "",
+                         attrs="hard_sigmoid{alpha=0.10546875, beta=-0.0}")
+    k = Register(use_env=False).match(facts, "ov-cpu differ from the reference")
+    assert k is not None and k.id == "ov-cpu-zero-activation-parameter-as-default"
 
 
 def test_a_float16_groupnorm_read_by_an_add_crashes_compile_and_is_known(tmp_path):
