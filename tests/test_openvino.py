@@ -477,6 +477,8 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
         (W, {"quantize_linear", "scan"}, "int16", "", "ov-cpu-quantizelinear-ties-after-zero-point"),  # issue 40's campaign
         (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
+        (E, {"slice", "matmul"}, "float16", "RuntimeError: Check ... Incompatible MatMul matrix dimension. First input "
+         "dimension=0 at COL_INDEX_DIM=1 doesn't match the second input dimension=1 at ROW_INDEX_DIM=0", None),  # not ov-convert
         # issue 40's acceptance campaign: QuickGelu of a Scan's squeezed slice, its rank-1 result one axis too many
         (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (1, 1) != (1,)",
          "ov-onnx-quickgelu-scalar-rank1"),
@@ -1322,3 +1324,34 @@ def test_globallppool_is_imported_one_channel_at_a_time_and_its_hang_is_known():
                          frozenset({"float16"}), "")
     k = Register(use_env=False).match(facts, "exceeded 80.0 s deadline during compile of ov-cpu-nosnippets")
     assert k is not None and k.id == "ov-onnx-globallppool-per-channel"
+
+
+def test_convert_model_types_a_negative_step_slice_empty_for_a_following_matmul_and_is_known():
+    """Issue 40's acceptance campaign (the ov.convert_model front door), with OpenVINO's public API alone on
+    2026.4.1: Slice(axes [1, 0], starts [-5, -2], ends [-4, -8], steps [-1, -1]) of a [6, 3] converts to [5, 1] alone,
+    but a MatMul after it by a [1] is validated against [..6, 0] and convert_model raises; Core.read_model runs it.
+    Asserts the error, so it fails once fixed."""
+    import io
+
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (("st", [-5, -2]), ("en", [-4, -8]), ("ax", [1, 0]), ("sp", [-1, -1]))]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"]), helper.make_node("MatMul", ["y", "c"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 3])], [helper.make_tensor_value_info("z", TensorProto.FLOAT, [5])],
+        [*inits, numpy_helper.from_array(np.array([-0.42], np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    assert ov.Core().read_model(data, b"").output(0).get_partial_shape() == ov.PartialShape([5])
+    with pytest.raises(Exception, match="Incompatible MatMul matrix dimension. First input dimension=0"):
+        ov.convert_model(io.BytesIO(data))
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "unexpected-error", ("ov-convert",), "", frozenset({"slice", "matmul"}),
+                         frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "RuntimeError: ... Incompatible MatMul matrix dimension. First input dimension=0")
+    assert k is not None and k.id == "ov-convert-slice-negative-step-pad-reflect"
