@@ -1355,3 +1355,35 @@ def test_convert_model_types_a_negative_step_slice_empty_for_a_following_matmul_
                          frozenset({"float16"}), "")
     k = Register(use_env=False).match(facts, "RuntimeError: ... Incompatible MatMul matrix dimension. First input dimension=0")
     assert k is not None and k.id == "ov-convert-slice-negative-step-pad-reflect"
+
+
+def test_an_int32_matmul_past_two_to_the_24_is_inexact_and_is_known():
+    """Issue 40's acceptance campaign (an int32 MatMul of a MatMulInteger's result: 1679538688 for 1679538671),
+    with OpenVINO's public API alone on 2026.4.1: the CPU plugin's int32 MatMul computes in float32, so
+    [16777217, 1] . [1, 0] gives 16777216 (known upstream: openvinotoolkit/openvino#37956). Asserts the inexact
+    result, so it fails once fixed; the register labels a finding whose differing int32 values pass 10^7."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.INT32, [1, 2]),
+                               helper.make_tensor_value_info("b", TensorProto.INT32, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    compiled = ov.Core().compile_model(ov.Core().read_model(model.SerializeToString(), b""), "CPU",
+                                       {"INFERENCE_PRECISION_HINT": "f32"})
+    got = compiled({"a": np.array([[16777217, 1]], np.int32), "b": np.array([1, 0], np.int32)})[compiled.outputs[0]]
+    assert got.tolist() == [16777216]
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("ov-cpu-nosnippets", "ort")
+    ops = frozenset({"bitwise_or", "matmul", "matmul_integer", "max_pool1d", "min"})
+    register = Register(use_env=False)
+    big = "ov-cpu-nosnippets differs from ort and the reference at output 4: distance 1.01e-08 > 0 (flat index 0: " \
+          "np.int32(1679538688) vs np.int32(1679538671))"
+    k = register.match(FindingFacts(1, "openvino", "inconsistency", configs, "", ops, frozenset({"int32", "uint8"}), ""), big)
+    assert k is not None and k.id == "ov-cpu-int32-matmul-in-f32"
+    small = "distance 1 > 0 (flat index 0: np.int32(7) vs np.int32(8))"
+    assert register.match(FindingFacts(1, "openvino", "inconsistency", configs, "", ops, frozenset({"int32"}), ""), small) is None
