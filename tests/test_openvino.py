@@ -390,6 +390,10 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
          "ov-onnx-empty-initializer-as-scalar"),  # issue 40's acceptance campaign
         (W, {"compress_computed"}, "int64", "ov-cpu differ from the reference at output 5: shape (2, 6, 5) != (3, 6, 5)",
          None),
+        ("accepted-invalid", {"mod"}, "int16", "ov-cpu compiled and ran mod with its shape rule broken (mod: shapes "
+         "[(0, 4, 1), (0, 2, 1)] do not broadcast) without an error", "ov-onnx-empty-initializer-as-scalar"),
+        ("accepted-invalid", {"mod"}, "int16", "ov-cpu compiled and ran mod with its shape rule broken (mod: shapes "
+         "[(3, 4, 1), (3, 2, 1)] do not broadcast) without an error", None),
         ("crash", {"gather"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu",
          "ov-cpu-gather-empty-indices-sigfpe"),
         ("crash", {"gather"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu", None),
@@ -971,6 +975,15 @@ def test_compress_by_an_empty_constant_condition_gains_a_leading_axis():
                                       {"INFERENCE_PRECISION_HINT": "f32"})
         feed = {"x": x, **({"c": np.zeros(0, bool)} if condition_is_input else {})}
         assert compiled(feed)[compiled.outputs[0]].shape == shape
+    # a Mod by an empty [0, 2, 1] initializer of a [0, 4, 1] (shapes ONNX rejects) is read as a Mod by a scalar
+    graph = helper.make_graph([helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.INT16, [0, 4, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT16, None)],
+                              [numpy_helper.from_array(np.zeros((0, 2, 1), np.int16), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    read = core.read_model(model.SerializeToString(), b"")
+    assert [str(o.get_output_partial_shape(0)) for o in read.get_ordered_ops() if o.get_type_name() == "Constant"] == ["[]"]
 
 
 def scan_of_a_negated_input(second_scan_output: bool) -> bytes:
