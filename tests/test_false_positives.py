@@ -311,3 +311,46 @@ def test_a_computed_float_cast_to_an_integer_out_of_its_range_is_undefined(op):
                    nodes=[Node("cast", ["i"], [Value("j", TensorType("int16", (1,)))], {"to": "int16"})],
                    outputs=["j"])
     assert reference.run(narrow, {"i": np.array([70000])}, check_overflow=True)["j"].tolist() == [4464]
+
+
+def test_a_nearest_grid_sample_at_a_half_pixel_inside_a_loop_is_ill_conditioned_not_a_bug(tmp_path):
+    """Issue 40's ORT campaign: a 5-D GridSample (nearest) in a Loop body, on a grid of tiny edge values, whose
+    positions 0.5 + 1e-10 the float64 reference rounds up and ORT's float32 (0.5, a tie rounded to even) down: a
+    wrong result while the same node at top level is ill-conditioned (OpSpec.near_tie). A region's body is checked
+    for near ties on each trip now, so the loop's output is not compared either."""
+    x, grid = TensorType("float32", (1, 1, 1, 2)), TensorType("float32", (1, 1, 1, 2))
+    y = TensorType("float32", (1, 1, 1, 1))
+    attrs = {"align_corners": 0, "mode": "nearest", "padding_mode": "zeros"}
+    body = Graph(inputs=[Value("i", TensorType("int64", ())), Value("cond", TensorType("bool", ())), Value("acc", y),
+                         Value("x", x), Value("grid", grid)],
+                 nodes=[Node("grid_sample", ["x", "grid"], [Value("s", y)], attrs, name="gs")],
+                 outputs=["cond", "s"], name="body")
+    g = Graph(inputs=[Value("x", x), Value("grid", grid)],
+              constants={"trips": np.array(1, np.int64), "go": np.array(True), "init": np.zeros((1, 1, 1, 1), np.float32)},
+              nodes=[Node("loop", ["trips", "go", "init", "x", "grid"], [Value("out", y)], {"body": body, "num_carried": 1},
+                          name="loop")],
+              outputs=["out"])
+    check_graph(g)
+    inputs = {"x": np.array([1.0, 2.0], np.float32).reshape(1, 1, 1, 2),
+              "grid": np.array([1e-10, 0.0], np.float32).reshape(1, 1, 1, 2)}  # (x, y): x at 0.5 + 1e-10 pixels
+    verdicts = judged(g, inputs, tmp_path)
+    assert not [v for v in verdicts if v.kind == "bug"], [v.detail for v in verdicts]
+    assert "ill-conditioned-output" in [v.category for v in verdicts], [v.category for v in verdicts]
+
+
+def test_an_integer_scatter_reduction_that_overflows_is_undefined_not_a_bug():
+    """Issue 37's edge values in issue 40's OpenVINO campaign: ScatterElements (reduction mul) of an int16 32767 by
+    updates -3 and -2 is 196602, past int16 (numpy wraps it to -6, OpenVINO's CPU plugin does not): an integer
+    overflow, implementation-defined as for Mul itself, so the reference is not judged; a product that fits is."""
+    from dlcfuzz import reference
+    from dlcfuzz.reference import IntegerOverflow
+
+    t, u = TensorType("int16", (3,)), TensorType("int16", (2,))
+    attrs = {"axis": 0, "indices": [1, 1], "reduction": "mul", "index_dtype": "int64"}
+    g = Graph(inputs=[Value("x", t), Value("u", u)],
+              nodes=[Node("scatter_elements", ["x", "u"], [Value("y", t)], attrs, name="s")], outputs=["y"])
+    check_graph(g)
+    with pytest.raises(IntegerOverflow):
+        reference.run(g, {"x": np.array([1, 32767, 2], np.int16), "u": np.array([-3, -2], np.int16)}, check_overflow=True)
+    fits = reference.run(g, {"x": np.array([1, 300, 2], np.int16), "u": np.array([-3, -2], np.int16)}, check_overflow=True)
+    assert fits["y"].tolist() == [1, 1800, 2]

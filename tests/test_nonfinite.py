@@ -131,3 +131,32 @@ def test_a_compiler_that_loses_nan_is_found_with_profiles_and_not_without(tmp_pa
     assert found and all(f["category"] in ("wrong-result", "inconsistency") and "NaN" in f["detail"]
                          for f in found), found
     assert _campaign(tmp_path, "planted:nan@add", "small") == []
+
+
+def test_a_nan_a_loop_body_hides_leaves_the_reference_unjudged_as_at_top_level():
+    """Issue 40's acceptance campaign: a Loop body's ArgMin over Atanh of values past 1 (a NaN, which ONNX leaves
+    to the implementation: ORT skips it, numpy picks it) was judged a wrong result, since the non-finite check saw
+    only the loop's own inputs and outputs. The body's values are checked on each trip now: the same NaN at top
+    level and in the body both leave the reference unjudged; finite values in the body are judged."""
+    t, idx = TensorType("float32", (1, 4)), TensorType("int64", (1,))
+    body = Graph(inputs=[Value("i", TensorType("int64", ())), Value("cond", TensorType("bool", ())),
+                         Value("acc", idx), Value("x", t)],
+                 nodes=[Node("atanh", ["x"], [Value("a", t)], name="at"),
+                        Node("argmin", ["a"], [Value("m", idx)], {"axis": 1, "keepdims": 0, "select_last_index": 0},
+                             name="am")],
+                 outputs=["cond", "m"], name="body")
+    g = Graph(inputs=[Value("x", t)], constants={"trips": np.array(1, np.int64), "go": np.array(True),
+                                                 "init": np.zeros(1, np.int64)},
+              nodes=[Node("loop", ["trips", "go", "init", "x"], [Value("out", idx)], {"body": body, "num_carried": 1},
+                          name="loop")],
+              outputs=["out"])
+    flat = Graph(inputs=[Value("x", t)], nodes=body.nodes, outputs=["m"])
+    past_one = {"x": np.array([[0.5, -0.9, 1.2, 0.1]], np.float32)}
+    for h in (flat, g):
+        assert reference_of(TestCase(h, dict(past_one), [], seed=0), tries=1).reason == C.NONFINITE_REFERENCE
+    with pytest.raises(reference.NonfiniteInBody, match="at in the body of loop"):
+        reference.run(g, past_one, check_nonfinite=True)
+    np.testing.assert_array_equal(reference.run(g, past_one)["out"], [2])  # unchecked: numpy's argmin takes the NaN
+    inside = {"x": np.array([[0.5, -0.9, 0.2, 0.1]], np.float32)}
+    ref = reference_of(TestCase(g, inside, [], seed=0), tries=1)
+    assert ref.outputs is not None and ref.outputs[0].tolist() == [1]

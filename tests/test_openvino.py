@@ -364,9 +364,9 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         assert b.match.get("category"), b.id
         assert {o for k in ("ops_all", "ops_any", "ops_subset") for o in b.match.get(k, ())} <= names, b.id
 
-    def known(category: str, ops: set[str], dtype: str, detail: str = "") -> str | None:
+    def known(category: str, ops: set[str], dtype: str, detail: str = "", attrs: str = "") -> str | None:
         f = FindingFacts(1, "openvino", category, ("ov-cpu-nosnippets", "ov-cpu"), "", frozenset(ops),
-                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value")
+                         frozenset({dtype}), "", f"{category}|openvino|ov-cpu|value", "value", attrs)
         k = reg.match(f, detail)
         return k.id if k else None
 
@@ -380,12 +380,20 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"lstm"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
         (W, {"gru"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
         (W, {"bit_shift"}, "uint32", "", "ov-onnx-bitshift-as-multiply-divide"),
-        (W, {"reduce_l2"}, "float32", "", "ov-onnx-reduce-noop-empty-axes-returns-input"),
+        (W, {"reduce_l2"}, "float32", "", None),  # the entry needs the reduction's empty axes and noop (attrs, below)
         (W, {"reduce_l1"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"reduce_l1", "relu"}, "float32", "", None),
         (E, {"gather_nd"}, "float32", "RuntimeError: ... Indices rank must be at least 1",
          "ov-onnx-empty-initializer-as-scalar"),
         (W, {"gather_nd"}, "float32", "", None),  # the GatherND cluster an unrelated entry once claimed
+        (W, {"compress_computed"}, "int64", "ov-cpu differ from the reference at output 5: shape (0, 0, 6, 5) != (0, 6, 5)",
+         "ov-onnx-empty-initializer-as-scalar"),  # issue 40's acceptance campaign
+        (W, {"compress_computed"}, "int64", "ov-cpu differ from the reference at output 5: shape (2, 6, 5) != (3, 6, 5)",
+         None),
+        ("accepted-invalid", {"mod"}, "int16", "ov-cpu compiled and ran mod with its shape rule broken (mod: shapes "
+         "[(0, 4, 1), (0, 2, 1)] do not broadcast) without an error", "ov-onnx-empty-initializer-as-scalar"),
+        ("accepted-invalid", {"mod"}, "int16", "ov-cpu compiled and ran mod with its shape rule broken (mod: shapes "
+         "[(3, 4, 1), (3, 2, 1)] do not broadcast) without an error", None),
         ("crash", {"gather"}, "float32", "killed by signal 8 (SIGFPE) during compile of ov-cpu",
          "ov-cpu-gather-empty-indices-sigfpe"),
         ("crash", {"gather"}, "float32", "killed by signal 11 (SIGSEGV) during compile of ov-cpu", None),
@@ -413,6 +421,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"argmin"}, "int64", "", None),
         (W, {"bitwise_xor", "bit_shift"}, "int8", "", "ov-onnx-bitshift-as-multiply-divide"),
         (W, {"bitwise_xor"}, "int8", "", None),
+        (W, {"bit_shift", "greater_equal"}, "int16", "", "ov-onnx-bitshift-as-multiply-divide"),  # issue 40's campaign
         (W, {"rnn"}, "float32", "", "ov-onnx-rnn-bidirectional-reverse-forward-activations"),
         ("crash", {"compress"}, "float16", "killed by signal 8 (SIGFPE) during compile of ov-cpu-nosnippets",
          "ov-cpu-gather-empty-indices-sigfpe"),
@@ -421,6 +430,7 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"rotary_embedding"}, "float32", "", "ov-cpu-subnormal-constants-zeroed"),
         (W, {"reduce_min"}, "int32", "", "ov-cpu-integer-reduce-in-f32"),
         (W, {"roi_align", "less_equal"}, "float16", "", "ov-cpu-roialign-max-negative-gives-zero"),
+        (W, {"roi_align", "loop"}, "float32", "", "ov-cpu-roialign-max-negative-gives-zero"),  # issue 40's campaign
         (W, {"less_equal"}, "float16", "", None),
         (W, {"div"}, "uint32", "", "ov-cpu-uint32-div-in-f32"),
         (W, {"div"}, "uint16", "", None),
@@ -469,10 +479,25 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"greater"}, "float16", "", None),
         (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
+        (W, {"quantize_linear", "scan"}, "int16", "", "ov-cpu-quantizelinear-ties-after-zero-point"),  # issue 40's campaign
         (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
+        (E, {"slice", "matmul"}, "float16", "RuntimeError: Check ... Incompatible MatMul matrix dimension. First input "
+         "dimension=0 at COL_INDEX_DIM=1 doesn't match the second input dimension=1 at ROW_INDEX_DIM=0", None),  # not ov-convert
+        # issue 40's acceptance campaign: QuickGelu of a Scan's squeezed slice, its rank-1 result one axis too many
+        (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (1, 1) != (1,)",
+         "ov-onnx-quickgelu-scalar-rank1"),
+        (W, {"ms_quick_gelu", "squeeze"}, "float32", "ov-cpu differ from the reference at output 5: shape (2, 1) != (1,)",
+         None),
     ]
     for category, ops, dtype, detail, want in cases:
         assert known(category, ops, dtype, detail) == want, (category, ops, dtype, detail)
+    # the no-op reductions: an empty axes list with noop_with_empty_axes=1, whatever reads the result (issue 40's
+    # acceptance campaign: ReduceLogSum -> Sin); a reduction over given axes is not this bug
+    noop = "ov-onnx-reduce-noop-empty-axes-returns-input"
+    assert known(W, {"reduce_l2"}, "float32", attrs="reduce_l2{axes=[], keepdims=1, noop_with_empty_axes=1}") == noop
+    assert known(W, {"reduce_log_sum", "sin"}, "float16",
+                 attrs="reduce_log_sum{axes=[], keepdims=1, noop_with_empty_axes=1}\nsin{}") == noop
+    assert known(W, {"reduce_l2"}, "float32", attrs="reduce_l2{axes=[1], keepdims=1, noop_with_empty_axes=1}") is None
 
 
 def test_a_finding_only_the_onnxruntime_cross_check_shows_is_matched_against_onnxruntimes_register():
@@ -641,3 +666,737 @@ def test_a_bool_cast_of_uniques_counts_is_wrong_and_known(tmp_path):
                          frozenset({"float32", "int64", "bool"}), "")
     k = Register(use_env=False).match(facts, verdicts[0].detail)
     assert k is not None and k.id == "ov-cpu-unique-cast-to-bool-reads-indices"
+
+
+def constant_scan_of_a_shape_bounded_slice(scanned_is_constant: bool) -> bytes:
+    """An ONNX Scan (OpenVINO's TensorIterator) over a float32 [1, 8], its body Slice(x, 0, Shape(x) - 1): the
+    bounds come from the body input's shape, as in the Slice that CenterCropPad decomposes into."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    def const(name: str, value: np.ndarray):
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value, name))
+
+    body = helper.make_graph(
+        [const("start", np.array([0], np.int64)), const("one", np.array([1], np.int64)),
+         helper.make_node("Shape", ["x"], ["shape"]), helper.make_node("Sub", ["shape", "one"], ["end"]),
+         helper.make_node("Slice", ["x", "start", "end"], ["y"]), helper.make_node("Identity", ["s"], ["s_next"])],
+        "body", [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2]),
+                 helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+        [helper.make_tensor_value_info("s_next", TensorProto.FLOAT, [2]),
+         helper.make_tensor_value_info("y", TensorProto.FLOAT, [7])])
+    scanned = numpy_helper.from_array(np.arange(8, dtype=np.float32).reshape(1, 8), "xs")
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["final", "ys"], body=body, num_scan_inputs=1)], "main",
+        [] if scanned_is_constant else [helper.make_tensor_value_info("xs", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("ys", TensorProto.FLOAT, [1, 7])],
+        [numpy_helper.from_array(np.zeros(2, np.float32), "s0"), *([scanned] if scanned_is_constant else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def nonzero_of_a_scan(scanned_is_constant: bool) -> bytes:
+    """NonZero of an ONNX Scan's final int8 [4, 4] state (body: state + scanned slice), scanning a constant or an
+    input [1, 4, 4] of -8..7."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    body = helper.make_graph([helper.make_node("Add", ["x", "s"], ["s_next"])], "body",
+                             [helper.make_tensor_value_info("s", TensorProto.INT8, [4, 4]),
+                              helper.make_tensor_value_info("x", TensorProto.INT8, [4, 4])],
+                             [helper.make_tensor_value_info("s_next", TensorProto.INT8, [4, 4])])
+    scanned = numpy_helper.from_array(np.arange(-8, 8, dtype=np.int8).reshape(1, 4, 4), "xs")
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["final"], body=body, num_scan_inputs=1),
+         helper.make_node("NonZero", ["final"], ["nz"])], "g",
+        [] if scanned_is_constant else [helper.make_tensor_value_info("xs", TensorProto.INT8, [1, 4, 4])],
+        [helper.make_tensor_value_info("nz", TensorProto.INT64, [2, None])],
+        [numpy_helper.from_array(np.zeros((4, 4), np.int8), "s0"), *([scanned] if scanned_is_constant else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_scan_over_constants_with_a_shape_bounded_slice_fails_to_compile_and_is_known():
+    """Issue 40's acceptance campaign (Scan -> If -> CenterCropPad, uint8), reproduced with OpenVINO's public API
+    alone on 2026.4.1: the CPU plugin refuses a Scan whose inputs are all constants when its body slices by bounds
+    computed from the body input's shape ("Slice node ... doesn't have compiled executor!"); the same Scan over a
+    graph input compiles and is right. Asserts the failure, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    props = {"INFERENCE_PRECISION_HINT": "f32"}
+    over_input = core.compile_model(core.read_model(constant_scan_of_a_shape_bounded_slice(False), b""), "CPU", props)
+    got = over_input({"xs": np.arange(8, dtype=np.float32).reshape(1, 8)})[over_input.outputs[0]]
+    np.testing.assert_array_equal(got, np.arange(7, dtype=np.float32).reshape(1, 7))
+    with pytest.raises(RuntimeError, match="doesn't have compiled executor") as raised:
+        core.compile_model(core.read_model(constant_scan_of_a_shape_bounded_slice(True), b""), "CPU", props)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    facts = FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset({"scan", "center_crop_pad"}),
+                         frozenset({"uint8"}), "")
+    register = Register(use_env=False)
+    k = register.match(facts, f"RuntimeError: {raised.value}")
+    assert k is not None and k.id == "ov-cpu-constant-scan-shape-bounded-slice-no-executor"
+    assert register.match(facts, "RuntimeError: something else") is None
+    # the same family: NonZero of a Scan over constants (the Scan over a graph input is right)
+    for scanned_is_constant in (False, True):
+        model = nonzero_of_a_scan(scanned_is_constant)
+        if scanned_is_constant:
+            with pytest.raises(RuntimeError, match="Can not create StaticMemory object"):
+                core.compile_model(core.read_model(model, b""), "CPU", props)
+        else:
+            compiled = core.compile_model(core.read_model(model, b""), "CPU", props)
+            xs = np.arange(-8, 8, dtype=np.int8).reshape(1, 4, 4)
+            assert compiled({"xs": xs})[compiled.outputs[0]].shape == (2, 15)
+    nonzero = ("RuntimeError: ... Check 'm_pMemDesc->isDefined()' failed at src/plugins/intel_cpu/src/cpu_memory.cpp:446:\n"
+               "Can not create StaticMemory object. The memory desc is undefined")
+    facts = FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset({"scan", "argmin", "add", "flatten",
+                                                                                     "non_zero"}), frozenset({"int8"}), "")
+    k = register.match(facts, nonzero)
+    assert k is not None and k.id == "ov-cpu-constant-scan-shape-bounded-slice-no-executor"
+
+
+def counted_loop_with_a_trace() -> bytes:
+    """An ONNX Loop whose trip count M is a graph input: one carried float32[3] the body adds 1 to, and a scan
+    output (the trace) of each trip's value."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(np.array(1.0, np.float32), "one")),
+         helper.make_node("Add", ["v", "one"], ["v_next"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         helper.make_node("Identity", ["v_next"], ["trip_value"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("trip_value", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "v0"], ["v_final", "trace"], body=body)], "main",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []), helper.make_tensor_value_info("v0", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("v_final", TensorProto.FLOAT, [3]),
+         helper.make_tensor_value_info("trace", TensorProto.FLOAT, [None, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_zero_trip_loop_after_a_run_with_trips_keeps_the_previous_trace_extent_and_is_known():
+    """Issue 40's acceptance campaign (a 16-node graph with a computed-count Loop; the finding showed on the second
+    of its eight input sets and not when that set ran alone), reproduced with OpenVINO's public API alone on
+    2026.4.1: one compiled model run with M = 1 and then M = 0 gives the scan output the extent 1 (the previous
+    run's) where ONNX gives 0; a model compiled fresh and run with M = 0 first gives 0. The carried value is right.
+    Asserts the wrong extent, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    v0 = np.array([1.0, 2.0, 3.0], np.float32)
+
+    def compiled():
+        return core.compile_model(core.read_model(counted_loop_with_a_trace(), b""), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32"})
+
+    def run(model, trips: int) -> tuple[np.ndarray, np.ndarray]:
+        res = model({"M": np.array(trips, np.int64), "v0": v0})
+        return res[model.outputs[0]], res[model.outputs[1]]
+
+    final, trace = run(compiled(), 0)
+    assert trace.shape == (0, 3)  # a fresh model: right
+    np.testing.assert_array_equal(final, v0)
+    model = compiled()
+    final, trace = run(model, 1)
+    assert trace.shape == (1, 3)
+    np.testing.assert_array_equal(final, v0 + 1)
+    final, trace = run(model, 0)
+    np.testing.assert_array_equal(final, v0)  # the carried value is the initial one, as it should be
+    assert trace.shape == (1, 3)  # the bug: the previous run's extent, where ONNX gives (0, 3)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"loop", "neg", "add"}),
+                         frozenset({"float32", "int64", "bool"}), "")
+    register = Register(use_env=False)
+    detail = "ov-cpu-nosnippets, ov-cpu differ from the reference at output 10: shape (1, 2, 3, 8) != (0, 2, 3, 8)"
+    k = register.match(facts, detail)
+    assert k is not None and k.id == "ov-cpu-zero-trip-loop-keeps-previous-scan-extent"
+    other = register.match(facts, "ov-cpu differs from the reference at output 0: distance 0.5 > 0.001")
+    assert other is not None and other.id == "ov-cpu-zero-trip-loop-loses-carried-value"
+
+
+def test_openvinos_reference_evaluates_a_data_dependent_output_shape():
+    """Model.evaluate (the ov-reference configuration) of a graph whose output extent the data decides: its output
+    tensor is allocated with zero extents, which evaluate() resizes. Issue 40's acceptance campaign raised
+    "to_shape was called on a dynamic shape" from dlcfuzz's own allocation for a Loop's scan output (a computed trip
+    count), a finding that was ours; a NonZero shows it on one node and is evaluated right."""
+    backend = get_backend("openvino")
+    x = TensorType("float32", (5,))
+    g = Graph(inputs=[Value("x", x)], nodes=[Node("non_zero", ["x"], [Value("y", TensorType("int64", (1, 5), (1,)))])],
+              outputs=["y"])
+    check_graph(g)
+    inputs = {"x": np.array([0.0, 1.5, 0.0, -2.0, 3.0], np.float32)}
+    [obs] = run_configs(backend, TestCase(g, inputs, [backend.configs()["ov-reference"]], seed=0))
+    assert obs.status == "ok", obs.error
+    np.testing.assert_array_equal(obs.outputs[0], [[1, 3, 4]])
+
+
+def unique_along_axis_0(dtype: str, sorted_: int) -> bytes:
+    """ONNX Unique(axis=0) of a [3, 2] input, all four outputs (opset 18)."""
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    node = helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], axis=0, sorted=sorted_)
+    graph = helper.make_graph([node], "unique", [helper.make_tensor_value_info("x", elem, [3, 2])],
+                              [helper.make_tensor_value_info("y", elem, [None, 2])]
+                              + [helper.make_tensor_value_info(n, 7, [None]) for n in ("indices", "inverse", "counts")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_one_byte_unique_along_an_axis_gives_wrong_first_indices_and_counts_and_is_known():
+    """Issue 40's acceptance campaign (a data-dependent extent: Unique of a uint8 [6, 3, 6, 5] along axis -4),
+    reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin's Unique along an axis of a uint8 or
+    int8 input with sorted=0 returns indices that are not the first occurrences (leftover memory) and a count of
+    0 for a slice that occurs once; the unique slices and inverse indices are right, and float32 is right.
+    Asserts the wrong outputs, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    x = np.array([[1, 2], [3, 4], [1, 2]])
+    for dtype in ("uint8", "int8", "float32"):
+        compiled = core.compile_model(core.read_model(unique_along_axis_0(dtype, 0), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        res = compiled({"x": x.astype(dtype)})
+        y, indices, inverse, counts = (res[o] for o in compiled.outputs)
+        np.testing.assert_array_equal(y, [[1, 2], [3, 4]])
+        np.testing.assert_array_equal(inverse, [0, 1, 0])
+        right = np.array_equal(indices, [0, 1]) and np.array_equal(counts, [2, 1])
+        assert right == (dtype == "float32"), (dtype, indices, counts)
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for dtype, want in (("uint8", "ov-cpu-unique-one-byte-axis-indices-counts"), ("float32", None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"unique"}),
+                             frozenset({dtype, "int64"}), "")
+        k = register.match(facts, "ov-cpu differ from the reference at output 2: distance 1 > 0")
+        assert (k.id if k else None) == want
+
+
+def loop_of_trip_count_input(scan_output: bool) -> bytes:
+    """ONNX Loop (opset 18) whose trip count M is a graph input, condition a true constant, one carried int32 that
+    the body ORs with a captured input, and (with `scan_output`) each trip's value stacked."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    extra = [helper.make_node("Identity", ["v_next"], ["trip_value"])] if scan_output else []
+    body = helper.make_graph(
+        [helper.make_node("BitwiseOr", ["v", "x1"], ["v_next"]), helper.make_node("Identity", ["cond"], ["cond_out"]),
+         *extra],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_next", TensorProto.INT32, []),
+         *([helper.make_tensor_value_info("trip_value", TensorProto.INT32, [])] if scan_output else [])])
+    outs = ["final", "trace"] if scan_output else ["final"]
+    graph = helper.make_graph(
+        [helper.make_node("Constant", [], ["go"], value=numpy_helper.from_array(np.array(True), "go")),
+         helper.make_node("Loop", ["M", "go", "v0"], outs, body=body)], "main",
+        [helper.make_tensor_value_info("M", TensorProto.INT64, []), helper.make_tensor_value_info("v0", TensorProto.INT32, []),
+         helper.make_tensor_value_info("x1", TensorProto.INT32, [])],
+        [helper.make_tensor_value_info("final", TensorProto.INT32, []),
+         *([helper.make_tensor_value_info("trace", TensorProto.INT32, [None])] if scan_output else [])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_negative_loop_trip_count_runs_unbounded_and_is_known():
+    """Issue 40's acceptance campaign (a computed trip count that an If negated; the crash finding it left reduced to
+    a lone Sign in a worker the Loop had already damaged), reproduced with OpenVINO's public API alone on 2026.4.1:
+    ONNX's `for (i = 0; i < M && cond; ++i)` runs no trip for M < 0, and onnxruntime gives the initial value, while
+    the CPU plugin treats a negative M as no bound (OpenVINO's Loop reads -1 as "infinite"): with a scan output and
+    M = -2 the run fails on an overflowing buffer size (without one, or with M = -1, it never returns; compiling
+    such a model again in the same Core then crashes). M = 0 is right. Asserts the failure, so it fails once the
+    installed OpenVINO is fixed."""
+    import openvino as ov
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(loop_of_trip_count_input(True), b""), "CPU",
+                                  {"INFERENCE_PRECISION_HINT": "f32"})
+    feed = {"v0": np.array(1, np.int32), "x1": np.array(4, np.int32)}
+    res = compiled({**feed, "M": np.array(0, np.int64)})
+    assert res[compiled.outputs[0]] == 1 and res[compiled.outputs[1]].shape == (0,)  # no trip: right
+    with pytest.raises(RuntimeError, match="getCurrentMemSizeImp overflow"):
+        compiled({**feed, "M": np.array(-2, np.int64)})
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for category, detail, key, want in (
+            ("unexpected-error", "RuntimeError: ... CpuBlockedMemoryDesc::getCurrentMemSizeImp overflow while "
+             "converting elements to byte size", "error|openvino|RuntimeError", "ov-onnx-loop-negative-trip-count-unbounded"),
+            ("hang", "timeout during run of ov-cpu", "hang|openvino|run|hang|", "ov-onnx-loop-negative-trip-count-unbounded"),
+            ("unexpected-error", "RuntimeError: something else", "error|openvino|RuntimeError", None)):
+        facts = FindingFacts(1, "openvino", category, configs, "", frozenset({"loop", "bitwise_or"}),
+                             frozenset({"int32", "int64"}), "", key=key)
+        k = register.match(facts, detail)
+        assert (k.id if k else None) == want, (category, detail)
+
+
+def test_compress_by_an_empty_constant_condition_gains_a_leading_axis():
+    """The ONNX frontend's empty initializer read as a scalar (ov-onnx-empty-initializer-as-scalar), seen by issue 40's
+    acceptance campaign in a Compress: axis 0 of a [3, 6, 5] by an empty bool initializer gives (0, 0, 6, 5), where
+    ONNX gives (0, 6, 5), as the same condition fed as a graph input does (OpenVINO 2026.4.1, public API alone).
+    Asserts the wrong shape, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    def compress(condition_is_input: bool) -> bytes:
+        ins = [helper.make_tensor_value_info("x", TensorProto.INT64, [3, 6, 5])]
+        if condition_is_input:
+            ins.append(helper.make_tensor_value_info("c", TensorProto.BOOL, [0]))
+        graph = helper.make_graph([helper.make_node("Compress", ["x", "c"], ["y"], axis=0)], "g", ins,
+                                  [helper.make_tensor_value_info("y", TensorProto.INT64, [0, 6, 5])],
+                                  [] if condition_is_input else [numpy_helper.from_array(np.zeros(0, bool), "c")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.arange(90).reshape(3, 6, 5)
+    for condition_is_input, shape in ((True, (0, 6, 5)), (False, (0, 0, 6, 5))):
+        compiled = core.compile_model(core.read_model(compress(condition_is_input), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        feed = {"x": x, **({"c": np.zeros(0, bool)} if condition_is_input else {})}
+        assert compiled(feed)[compiled.outputs[0]].shape == shape
+    # a Mod by an empty [0, 2, 1] initializer of a [0, 4, 1] (shapes ONNX rejects) is read as a Mod by a scalar
+    graph = helper.make_graph([helper.make_node("Mod", ["a", "b"], ["y"], fmod=0)], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.INT16, [0, 4, 1])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT16, None)],
+                              [numpy_helper.from_array(np.zeros((0, 2, 1), np.int16), "b")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    read = core.read_model(model.SerializeToString(), b"")
+    assert [str(o.get_output_partial_shape(0)) for o in read.get_ordered_ops() if o.get_type_name() == "Constant"] == ["[]"]
+
+
+def scan_of_a_negated_input(second_scan_output: bool) -> bytes:
+    """ONNX Scan (opset 18) over float32 xs[3], one state s <- Neg(x_t), scan output y_t = Sin(s) (the state before
+    the step) and, with `second_scan_output`, the next state s itself stacked."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Neg", ["x"], ["s_next"]), helper.make_node("Sin", ["s"], ["y"])]
+    outs = [helper.make_tensor_value_info("s_next", TensorProto.FLOAT, []),
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [])]
+    if second_scan_output:
+        nodes.append(helper.make_node("Identity", ["s_next"], ["z"]))
+        outs.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, []))
+    body = helper.make_graph(nodes, "body", [helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
+                                             helper.make_tensor_value_info("x", TensorProto.FLOAT, [])], outs)
+    scan_outs = ["ys", "zs"] if second_scan_output else ["ys"]
+    graph = helper.make_graph(
+        [helper.make_node("Scan", ["s0", "xs"], ["s_final", *scan_outs], body=body, num_scan_inputs=1)], "g",
+        [helper.make_tensor_value_info("s0", TensorProto.FLOAT, []), helper.make_tensor_value_info("xs", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in scan_outs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_a_scan_whose_next_state_is_also_stacked_reads_the_state_after_the_step_and_is_known():
+    """Issue 40's acceptance campaign (a three-state Scan, float16), reproduced with OpenVINO's public API alone on
+    2026.4.1: with the next state also a scan output, the body's Sin(s) sees another value than the state before the
+    step from the second step on (-0.894 for sin(-0.3828) = -0.3735); with the one scan output it is right.
+    Asserts the wrong values, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+
+    core = ov.Core()
+    feed = {"s0": np.array(-1.56, np.float32), "xs": np.array([0.3828, -1.106, 0.875], np.float32)}
+    states_before = np.array([-1.56, -0.3828, 1.106], np.float32)
+    for second, right in ((False, True), (True, False)):
+        compiled = core.compile_model(core.read_model(scan_of_a_negated_input(second), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        ys = compiled(feed)[compiled.outputs[0]]
+        assert np.allclose(ys, np.sin(states_before), atol=1e-5) == right, ys
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+
+    def known(scan_attrs: str) -> str | None:
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"scan", "neg", "sin", "compress"}),
+                             frozenset({"float16"}), "", attrs=f"scan{{{scan_attrs}}}\nneg{{}}\nsin{{}}")
+        k = register.match(facts, "distance 1.66 > 0.01")
+        return k.id if k else None
+
+    assert known("num_scan_inputs=1, num_states=3, scan_input_axes=[0], scan_input_directions=[0], "
+                 "scan_output_axes=[0, 0, 0], scan_output_directions=[0, 1, 0]") == "ov-cpu-scan-stacked-next-state"
+    assert known("num_scan_inputs=1, num_states=1, scan_input_axes=[0], scan_input_directions=[0], "
+                 "scan_output_axes=[0], scan_output_directions=[0]") is None  # one scan output: not this bug
+
+
+def test_an_unsorted_unique_whose_values_alone_are_read_zeroes_all_but_the_first_and_is_known():
+    """Issue 40's acceptance campaign (a data-dependent extent: Unique(sorted=0) of an int32 [1, 3]), reproduced with
+    OpenVINO's public API alone on 2026.4.1: when the model reads only Unique's unique values, sorted=0 gives the
+    first value and zeros ([4, 0, 0] for [4, 1, 4, 2], whatever the dtype); with its other outputs read too, or with
+    sorted=1, the values are right. Asserts the zeros, so it fails once the installed OpenVINO is fixed."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def unique(sorted_: int, all_outputs: bool) -> bytes:
+        outs = [helper.make_tensor_value_info("y", TensorProto.INT32, [None])]
+        if all_outputs:
+            outs += [helper.make_tensor_value_info(n, TensorProto.INT64, [None]) for n in ("indices", "inverse", "counts")]
+        graph = helper.make_graph([helper.make_node("Unique", ["x"], ["y", "indices", "inverse", "counts"], sorted=sorted_)],
+                                  "g", [helper.make_tensor_value_info("x", TensorProto.INT32, [4])], outs)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([4, 1, 4, 2], np.int32)
+    for sorted_, all_outputs, want in ((0, True, [4, 1, 2]), (1, False, [1, 2, 4]), (0, False, [4, 0, 0])):
+        compiled = core.compile_model(core.read_model(unique(sorted_, all_outputs), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"x": x})[compiled.outputs[0]].tolist() == want, (sorted_, all_outputs)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+    for attrs, want_id in (("unique{sorted=0}", "ov-cpu-unique-unsorted-values-alone-zeroed"), ("unique{sorted=1}", None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"unique"}), frozenset({"int32", "int64"}),
+                             "", attrs=attrs)
+        k = register.match(facts, "distance 0.594 > 0.001")
+        assert (k.id if k else None) == want_id
+
+
+def test_an_int64_beyond_int32_inside_a_loop_body_is_a_documented_limitation_too():
+    """The CPU plugin's i32 integer precision holds inside a region as well: a Loop body that multiplies an int64 by
+    2^32 and divides it back returns small values the plugin gets wrong (its i32 product wraps), and the intermediate
+    beyond int32, seen only in the body, makes the difference a documented limitation (policy.values_with_bodies).
+    Issue 40's region campaigns put such bodies in Loops."""
+    t = TensorType("int64", (3,))
+    body = Graph(inputs=[Value("i", TensorType("int64", ())), Value("cond", TensorType("bool", ())), Value("acc", t),
+                         Value("x", t)],
+                 constants={"big": np.array(2**32, np.int64)},
+                 nodes=[Node("mul", ["x", "big"], [Value("p", t)], name="m"),
+                        Node("div", ["p", "big"], [Value("q", t)], name="d")],
+                 outputs=["cond", "q"], name="body")
+    g = Graph(inputs=[Value("x", t)], constants={"trips": np.array(1, np.int64), "go": np.array(True),
+                                                 "init": np.zeros(3, np.int64)},
+              nodes=[Node("loop", ["trips", "go", "init", "x"], [Value("y", t)], {"body": body, "num_carried": 1},
+                          name="loop")],
+              outputs=["y"])
+    check_graph(g)
+    differs, limited = limited_verdicts(g, np.array([3, -5, 7], np.int64))
+    assert differs  # 3 * 2^32 wraps in i32
+    assert not any(v.kind == "bug" for v in limited), [v.detail for v in limited]
+    assert [v.category for v in limited if v.kind == "unknown"] == ["documented-limitation"]
+    assert "loop/p#0" in limited[0].detail
+
+
+def test_greater_with_a_nan_operand_is_true_and_is_known():
+    """Issue 37's edge values in issue 40's acceptance campaign (float16 Greater(-1.186, NaN) and a broadcast
+    GreaterOrEqual with a NaN), reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin's Greater and
+    GreaterOrEqual give True with a NaN operand, where IEEE comparisons (and ONNX) give False; Less, LessOrEqual and
+    Equal give False. Known upstream: openvinotoolkit/openvino#31196 (open), #35927. Asserts the True."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    core = ov.Core()
+    a, b = np.array([1.9, -1.5, np.nan], np.float32), np.array([np.nan, np.nan, 1.0], np.float32)
+    for op, want in (("Greater", [True, True, True]), ("GreaterOrEqual", [True, True, True]),
+                     ("Less", [False, False, False]), ("Equal", [False, False, False])):
+        graph = helper.make_graph([helper.make_node(op, ["a", "b"], ["y"])], "g",
+                                  [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in "ab"],
+                                  [helper.make_tensor_value_info("y", TensorProto.BOOL, [3])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        compiled = core.compile_model(core.read_model(model.SerializeToString(), b""), "CPU",
+                                      {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"a": a, "b": b})[compiled.outputs[0]].tolist() == want, op
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    detail = "ov-cpu differ from the reference at output 0: distance 1 > 0 (flat index 0: np.True_ vs np.False_)"
+    for ops, dtype, want_id in (({"greater"}, "float16", "ov-cpu-greater-nan-true"), ({"less"}, "float16", None),
+                                ({"greater"}, "int32", "ov-cpu-int32-comparisons-in-f32")):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({dtype, "bool"}), "")
+        k = Register(use_env=False).match(facts, detail)
+        assert (k.id if k else None) == want_id, (ops, dtype)
+
+
+def dft(shape: list[int], opset: int, axis: int, onesided: int) -> bytes:
+    """ONNX DFT (forward) of a float32 `shape`, its axis an attribute (opset 17) or an input (opset 20)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    if opset == 17:
+        node, inits = helper.make_node("DFT", ["x"], ["y"], inverse=0, onesided=onesided, axis=axis), []
+    else:
+        node = helper.make_node("DFT", ["x", "", "axis"], ["y"], inverse=0, onesided=onesided)
+        inits = [numpy_helper.from_array(np.array(axis, np.int64), "axis")]
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_dft20s_axis_input_is_ignored_and_a_real_onesided_dft_keeps_its_unit_axis_and_both_are_known():
+    """Issue 40's acceptance campaign (DFT-20 along axes 0, -2, -3, -4; a real one-sided DFT), reproduced with
+    OpenVINO's public API alone on 2026.4.1: the ONNX frontend transforms a DFT-20 along axis 1 whatever its axis
+    input says (opset 17's axis attribute is honoured), and a real input's one-sided DFT keeps the input's trailing
+    axis of 1 before the complex one ([2, 4, 1] gives [2, 3, 1, 2] where ONNX gives [2, 3, 2]). Asserts both."""
+    import openvino as ov
+
+    core = ov.Core()
+
+    def run(model: bytes, x: np.ndarray) -> np.ndarray:
+        compiled = core.compile_model(core.read_model(model, b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled({"x": x})[compiled.outputs[0]]
+
+    x = np.random.default_rng(1).standard_normal((2, 3, 4, 2)).astype(np.float32)
+    xc = x[..., 0] + 1j * x[..., 1]
+    for opset, axis, along in ((17, 0, 0), (17, 2, 2), (20, 0, 1), (20, 2, 1), (20, -2, 1)):
+        y = run(dft([2, 3, 4, 2], opset, axis, 0), x)
+        np.testing.assert_allclose(y[..., 0] + 1j * y[..., 1], np.fft.fft(xc, axis=along), atol=1e-3)
+    real = np.random.default_rng(2).standard_normal((2, 4, 1)).astype(np.float32)
+    assert run(dft([2, 4, 1], 17, 1, 1), real).shape == (2, 3, 1, 2)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    register = Register(use_env=False)
+
+    def known(attrs: str, detail: str) -> str | None:
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset({"dft"}), frozenset({"float32"}), "",
+                             attrs=attrs)
+        k = register.match(facts, detail)
+        return k.id if k else None
+
+    shape_detail = "ov-cpu differ from the reference at output 3: shape (3, 4, 2) != (4, 2, 2)"
+    assert known("dft{axis=0, dft_length=4, inverse=0, onesided=0}", shape_detail) == "ov-onnx-dft20-axis-input-ignored"
+    assert known("dft{axis=1, dft_length=None, inverse=0, onesided=0}", "distance 4.91 > 0.001") is None
+    assert known("dft{axis=1, dft_length=None, inverse=0, onesided=1}",
+                 "ov-cpu differ from the reference at output 6: shape (1, 1, 1, 1, 2) != (1, 1, 1, 2)") == \
+        "ov-onnx-dft-real-onesided-keeps-unit-axis"
+
+
+def test_a_quantizelinear_after_globalmaxpool_quantizes_the_rounded_maximum_and_is_known():
+    """Issue 37's edge campaign in issue 40's acceptance run (GlobalMaxPool -> QuantizeLinear, uint8, scale 1/16,
+    zero point 128), reproduced with OpenVINO's public API alone on 2026.4.1: the CPU plugin quantizes the maximum
+    rounded to an integer ([-0.218, 1.421, 2.586] give [128, 144, 176] where ONNX gives [125, 151, 169]), with or
+    without snippets; after GlobalAveragePool or on the input itself it is right. Asserts the wrong values."""
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    def model(pool: str) -> bytes:
+        graph = helper.make_graph(
+            [helper.make_node(pool, ["x"], ["v"]), helper.make_node("QuantizeLinear", ["v", "s", "z"], ["q"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 1])],
+            [helper.make_tensor_value_info("q", TensorProto.UINT8, [1, 3, 1])],
+            [numpy_helper.from_array(np.array(0.0625, np.float32), "s"), numpy_helper.from_array(np.array(128, np.uint8), "z")])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+        m.ir_version = 9
+        return m.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([-0.21786207, 1.4212853, 2.5864398], np.float32).reshape(1, 3, 1)
+    for pool, want in (("GlobalAveragePool", [125, 151, 169]), ("GlobalMaxPool", [128, 144, 176])):
+        compiled = core.compile_model(core.read_model(model(pool), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        assert compiled({"x": x})[compiled.outputs[0]].ravel().tolist() == want, pool
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    for ops, want_id in (({"global_max_pool", "quantize_linear"}, "ov-cpu-maxpool-quantize-rounds-maximum"),
+                         ({"global_average_pool", "quantize_linear"}, None)):
+        facts = FindingFacts(1, "openvino", "wrong-result", configs, "", frozenset(ops), frozenset({"float32", "uint8"}), "")
+        k = Register(use_env=False).match(facts, "distance 0.0464 > 0")
+        assert (k.id if k else None) == want_id, ops
+
+
+def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and_are_known():
+    """Issue 37's edge attribute values in issue 40's acceptance campaign (Selu with gamma -9.39e-44, which
+    ov.convert_model flushes to 0 where Core.read_model keeps it), reproduced with OpenVINO's public API alone on
+    2026.4.1: Selu with gamma 0 returns x * 1.0507 (ONNX's default gamma) for x > 0 where ONNX gives 0, through either
+    front door; a subnormal gamma is right through read_model. Asserts the default, so it fails once fixed."""
+    import io
+
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def selu(gamma: float) -> bytes:
+        graph = helper.make_graph([helper.make_node("Selu", ["x"], ["y"], alpha=1.42578125, gamma=gamma)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return model.SerializeToString()
+
+    core = ov.Core()
+    x = np.array([2.0, 3.0], np.float32)
+
+    def run(gamma: float, front: str) -> np.ndarray:
+        data = selu(gamma)
+        model = core.read_model(data, b"") if front == "read" else ov.convert_model(io.BytesIO(data))
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        return compiled({"x": x})[compiled.outputs[0]]
+
+    np.testing.assert_allclose(run(0.0, "read"), x * 1.0507, rtol=1e-4)  # ONNX: 0
+    np.testing.assert_allclose(run(1e-40, "convert"), x * 1.0507, rtol=1e-4)  # flushed to 0, then the default
+    assert np.abs(run(1e-40, "read")).max() < 1e-38  # the subnormal kept: right
+    # HardSigmoid with beta 0 (issue 40's campaign: -0.0) computes with the default 0.5 alike
+    for beta in (0.0, -0.0):
+        graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.1, beta=beta)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        hs = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        hs.ir_version = 8
+        compiled = core.compile_model(core.read_model(hs.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        np.testing.assert_allclose(compiled({"x": x})[compiled.outputs[0]], [0.7, 0.8], rtol=1e-6)  # ONNX: [0.2, 0.3]
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    for gamma, want in (("-9.388699710976274e-44", "ov-cpu-zero-activation-parameter-as-default"), ("0.0", "ov-cpu-zero-activation-parameter-as-default"),
+                        ("0.5", None)):
+        facts = FindingFacts(1, "openvino", "inconsistency", ("ov-convert", "ov-cpu-nosnippets"), "", frozenset({"selu"}),
+                             frozenset({"float32"}), "", attrs=f"selu{{alpha=1.42578125, gamma={gamma}}}")
+        k = Register(use_env=False).match(facts, "ov-convert differs from ov-cpu-nosnippets and the reference")
+        assert (k.id if k else None) == want, gamma
+    facts = FindingFacts(1, "openvino", "wrong-result", ("ov-cpu",), "", frozenset({"hard_sigmoid"}), frozenset({"float32"}), "",
+                         attrs="hard_sigmoid{alpha=0.10546875, beta=-0.0}")
+    k = Register(use_env=False).match(facts, "ov-cpu differ from the reference")
+    assert k is not None and k.id == "ov-cpu-zero-activation-parameter-as-default"
+
+
+def test_a_float16_groupnorm_read_by_an_add_crashes_compile_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign (float16 GroupNormalization -> Add), reproduced with OpenVINO's public API alone
+    on 2026.4.1: compile_model dies with SIGSEGV for float16, and compiles and runs for float32. Asserts the crash
+    (in a child process), so it fails once the installed OpenVINO is fixed."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    script = tmp_path / "groupnorm_add.py"
+    script.write_text(
+        "import sys, numpy as np, openvino as ov\n"
+        "core = ov.Core()\n"
+        "c = core.compile_model(core.read_model(open(sys.argv[1], 'rb').read(), b''), 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})\n"
+        "print('compiled')\n")
+    for dtype, elem, crashes in ((np.float32, TensorProto.FLOAT, False), (np.float16, TensorProto.FLOAT16, True)):
+        graph = helper.make_graph(
+            [helper.make_node("GroupNormalization", ["x", "s", "b"], ["n"], epsilon=1e-3, num_groups=1),
+             helper.make_node("Add", ["n", "y"], ["z"])], "g",
+            [helper.make_tensor_value_info("x", elem, [2, 1, 2, 2]), helper.make_tensor_value_info("s", elem, [1]),
+             helper.make_tensor_value_info("y", elem, [2, 2, 2, 2])],
+            [helper.make_tensor_value_info("z", elem, [2, 2, 2, 2])], [numpy_helper.from_array(np.array([0.006], dtype), "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        model.ir_version = 10
+        path = tmp_path / f"groupnorm_add_{np.dtype(dtype).name}.onnx"
+        path.write_bytes(model.SerializeToString())
+        done = subprocess.run([sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=120)
+        assert (done.returncode == -11) == crashes, (dtype, done.returncode, done.stderr[-300:])
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "crash", ("ov-cpu",), "", frozenset({"group_norm", "add"}), frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "killed by signal 11 (SIGSEGV) during compile of ov-cpu")
+    assert k is not None and k.id == "ov-cpu-groupnorm-float16-eltwise-segfault"
+
+
+def test_globallppool_is_imported_one_channel_at_a_time_and_its_hang_is_known():
+    """Issue 37's long axis in issue 40's acceptance campaign (GlobalLpPool p=2 of a float16 [3, 1023, 2]: compile_model
+    past the 80 s deadline), with OpenVINO's public API alone on 2026.4.1: the ONNX frontend splits the input into its
+    channels and pools each apart, 9 operations a channel (149 for 16 channels, 581 for 64), so compile time grows
+    with the channel count (0.9 s for 16, 9.7 s for 256, past 100 s for 1023 on a loaded 2-core machine). Asserts the
+    per-channel graph, so it fails once the frontend imports one reduction."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    def ops(channels: int) -> int:
+        graph = helper.make_graph([helper.make_node("GlobalLpPool", ["x"], ["y"], p=2)], "g",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [3, channels, 2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3, channels, 1])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        return len(ov.Core().read_model(model.SerializeToString(), b"").get_ordered_ops())
+
+    assert (ops(16), ops(64)) == (149, 581)
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "hang", ("ov-cpu-nosnippets",), "", frozenset({"global_lp_pool"}),
+                         frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "exceeded 80.0 s deadline during compile of ov-cpu-nosnippets")
+    assert k is not None and k.id == "ov-onnx-globallppool-per-channel"
+
+
+def test_convert_model_types_a_negative_step_slice_empty_for_a_following_matmul_and_is_known():
+    """Issue 40's acceptance campaign (the ov.convert_model front door), with OpenVINO's public API alone on
+    2026.4.1: Slice(axes [1, 0], starts [-5, -2], ends [-4, -8], steps [-1, -1]) of a [6, 3] converts to [5, 1] alone,
+    but a MatMul after it by a [1] is validated against [..6, 0] and convert_model raises; Core.read_model runs it.
+    Asserts the error, so it fails once fixed."""
+    import io
+
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.array(v, np.int64), n)
+             for n, v in (("st", [-5, -2]), ("en", [-4, -8]), ("ax", [1, 0]), ("sp", [-1, -1]))]
+    graph = helper.make_graph(
+        [helper.make_node("Slice", ["x", "st", "en", "ax", "sp"], ["y"]), helper.make_node("MatMul", ["y", "c"], ["z"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [6, 3])], [helper.make_tensor_value_info("z", TensorProto.FLOAT, [5])],
+        [*inits, numpy_helper.from_array(np.array([-0.42], np.float32), "c")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    assert ov.Core().read_model(data, b"").output(0).get_partial_shape() == ov.PartialShape([5])
+    with pytest.raises(Exception, match="Incompatible MatMul matrix dimension. First input dimension=0"):
+        ov.convert_model(io.BytesIO(data))
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "unexpected-error", ("ov-convert",), "", frozenset({"slice", "matmul"}),
+                         frozenset({"float16"}), "")
+    k = Register(use_env=False).match(facts, "RuntimeError: ... Incompatible MatMul matrix dimension. First input dimension=0")
+    assert k is not None and k.id == "ov-convert-slice-negative-step-pad-reflect"
+
+
+def test_an_int32_matmul_past_two_to_the_24_is_inexact_and_is_known():
+    """Issue 40's acceptance campaign (an int32 MatMul of a MatMulInteger's result: 1679538688 for 1679538671),
+    with OpenVINO's public API alone on 2026.4.1: the CPU plugin's int32 MatMul computes in float32, so
+    [16777217, 1] . [1, 0] gives 16777216 (known upstream: openvinotoolkit/openvino#37956). Asserts the inexact
+    result, so it fails once fixed; the register labels a finding whose differing int32 values pass 10^7."""
+    import openvino as ov
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.INT32, [1, 2]),
+                               helper.make_tensor_value_info("b", TensorProto.INT32, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT32, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    compiled = ov.Core().compile_model(ov.Core().read_model(model.SerializeToString(), b""), "CPU",
+                                       {"INFERENCE_PRECISION_HINT": "f32"})
+    got = compiled({"a": np.array([[16777217, 1]], np.int32), "b": np.array([1, 0], np.int32)})[compiled.outputs[0]]
+    assert got.tolist() == [16777216]
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = ("ov-cpu-nosnippets", "ort")
+    ops = frozenset({"bitwise_or", "matmul", "matmul_integer", "max_pool1d", "min"})
+    register = Register(use_env=False)
+    big = "ov-cpu-nosnippets differs from ort and the reference at output 4: distance 1.01e-08 > 0 (flat index 0: " \
+          "np.int32(1679538688) vs np.int32(1679538671))"
+    k = register.match(FindingFacts(1, "openvino", "inconsistency", configs, "", ops, frozenset({"int32", "uint8"}), ""), big)
+    assert k is not None and k.id == "ov-cpu-int32-matmul-in-f32"
+    small = "distance 1 > 0 (flat index 0: np.int32(7) vs np.int32(8))"
+    assert register.match(FindingFacts(1, "openvino", "inconsistency", configs, "", ops, frozenset({"int32"}), ""), small) is None

@@ -146,3 +146,37 @@ def test_torch_front_door_is_not_offered_for_a_graph_whose_torch_source_dynamo_c
                    for s in range(40))
 
     assert offered(short) >= 2 and offered(long) == 0
+
+
+def test_a_gather_by_a_where_computed_index_is_empty_on_one_thread_and_is_known(tmp_path):
+    """Issue 40's acceptance campaign (the torch front door of a GatherElements with negative indices, which the torch
+    lowering maps into range with torch.where), reproduced with torch and OpenVINO alone (torch.compile(backend=
+    "openvino"), dynamic=False): with INFERENCE_NUM_THREADS 1 the compiled gather returns shape (0, 1, 0, 0) where
+    eager torch gives (6, 1, 5, 4); without that property it is right. Run in a child process (Dynamo's state).
+    Asserts the empty result, so it fails once the installed OpenVINO is fixed."""
+    script = tmp_path / "gather_where.py"
+    script.write_text(
+        "import torch, openvino.torch  # noqa: F401\n"
+        "torch.manual_seed(0)\n"
+        "x = torch.randn(4, 3, 5, 4)\n"
+        "idx = torch.randint(-4, 4, (6, 1, 5, 4))\n"
+        "def f(a):\n"
+        "    return torch.gather(a, 0, torch.where(idx < 0, idx + 4, idx))\n"
+        "for config in ({'INFERENCE_PRECISION_HINT': 'f32'}, {'INFERENCE_PRECISION_HINT': 'f32', 'INFERENCE_NUM_THREADS': 1}):\n"
+        "    torch._dynamo.reset()\n"
+        "    got = torch.compile(f, backend='openvino', dynamic=False,\n"
+        "                        options={'device': 'CPU', 'config': config, 'model_caching': False})(x)\n"
+        "    print('shape', tuple(got.shape), 'right' if torch.equal(got, f(x)) else 'wrong')\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+    shapes = [line for line in done.stdout.splitlines() if line.startswith("shape")]
+    assert shapes == ["shape (6, 1, 5, 4) right", "shape (0, 1, 0, 0) wrong"], done.stdout + done.stderr[-500:]
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    facts = FindingFacts(1, "openvino", "wrong-result", ("ov-torch",), "", frozenset({"gather_elements"}),
+                         frozenset({"float16", "int64"}), "")
+    k = Register(use_env=False).match(facts, "ov-torch differ from the reference at output 0: distance 3.96e+11 > 0")
+    assert k is not None and k.id == "ov-torch-gather-where-index-one-thread-empty"
+    onnx_facts = FindingFacts(1, "openvino", "wrong-result", ("ov-cpu",), "", frozenset({"gather_elements"}),
+                              frozenset({"float16", "int64"}), "")
+    assert Register(use_env=False).match(onnx_facts, "ov-cpu differ from the reference") is None

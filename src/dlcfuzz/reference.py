@@ -19,7 +19,9 @@ _WIDEN = (np.dtype("float16"), np.dtype("float32"))
 _ARITH = frozenset({"add", "sub", "mul", "neg", "abs", "pow", "reduce_sum", "reduce_prod", "reduce_mean",
                     "matmul", "gemm", "conv1d", "conv2d", "conv_transpose2d", "avg_pool2d",
                     "global_avg_pool", "reduce_l1", "reduce_l2", "reduce_sum_square", "cumsum", "cumprod",
-                    "einsum", "sum", "mean", "shrink", "cast", "cast_like"})
+                    "einsum", "sum", "mean", "shrink", "cast", "cast_like",
+                    # their reductions add or multiply into the data (an int16 product of 32767, -3 and -2)
+                    "scatter_elements", "scatter_nd"})
 # of those, the operators whose integer result is a float converted back (pow's float exponent, Shrink, which ONNX
 # computes in float): a float at or past 2^63 is out of int64's range although it compares equal to its maximum
 _FLOAT_TO_INT = frozenset({"pow", "shrink", "cast", "cast_like"})
@@ -44,6 +46,12 @@ class IntegerDivisionOverflow(IntegerOverflow):
 class IntermediateOverflow(IRError):
     """A float operator's kernels form powers or sums of its input (OpSpec.magnitude) that overflow the input's
     dtype, or underflow it entirely, where the reference, computing wider, stays finite: no single right answer."""
+
+
+class NonfiniteInBody(IRError):
+    """A region's body or a called function makes or meets an inf or NaN where an operator there does not define it
+    (nonfinite_undefined on one run of that body): the check over the enclosing graph sees only the region's or the
+    call's own inputs and outputs, where an argmin or a cast may have hidden it."""
 
 
 def _check_magnitudes(spec: Any, attrs: dict, xs: list[np.ndarray], where: str) -> None:
@@ -173,7 +181,7 @@ def _store(y: np.ndarray, dtype: np.dtype, exact: bool) -> np.ndarray:
 def run(
     g: Graph, inputs: Mapping[str, np.ndarray], *, keep_all: bool = False, exact: bool = False,
     check_overflow: bool = False, perturb: np.random.Generator | float | str | None = None,
-    other_readings: bool = False, _functions: Mapping[str, Graph] | None = None,
+    other_readings: bool = False, check_nonfinite: bool = False, _functions: Mapping[str, Graph] | None = None,
 ) -> dict[str, np.ndarray]:
     """Evaluate `g`. Returns its outputs by name, or every value when keep_all.
 
@@ -193,6 +201,8 @@ def run(
     multiply-add, a few-ulp transcendental) can move past the tolerance.
     other_readings=True evaluates each operator whose specification is ambiguous by its other reading
     (OpSpec.other_reading), the outputs a correct compiler following that reading computes.
+    check_nonfinite=True raises NonfiniteInBody where a run of a region's body or a called function leaves what its
+    operators define for inf and NaN (nonfinite_undefined): the caller checks the graph itself.
     """
     exact = exact or perturb is not None
     functions = g.functions if _functions is None else _functions
@@ -208,19 +218,20 @@ def run(
     with np.errstate(all="ignore"):
         for n in g.nodes:
             xs = [env[i] for i in n.inputs]
-            if n.op == CALL_OP:
-                f = functions[n.attrs["callee"]]
-                res = run(f, {p.name: x for p, x in zip(f.inputs, xs)}, exact=exact, check_overflow=check_overflow,
-                          perturb=perturb, other_readings=other_readings, _functions=functions)
-                ys = [res[o] for o in f.outputs]
-            elif n.op in REGION_OPS:
-                def body_outputs(body: Graph, args: list[np.ndarray]) -> list[np.ndarray]:
+            if n.op in REGION_OPS or n.op == CALL_OP:
+                def body_outputs(body: Graph, args: list[np.ndarray], where: str = n.name or n.op) -> list[np.ndarray]:
                     res = run(body, {p.name: x for p, x in zip(body.inputs, args)}, exact=exact,
                               check_overflow=check_overflow, perturb=perturb, other_readings=other_readings,
-                              _functions=functions)
+                              check_nonfinite=check_nonfinite, keep_all=check_nonfinite, _functions=functions)
+                    if check_nonfinite and (inner := nonfinite_undefined(body, res)) is not None:
+                        raise NonfiniteInBody(f"{inner} in the body of {where} leaves what it defines for inf and NaN",
+                                              where)
                     return [res[o] for o in body.outputs]
 
-                ys = run_region(n.op, n.attrs, xs, body_outputs, n.name or n.op)
+                if n.op == CALL_OP:
+                    ys = body_outputs(functions[n.attrs["callee"]], xs)
+                else:
+                    ys = run_region(n.op, n.attrs, xs, body_outputs, n.name or n.op)
             else:
                 spec = get_op(n.op)
                 other = spec.other_reading(xs, n.attrs) if other_readings else None

@@ -5,7 +5,9 @@ Moves, repeated to a fixed point:
   - cut upstream: replace a node's computed input by a fresh graph input that carries the
     reference value it had, which deletes everything upstream that is no longer needed;
   - remove a region: a conditional becomes one branch (the taken one first), a loop one trip, a
-    one-slice scan one step (reduce/regions.py), its body's nodes inlined.
+    one-slice scan one step (reduce/regions.py), its body's nodes inlined;
+  - slim a region: its outputs nothing reads (a loop's or scan's states and scan outputs, a conditional's
+    results) dropped with the body nodes only they needed.
 Inputs stay realistic because cut values come from the reference interpreter.
 """
 
@@ -19,7 +21,7 @@ from dlcfuzz import reference
 from dlcfuzz.ir.graph import Graph, Value
 from dlcfuzz.ops import check_graph
 from dlcfuzz.reduce.budget import ReductionBudget
-from dlcfuzz.reduce.regions import without_region
+from dlcfuzz.reduce.regions import without_region, without_unused_region_outputs
 
 Predicate = Callable[[Graph, dict[str, np.ndarray]], bool]
 
@@ -90,6 +92,17 @@ def reduce_graph(g: Graph, inputs: dict[str, np.ndarray], still_fails: Predicate
             for name in cur.outputs:
                 cand = cur.light_copy()
                 cand.outputs = [o for o in cur.outputs if o != name]
+                cand = prune(cand)
+                if attempt(cand, {v.name: cur_in[v.name] for v in cand.inputs}):
+                    cur, cur_in, changed = cand, {v.name: cur_in[v.name] for v in cand.inputs}, True
+                    break
+        # 1c. a region without the outputs nothing reads: its body then holds only what the finding's
+        # output needs (a single output keeps a whole loop whose other states compute values nobody returns)
+        if not changed:
+            for idx in range(len(cur.nodes)):
+                cand = without_unused_region_outputs(cur, idx)
+                if cand is None:
+                    continue
                 cand = prune(cand)
                 if attempt(cand, {v.name: cur_in[v.name] for v in cand.inputs}):
                     cur, cur_in, changed = cand, {v.name: cur_in[v.name] for v in cand.inputs}, True

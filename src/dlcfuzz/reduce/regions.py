@@ -105,3 +105,95 @@ def without_region(g: Graph, idx: int, branch: str | None = None) -> Graph | Non
         bind = [*n.inputs[:states], *slices, *n.inputs[states + m:]]
         return _inline(g, idx, a["body"], bind, targets, before, after, names)
     return None
+
+
+def _read_params(body: Graph, outputs: list[str]) -> set[str]:
+    """The parameters of `body` that its nodes computing `outputs` read (or that are among `outputs`)."""
+    live = set(outputs)
+    for m in reversed(body.nodes):
+        if any(v.name in live for v in m.outputs):
+            live.update(m.inputs)
+    return {p.name for p in body.inputs} & live
+
+
+def _slim_body(body: Graph, params: list[int], outputs: list[int]) -> Graph:
+    """`body` keeping parameters `params` and outputs `outputs` (indices), without the nodes and constants
+    that no kept output needs."""
+    out = Graph(inputs=[body.inputs[i] for i in params], constants=dict(body.constants),
+                nodes=list(body.nodes), outputs=[body.outputs[i] for i in outputs], name=body.name)
+    live = set(out.outputs)
+    keep = []
+    for m in reversed(out.nodes):
+        if any(v.name in live for v in m.outputs):
+            keep.append(m)
+            live.update(m.inputs)
+    out.nodes = list(reversed(keep))
+    out.constants = {k: a for k, a in out.constants.items() if k in live}
+    return out
+
+
+def without_unused_region_outputs(g: Graph, idx: int) -> Graph | None:
+    """`g` with region node `idx` computing only what the rest of `g` reads of it: a conditional's unread
+    outputs, a loop's or scan's unread scan outputs and carried values (a state whose final value nobody
+    reads and whose parameter no kept output's computation reads) dropped, with the body nodes only they
+    needed and the captures nobody reads then; None where nothing is unused. A finding in a region whose
+    body also computes values the test does not return is otherwise reduced with them (its operators, the
+    register's facts, are theirs too)."""
+    n = g.nodes[idx]
+    read = set(g.outputs) | {i for m in g.nodes if m is not n for i in m.inputs}
+    used = [v.name in read for v in n.outputs]
+    if n.op == "if":
+        keep_out = [k for k, u in enumerate(used) if u]
+        bodies = [n.attrs["then_branch"], n.attrs["else_branch"]]
+        reads = set().union(*(_read_params(b, [b.outputs[k] for k in keep_out]) for b in bodies))
+        keep_cap = [k for k, p in enumerate(bodies[0].inputs)
+                    if p.name in reads or bodies[1].inputs[k].name in reads]
+        if len(keep_out) == len(n.outputs) and len(keep_cap) == len(bodies[0].inputs):
+            return None
+        out = g.light_copy()
+        m = out.nodes[idx]
+        for a, b in zip(("then_branch", "else_branch"), bodies):
+            m.attrs[a] = _slim_body(b, keep_cap, keep_out)
+        m.inputs = [m.inputs[0], *(m.inputs[1 + k] for k in keep_cap)]
+        m.outputs = [m.outputs[k] for k in keep_out]
+        return out
+    if n.op not in ("loop", "scan"):
+        return None
+    body = n.attrs["body"]
+    loop = n.op == "loop"
+    states = int(n.attrs["num_carried" if loop else "num_states"])
+    scanned = 0 if loop else int(n.attrs["num_scan_inputs"])
+    first_param = 2 if loop else 0  # a loop's body starts with the iteration number and the condition
+    first_out = 1 if loop else 0  # and returns its next condition first
+    kept_scans = [j for j in range(len(n.outputs) - states) if used[states + j]]
+    kept_states = {j for j in range(states) if used[j]}
+    while True:  # a kept output's computation may read another state's parameter: that state stays too
+        outs = [body.outputs[first_out + j] for j in sorted(kept_states)]
+        outs += [body.outputs[first_out + states + j] for j in kept_scans]
+        if loop:
+            outs.append(body.outputs[0])
+        reads = _read_params(body, outs)
+        more = {j for j in range(states) if body.inputs[first_param + j].name in reads} - kept_states
+        if not more:
+            break
+        kept_states |= more
+    states_kept = sorted(kept_states)
+    captures = range(first_param + states + scanned, len(body.inputs))
+    caps_kept = [c for c in captures if body.inputs[c].name in reads]
+    if len(states_kept) == states and len(kept_scans) == len(n.outputs) - states and len(caps_kept) == len(captures):
+        return None
+    params = [*range(first_param), *(first_param + j for j in states_kept),
+              *range(first_param + states, first_param + states + scanned), *caps_kept]
+    body_outs = [*range(first_out), *(first_out + j for j in states_kept), *(first_out + states + j for j in kept_scans)]
+    out = g.light_copy()
+    m = out.nodes[idx]
+    m.attrs["body"] = _slim_body(body, params, body_outs)
+    lead = 2 if loop else 0  # a loop's node inputs: trip count, condition, then as its body's parameters
+    m.inputs = [*m.inputs[:lead], *(m.inputs[p - first_param + lead] for p in params[first_param:])]
+    m.outputs = [*(m.outputs[j] for j in states_kept), *(m.outputs[states + j] for j in kept_scans)]
+    m.attrs["num_carried" if loop else "num_states"] = len(states_kept)
+    if not loop:
+        for a in ("scan_output_axes", "scan_output_directions"):
+            if a in m.attrs:
+                m.attrs[a] = [m.attrs[a][j] for j in kept_scans]
+    return out

@@ -186,6 +186,15 @@ class OvCompiled:
         return {"layers": executed, "layer_types": sorted({lay.get("layerType", "?") for lay in executed})}
 
 
+def evaluate_shape(shape: Any) -> list[int]:
+    """The shape to allocate a Model.evaluate output tensor with: its static shape, or, for a data-dependent one
+    (NonZero, a Loop's computed trip count), zero extents of its rank, which evaluate() resizes to what it
+    computes (PartialShape.to_shape raises on a dynamic shape, which is no bug of OpenVINO's)."""
+    if shape.is_static:
+        return list(shape.to_shape())
+    return [0] * (shape.rank.get_length() if shape.rank.is_static else 1)
+
+
 class OvReference:
     """OpenVINO's own op-level reference: Model.evaluate runs each node's evaluate(), no plugin."""
 
@@ -198,7 +207,7 @@ class OvReference:
         # np.array, not np.ascontiguousarray: that one makes a 0-d input 1-d
         ins = [ov.Tensor(np.array(_pick(inputs, p.get_output_tensor(0).get_names(), self.renamed), order="C"))
                for p in params]
-        outs = [ov.Tensor(r.get_element_type(), r.get_output_partial_shape(0).to_shape())
+        outs = [ov.Tensor(r.get_element_type(), evaluate_shape(r.get_output_partial_shape(0)))
                 for r in self.model.get_results()]
         if not self.model.evaluate(outs, ins):
             raise RuntimeError("Model.evaluate returned False: a node has no evaluate() for its element types")

@@ -55,7 +55,10 @@ def run(name):
     model = read(opts)
     if opts.get("device") == "reference":  # OpenVINO's op-level reference: Model.evaluate, no plugin
         ins = [ov.Tensor(np.array(INPUTS[p.get_friendly_name()], order="C")) for p in model.get_parameters()]
-        outs = [ov.Tensor(r.get_element_type(), r.get_output_partial_shape(0).to_shape()) for r in model.get_results()]
+        shapes = [r.get_output_partial_shape(0) for r in model.get_results()]  # evaluate() resizes a dynamic one
+        outs = [ov.Tensor(r.get_element_type(), list(s.to_shape()) if s.is_static
+                           else [0] * (s.rank.get_length() if s.rank.is_static else 1))
+                for r, s in zip(model.get_results(), shapes)]
         if not model.evaluate(outs, ins):
             raise RuntimeError("Model.evaluate returned False")
         return [t.data.copy() for t in outs]
