@@ -52,50 +52,50 @@ def campaign_strategy(strategy: str, seed: int, out: Path) -> Any:
     return s
 
 
-def program_tests(seconds: float, seed: int, out: Path) -> tuple[int, Counter[str], int]:
-    """(tests, tests per pass that changed a module, tests with a failed run): programs as the programs
-    strategy makes and runs them (backends/xla/programs.run_program: eager, float64, every configuration)."""
-    from dlcfuzz.backends.xla.passes import changed_passes
+def run_program_test(pt: Any) -> int:
+    """A program test as the programs strategy runs it (backends/xla/programs.run_program: eager, float64, every
+    configuration); 1 when the run failed (the campaign judges failures; passes that ran before still count)."""
     from dlcfuzz.backends.xla.programs import run_program
-    from dlcfuzz.oracle.policy import test_seed
 
-    strategy = campaign_strategy("programs", seed, out / "programs")
-    per_pass: Counter[str] = Counter()
-    tests = failed = 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        pt = strategy.make_test(tests, test_seed(seed, tests)).payload
-        tests += 1
-        with changed_passes() as changed:
-            try:
-                run_program(pt.program, pt.seed, pt.configs)
-            except Exception:  # noqa: BLE001 - the campaign judges failures; passes that ran before still count
-                failed += 1
-        per_pass.update(changed)
-    return tests, per_pass, failed
+    try:
+        run_program(pt.program, pt.seed, pt.configs)
+    except Exception:  # noqa: BLE001 - see above
+        return 1
+    return 0
 
 
-def graph_tests(seconds: float, seed: int, out: Path) -> tuple[int, Counter[str], int]:
-    """(tests, tests per pass that changed a module, failed compiles): random graphs as the random strategy makes
-    them, every configuration of the test compiled and run as the worker does (XlaBackend.build, run)."""
+def run_graph_test(tc: Any) -> int:
+    """A graph test as the worker runs it, every configuration compiled and run (XlaBackend.build, run); the
+    configurations that failed (a rejected one changes nothing more; campaigns judge it)."""
     from dlcfuzz.backends import get_backend
+
+    xla, failed = get_backend("xla"), 0
+    for config in tc.configs:
+        try:
+            xla.build(xla.lower(tc.graph, config), tc.graph, config).run(tc.inputs)
+        except Exception:  # noqa: BLE001 - see above
+            failed += 1
+    return failed
+
+
+SOURCES = {"programs": ("programs", run_program_test), "graphs": ("random", run_graph_test)}
+
+
+def source_tests(source: str, seconds: float, seed: int, out: Path) -> tuple[int, Counter[str], int]:
+    """(tests, tests per pass that changed a module, failed runs) of `seconds` of a source's tests."""
     from dlcfuzz.backends.xla.passes import changed_passes
     from dlcfuzz.oracle.policy import test_seed
 
-    xla = get_backend("xla")
-    strategy = campaign_strategy("random", seed, out / "graphs")
+    strategy_name, run = SOURCES[source]
+    strategy = campaign_strategy(strategy_name, seed, out / source)
     per_pass: Counter[str] = Counter()
     tests = failed = 0
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        tc = strategy.make_test(tests, test_seed(seed, tests)).payload
+        payload = strategy.make_test(tests, test_seed(seed, tests)).payload
         tests += 1
         with changed_passes() as changed:
-            for config in tc.configs:
-                try:
-                    xla.build(xla.lower(tc.graph, config), tc.graph, config).run(tc.inputs)
-                except Exception:  # noqa: BLE001 - a rejected configuration changes nothing more; campaigns judge it
-                    failed += 1
+            failed += run(payload)
         per_pass.update(changed)
     return tests, per_pass, failed
 
@@ -120,8 +120,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for source in sources:
             t0 = time.monotonic()
-            make = program_tests if source == "programs" else graph_tests
-            tests, per_pass, failed = make(a.time, a.seed, Path(tmp))
+            tests, per_pass, failed = source_tests(source, a.time, a.seed, Path(tmp))
             if tests and not per_pass:
                 raise SystemExit(f"no pass changed a module in {tests} tests: this jaxlib did not log "
                                  f"'Pass caused changes' with {PASS_LOG_ENV}")
