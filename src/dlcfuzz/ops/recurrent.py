@@ -380,77 +380,14 @@ def unrolled(kind: str, ops: ArrayOps, ins: Sequence[Any], attrs: Attrs, x_type:
     target shares. Same equations as `recurrence`; sequence_lens become constant masks."""
     named = _split_inputs(kind, ins, attrs)
     layout = attrs.get("layout", 0)
-    x = ops.swap01(named["X"]) if layout == 1 else named["X"]
     seq, batch = (x_type.shape[0], x_type.shape[1]) if layout == 0 else (x_type.shape[1], x_type.shape[0])
-    hsz, g = attrs["hidden_size"], GATES[kind]
-    nd = 2 if attrs["direction"] == "bidirectional" else 1
-    per_dir = len(DEFAULT_ACTIVATIONS[kind])
-    clip = attrs.get("clip")
     lens = np.asarray(attrs["sequence_lens"] if attrs.get("sequence_lens") is not None else [seq] * batch)
-
-    def state0(name: str, d: int) -> Any:
-        if name not in named:
-            return ops.zeros((batch, hsz))
-        return ops.index(named[name], d) if layout == 0 else ops.axis1(named[name], d)
-
     ys, hs, cs = [], [], []
-    for d in range(nd):
-        reverse = attrs["direction"] == "reverse" or d == 1
-        acts = attrs["activations"][d * per_dir:(d + 1) * per_dir]
-        params = attrs["activation_params"][d * per_dir:(d + 1) * per_dir]
-
-        def act(k: int, v: Any, clipped: bool = True, acts: list[str] = acts, params: list = params) -> Any:
-            if clip is not None and clipped:
-                v = ops.clip(v, clip)
-            return ops.act(acts[k], v, params[k][0], params[k][1])
-
-        w, r = ops.index(named["W"], d), ops.index(named["R"], d)
-        xw = ops.matmul_bt(x, w)  # [seq, batch, g*hsz]
-        rb = None
-        if "bias" in named:
-            bias = ops.index(named["bias"], d)
-            xw, rb = ops.add(xw, ops.cols(bias, 0, g * hsz)), ops.cols(bias, g * hsz, 2 * g * hsz)
-        p = ops.index(named["peepholes"], d) if "peepholes" in named else None
-        h, c = state0("initial_h", d), state0("initial_c", d)
+    for d, reverse, xw, h, c, weights in directions(kind, ops, named, attrs, x_type):
         y_steps: dict[int, Any] = {}
         for t in (range(seq - 1, -1, -1) if reverse else range(seq)):
             live = (t < lens)[:, None]
-            xt = ops.index(xw, t)
-            hr = ops.matmul_bt(h, r)
-            hr = ops.add(hr, rb) if rb is not None else hr  # H R^T + Rb, all gates
-            c_new = c
-            if kind == "rnn":
-                h_new = act(0, ops.add(xt, hr))
-            elif kind == "gru":
-                z = act(0, ops.add(ops.cols(xt, 0, hsz), ops.cols(hr, 0, hsz)))
-                rr = act(0, ops.add(ops.cols(xt, hsz, 2 * hsz), ops.cols(hr, hsz, 2 * hsz)))
-                if attrs.get("linear_before_reset", 0):  # r * (H Rh^T + Rbh)
-                    cand = act(1, ops.add(ops.cols(xt, 2 * hsz, 3 * hsz), ops.mul(rr, ops.cols(hr, 2 * hsz, 3 * hsz))))
-                else:  # (r * H) Rh^T + Rbh
-                    rh = ops.matmul_bt(ops.mul(rr, h), _rows(ops, r, 2 * hsz, 3 * hsz))
-                    if rb is not None:
-                        rh = ops.add(rh, ops.cols(rb, 2 * hsz, 3 * hsz))
-                    cand = act(1, ops.add(ops.cols(xt, 2 * hsz, 3 * hsz), rh))
-                h_new = ops.add(ops.mul(ops.one_minus(z), cand), ops.mul(z, h))
-            else:
-                pre = ops.add(xt, hr)  # gates i, o, f, c
-                i_pre = ops.cols(pre, 0, hsz)
-                if p is not None:
-                    i_pre = ops.add(i_pre, ops.mul(ops.cols(p, 0, hsz), c))
-                i = act(0, i_pre)
-                if attrs.get("input_forget", 0):
-                    f = ops.one_minus(i)
-                else:
-                    f_pre = ops.cols(pre, 2 * hsz, 3 * hsz)
-                    if p is not None:
-                        f_pre = ops.add(f_pre, ops.mul(ops.cols(p, 2 * hsz, 3 * hsz), c))
-                    f = act(0, f_pre)
-                cand = act(1, ops.cols(pre, 3 * hsz, 4 * hsz))
-                c_new = ops.add(ops.mul(f, c), ops.mul(i, cand))
-                o_pre = ops.cols(pre, hsz, 2 * hsz)
-                if p is not None:
-                    o_pre = ops.add(o_pre, ops.mul(ops.cols(p, hsz, 2 * hsz), c_new))
-                h_new = ops.mul(act(0, o_pre), act(2, c_new, clipped=False))
+            h_new, c_new = cell(kind, ops, attrs, d, weights, ops.index(xw, t), h, c)
             if live.all():
                 y_steps[t], h, c = h_new, h_new, c_new
             else:
@@ -460,6 +397,95 @@ def unrolled(kind: str, ops: ArrayOps, ins: Sequence[Any], attrs: Attrs, x_type:
         ys.append(ops.stack([y_steps[t] for t in range(seq)], 0 if layout == 0 else 1))
         hs.append(h)
         cs.append(c)
+    return stacked(kind, ops, attrs, ys, hs, cs)
+
+
+def directions(kind: str, ops: ArrayOps, named: dict[str, Any], attrs: Attrs,
+               x_type: TensorType) -> list[tuple[int, bool, Any, Any, Any, tuple[Any, Any, Any]]]:
+    """Per direction: its index, whether it runs backwards, X W^T (+ Wb) over the whole sequence
+    ([seq, batch, g*hsz]), the initial H and C, and what each step reads (`cell`'s weights: R, Rb or None,
+    the peepholes or None)."""
+    layout = attrs.get("layout", 0)
+    x = ops.swap01(named["X"]) if layout == 1 else named["X"]
+    batch = x_type.shape[1] if layout == 0 else x_type.shape[0]
+    hsz, g = attrs["hidden_size"], GATES[kind]
+    nd = 2 if attrs["direction"] == "bidirectional" else 1
+
+    def state0(name: str, d: int) -> Any:
+        if name not in named:
+            return ops.zeros((batch, hsz))
+        return ops.index(named[name], d) if layout == 0 else ops.axis1(named[name], d)
+
+    out = []
+    for d in range(nd):
+        reverse = attrs["direction"] == "reverse" or d == 1
+        w, r = ops.index(named["W"], d), ops.index(named["R"], d)
+        xw = ops.matmul_bt(x, w)  # [seq, batch, g*hsz]
+        rb = None
+        if "bias" in named:
+            bias = ops.index(named["bias"], d)
+            xw, rb = ops.add(xw, ops.cols(bias, 0, g * hsz)), ops.cols(bias, g * hsz, 2 * g * hsz)
+        p = ops.index(named["peepholes"], d) if "peepholes" in named else None
+        out.append((d, reverse, xw, state0("initial_h", d), state0("initial_c", d), (r, rb, p)))
+    return out
+
+
+def cell(kind: str, ops: ArrayOps, attrs: Attrs, d: int, weights: tuple[Any, Any, Any], xt: Any, h: Any,
+         c: Any) -> tuple[Any, Any]:
+    """One time step of direction `d`: H_t and C_t (C unchanged but for LSTM) from X_t W^T (+ Wb) `xt` and
+    the previous H and C, ONNX's equations as in `recurrence`; `weights`: R, Rb (or None), P (or None)."""
+    hsz = attrs["hidden_size"]
+    per_dir = len(DEFAULT_ACTIVATIONS[kind])
+    clip = attrs.get("clip")
+    acts = attrs["activations"][d * per_dir:(d + 1) * per_dir]
+    params = attrs["activation_params"][d * per_dir:(d + 1) * per_dir]
+
+    def act(k: int, v: Any, clipped: bool = True) -> Any:
+        if clip is not None and clipped:
+            v = ops.clip(v, clip)
+        return ops.act(acts[k], v, params[k][0], params[k][1])
+
+    r, rb, p = weights
+    hr = ops.matmul_bt(h, r)
+    hr = ops.add(hr, rb) if rb is not None else hr  # H R^T + Rb, all gates
+    if kind == "rnn":
+        return act(0, ops.add(xt, hr)), c
+    if kind == "gru":
+        z = act(0, ops.add(ops.cols(xt, 0, hsz), ops.cols(hr, 0, hsz)))
+        rr = act(0, ops.add(ops.cols(xt, hsz, 2 * hsz), ops.cols(hr, hsz, 2 * hsz)))
+        if attrs.get("linear_before_reset", 0):  # r * (H Rh^T + Rbh)
+            cand = act(1, ops.add(ops.cols(xt, 2 * hsz, 3 * hsz), ops.mul(rr, ops.cols(hr, 2 * hsz, 3 * hsz))))
+        else:  # (r * H) Rh^T + Rbh
+            rh = ops.matmul_bt(ops.mul(rr, h), _rows(ops, r, 2 * hsz, 3 * hsz))
+            if rb is not None:
+                rh = ops.add(rh, ops.cols(rb, 2 * hsz, 3 * hsz))
+            cand = act(1, ops.add(ops.cols(xt, 2 * hsz, 3 * hsz), rh))
+        return ops.add(ops.mul(ops.one_minus(z), cand), ops.mul(z, h)), c
+    pre = ops.add(xt, hr)  # gates i, o, f, c
+    i_pre = ops.cols(pre, 0, hsz)
+    if p is not None:
+        i_pre = ops.add(i_pre, ops.mul(ops.cols(p, 0, hsz), c))
+    i = act(0, i_pre)
+    if attrs.get("input_forget", 0):
+        f = ops.one_minus(i)
+    else:
+        f_pre = ops.cols(pre, 2 * hsz, 3 * hsz)
+        if p is not None:
+            f_pre = ops.add(f_pre, ops.mul(ops.cols(p, 2 * hsz, 3 * hsz), c))
+        f = act(0, f_pre)
+    cand = act(1, ops.cols(pre, 3 * hsz, 4 * hsz))
+    c_new = ops.add(ops.mul(f, c), ops.mul(i, cand))
+    o_pre = ops.cols(pre, hsz, 2 * hsz)
+    if p is not None:
+        o_pre = ops.add(o_pre, ops.mul(ops.cols(p, hsz, 2 * hsz), c_new))
+    # h's input C_t is not clipped: onnxruntime clips the gates' pre-activations only
+    return ops.mul(act(0, o_pre), act(2, c_new, clipped=False)), c_new
+
+
+def stacked(kind: str, ops: ArrayOps, attrs: Attrs, ys: list[Any], hs: list[Any], cs: list[Any]) -> list[Any]:
+    """Y, Y_h (and Y_c) from each direction's Y ([seq, batch, hsz], or [batch, seq, hsz] in layout 1) and
+    last states."""
+    layout = attrs.get("layout", 0)
     outs = [ops.stack(ys, 1 if layout == 0 else 2), ops.stack(hs, 0 if layout == 0 else 1)]
     if kind == "lstm":
         outs.append(ops.stack(cs, 0 if layout == 0 else 1))

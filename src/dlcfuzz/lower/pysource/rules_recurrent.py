@@ -3,8 +3,11 @@
 The recurrence is unrolled over the static sequence with ONNX's gate equations (ops.recurrent.unrolled),
 not torch.nn.RNN/GRU/LSTM: torch's GRU computes the candidate as r * (W_hn h + b_hn) always (ONNX's
 linear_before_reset=1), has no peepholes, clip, input_forget or activation choice, and orders gates
-differently; lax.scan would need equal steps (sequence_lens masks differ per step). `SourceOps` writes
-the array operations as source text.
+differently. `SourceOps` writes the array operations as source text. In JAX a sequence longer than
+SCAN_FROM steps runs the same cell under `lax.scan`, each step's sequence_lens mask a scanned input: an unrolled
+recurrence grows the program by ~70 HLO instructions a step, and XLA:CPU's compile time grows faster than that
+(the reduced LSTM of issue 37's XLA acceptance finding, batch 15, hidden 1: 6 s at 8 steps, 34 s at 30, 163 s at
+60 with default options on the loaded campaign machine; 239 steps ran past the 120 s compile deadline, a "hang").
 """
 
 from __future__ import annotations
@@ -14,9 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.ir.types import TensorType
 from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
-from dlcfuzz.ops.recurrent import GATES, unrolled
+from dlcfuzz.ops.recurrent import GATES, _split_inputs, cell, directions, stacked, unrolled
+
+SCAN_FROM = 16  # JAX: longer sequences run under lax.scan (short ones stay unrolled: XLA fuses across steps)
 
 # ONNX's activation functions of the gates, in each target's words (alpha a, beta b)
 ACTIVATIONS = {
@@ -85,10 +91,43 @@ class SourceOps:
         return self.e.bind(f"{self.e.sp.mod}.stack([{', '.join(xs)}], {axis})")
 
 
+def scanned(kind: str, e: Emitter, ins: list[str], attrs: dict, x_type: TensorType) -> list[str]:
+    """The recurrence in JAX as `lax.scan` over the sequence (`reverse=True` backwards): a nested step function
+    of (H, C) and (X_t W^T, the step's live mask) runs `cell`, the equations `unrolled` writes out per step."""
+    ops = SourceOps(e, x_type.dtype)
+    named = _split_inputs(kind, ins, attrs)
+    layout = attrs.get("layout", 0)
+    seq, batch = (x_type.shape[0], x_type.shape[1]) if layout == 0 else (x_type.shape[1], x_type.shape[0])
+    lens = np.asarray(attrs["sequence_lens"] if attrs.get("sequence_lens") is not None else [seq] * batch)
+    live = e.const(np.arange(seq)[:, None, None] < lens[None, :, None], hint="live")  # [seq, batch, 1]
+    ys, hs, cs = [], [], []
+    for d, reverse, xw, h0, c0, weights in directions(kind, ops, named, attrs, x_type):
+        body = Emitter(e.sp, consts=e.consts, taken=e.taken, fnames=e.fnames, overrides=e.overrides)
+        carry, step_in = body.fresh("carry"), body.fresh("step_in")
+        h, c = body.bind(f"{carry}[0]", "h"), body.bind(f"{carry}[1]", "c")
+        xt, m = body.bind(f"{step_in}[0]", "xt"), body.bind(f"{step_in}[1]", "m")
+        h_new, c_new = cell(kind, SourceOps(body, x_type.dtype), attrs, d, weights, xt, h, c)
+        y = body.bind(f"jnp.where({m}, {h_new}, 0.0)", "y")
+        h_next = body.bind(f"jnp.where({m}, {h_new}, {h})", "h")
+        c_next = body.bind(f"jnp.where({m}, {c_new}, {c})", "c") if kind == "lstm" else c
+        body.lines.append(f"return ({h_next}, {c_next}), {y}")
+        step = e.fresh("cell_")
+        e.lines.extend([f"def {step}({carry}, {step_in}):"] + ["    " + ln for ln in body.lines])
+        res = e.bind(f"lax.scan({step}, ({h0}, {c0}), ({xw}, {live}), reverse={reverse})", "s")
+        y_seq = e.bind(f"{res}[1]")  # [seq, batch, hsz]
+        ys.append(ops.swap01(y_seq) if layout == 1 else y_seq)
+        hs.append(e.bind(f"{res}[0][0]"))
+        cs.append(e.bind(f"{res}[0][1]"))
+    return stacked(kind, ops, attrs, ys, hs, cs)
+
+
 def _rule(kind: str) -> Rule:
     def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
-        return unrolled(kind, SourceOps(e, in_types[0].dtype), ins, attrs, in_types[0])
+        x_type = in_types[0]
+        if e.sp.target == "jax" and x_type.shape[attrs.get("layout", 0)] > SCAN_FROM:
+            return scanned(kind, e, ins, attrs, x_type)
+        return unrolled(kind, SourceOps(e, x_type.dtype), ins, attrs, x_type)
 
     return rule
 
