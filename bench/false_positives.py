@@ -15,7 +15,10 @@ NaN inputs), then, last:
 `false positives: N in T judged tests` (all compilers together).
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random|programs]
-                                  [--values edge|small] [--only-ops leaky_relu,range,...] [--keep DIR]
+                                  [--values edge|small] [--regions S] [--only-ops leaky_relu,range,...] [--keep DIR]
+
+`--regions S`: the share of graph tests wrapping node ranges in regions (If, Loop, Scan; the strategy's default
+otherwise), for issue 40's runs with control flow on.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ def main() -> None:
     ap.add_argument("--compiler", default="onnxruntime", help="a compiler, or several separated by commas")
     ap.add_argument("--strategy", default="random")
     ap.add_argument("--values", default="edge", choices=("edge", "small"), help="the graph strategies' value profiles")
+    ap.add_argument("--regions", type=float, default=None,
+                    help="share of graph tests with regions (default: the strategy's own)")
     ap.add_argument("--only-ops", default="", help="operators the graph strategies use, separated by commas (default: all)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep each compiler's campaign in KEEP/<compiler> (its findings to triage; default: deleted)")
@@ -41,13 +46,14 @@ def main() -> None:
     counted = judged = 0
     for compiler in a.compiler.split(","):
         n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values,
-                               [k for k in a.only_ops.split(",") if k], a.keep)
+                               [k for k in a.only_ops.split(",") if k], a.keep, a.regions)
         counted, judged = counted + n, judged + j
     print(f"false positives: {counted} in {judged} judged tests")
 
 
 def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge",
-                    only_ops: list[str] | None = None, keep: Path | None = None) -> tuple[int, int]:
+                    only_ops: list[str] | None = None, keep: Path | None = None,
+                    regions: float | None = None) -> tuple[int, int]:
     """One compiler's campaign: prints its counts; (findings counted, judged tests). `keep`: the campaign goes to
     keep/<compiler>, kept (`dlcfuzz list` shows its clusters with the register as it is then), not a temporary one."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
@@ -58,13 +64,14 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
     from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED
     from dlcfuzz.strategies import get_strategy
 
+    # the graph strategies' options, where the strategy has them (programs has neither)
+    takes = {o.name for o in get_strategy(strategy).options}
+    params = {k: v for k, v in (("values", values), ("regions", regions)) if k in takes and v is not None}
     with tempfile.TemporaryDirectory() as tmp:
         out = keep / compiler if keep is not None else Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
                                   max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
-                                  **({"values": values} if "values" in {o.name for o in get_strategy(strategy).options}
-                                     else {}),
-                                  **({"only_ops": only_ops} if only_ops else {}))).run()
+                                  **params, **({"only_ops": only_ops} if only_ops else {}))).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()
         tests, verdicts, unknowns = totals["tests"], totals["verdicts"], totals["unknowns"]
