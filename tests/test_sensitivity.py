@@ -171,3 +171,21 @@ def test_a_near_tie_in_a_loops_trip_taints_every_output_of_the_loop():
                   "y": _HUGE_X["y"]}
         tc = TestCase(g, inputs, [], seed=0)
         assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == expected
+
+
+@pytest.mark.parametrize("big", [2.0**53, 1.5])
+def test_a_fused_conv_whose_clipped_terms_cancel_is_ill_conditioned_and_a_tame_one_judged(big):
+    """com.microsoft FusedConv's error scale is its convolution's magnitude of terms, not that sum passed through its
+    activation: a Clip capped it at the bound, so a float32 window of +-2^53 terms that cancel to 0.68 was judged
+    exact, and onnxruntime's legal 0 (the big terms absorb the small ones) a wrong result (issue 40's
+    false-positive run, finding 3). The same graph on small inputs stays judged."""
+    x_t, b_t = TensorType("float32", (1, 1, 3, 1)), TensorType("float32", (1,))
+    g = Graph(inputs=[Value("x", x_t), Value("b", b_t)], constants={"w": np.ones((1, 1, 3, 1), np.float32)},
+              nodes=[Node("ms_fused_conv", ["x", "w", "b"], [Value("y", TensorType("float32", (1, 1, 1, 1)))],
+                          {"activation": "Clip", "activation_params": [-0.9, 2.0], "dilations": [1, 1], "group": 1,
+                           "pads": [0, 0, 0, 0], "strides": [1, 1]}, name="fc")],
+              outputs=["y"])
+    check_graph(g)
+    tc = TestCase(g, {"x": np.array([big, 0.68, -big], np.float32).reshape(x_t.shape),
+                      "b": np.array([0.5], np.float32)}, [], seed=0)
+    assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == ({0} if big > 2**24 else set())

@@ -30,6 +30,7 @@ from dlcfuzz.ops.base import (
     broadcast_shapes,
     check_size,
     float_attr,
+    magnitude_of_terms,
     register,
     require_dtype,
     require_same_dtype,
@@ -320,7 +321,12 @@ class FusedConvOp(ConvOp):
         return ins, attrs
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
-        return super().error_scale(xs, attrs, y) + 1.0  # tanh/sigmoid: accurate in absolute terms
+        # the convolution's terms before the activation (magnitude_of_terms through this op's reference would pass
+        # their magnitude sum through a Clip, capping it at the bound: a float32 sum of +-2^53 terms that cancel was
+        # judged exact), times the activation's steepest slope; + 1: tanh/sigmoid are accurate in absolute terms
+        act, params = attrs.get("activation"), attrs.get("activation_params", [])
+        slope = max(1.0, abs(params[0])) if act in ("LeakyRelu", "HardSigmoid") and params else 1.0
+        return slope * magnitude_of_terms(_CONV2D, xs, attrs) + 1.0
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         y = _acc(_CONV2D.reference(xs, attrs)[0])  # not super(): its infer would refuse the widened float64
