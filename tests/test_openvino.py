@@ -1235,8 +1235,8 @@ def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and
     import openvino as ov
     from onnx import TensorProto, helper
 
-    def selu(gamma: float) -> bytes:
-        graph = helper.make_graph([helper.make_node("Selu", ["x"], ["y"], alpha=1.42578125, gamma=gamma)], "g",
+    def selu(gamma: float, alpha: float = 1.42578125) -> bytes:
+        graph = helper.make_graph([helper.make_node("Selu", ["x"], ["y"], alpha=alpha, gamma=gamma)], "g",
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
@@ -1246,15 +1246,19 @@ def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and
     core = ov.Core()
     x = np.array([2.0, 3.0], np.float32)
 
-    def run(gamma: float, front: str) -> np.ndarray:
-        data = selu(gamma)
+    def run(gamma: float, front: str, alpha: float = 1.42578125, xs: np.ndarray = x) -> np.ndarray:
+        data = selu(gamma, alpha)
         model = core.read_model(data, b"") if front == "read" else ov.convert_model(io.BytesIO(data))
         compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        return compiled({"x": x})[compiled.outputs[0]]
+        return compiled({"x": xs})[compiled.outputs[0]]
 
     np.testing.assert_allclose(run(0.0, "read"), x * 1.0507, rtol=1e-4)  # ONNX: 0
     np.testing.assert_allclose(run(1e-40, "convert"), x * 1.0507, rtol=1e-4)  # flushed to 0, then the default
     assert np.abs(run(1e-40, "read")).max() < 1e-38  # the subnormal kept: right
+    # alpha 0 alike (issue 40's false-positive run with regions): ONNX gives 0 for x <= 0, the plugin alpha 1.6733
+    neg = np.array([-1.0, -0.5], np.float32)
+    np.testing.assert_allclose(run(1.0, "read", 0.0, neg), 1.6732632 * np.expm1(neg), rtol=1e-4)
+    np.testing.assert_allclose(run(1.0, "read", 0.5, neg), 0.5 * np.expm1(neg), rtol=1e-5)  # a nonzero alpha: right
     # HardSigmoid with beta 0 (issue 40's campaign: -0.0) computes with the default 0.5 alike
     for beta in (0.0, -0.0):
         graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.1, beta=beta)], "g",
@@ -1267,12 +1271,14 @@ def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
 
-    for gamma, want in (("-9.388699710976274e-44", "ov-cpu-zero-activation-parameter-as-default"), ("0.0", "ov-cpu-zero-activation-parameter-as-default"),
-                        ("0.5", None)):
+    zero = "ov-cpu-zero-activation-parameter-as-default"
+    for attrs, want in (("selu{alpha=1.42578125, gamma=-9.388699710976274e-44}", zero),
+                        ("selu{alpha=1.42578125, gamma=0.0}", zero), ("selu{alpha=0.0, gamma=0.0214691162109375}", zero),
+                        ("selu{alpha=1.42578125, gamma=0.5}", None)):
         facts = FindingFacts(1, "openvino", "inconsistency", ("ov-convert", "ov-cpu-nosnippets"), "", frozenset({"selu"}),
-                             frozenset({"float32"}), "", attrs=f"selu{{alpha=1.42578125, gamma={gamma}}}")
+                             frozenset({"float32"}), "", attrs=attrs)
         k = Register(use_env=False).match(facts, "ov-convert differs from ov-cpu-nosnippets and the reference")
-        assert (k.id if k else None) == want, gamma
+        assert (k.id if k else None) == want, attrs
     facts = FindingFacts(1, "openvino", "wrong-result", ("ov-cpu",), "", frozenset({"hard_sigmoid"}), frozenset({"float32"}), "",
                          attrs="hard_sigmoid{alpha=0.10546875, beta=-0.0}")
     k = Register(use_env=False).match(facts, "ov-cpu differ from the reference")
