@@ -136,3 +136,15 @@ class Graph:
 def _copy_attrs(attrs: Attrs) -> Attrs:
     """A deep copy of a node's attributes whose region bodies share their constant arrays (light_copy)."""
     return {k: a.light_copy() if isinstance(a, Graph) else copy.deepcopy(a) for k, a in attrs.items()}
+
+
+def live_nodes(nodes: list[Node], outputs: list[str]) -> tuple[list[Node], set[str]]:
+    """The nodes that `outputs` depend on, in their order, and the names of every value they read (with `outputs`):
+    dead-code removal of a graph (reduce.graph.prune) and of a region's body (reduce.regions) alike."""
+    live = set(outputs)
+    keep = []
+    for n in reversed(nodes):
+        if any(v.name in live for v in n.outputs):
+            keep.append(n)
+            live.update(n.inputs)
+    return list(reversed(keep)), live

@@ -18,7 +18,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dlcfuzz import reference
-from dlcfuzz.ir.graph import Graph, Value
+from dlcfuzz.ir.graph import Graph, Value, live_nodes
 from dlcfuzz.ops import check_graph
 from dlcfuzz.reduce.budget import ReductionBudget
 from dlcfuzz.reduce.regions import without_region, without_unused_region_outputs
@@ -28,14 +28,9 @@ Predicate = Callable[[Graph, dict[str, np.ndarray]], bool]
 
 def prune(g: Graph) -> Graph:
     """Drop nodes, inputs and constants that no output depends on."""
-    live = set(g.outputs)
-    keep = []
-    for n in reversed(g.nodes):
-        if any(v.name in live for v in n.outputs):
-            keep.append(n)
-            live.update(n.inputs)
+    nodes, live = live_nodes(g.nodes, g.outputs)
     out = g.light_copy()
-    out.nodes = list(reversed(keep))
+    out.nodes = nodes
     out.inputs = [v for v in g.inputs if v.name in live]
     out.constants = {k: a for k, a in g.constants.items() if k in live}
     used_funcs = {n.attrs["callee"] for n in out.nodes if n.op == "call"}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlcfuzz.gen.regions import fresh_name
-from dlcfuzz.ir.graph import Graph, Node, Value
+from dlcfuzz.ir.graph import Graph, Node, Value, live_nodes
 from dlcfuzz.ir.types import TensorType
 
 
@@ -121,13 +121,7 @@ def _slim_body(body: Graph, params: list[int], outputs: list[int]) -> Graph:
     that no kept output needs."""
     out = Graph(inputs=[body.inputs[i] for i in params], constants=dict(body.constants),
                 nodes=list(body.nodes), outputs=[body.outputs[i] for i in outputs], name=body.name)
-    live = set(out.outputs)
-    keep = []
-    for m in reversed(out.nodes):
-        if any(v.name in live for v in m.outputs):
-            keep.append(m)
-            live.update(m.inputs)
-    out.nodes = list(reversed(keep))
+    out.nodes, live = live_nodes(out.nodes, out.outputs)
     out.constants = {k: a for k, a in out.constants.items() if k in live}
     return out
 
