@@ -46,8 +46,9 @@ class TensorType:
     def __post_init__(self) -> None:
         if self.dtype not in ALL_DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r}")
-        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
-        if any(d < 0 for d in self.shape):
+        shape = tuple(map(int, self.shape))  # a type is made per value per test: map and min, not generators
+        object.__setattr__(self, "shape", shape)
+        if shape and min(shape) < 0:
             raise ValueError(f"negative dimension in {self.shape}")
         if self.unknown:
             object.__setattr__(self, "unknown", tuple(sorted({int(a) for a in self.unknown})))
@@ -60,7 +61,7 @@ class TensorType:
 
     @property
     def size(self) -> int:
-        return math.prod(int(d) for d in self.shape)  # np.prod costs ~20 us per call
+        return math.prod(self.shape)  # ints (__post_init__); np.prod costs ~20 us per call
 
     @property
     def np_dtype(self) -> np.dtype:
