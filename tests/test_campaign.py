@@ -137,6 +137,23 @@ def test_planted_fault_is_found_reduced_and_reproduced(tmp_path, fault):
         assert "ort-all output 0 vs the reference" in p.stdout, p.stdout[-800:]
 
 
+def test_a_reduction_that_a_damaged_worker_misled_is_not_kept(tmp_path):
+    """`poison`: once it raised, every optimized build in that process raises the same error, so in the reducer's
+    worker every candidate "shows" the finding, down to a lone node without the faulty operator (an OpenVINO
+    reduction kept a lone Sign so). The reduced test is checked in a fresh worker, where it does not show it: the
+    finding is kept as found, saying why, and its reproducer (a fresh process) shows it."""
+    out = campaign(tmp_path, "planted:poison@add", tests=8, only_ops=["add", "relu", "mul", "sub", "neg"],
+                   sizes="small")
+    distinct = [f for f in findings(out) if f["duplicate_of"] is None]
+    assert [f["category"] for f in distinct] == ["unexpected-error"], distinct
+    first = distinct[0]
+    assert "add" in graph_ops(out, first["test_id"])
+    assert "in a fresh worker" in (first["not_minimal"] or ""), first
+    assert first["reduced_nodes"] == first["nodes"] > 1, first
+    p = run_repro(next((out / "findings").glob(f"{first['id']:04d}-*/repro.py")))
+    assert EXPECT["raise"][1](p), (p.returncode, p.stdout[-800:], p.stderr[-800:]) if p else "timed out"
+
+
 def test_a_fault_that_needs_reused_memory_is_reproduced_by_a_second_round(tmp_path):
     """Regression (onnxruntime 1.20.1 campaign): kernels that left part of their output unwritten were
     found by the long-lived workers, while their scripts, on a fresh process's zeroed memory, printed

@@ -125,6 +125,7 @@ class Campaign:
                            configs_picked=bool(opts.configs), backend=backend, version=version, store=self.store,
                            coverage=Coverage(self.store.coverage()), out=self.out, reduce=opts.reduce,
                            seconds=opts.seconds, max_tests=opts.max_tests, reducer_pool=self.reducer_pool,
+                           fresh_reducer=self.close_reducer,
                            log=self.log, reduce_budget_s=opts.reduce_budget_s,
                            input_sets=opts.input_sets or (backend.input_sets if backend is not None else 1))
         self.strategy: Strategy = cls(self.ctx)
@@ -263,8 +264,7 @@ class Campaign:
             self.save_stats(elapsed)
             self.progress(elapsed, final=True)
         self.strategy.close()
-        if self._reducer is not None:
-            self._reducer.close()
+        self.close_reducer()
         from dlcfuzz.engine.report import write_report
 
         report = write_report(self.out, self.store)
@@ -376,7 +376,12 @@ class Campaign:
         compiler, a zoo model) would otherwise stay for the rest of the campaign, unused between
         findings minutes apart. Findings in a burst share one worker; the next reduction after a
         pause starts one (on its own budget)."""
-        if self._reducer is not None and now - self._reducer_used >= self.reducer_idle_s:
+        if now - self._reducer_used >= self.reducer_idle_s:
+            self.close_reducer()
+
+    def close_reducer(self) -> None:
+        """Close the reducer pool, if one runs: the next `reducer_pool()` starts a fresh worker."""
+        if self._reducer is not None:
             self._reducer.close()
             self._reducer = None
 

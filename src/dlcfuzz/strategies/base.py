@@ -163,6 +163,8 @@ class Context:
     seconds: float
     max_tests: int | None
     reducer_pool: Callable[[], TaskRunner]
+    # the next reducer_pool() starts a new worker: a check that must not inherit what earlier checks left there
+    fresh_reducer: Callable[[], None] = lambda: None
     log: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr, flush=True)
     reduce_s: list[float] = field(default_factory=lambda: [0.0])  # time spent reducing, all findings
     reduce_budget_s: float | None = None  # one finding's reduction seconds (None: the backend's reduction_s)

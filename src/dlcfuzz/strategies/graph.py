@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dlcfuzz.ir import save, to_text
+from dlcfuzz.ir import graphs_equal, save, to_text
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle import categories as C
 from dlcfuzz.oracle.categories import DedupKey, with_option
@@ -409,6 +409,17 @@ class GraphStrategy(Strategy):
         # then the smallest extents and the fewest test values that still show it, on the same budget
         g, inputs = shrink_axes(g, inputs, still_fails, budget)
         g, inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
+        if not (graphs_equal(g, tc.graph) and inputs.keys() == tc.inputs.keys()
+                and all(np.array_equal(a, tc.inputs[k], equal_nan=True) for k, a in inputs.items())):
+            # every check ran in the reducer's one worker, after the checks before it: a check that leaves its
+            # worker broken (a compiler's state damaged by an error it survived) makes every later candidate
+            # "show" the finding, down to a lone unrelated node. The reduced test must show it on its own.
+            self.ctx.fresh_reducer()
+            if not still_fails(g, inputs):
+                red = self.unreduced(test, v)
+                red.not_minimal = ("its reduced test did not show it in a fresh worker: the reduction's checks "
+                                   "depended on what earlier checks left in their worker, so it is kept as found")
+                return red
         red = self.reduction(test, v, g, inputs)
         before, after = longest_axis(tc.graph), longest_axis(g)
         if after < before:

@@ -15,7 +15,8 @@ integer arithmetic routed through float: right within +-2^24 only, so only edge 
 (the last element of output 0 off by one when an input or output of the graph has an axis longer than
 LONG_AXIS: a vectorized loop's remainder gone wrong, which only long-axis tests meet), nan (every NaN of a float
 output becomes 0, as a kernel compiled under a no-NaN assumption folds `x != x` away: only the non-finite profile's
-tests show it).
+tests show it), poison (as raise, and from then on every optimized build in the same process raises it too,
+whatever its operators: a compiler whose state an error it survived left damaged).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from dlcfuzz.backends.onnxruntime.backend import OnnxRuntimeBackend
 from dlcfuzz.ir.graph import Graph
 
 FAULTS = ("segfault", "abort", "hang", "alloc", "raise", "wrong", "stale", "signed", "miseval", "fusion", "none",
-          "narrow", "long", "nan")
+          "narrow", "long", "nan", "poison")
 LONG_AXIS = 64  # the "long" fault shows above this length
 _RUNS = [0]  # runs of a "stale" configuration in this process
+_POISONED = [False]  # a "poison" fault fired in this process
 # optimization -> (producer, consumer) ONNX op types of the pattern it rewrites
 PLANTED_FUSIONS: dict[str, tuple[str, str]] = {
     "MatMulAddFusion": ("MatMul", "Add"),
@@ -182,6 +184,8 @@ class PlantedBackend(OnnxRuntimeBackend):
         if self.fault == "miseval" and config.options.get("opt_level") == "all":
             return super().build(misevaluate(lowered, self.op), g, config)
         compiled = super().build(lowered, g, config)
+        if self.fault == "poison" and config.options.get("opt_level") == "all" and _POISONED[0]:
+            raise RuntimeError(f"planted internal error in fusion of {self.op}")
         if config.options.get("opt_level") != "all" or self.op not in g.ops_used():
             return compiled
         if self.fault == "segfault":
@@ -196,7 +200,8 @@ class PlantedBackend(OnnxRuntimeBackend):
             while True:
                 hog.append(bytearray(64 << 20))
                 hog[-1][::4096] = b"x" * len(hog[-1][::4096])
-        elif self.fault == "raise":
+        elif self.fault in ("raise", "poison"):
+            _POISONED[0] = self.fault == "poison"
             raise RuntimeError(f"planted internal error in fusion of {self.op}")
         elif self.fault == "narrow":
             return _Narrow(compiled)
