@@ -691,6 +691,58 @@ def test_registered_sfdp_15_mask_not_binary_is_named_by_its_pattern_statement(tm
     assert Register(use_env=False).match(facts_of(row, tmp_path), detail) is None
 
 
+FP_RUN_FINDING_3_PROGRAM = {  # issue 38's false-positive run (fp-ind54), finding 3: its reduced program
+    "inputs": [["x0", "float32", [5, 1], "contiguous"]], "outputs": ["v0"], "steps": 2,
+    "stmts": [["pattern", ["x0", "x0", "x0"], {
+        "argnames": ["query", "key", "value"], "bridges": [[[2, 4, 8, 16], [0, 1, 2, 3], "float32", 5]] * 3,
+        "cast": None, "kwargs": {"dropout_p": 0.0, "inv_scale": 0.66666},
+        "search": "torch._inductor.fx_passes.fuse_attention:_sfdp_pattern_9", "tuple": False,
+        "variant": "float32 registered training"}, "v0"]]}
+
+
+def test_registered_sfdp_7_to_10_on_float32_returns_float32_and_is_named_by_its_pattern_statement(tmp_path):
+    """inductor-sfdp-half-cast-dropped, with torch alone: torch's own `_sfdp_pattern_10` (its search function, as
+    a spliced program calls it) on float32 q/k/v casts its weights to float16, so eager returns float16; compiled,
+    the SDPA replacement returns float32, and with `pattern_matcher=False` float16 again. A programs finding of
+    that dtype difference at a spliced `_sfdp_pattern_9` (the false-positive run's finding 3) is named by the
+    register; the same difference at another pattern, and a value difference at this one, are not.
+    Regression: the entry had no `match`, so the run counted its findings as false positives."""
+    from torch._inductor import config as inductor_config
+
+    from dlcfuzz.backends.inductor.pattern_seeds import inductor_pattern
+    from dlcfuzz.engine.clusters import facts_of
+    from dlcfuzz.engine.known import Register
+
+    attention = inductor_pattern("torch._inductor.fx_passes.fuse_attention:_sfdp_pattern_10")
+    q = ((torch.arange(1024, dtype=torch.float32).reshape(2, 4, 8, 16) % 7) - 3) * 0.25
+    k, v = q.flip(-1), q.flip(1)
+    want = attention(q, k, v, 0.66666)
+    assert want.dtype == torch.float16
+    dtypes = {}
+    for name, options in (("inductor", {}), ("no pattern matcher", {"pattern_matcher": False})):
+        torch._dynamo.reset()
+        with torch.no_grad(), inductor_config.patch({"fallback_random": True, **options}):
+            got = torch.compile(attention, fullgraph=True)(q, k, v, 0.66666)
+        torch.testing.assert_close(got.to(torch.float16), want, atol=2e-3, rtol=2e-3)  # the values agree
+        dtypes[name] = got.dtype
+    assert dtypes == {"inductor": torch.float32, "no pattern matcher": torch.float16}
+
+    def known(program: dict, detail: str) -> str | None:
+        (tmp_path / "program.json").write_text(json.dumps(program))
+        row = {"id": 3, "compiler": "inductor", "category": "inconsistency",
+               "configs": '["eager", "inductor+dynamic"]', "detail": detail,
+               "key": "inconsistency|inductor|inductor+dynamic|dtype|output|ops=pattern"}
+        k = Register(use_env=False).match(facts_of(row, tmp_path), detail)
+        return k.id if k is not None else None
+
+    dtype_differs = "inductor+dynamic differs from eager at output 0: dtype float32 != float16"
+    assert known(FP_RUN_FINDING_3_PROGRAM, dtype_differs) == "inductor-sfdp-half-cast-dropped"
+    other = json.loads(json.dumps(FP_RUN_FINDING_3_PROGRAM).replace("_sfdp_pattern_9", "_sfdp_pattern_5"))
+    assert known(other, dtype_differs) is None
+    value_differs = "inductor+dynamic differs from eager at output 0: distance from float64 1 > 2 x eager's 0 + 0.01"
+    assert known(FP_RUN_FINDING_3_PROGRAM, value_differs) is None
+
+
 def test_registered_float_floor_division_of_a_quotient_just_below_an_integer_is_one_too_high_and_is_known(tmp_path):
     """inductor-float-floor-divide-rounded-quotient, with torch alone: `a // b` where the exact quotient lies just
     below an integer (39.99..., 9.99...) is that integer compiled (the floor of the rounded quotient) and one less
@@ -731,3 +783,42 @@ def test_registered_float_floor_division_of_a_quotient_just_below_an_integer_is_
     assert known("int64", "inductor differs from eager at output 0: flat index 3: 2 vs 1") is None
     assert known("float64", "inductor differs from eager at output 0: "
                             "NaN/Inf where eager and the float64 reference have numbers") is None
+
+
+def test_registered_write_to_an_input_saved_for_backward_fails_the_compiled_backward_and_is_known():
+    """inductor-mutated-input-saved-for-backward, with torch alone: a training step whose compiled function writes
+    in place to an input that requires grad fails in `backward()` (the input saved for the backward is bumped by
+    the epilogue's `copy_`) where eager gives the gradient; `x.mul_(x * 2)` fails with aot_eager already
+    (AOTAutograd, not Inductor's code), the false-positive run's finding 9 (`x.mul_(index_put(x, ...))`, float64)
+    with Inductor. Its detail is named by the register; an eager-like version error of another tensor is not."""
+
+    def grad_of(fn, backend: str | None, x0: torch.Tensor) -> torch.Tensor:
+        p = x0.clone().requires_grad_()
+        x = p.clone()
+        if backend is not None:
+            torch._dynamo.reset()
+            fn = torch.compile(fn, backend=backend, fullgraph=True)
+        fn(x)
+        (0.5 * (x * x).sum()).backward()
+        return p.grad
+
+    def doubled(x):
+        x.mul_(x * 2)
+
+    def finding_9(x):  # the run's reduced program (index_put, then mul_ of the input by it)
+        x.mul_(torch.index_put(x, (torch.tensor([2, 0]),), x.new_full((), -0.75), accumulate=False))
+
+    small = torch.tensor([[-1.0, 0.5], [2.0, -0.25]])
+    assert grad_of(doubled, None, small).tolist() == [[-8.0, 1.0], [64.0, -0.125]]  # 4 x^3
+    finding_9_input = torch.arange(9, dtype=torch.float64).reshape(3, 3) / 4 - 1
+    grad_of(finding_9, None, finding_9_input)  # eager runs its backward
+    failures = []
+    for fn, backend, x0 in ((doubled, "aot_eager", small), (finding_9, "inductor", finding_9_input)):
+        with pytest.raises(RuntimeError, match="output 0 of torch::autograd::CopyBackwards") as failed:
+            with torch._inductor.config.patch(fallback_random=True):
+                grad_of(fn, backend, x0)
+        failures.append(f"[stage none] RuntimeError: {failed.value}")
+    assert "[torch.DoubleTensor [3, 3]]" in failures[1]
+    assert [_known_error(f) for f in failures] == ["inductor-mutated-input-saved-for-backward"] * 2
+    other = failures[1].replace("torch::autograd::CopyBackwards", "MulBackward0")  # a saved product, not the copy
+    assert _known_error(other) is None
