@@ -216,11 +216,11 @@ def long_loss(outputs: list[str]) -> tuple[Graph, dict[str, np.ndarray]]:
 
 
 def test_a_long_log_sum_exp_legally_off_by_hundreds_of_epsilons_is_not_a_wrong_result():
-    """Finding 17: every ONNXRuntime configuration's loss differed from the reference by 2.5e-4 in 2e10 (528 epsilons of its log-sum), far past
-    one epsilon of the loss's error scale, the bound before: a sum of 13,862 exponentials is legally off by up to
-    13,861 half-epsilons in sequence (ops/base.summed_roundings), and sin(2e10) turns that into a distance of 1e-4.
-    Now the sin output is ill-conditioned (not judged) and the loss itself is judged: ONNXRuntime's equal, a 1%
-    error planted in it a wrong result."""
+    """Finding 17: every ONNXRuntime configuration's loss differed from the reference by 2.5e-4 in 2e10 (528
+    epsilons of its log-sum), far past one epsilon of the loss's error scale, the bound before: a sum of 13,862
+    exponentials is legally off by up to 13,861 half-epsilons in sequence (ops/base.summed_roundings), and sin(2e10)
+    turns that into a distance of 1e-4. Now the sin output is ill-conditioned (not judged) and the loss itself is
+    judged: ONNXRuntime's equal, a 1% error planted in it a wrong result."""
     from dlcfuzz.lower.onnx import to_onnx
     from dlcfuzz.oracle.testcase import Observation
     from dlcfuzz.oracle.verdict import judge
