@@ -40,18 +40,42 @@ MAX_REPAIRS = 8
 Bounded = dict[int, list[tuple[int, float, float, float]]]
 
 
-def _bounded_computed_inputs(g: Graph, params_computed: bool = False) -> Bounded:
+def _ceiling(dt: np.dtype, power: float, terms: int) -> float:
+    """The largest magnitude of `dt` within the limit of kernels that form `power`-th powers and sums of `terms`
+    (inf where they form neither)."""
+    if (power, terms) == (1.0, 1):
+        return np.inf
+    return float(held(magnitude_limits(dt, Domain(power=power, terms=terms))[1], dt, up=False))
+
+
+def _sampled_within(d: Domain | None, dt: np.dtype, lo: float, hi: float) -> bool:
+    """Whether values sampled in `d` (a graph input's or constant's merged domain, gen/inputs.value_domains) lie in
+    [lo, hi]. Not where its consumers' domains do not meet: merge_domains then takes the first consumer's, and the
+    others get values outside theirs (an input that a Gemm reads in [-1, 1] and an Acosh in [1.1, 4])."""
+    if d is None:
+        return False
+    ceiling = _ceiling(dt, d.power, d.terms)
+    low = max(d.lo, -ceiling) if d.lo is not None else -ceiling
+    high = min(d.hi, ceiling) if d.hi is not None else ceiling
+    return lo <= low and high <= hi
+
+
+def _bounded_computed_inputs(g: Graph, params_computed: bool = False, functions: dict[str, Graph] | None = None
+                             ) -> Bounded:
     """Per node (its position in `g`): its inputs that another node computes, of a float type, whose domain is
     bounded on both sides or whose magnitude the operator's kernels limit (Domain.power, terms), as
-    (input index, low, high, ceiling): the only inputs a clip can repair. `ceiling`: the largest
+    (input index, low, high, ceiling): the only inputs a clip can repair; and the graph inputs and constants that
+    their sampling does not keep inside (_sampled_within). `ceiling`: the largest
     magnitude of the dtype within the kernels' limit (inf where they form no powers or sums), which a
     value must not pass even where the operator's result is finite; low and high lie within it.
     `params_computed`: `g` is a region's body or a called function, whose parameters the enclosing graph
-    computes (a loop's carried values, the previous trip's)."""
+    computes (a loop's carried values, the previous trip's); `functions`: the sub-functions its calls call (the
+    main graph's own where None)."""
     produced = {v.name for n in g.nodes for v in n.outputs}
     if params_computed:
         produced |= {v.name for v in g.inputs}
     types = g.types()
+    sampled: dict[str, Domain] | None = None  # the graph inputs' and constants' domains, when one is asked
     found: Bounded = {}
     for at, n in enumerate(g.nodes):
         if n.op == CALL_OP or n.op in REGION_OPS:  # their bodies' nodes are repaired inside (_bounded_everywhere)
@@ -59,18 +83,22 @@ def _bounded_computed_inputs(g: Graph, params_computed: bool = False) -> Bounded
         spec = get_op(n.op)
         ins = [types[i] for i in n.inputs]
         for k, name in enumerate(n.inputs):
-            if name not in produced or types[name].dtype not in FLOATS:
+            if types[name].dtype not in FLOATS:
                 continue
             d = spec.domain(k, ins, n.attrs)
-            power, terms = spec.magnitude(k, ins, n.attrs)
-            ceiling = np.inf
-            if (power, terms) != (1.0, 1):  # a value of the dtype: the clip's bounds take it
-                dt = types[name].np_dtype
-                ceiling = float(held(magnitude_limits(dt, Domain(power=power, terms=terms))[1], dt, up=False))
+            dt = types[name].np_dtype
+            ceiling = _ceiling(dt, *spec.magnitude(k, ins, n.attrs))  # a value of the dtype: the clip's bounds take it
             lo = max(d.lo, -ceiling) if d.lo is not None else -ceiling
             hi = min(d.hi, ceiling) if d.hi is not None else ceiling
-            if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
-                found.setdefault(at, []).append((k, float(lo), float(hi), ceiling))
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+                continue
+            if name not in produced:
+                if sampled is None:
+                    sampled = value_domains(g if functions is None else
+                                            Graph(g.inputs, g.constants, g.nodes, g.outputs, functions))
+                if _sampled_within(sampled.get(name), dt, lo, hi):
+                    continue
+            found.setdefault(at, []).append((k, float(lo), float(hi), ceiling))
     return found
 
 
@@ -81,7 +109,7 @@ def _bounded_everywhere(g: Graph) -> dict[int, Bounded]:
     found = {id(g): _bounded_computed_inputs(g)}
 
     def visit(body: Graph) -> None:
-        found[id(body)] = _bounded_computed_inputs(body, params_computed=True)
+        found[id(body)] = _bounded_computed_inputs(body, params_computed=True, functions=g.functions)
         for n in body.nodes:
             for inner in n.bodies().values():
                 visit(inner)
