@@ -189,3 +189,61 @@ def test_a_fused_conv_whose_clipped_terms_cancel_is_ill_conditioned_and_a_tame_o
     tc = TestCase(g, {"x": np.array([big, 0.68, -big], np.float32).reshape(x_t.shape),
                       "b": np.array([0.5], np.float32)}, [], seed=0)
     assert unstable_outputs(tc, reference.outputs(tc.graph, tc.inputs)) == ({0} if big > 2**24 else set())
+
+
+CLASSES = 13862  # ONNXRuntime 1.32 acceptance finding 17: a float64 loss over this many classes
+
+
+def long_loss(outputs: list[str]) -> tuple[Graph, dict[str, np.ndarray]]:
+    """sin(SoftmaxCrossEntropyLoss(x, target, w)), summed over 3 targets of 13,862 classes, one target's weight
+    -2^31 - 1 (an edge value): the loss is about 2e10. Each row's scores are 0 but its first, 1e-3 (the finding's
+    were mostly tiny edge values and a few up to 1e-3), so its log-sum-exp sums 13,861 equal terms exp(-1e-3),
+    which a compiler that adds in sequence rounds the same way many times."""
+    x_t, w_t, one = TensorType("float64", (3, CLASSES)), TensorType("float64", (CLASSES,)), TensorType("float64", ())
+    g = Graph(inputs=[Value("w", w_t), Value("x", x_t)],
+              constants={"target": np.array([CLASSES - 1, 1, 128], np.int64)},
+              nodes=[Node("softmax_cross_entropy_loss", ["x", "target", "w"], [Value("loss", one)],
+                          {"ignore_index": -100, "log_prob": 0, "reduction": "sum"}, name="n0"),
+                     Node("sin", ["loss"], [Value("s", one)], name="n1")],
+              outputs=outputs)
+    check_graph(g)
+    rng = np.random.default_rng(0)
+    w = rng.uniform(-1.0, 1.0, CLASSES)
+    w[CLASSES - 1] = -2.0 ** 31 - 1
+    x = np.zeros((3, CLASSES))
+    x[:, 0] = 1e-3
+    return g, {"w": w, "x": x}
+
+
+def test_a_long_log_sum_exp_legally_off_by_hundreds_of_epsilons_is_not_a_wrong_result():
+    """Finding 17: every ONNXRuntime configuration's loss differed from the reference by 2.5e-4 in 2e10 (528
+    epsilons of its log-sum), far past one epsilon of the loss's error scale, the bound before: a sum of 13,862
+    exponentials is legally off by up to 13,861 half-epsilons in sequence (ops/base.summed_roundings), and sin(2e10)
+    turns that into a distance of 1e-4. Now the sin output is ill-conditioned (not judged) and the loss itself is
+    judged: ONNXRuntime's equal, a 1% error planted in it a wrong result."""
+    from dlcfuzz.lower.onnx import to_onnx
+    from dlcfuzz.oracle.testcase import Observation
+    from dlcfuzz.oracle.verdict import judge
+    from op_harness import run_ort
+
+    g, x = long_loss(["loss", "s"])
+    ort_loss, ort_sin = run_ort(to_onnx(g), x)
+    ref = reference_of(TestCase(g, dict(x), [], seed=0), tries=1)
+    assert ref.reason is None and ref.unstable == {1}
+    off = abs(float(ort_loss) - float(ref.outputs[0]))
+    eps = float(np.finfo(np.float64).eps)
+    # the cause: the log-sum-exp's rounding, ten times one epsilon of the error scale without the sum's length (the
+    # row's largest score, 1e-3, and 1), within the scale with it; the other weights, at most 1, add little
+    weight = 2.0 ** 31 + 1
+    assert 10 * eps * (1e-3 + 1.0) * weight < off < eps * (1e-3 + np.log(CLASSES) + (CLASSES - 1) / 2) * weight
+
+    def verdicts(outs: list[np.ndarray]) -> list[tuple[str, str, int]]:
+        return [(v.kind, v.category, v.output_index) for v in judge(
+            "onnxruntime", lambda m: None, ref.outputs, [Observation("ort-disable", "ok", outputs=outs)], ref.unstable)]
+
+    assert verdicts([ort_loss, ort_sin]) == [("pass", "pass", -1)]
+    assert verdicts([ort_loss * 1.01, ort_sin]) == [("bug", "wrong-result", 0)]
+    assert verdicts([ort_loss * (1 + 1e-5), ort_sin]) == [("bug", "wrong-result", 0)]  # past float64's 1e-6
+    # the finding's own graph, the sin alone: unjudged, where it was a wrong result
+    alone, _ = long_loss(["s"])
+    assert reference_of(TestCase(alone, dict(x), [], seed=0), tries=1).unstable == {0}

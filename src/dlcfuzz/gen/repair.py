@@ -27,91 +27,213 @@ from dlcfuzz.gen.inputs import (
     set_attr_values,
     value_domains,
 )
+from dlcfuzz.gen.regions import fresh_name
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS
 from dlcfuzz.ops import Domain, get_op
+from dlcfuzz.ops.regions import REGION_OPS
 
 MAX_REPAIRS = 8
 
 
-def _bounded_computed_inputs(g: Graph) -> dict[str, list[tuple[int, float, float, float]]]:
-    """Per node name: its inputs that another node computes, of a float type, whose domain is
+# per node of one graph (its position there): its inputs a clip can repair, as (input index, low, high, ceiling)
+Bounded = dict[int, list[tuple[int, float, float, float]]]
+
+
+def _ceiling(dt: np.dtype, power: float, terms: int) -> float:
+    """The largest magnitude of `dt` within the limit of kernels that form `power`-th powers and sums of `terms`
+    (inf where they form neither)."""
+    if (power, terms) == (1.0, 1):
+        return np.inf
+    return float(held(magnitude_limits(dt, Domain(power=power, terms=terms))[1], dt, up=False))
+
+
+def _sampled_within(d: Domain | None, dt: np.dtype, lo: float, hi: float) -> bool:
+    """Whether values sampled in `d` (a graph input's or constant's merged domain, gen/inputs.value_domains) lie in
+    [lo, hi]. Not where its consumers' domains do not meet: merge_domains then takes the first consumer's, and the
+    others get values outside theirs (an input that a Gemm reads in [-1, 1] and an Acosh in [1.1, 4])."""
+    if d is None:
+        return False
+    ceiling = _ceiling(dt, d.power, d.terms)
+    low = max(d.lo, -ceiling) if d.lo is not None else -ceiling
+    high = min(d.hi, ceiling) if d.hi is not None else ceiling
+    return lo <= low and high <= hi
+
+
+def _bounded_computed_inputs(g: Graph, params_computed: bool = False, functions: dict[str, Graph] | None = None
+                             ) -> Bounded:
+    """Per node (its position in `g`): its inputs that another node computes, of a float type, whose domain is
     bounded on both sides or whose magnitude the operator's kernels limit (Domain.power, terms), as
-    (input index, low, high, ceiling): the only inputs a clip can repair. `ceiling`: the largest
+    (input index, low, high, ceiling): the only inputs a clip can repair; and the graph inputs and constants that
+    their sampling does not keep inside (_sampled_within). `ceiling`: the largest
     magnitude of the dtype within the kernels' limit (inf where they form no powers or sums), which a
-    value must not pass even where the operator's result is finite; low and high lie within it."""
+    value must not pass even where the operator's result is finite; low and high lie within it.
+    `params_computed`: `g` is a region's body or a called function, whose parameters the enclosing graph
+    computes (a loop's carried values, the previous trip's); `functions`: the sub-functions its calls call (the
+    main graph's own where None)."""
     produced = {v.name for n in g.nodes for v in n.outputs}
+    if params_computed:
+        produced |= {v.name for v in g.inputs}
     types = g.types()
-    found: dict[str, list[tuple[int, float, float, float]]] = {}
-    for n in g.nodes:
-        if n.op == CALL_OP:
+    sampled: dict[str, Domain] | None = None  # the graph inputs' and constants' domains, when one is asked
+    found: Bounded = {}
+    for at, n in enumerate(g.nodes):
+        if n.op == CALL_OP or n.op in REGION_OPS:  # their bodies' nodes are repaired inside (_bounded_everywhere)
             continue
         spec = get_op(n.op)
         ins = [types[i] for i in n.inputs]
         for k, name in enumerate(n.inputs):
-            if name not in produced or types[name].dtype not in FLOATS:
+            if types[name].dtype not in FLOATS:
                 continue
             d = spec.domain(k, ins, n.attrs)
-            power, terms = spec.magnitude(k, ins, n.attrs)
-            ceiling = np.inf
-            if (power, terms) != (1.0, 1):  # a value of the dtype: the clip's bounds take it
-                dt = types[name].np_dtype
-                ceiling = float(held(magnitude_limits(dt, Domain(power=power, terms=terms))[1], dt, up=False))
+            dt = types[name].np_dtype
+            ceiling = _ceiling(dt, *spec.magnitude(k, ins, n.attrs))  # a value of the dtype: the clip's bounds take it
             lo = max(d.lo, -ceiling) if d.lo is not None else -ceiling
             hi = min(d.hi, ceiling) if d.hi is not None else ceiling
-            if np.isfinite(lo) and np.isfinite(hi) and lo <= hi:
-                found.setdefault(n.name, []).append((k, float(lo), float(hi), ceiling))
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+                continue
+            if name not in produced:
+                if sampled is None:
+                    sampled = value_domains(g if functions is None else
+                                            Graph(g.inputs, g.constants, g.nodes, g.outputs, functions))
+                if _sampled_within(sampled.get(name), dt, lo, hi):
+                    continue
+            found.setdefault(at, []).append((k, float(lo), float(hi), ceiling))
     return found
 
 
-def _offender(g: Graph, env: dict[str, np.ndarray], bounded: dict[str, list[tuple[int, float, float, float]]]
-              ) -> tuple[Node, int, float, float] | None:
-    """The first node that makes a non-finite value out of finite inputs, or whose kernels' magnitude
-    limit a finite computed input passes, with that input (one that leaves the operator's domain, or
-    the limit) and the bounds to clip it to; a node no clip repairs is passed by (the nodes its
-    inf or NaN reaches are too)."""
+def _bounded_everywhere(g: Graph) -> dict[int, Bounded]:
+    """_bounded_computed_inputs of `g`, of every region body in it (nested ones too) and of its sub-functions,
+    by the graph's id: a region wraps nodes that generation made before it (gen/regions.py), and their values
+    leave an operator's domain inside the body as they would outside (an asin of a sum in a loop's body)."""
+    found = {id(g): _bounded_computed_inputs(g)}
+
+    def visit(body: Graph) -> None:
+        found[id(body)] = _bounded_computed_inputs(body, params_computed=True, functions=g.functions)
+        for n in body.nodes:
+            for inner in n.bodies().values():
+                visit(inner)
+
     for n in g.nodes:
+        for body in n.bodies().values():
+            visit(body)
+    for f in g.functions.values():
+        visit(f)
+    return found
+
+
+def _holds_bounded(n: Node, bounded: dict[int, Bounded], functions: dict[str, Graph]) -> bool:
+    """Whether a region's bodies or a call's callee (and the regions and calls inside them) hold a node a clip
+    can repair."""
+    bodies = [functions[n.attrs["callee"]]] if n.op == CALL_OP else list(n.bodies().values())
+    return any(bounded.get(id(b)) or any(_holds_bounded(m, bounded, functions) for m in b.nodes
+                                         if m.op == CALL_OP or m.bodies()) for b in bodies)
+
+
+class _FoundInBody(Exception):
+    """An offender inside a run of a body: ends that run (and the enclosing region's) at once."""
+
+    def __init__(self, hit: tuple[Graph, Node, int, float, float]) -> None:
+        super().__init__()
+        self.hit = hit
+
+
+def _offender_inside(n: Node, xs: list[np.ndarray], bounded: dict[int, Bounded], functions: dict[str, Graph]
+                     ) -> tuple[Graph, Node, int, float, float] | None:
+    """The first offender (_offender) in the runs of region `n`'s bodies, or of call `n`'s callee, on its inputs
+    `xs`: each run as the reference runs it (the taken branch, each trip, each scan step)."""
+
+    def body_outputs(body: Graph, args: list[np.ndarray], where: str = "") -> list[np.ndarray]:
+        env = reference.run(body, {p.name: x for p, x in zip(body.inputs, args)}, keep_all=True,
+                            _functions=functions)
+        hit = _offender(body, env, bounded, functions)
+        if hit is not None:
+            raise _FoundInBody(hit)
+        return [env[o] for o in body.outputs]
+
+    try:
         if n.op == CALL_OP:
-            continue
+            body_outputs(functions[n.attrs["callee"]], xs)
+        else:
+            reference.run_region(n.op, n.attrs, xs, body_outputs, n.name or n.op)
+    except _FoundInBody as found:
+        return found.hit
+    except Exception:  # noqa: BLE001 - a run the reference refuses: the reference policy reports it
+        return None
+    return None
+
+
+def _offender(g: Graph, env: dict[str, np.ndarray], bounded: dict[int, Bounded], functions: dict[str, Graph]
+              ) -> tuple[Graph, Node, int, float, float] | None:
+    """The first node that makes a non-finite value out of finite inputs, or whose kernels' magnitude
+    limit a finite computed input passes, with the graph that holds it (`g`, or a body of one of its regions,
+    or a function it calls), that input (one that leaves the operator's domain, or the limit) and the bounds to
+    clip it to; a node no clip repairs is passed by (the nodes its inf or NaN reaches are too)."""
+    mine = bounded.get(id(g), {})
+    for at, n in enumerate(g.nodes):
         ins = [env[i] for i in n.inputs]
-        finite_out = all(reference.finite(env[v.name]) for v in n.outputs)
         if not all(reference.finite(x) for x in ins):
             # an inf or NaN of an edge value, or of an earlier offender no clip repairs: the nodes it reaches are
             # not this repair's, the others still are (an acos of a conv beside a max of an inf)
             continue
-        for k, lo, hi, ceiling in bounded.get(n.name, ()):
+        if n.op == CALL_OP or n.op in REGION_OPS:
+            if _holds_bounded(n, bounded, functions) and (hit := _offender_inside(n, ins, bounded, functions)):
+                return hit
+            continue
+        finite_out = all(reference.finite(env[v.name]) for v in n.outputs)
+        for k, lo, hi, ceiling in mine.get(at, ()):
             x = ins[k]
             if not x.size:
                 continue
             if (not finite_out and (x.min() < lo or x.max() > hi)) or np.abs(x).max() > ceiling:
-                return n, k, lo, hi
+                return g, n, k, lo, hi
     return None
 
 
+def _names(g: Graph) -> set[str]:
+    """Every value name of `g`, of its region bodies and of its functions: a clip's value is fresh in all scopes."""
+    taken = set(g.types())
+    for n in g.nodes:
+        for body in n.bodies().values():
+            taken |= _names(body)
+    for f in g.functions.values():
+        taken |= _names(f)
+    return taken
+
+
 def repair_domains(g: Graph, inputs: dict[str, np.ndarray]) -> Graph:
-    """`g` with clips inserted where a computed value leaves an operator's domain (in place)."""
+    """`g` with clips inserted where a computed value leaves an operator's domain (in place), in the main graph,
+    in region bodies (on each run the reference makes of them) and in called functions."""
     for _ in range(MAX_REPAIRS):
-        bounded = _bounded_computed_inputs(g)
-        if not bounded:  # nothing a clip could repair: no need to evaluate (most graphs)
+        bounded = _bounded_everywhere(g)
+        if not any(bounded.values()):  # nothing a clip could repair: no need to evaluate (most graphs)
             return g
-        # the nodes after the last one with a bounded input cannot lead to a repair (_offender stops
-        # at the first non-finite result): they are not evaluated
-        last = max(i for i, n in enumerate(g.nodes) if n.name in bounded)
+        # the nodes after the last one with a bounded input (or a body that holds one) cannot lead to a repair
+        # (_offender stops at the first): they are not evaluated
+        mine = bounded[id(g)]
+        last = max((i for i, n in enumerate(g.nodes)
+                    if i in mine or ((n.op == CALL_OP or n.bodies()) and _holds_bounded(n, bounded, g.functions))),
+                   default=-1)
+        if last < 0:  # only functions that no node calls hold one
+            return g
         prefix = Graph(inputs=g.inputs, constants=g.constants, nodes=g.nodes[:last + 1], functions=g.functions)
+        bounded[id(prefix)] = mine
         try:
             with np.errstate(all="ignore"):
                 env = reference.run(prefix, inputs, keep_all=True)
+                bad = _offender(prefix, env, bounded, g.functions)
         except Exception:  # noqa: BLE001 - the reference policy reports what it cannot evaluate
             return g
-        bad = _offender(prefix, env, bounded)
         if bad is None:
             return g
-        node, k, lo, hi = bad
+        where, node, k, lo, hi = bad
+        where = g if where is prefix else where
         x = node.inputs[k]
-        t = g.types()[x]
-        clipped = Value(g.fresh_name("dom"), t)
-        at = g.nodes.index(node)
-        g.nodes.insert(at, Node("clip", [x], [clipped], {"min": lo, "max": hi}, name=f"domain_{clipped.name}"))
+        t = where.types()[x]
+        # a clip in a body gets a name no scope holds; one in the main graph the name it always had
+        clipped = Value(g.fresh_name("dom") if where is g else fresh_name(_names(g), "dom"), t)
+        where.nodes.insert(where.nodes.index(node),
+                           Node("clip", [x], [clipped], {"min": lo, "max": hi}, name=f"domain_{clipped.name}"))
         node.inputs[k] = clipped.name
     return g
 
@@ -129,13 +251,16 @@ MAX_VALUE_REPAIRS = 12  # reference evaluations per test at most; what is left t
 def _failing_node(g: Graph, inputs: dict[str, np.ndarray]) -> str | None:
     """The name of the first node whose result the reference leaves undefined (integer overflow, an integer
     division's undefined case, anything it cannot evaluate: "" when it cannot say which), makes non-finite
-    out of finite values, or meets a non-finite value it does not define (reference.nonfinite_undefined); None
+    out of finite values, or meets a non-finite value it does not define (reference.nonfinite_undefined; in a
+    region's body, the region: the reference policy's check_nonfinite); None
     when every value is exact, and finite but for inputs' and constants' inf and NaN that every operator they reach
     defines."""
     try:
         with np.errstate(all="ignore"):
-            env = reference.run(g, inputs, keep_all=True, check_overflow=True)
-    except (reference.IntegerOverflow, reference.IntermediateOverflow) as e:  # integer division's cases too
+            env = reference.run(g, inputs, keep_all=True, check_overflow=True, check_nonfinite=True)
+    except (reference.IntegerOverflow, reference.IntermediateOverflow, reference.NonfiniteInBody) as e:
+        # integer division's cases too; a body's inf or NaN (NonfiniteInBody) names its region: what the
+        # region reads is suspect
         return e.node or ""
     except Exception:  # noqa: BLE001 - an edge value the reference cannot take: shrink
         return ""

@@ -356,6 +356,14 @@ def decode(v: Any) -> Any:
     return v.decode() if isinstance(v, bytes) else v
 
 
+def summed_roundings(terms: int) -> float:
+    """The rounding error that a float sum of `terms` terms may carry in some order, in epsilons of the sum of the
+    terms' magnitudes: (terms - 1) half-epsilons, recursive summation's bound; at least one, the result's own
+    rounding. A compiler that adds in sequence attains much of it where the terms are alike (ONNXRuntime 1.32's
+    float64 log-sum-exp over 13,862 classes was 528 epsilons off, one epsilon of the sum being the bound before)."""
+    return max(1.0, (terms - 1) / 2)
+
+
 def magnitude_of_terms(spec: OpSpec, xs: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
     """The reference on the inputs' magnitudes: for a sum of products (conv, matmul, mean) the sum
     of its terms' magnitudes, which bounds the rounding error of any summation order."""

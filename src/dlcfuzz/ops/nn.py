@@ -30,6 +30,7 @@ from dlcfuzz.ops.base import (
     require_dtype,
     require_rank,
     require_same_dtype,
+    summed_roundings,
 )
 
 PARAM = Domain(-1.0, 1.0)  # weights and affine parameters: inputs or constants, small for float16 sums
@@ -943,11 +944,13 @@ class SoftmaxOp(OpSpec):
 
     def error_scale(self, xs: Sequence[np.ndarray], attrs: Attrs, y: np.ndarray) -> np.ndarray:
         # x - max(x) rounds at the magnitude of its operands; exp turns that absolute error into a
-        # relative one, log_softmax keeps it absolute (floor(log_softmax(x)) near 0 flips on it)
+        # relative one, log_softmax keeps it absolute (floor(log_softmax(x)) near 0 flips on it); the sum of
+        # the axis's exponentials adds a relative error that grows with the axis's length (summed_roundings)
         x = _acc(xs[0])
         if x.size == 0:
             return np.abs(y)
-        operands = np.abs(x) + np.abs(x.max(axis=attrs["axis"], keepdims=True))
+        operands = (np.abs(x) + np.abs(x.max(axis=attrs["axis"], keepdims=True))
+                    + summed_roundings(x.shape[attrs["axis"]]))
         return np.abs(y) + operands if self.log else np.abs(y) * (1.0 + operands)
 
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
