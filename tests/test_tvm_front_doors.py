@@ -258,6 +258,49 @@ def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register
         assert door_label(ops, reason, "int64") == expected, (ops, reason)
 
 
+def test_a_maxunpool_after_a_resize_of_batch_and_channel_fails_to_import_and_the_register_names_it() -> None:
+    """The same Resize bug seen as an import error (issue 40's false-positive run with regions, tvm-onnx-opt, two
+    nodes), reproduced with onnx and TVM's public API alone: a float64 [2, 2, 4] resized to [3, 3, 2] comes out
+    [2, 2, 2], so a MaxUnpool of it with 18 indices fails its ScatterElements shape check, while the same MaxUnpool
+    of a [3, 3, 2] graph input imports. Asserts the failure, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    pytest.importorskip("tvm")
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    indices = np.array([0, 3, 5, 6, 8, 10, 12, 15, 16, 19, 21, 22, 24, 26, 28, 31, 32, 35], np.int64).reshape(3, 3, 2)
+
+    def model(resized: bool) -> Any:
+        consts = [numpy_helper.from_array(indices, "i"), numpy_helper.from_array(np.array([3, 3, 2], np.int64), "s")]
+        nodes = [helper.make_node("MaxUnpool", ["v" if resized else "x", "i"], ["y"], kernel_shape=[2], strides=[2])]
+        if resized:
+            nodes.insert(0, helper.make_node("Resize", ["x", "", "", "s"], ["v"], mode="linear",
+                                             coordinate_transformation_mode="align_corners"))
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE,
+                                                                             [2, 2, 4] if resized else [3, 3, 2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3, 3, 4])], consts)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        m.ir_version = 8
+        return m
+
+    from_onnx(model(resized=False), keep_params_in_input=False)
+    with pytest.raises(Exception, match=r"indices: R.shape\(\[18\]\), updates: R.shape\(\[8\]\)"):
+        from_onnx(model(resized=True), keep_params_in_input=False)
+    error = ("ValueError: ScatterElements op requires the indices tensor to have the same shape with updates tensor. "
+             "However, the given shapes are indices: R.shape([18]), updates: R.shape([8])")
+    register = Register(use_env=False)
+    for ops, detail, expected in (({"resize", "max_unpool"}, error, "tvm-onnx-resize-batch-channel-ignored"),
+                                  ({"max_unpool"}, error, None), ({"resize", "max_unpool"}, "ValueError: other", None)):
+        f = FindingFacts(1, "tvm", "unexpected-error", ("tvm-onnx-opt",), "", frozenset(ops), frozenset({"float64"}), "",
+                         "unexpected-error|tvm|ValueError|" + detail.splitlines()[0], "")
+        k = register.match(f, detail)
+        assert (k.id if k else None) == expected, (ops, detail)
+
+
 def test_bool_reduce_max_and_min_fail_to_build_through_the_frontend_and_the_register_names_it() -> None:
     """tvm-reduce-max-min-bool (found by issue 36's acceptance campaign, reproduced with TVM alone): ReduceMax and
     ReduceMin of bool reach R.max/R.min on bool, whose legalization has no extreme value for bool; dlcfuzz's own
