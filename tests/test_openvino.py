@@ -1471,3 +1471,48 @@ def test_a_quantized_conv_with_uint8_weights_of_zero_point_0_has_no_cpu_implemen
         k = register.match(FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset(ops), frozenset(dtypes), ""),
                            detail)
         assert (k.id if k else None) == want_id, (ops, detail)
+
+
+def test_a_constant_scan_whose_body_is_a_hardmax_crashes_compile_and_is_known(tmp_path):
+    """Issue 40's false-positive run with regions (a one-node Scan over constants, body Hardmax), reproduced with
+    OpenVINO's public API alone on 2026.4.1: compile_model dies with SIGSEGV; the same Scan over a graph input, or
+    with a Relu body, compiles and runs. Asserts the crash (in a child process), so it fails once the installed
+    OpenVINO is fixed."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    script = tmp_path / "scan_hardmax.py"
+    script.write_text(
+        "import sys, numpy as np, openvino as ov\n"
+        "core = ov.Core()\n"
+        "c = core.compile_model(core.read_model(open(sys.argv[1], 'rb').read(), b''), 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})\n"
+        "feed = {'xs': np.ones((1, 2, 3, 5), np.float32)} if sys.argv[2] == 'input' else {}\n"
+        "print(c(feed)[c.outputs[0]].sum())\n")
+    rng = np.random.default_rng(0)
+    f32 = TensorProto.FLOAT
+    for body_op, scanned, crashes in (("Hardmax", "constant", True), ("Hardmax", "input", False), ("Relu", "constant", False)):
+        body = helper.make_graph([helper.make_node(body_op, ["x"], ["o"], **({"axis": -1} if body_op == "Hardmax" else {}))],
+                                 "body", [helper.make_tensor_value_info("s", f32, [2, 3, 5]),
+                                          helper.make_tensor_value_info("x", f32, [2, 3, 5])],
+                                 [helper.make_tensor_value_info("o", f32, [2, 3, 5])])
+        consts = [numpy_helper.from_array(rng.normal(size=(2, 3, 5)).astype(np.float32), "init")]
+        inputs = []
+        if scanned == "constant":
+            consts.append(numpy_helper.from_array(rng.normal(size=(1, 2, 3, 5)).astype(np.float32), "xs"))
+        else:
+            inputs.append(helper.make_tensor_value_info("xs", f32, [1, 2, 3, 5]))
+        graph = helper.make_graph([helper.make_node("Scan", ["init", "xs"], ["y"], body=body, num_scan_inputs=1)], "g",
+                                  inputs, [helper.make_tensor_value_info("y", f32, [2, 3, 5])], consts)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"scan_{body_op}_{scanned}.onnx"
+        path.write_bytes(model.SerializeToString())
+        done = subprocess.run([sys.executable, str(script), str(path), scanned], capture_output=True, text=True, timeout=120)
+        assert (done.returncode == -11) == crashes, (body_op, scanned, done.returncode, done.stderr[-300:])
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    register = Register(use_env=False)
+    for ops, expected in (({"scan", "hardmax"}, "ov-cpu-constant-scan-hardmax-segfault"), ({"scan", "relu"}, None)):
+        facts = FindingFacts(1, "openvino", "crash", ("ov-cpu-nosnippets",), "", frozenset(ops), frozenset({"float32"}), "")
+        k = register.match(facts, "killed by signal 11 (SIGSEGV) during compile of ov-cpu-nosnippets")
+        assert (k.id if k else None) == expected, ops
