@@ -553,6 +553,42 @@ def test_the_frontend_binds_a_branch_node_to_its_converters_whole_tuple_and_the_
     assert _error_label("inconsistent-rejection", {"dropout", "neg"}, "float32", message) is None  # no If: another bug
 
 
+def test_a_variadic_max_of_a_branch_layernorm_fails_on_its_tuple_and_the_register_names_it() -> None:
+    """The same binding seen by a variadic operator (issue 40's false-positive run with regions, tvm-onnx-opt):
+    inside an If branch a LayerNormalization that declares Y alone is bound to its converter's (Y, mean, inv_std_dev)
+    tuple, and a Max of it reads the operands' shapes and fails with an AttributeError; outside an If the same nodes
+    run. Reproduced with onnx and TVM's public API alone; asserts the failure, so it fails once TVM is fixed."""
+    import numpy as np
+    import onnx
+    import onnx.reference
+
+    h, f16 = onnx.helper, onnx.TensorProto.FLOAT16
+    x, s, b, m = (np.array([[0.5, -1.0, 2.0]], np.float16) * k for k in (1, 2, 3, 4))
+    nodes = [h.make_node("LayerNormalization", ["x", "s", "b"], ["n"], axis=0),
+             h.make_node("Max", ["n", "m"], ["y"])]
+    ins = [h.make_tensor_value_info(name, f16, [1, 3]) for name in ("x", "s", "b", "m")]
+
+    def model(graph_nodes: list[Any], extra_inputs: list[Any]) -> Any:
+        made = h.make_model(h.make_graph(graph_nodes, "g", [*extra_inputs, *ins], [h.make_tensor_value_info("y", f16, [1, 3])]),
+                            opset_imports=[h.make_opsetid("", 18)])
+        made.ir_version = 8
+        return made
+
+    plain = model(nodes, [])
+    want = onnx.reference.ReferenceEvaluator(plain).run(None, {"x": x, "s": s, "b": b, "m": m})[0]
+    np.testing.assert_allclose(_onnx_run(plain, [x, s, b, m]).numpy(), want, rtol=1e-2)
+    branch = h.make_graph(nodes, "branch", [], [h.make_tensor_value_info("y", f16, [1, 3])])
+    in_if = model([h.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)],
+                  [h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])])
+    onnx.checker.check_model(in_if, full_check=True)
+    with pytest.raises(AttributeError, match="'TupleType' object has no attribute 'shape'") as info:
+        _onnx_run(in_if, [np.array(True), x, s, b, m])
+    message = f"AttributeError: {info.value}"
+    assert _error_label("unexpected-error", {"if", "layer_norm", "max"}, "float16", message) == \
+        "tvm-onnx-if-branch-node-bound-to-tuple"
+    assert _error_label("unexpected-error", {"layer_norm", "max"}, "float16", message) is None  # no If: another bug
+
+
 def test_a_not_of_dropouts_mask_fails_to_build_through_the_frontend_and_the_register_names_it() -> None:
     """tvm-onnx-dropout-mask-not-bool's consequence (issue 36's acceptance campaign met it inside an If): the mask
     comes back in the data's dtype, so a Not of it fails to legalize; a Not of a bool input builds. This asserts the
