@@ -589,6 +589,50 @@ def test_a_variadic_max_of_a_branch_layernorm_fails_on_its_tuple_and_the_registe
     assert _error_label("unexpected-error", {"layer_norm", "max"}, "float16", message) is None  # no If: another bug
 
 
+def test_the_frontends_maxunpool_pairs_pads_by_begin_and_the_register_names_it() -> None:
+    """tvm-onnx-maxunpool-pads-paired-by-begin (issue 40's false-positive run with regions, tvm-onnx-opt, reproduced
+    with onnx and TVM's public API alone): the frontend's MaxUnpool pairs consecutive pads, so a 2-D MaxUnpool with
+    pads [0, 0, 1, 0] gets the shape [2, 1, 3, 3] where onnx.reference gives [2, 1, 2, 4]; zero pads and a 1-D
+    MaxUnpool are right. Asserts the wrong shape, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    import onnx.reference
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    h = onnx.helper
+
+    def model(shape: list[int], indices: list[int], kernel: list[int], strides: list[int], pads: list[int]) -> Any:
+        graph = h.make_graph([h.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=kernel, strides=strides, pads=pads)],
+                             "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                             [onnx.numpy_helper.from_array(np.array(indices, np.int64).reshape(shape), "i")])
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        return m
+
+    x = np.arange(1, 9, dtype=np.float32).reshape(2, 1, 1, 4)
+    for pads, tvm_shape in (([0, 0, 1, 0], (2, 1, 3, 3)), ([0, 0, 0, 0], (2, 1, 3, 4))):
+        m = model([2, 1, 1, 4], [4, 5, 2, 3, 12, 9, 14, 11], [3, 1], [2, 1], pads)
+        want = onnx.reference.ReferenceEvaluator(m).run(None, {"x": x})[0]
+        got = _onnx_run(m, [x]).numpy()
+        assert got.shape == tvm_shape, pads
+        assert (got.shape == want.shape) == (pads == [0, 0, 0, 0]), (pads, want.shape)
+    x1 = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)
+    m = model([1, 1, 4], [0, 2, 5, 6], [2], [2], [0, 1])
+    np.testing.assert_array_equal(_onnx_run(m, [x1]).numpy(), onnx.reference.ReferenceEvaluator(m).run(None, {"x": x1})[0])
+    register = Register(use_env=False)
+    for pads, expected in (("[0, 0, 1, 0]", "tvm-onnx-maxunpool-pads-paired-by-begin"), ("[0, 0, 0, 0]", None),
+                           ("[1, 0, 0, 1]", None), ("[0, 1]", None), ("[1, 0, 1, 1, 1, 1]", "tvm-onnx-maxunpool-pads-paired-by-begin"),
+                           ("[1, 1, 1, 1, 1, 1]", None)):
+        f = FindingFacts(1, "tvm", "inconsistency", ("tvm-unopt", "tvm-onnx-opt"), "", frozenset({"max_unpool"}),
+                         frozenset({"float16"}), "", "inconsistency|tvm|tvm-unopt|tvm-onnx-opt|value|ops=max_unpool", "value",
+                         f"max_unpool{{indices=[4, 5], kernel=[3, 1], pads={pads}, strides=[2, 1]}}")
+        k = register.match(f, "tvm-onnx-opt differs from tvm-unopt and the reference at output 2: distance 1.16 > 0.01")
+        assert (k.id if k else None) == expected, pads
+
+
 def test_a_not_of_dropouts_mask_fails_to_build_through_the_frontend_and_the_register_names_it() -> None:
     """tvm-onnx-dropout-mask-not-bool's consequence (issue 36's acceptance campaign met it inside an If): the mask
     comes back in the data's dtype, so a Not of it fails to legalize; a Not of a bool input builds. This asserts the
