@@ -1406,3 +1406,113 @@ def test_an_int32_matmul_past_two_to_the_24_is_inexact_and_is_known():
     assert k is not None and k.id == "ov-cpu-int32-matmul-in-f32"
     small = "distance 1 > 0 (flat index 0: np.int32(7) vs np.int32(8))"
     assert register.match(FindingFacts(1, "openvino", "inconsistency", configs, "", ops, frozenset({"int32"}), ""), small) is None
+
+
+def test_a_quantized_conv_with_uint8_weights_of_zero_point_0_has_no_cpu_implementation_and_is_known():
+    """Issue 40's false-positive run with regions (finding 36: a uint8 QLinearConv, pads [0, 1, 1, 0], strides
+    [1, 2]), reproduced with OpenVINO's public API alone on 2026.4.1: compile_model fails with "No suitable
+    implementations" for uint8 weights with zero point 0 whatever the pads and strides (none here), and so does the
+    DequantizeLinear -> Conv -> QuantizeLinear form; zero point 3, int8 weights, or a float result compile and agree
+    with onnxruntime. Asserts the failure, so it fails once the installed OpenVINO is fixed."""
+    import onnxruntime as ort
+    import openvino as ov
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.array([[[[65, 89], [184, 146]], [[129, 123], [12, 142]]]])
+    x = np.array([[[[0, 20], [40, 60]], [[80, 100], [120, 140]]]], np.uint8)
+
+    def model(form: str, w_dtype: type, w_zero_point: int) -> bytes:
+        consts = [numpy_helper.from_array(w.astype(w_dtype), "w"), numpy_helper.from_array(np.array(w_zero_point, w_dtype), "wz"),
+                  numpy_helper.from_array(np.array(0.0474, np.float32), "xs"), numpy_helper.from_array(np.array(138, np.uint8), "xz"),
+                  numpy_helper.from_array(np.array(0.0256, np.float32), "ws"), numpy_helper.from_array(np.array(1.899, np.float32), "ys"),
+                  numpy_helper.from_array(np.array(16, np.uint8), "yz")]
+        out = TensorProto.UINT8
+        if form == "qlinear":
+            nodes = [helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"])]
+        else:  # the QDQ form; "qdq-float" leaves the Conv's float result unquantized
+            nodes = [helper.make_node("DequantizeLinear", ["x", "xs", "xz"], ["xf"]),
+                     helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wf"]),
+                     helper.make_node("Conv", ["xf", "wf"], ["y" if form == "qdq-float" else "yf"])]
+            if form == "qdq":
+                nodes.append(helper.make_node("QuantizeLinear", ["yf", "ys", "yz"], ["y"]))
+            else:
+                out = TensorProto.FLOAT
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, 2, 2, 2])],
+                                  [helper.make_tensor_value_info("y", out, [1, 1, 1, 1])], consts)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        m.ir_version = 8
+        return m.SerializeToString()
+
+    core = ov.Core()
+
+    def compiled(data: bytes) -> ov.CompiledModel:
+        return core.compile_model(core.read_model(data, b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+
+    for form in ("qlinear", "qdq"):
+        with pytest.raises(RuntimeError, match="No suitable implementations"):
+            compiled(model(form, np.uint8, 0))
+    for form, w_dtype, w_zero_point in (("qlinear", np.uint8, 3), ("qlinear", np.int8, 0), ("qdq", np.uint8, 3),
+                                        ("qdq-float", np.uint8, 0)):
+        data = model(form, w_dtype, w_zero_point)
+        got = compiled(data)({"x": x})
+        want = ort.InferenceSession(data, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got[0], want, rtol=1e-5, err_msg=f"{form} {w_dtype} {w_zero_point}")
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    configs = tuple(c.name for c in get_backend("openvino").default_pair())
+    no_impl = ("RuntimeError: Exception from src/inference/src/cpp/core.cpp:117:\nCheck '!implementations.empty()' failed "
+               "at src/plugins/intel_cpu/src/nodes/executors/executor_factory.hpp:117:\nNo suitable implementations.")
+    register = Register(use_env=False)
+    for ops, dtypes, detail, want_id in (
+            ({"qlinear_conv"}, {"uint8", "int32"}, no_impl, "ov-cpu-u8-weights-zero-point-0-conv-no-implementation"),
+            ({"qlinear_conv"}, {"uint8", "int32"}, "RuntimeError: something else", None),
+            ({"conv2d"}, {"float32"}, no_impl, None)):
+        k = register.match(FindingFacts(1, "openvino", "unexpected-error", configs, "", frozenset(ops), frozenset(dtypes), ""),
+                           detail)
+        assert (k.id if k else None) == want_id, (ops, detail)
+
+
+def test_a_constant_scan_whose_body_is_a_hardmax_crashes_compile_and_is_known(tmp_path):
+    """Issue 40's false-positive run with regions (a one-node Scan over constants, body Hardmax), reproduced with
+    OpenVINO's public API alone on 2026.4.1: compile_model dies with SIGSEGV; the same Scan over a graph input, or
+    with a Relu body, compiles and runs. Asserts the crash (in a child process), so it fails once the installed
+    OpenVINO is fixed."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    script = tmp_path / "scan_hardmax.py"
+    script.write_text(
+        "import sys, numpy as np, openvino as ov\n"
+        "core = ov.Core()\n"
+        "c = core.compile_model(core.read_model(open(sys.argv[1], 'rb').read(), b''), 'CPU', {'INFERENCE_PRECISION_HINT': 'f32'})\n"
+        "feed = {'xs': np.ones((1, 2, 3, 5), np.float32)} if sys.argv[2] == 'input' else {}\n"
+        "print(c(feed)[c.outputs[0]].sum())\n")
+    rng = np.random.default_rng(0)
+    f32 = TensorProto.FLOAT
+    for body_op, scanned, crashes in (("Hardmax", "constant", True), ("Hardmax", "input", False), ("Relu", "constant", False)):
+        body = helper.make_graph([helper.make_node(body_op, ["x"], ["o"], **({"axis": -1} if body_op == "Hardmax" else {}))],
+                                 "body", [helper.make_tensor_value_info("s", f32, [2, 3, 5]),
+                                          helper.make_tensor_value_info("x", f32, [2, 3, 5])],
+                                 [helper.make_tensor_value_info("o", f32, [2, 3, 5])])
+        consts = [numpy_helper.from_array(rng.normal(size=(2, 3, 5)).astype(np.float32), "init")]
+        inputs = []
+        if scanned == "constant":
+            consts.append(numpy_helper.from_array(rng.normal(size=(1, 2, 3, 5)).astype(np.float32), "xs"))
+        else:
+            inputs.append(helper.make_tensor_value_info("xs", f32, [1, 2, 3, 5]))
+        graph = helper.make_graph([helper.make_node("Scan", ["init", "xs"], ["y"], body=body, num_scan_inputs=1)], "g",
+                                  inputs, [helper.make_tensor_value_info("y", f32, [2, 3, 5])], consts)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        model.ir_version = 8
+        path = tmp_path / f"scan_{body_op}_{scanned}.onnx"
+        path.write_bytes(model.SerializeToString())
+        done = subprocess.run([sys.executable, str(script), str(path), scanned], capture_output=True, text=True, timeout=120)
+        assert (done.returncode == -11) == crashes, (body_op, scanned, done.returncode, done.stderr[-300:])
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    register = Register(use_env=False)
+    for ops, expected in (({"scan", "hardmax"}, "ov-cpu-constant-scan-hardmax-segfault"), ({"scan", "relu"}, None)):
+        facts = FindingFacts(1, "openvino", "crash", ("ov-cpu-nosnippets",), "", frozenset(ops), frozenset({"float32"}), "")
+        k = register.match(facts, "killed by signal 11 (SIGSEGV) during compile of ov-cpu-nosnippets")
+        assert (k.id if k else None) == expected, ops

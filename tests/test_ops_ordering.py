@@ -56,6 +56,26 @@ def test_topk_ties_keep_the_lower_index_and_near_ties_are_flagged():
     assert not spec.near_tie([f * [[1, 2, 3]]], {"k": 1, "axis": 1, "largest": 1, "sorted": 1}, 1e-5)
 
 
+
+def test_topk_ranks_integers_exactly_past_two_to_the_53():
+    """Issue 40's false-positive run with regions on TVM: int64 values past 2^53 that float64 merges
+    (-9007199254740993 and -9007199254740992) were ranked as a tie, so the reference put the lower index first
+    where TVM, onnxruntime and onnx.reference rank them exactly. The dtype's extremes too (no overflow)."""
+    spec = get_op("topk")
+    x = np.array([[-9007199254740993, 4294967296, -2147483649, -9007199254740992]], dtype=np.int64)
+    values, indices = spec.reference([x], {"k": 4, "axis": 1, "largest": 1, "sorted": 1})
+    np.testing.assert_array_equal(indices, [[1, 2, 3, 0]])
+    np.testing.assert_array_equal(values, [[4294967296, -2147483649, -9007199254740992, -9007199254740993]])
+    _, indices = spec.reference([x], {"k": 2, "axis": 1, "largest": 0, "sorted": 1})
+    np.testing.assert_array_equal(indices, [[0, 3]])
+    for dtype in ("int64", "int8", "uint8"):
+        info = np.iinfo(dtype)
+        e = np.array([info.min, info.max, info.min, 0, info.max], dtype=dtype)
+        _, largest = spec.reference([e], {"k": 5, "axis": 0, "largest": 1, "sorted": 1})
+        _, smallest = spec.reference([e], {"k": 5, "axis": 0, "largest": 0, "sorted": 1})
+        np.testing.assert_array_equal(largest, [1, 4, 3, 0, 2] if info.min < 0 else [1, 4, 0, 2, 3], err_msg=dtype)
+        np.testing.assert_array_equal(smallest, [0, 2, 3, 1, 4], err_msg=dtype)
+
 def test_topk_k_is_positive_as_onnx_says():
     """ONNX's K is "a single positive value": a 30-minute TVM campaign reported TVM's importer returning
     every element for K=0 (Relax's documented topk semantics for k < 1) against onnxruntime's empty

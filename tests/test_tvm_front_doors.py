@@ -258,6 +258,49 @@ def test_the_frontend_ignores_resize_sizes_of_batch_and_channel_and_the_register
         assert door_label(ops, reason, "int64") == expected, (ops, reason)
 
 
+def test_a_maxunpool_after_a_resize_of_batch_and_channel_fails_to_import_and_the_register_names_it() -> None:
+    """The same Resize bug seen as an import error (issue 40's false-positive run with regions, tvm-onnx-opt, two
+    nodes), reproduced with onnx and TVM's public API alone: a float64 [2, 2, 4] resized to [3, 3, 2] comes out
+    [2, 2, 2], so a MaxUnpool of it with 18 indices fails its ScatterElements shape check, while the same MaxUnpool
+    of a [3, 3, 2] graph input imports. Asserts the failure, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    pytest.importorskip("tvm")
+    from tvm.relax.frontend.onnx import from_onnx
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    indices = np.array([0, 3, 5, 6, 8, 10, 12, 15, 16, 19, 21, 22, 24, 26, 28, 31, 32, 35], np.int64).reshape(3, 3, 2)
+
+    def model(resized: bool) -> Any:
+        consts = [numpy_helper.from_array(indices, "i"), numpy_helper.from_array(np.array([3, 3, 2], np.int64), "s")]
+        nodes = [helper.make_node("MaxUnpool", ["v" if resized else "x", "i"], ["y"], kernel_shape=[2], strides=[2])]
+        if resized:
+            nodes.insert(0, helper.make_node("Resize", ["x", "", "", "s"], ["v"], mode="linear",
+                                             coordinate_transformation_mode="align_corners"))
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE,
+                                                                             [2, 2, 4] if resized else [3, 3, 2])],
+                                  [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [3, 3, 4])], consts)
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+        m.ir_version = 8
+        return m
+
+    from_onnx(model(resized=False), keep_params_in_input=False)
+    with pytest.raises(Exception, match=r"indices: R.shape\(\[18\]\), updates: R.shape\(\[8\]\)"):
+        from_onnx(model(resized=True), keep_params_in_input=False)
+    error = ("ValueError: ScatterElements op requires the indices tensor to have the same shape with updates tensor. "
+             "However, the given shapes are indices: R.shape([18]), updates: R.shape([8])")
+    register = Register(use_env=False)
+    for ops, detail, expected in (({"resize", "max_unpool"}, error, "tvm-onnx-resize-batch-channel-ignored"),
+                                  ({"max_unpool"}, error, None), ({"resize", "max_unpool"}, "ValueError: other", None)):
+        f = FindingFacts(1, "tvm", "unexpected-error", ("tvm-onnx-opt",), "", frozenset(ops), frozenset({"float64"}), "",
+                         "unexpected-error|tvm|ValueError|" + detail.splitlines()[0], "")
+        k = register.match(f, detail)
+        assert (k.id if k else None) == expected, (ops, detail)
+
+
 def test_bool_reduce_max_and_min_fail_to_build_through_the_frontend_and_the_register_names_it() -> None:
     """tvm-reduce-max-min-bool (found by issue 36's acceptance campaign, reproduced with TVM alone): ReduceMax and
     ReduceMin of bool reach R.max/R.min on bool, whose legalization has no extreme value for bool; dlcfuzz's own
@@ -508,6 +551,86 @@ def test_the_frontend_binds_a_branch_node_to_its_converters_whole_tuple_and_the_
     assert _error_label("inconsistent-rejection", {"if", "dropout", "neg"}, "float32", message) == \
         "tvm-onnx-if-branch-node-bound-to-tuple"
     assert _error_label("inconsistent-rejection", {"dropout", "neg"}, "float32", message) is None  # no If: another bug
+
+
+def test_a_variadic_max_of_a_branch_layernorm_fails_on_its_tuple_and_the_register_names_it() -> None:
+    """The same binding seen by a variadic operator (issue 40's false-positive run with regions, tvm-onnx-opt):
+    inside an If branch a LayerNormalization that declares Y alone is bound to its converter's (Y, mean, inv_std_dev)
+    tuple, and a Max of it reads the operands' shapes and fails with an AttributeError; outside an If the same nodes
+    run. Reproduced with onnx and TVM's public API alone; asserts the failure, so it fails once TVM is fixed."""
+    import numpy as np
+    import onnx
+    import onnx.reference
+
+    h, f16 = onnx.helper, onnx.TensorProto.FLOAT16
+    x, s, b, m = (np.array([[0.5, -1.0, 2.0]], np.float16) * k for k in (1, 2, 3, 4))
+    nodes = [h.make_node("LayerNormalization", ["x", "s", "b"], ["n"], axis=0),
+             h.make_node("Max", ["n", "m"], ["y"])]
+    ins = [h.make_tensor_value_info(name, f16, [1, 3]) for name in ("x", "s", "b", "m")]
+
+    def model(graph_nodes: list[Any], extra_inputs: list[Any]) -> Any:
+        made = h.make_model(h.make_graph(graph_nodes, "g", [*extra_inputs, *ins], [h.make_tensor_value_info("y", f16, [1, 3])]),
+                            opset_imports=[h.make_opsetid("", 18)])
+        made.ir_version = 8
+        return made
+
+    plain = model(nodes, [])
+    want = onnx.reference.ReferenceEvaluator(plain).run(None, {"x": x, "s": s, "b": b, "m": m})[0]
+    np.testing.assert_allclose(_onnx_run(plain, [x, s, b, m]).numpy(), want, rtol=1e-2)
+    branch = h.make_graph(nodes, "branch", [], [h.make_tensor_value_info("y", f16, [1, 3])])
+    in_if = model([h.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=branch)],
+                  [h.make_tensor_value_info("c", onnx.TensorProto.BOOL, [])])
+    onnx.checker.check_model(in_if, full_check=True)
+    with pytest.raises(AttributeError, match="'TupleType' object has no attribute 'shape'") as info:
+        _onnx_run(in_if, [np.array(True), x, s, b, m])
+    message = f"AttributeError: {info.value}"
+    assert _error_label("unexpected-error", {"if", "layer_norm", "max"}, "float16", message) == \
+        "tvm-onnx-if-branch-node-bound-to-tuple"
+    assert _error_label("unexpected-error", {"layer_norm", "max"}, "float16", message) is None  # no If: another bug
+
+
+def test_the_frontends_maxunpool_pairs_pads_by_begin_and_the_register_names_it() -> None:
+    """tvm-onnx-maxunpool-pads-paired-by-begin (issue 40's false-positive run with regions, tvm-onnx-opt, reproduced
+    with onnx and TVM's public API alone): the frontend's MaxUnpool pairs consecutive pads, so a 2-D MaxUnpool with
+    pads [0, 0, 1, 0] gets the shape [2, 1, 3, 3] where onnx.reference gives [2, 1, 2, 4]; zero pads and a 1-D
+    MaxUnpool are right. Asserts the wrong shape, so it fails once the installed TVM is fixed."""
+    import numpy as np
+    import onnx
+    import onnx.reference
+
+    from dlcfuzz.engine.clusters import FindingFacts
+    from dlcfuzz.engine.known import Register
+
+    h = onnx.helper
+
+    def model(shape: list[int], indices: list[int], kernel: list[int], strides: list[int], pads: list[int]) -> Any:
+        graph = h.make_graph([h.make_node("MaxUnpool", ["x", "i"], ["y"], kernel_shape=kernel, strides=strides, pads=pads)],
+                             "g", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, shape)],
+                             [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                             [onnx.numpy_helper.from_array(np.array(indices, np.int64).reshape(shape), "i")])
+        m = h.make_model(graph, opset_imports=[h.make_opsetid("", 18)])
+        m.ir_version = 8
+        return m
+
+    x = np.arange(1, 9, dtype=np.float32).reshape(2, 1, 1, 4)
+    for pads, tvm_shape in (([0, 0, 1, 0], (2, 1, 3, 3)), ([0, 0, 0, 0], (2, 1, 3, 4))):
+        m = model([2, 1, 1, 4], [4, 5, 2, 3, 12, 9, 14, 11], [3, 1], [2, 1], pads)
+        want = onnx.reference.ReferenceEvaluator(m).run(None, {"x": x})[0]
+        got = _onnx_run(m, [x]).numpy()
+        assert got.shape == tvm_shape, pads
+        assert (got.shape == want.shape) == (pads == [0, 0, 0, 0]), (pads, want.shape)
+    x1 = np.arange(1, 5, dtype=np.float32).reshape(1, 1, 4)
+    m = model([1, 1, 4], [0, 2, 5, 6], [2], [2], [0, 1])
+    np.testing.assert_array_equal(_onnx_run(m, [x1]).numpy(), onnx.reference.ReferenceEvaluator(m).run(None, {"x": x1})[0])
+    register = Register(use_env=False)
+    for pads, expected in (("[0, 0, 1, 0]", "tvm-onnx-maxunpool-pads-paired-by-begin"), ("[0, 0, 0, 0]", None),
+                           ("[1, 0, 0, 1]", None), ("[0, 1]", None), ("[1, 0, 1, 1, 1, 1]", "tvm-onnx-maxunpool-pads-paired-by-begin"),
+                           ("[1, 1, 1, 1, 1, 1]", None)):
+        f = FindingFacts(1, "tvm", "inconsistency", ("tvm-unopt", "tvm-onnx-opt"), "", frozenset({"max_unpool"}),
+                         frozenset({"float16"}), "", "inconsistency|tvm|tvm-unopt|tvm-onnx-opt|value|ops=max_unpool", "value",
+                         f"max_unpool{{indices=[4, 5], kernel=[3, 1], pads={pads}, strides=[2, 1]}}")
+        k = register.match(f, "tvm-onnx-opt differs from tvm-unopt and the reference at output 2: distance 1.16 > 0.01")
+        assert (k.id if k else None) == expected, pads
 
 
 def test_a_not_of_dropouts_mask_fails_to_build_through_the_frontend_and_the_register_names_it() -> None:

@@ -232,8 +232,13 @@ class TopK(OpSpec):
     def reference(self, xs: Sequence[np.ndarray], attrs: Attrs) -> list[np.ndarray]:
         x = xs[0]
         axis, k = int(attrs.get("axis", -1)) % x.ndim, int(attrs["k"])
-        # a stable sort of the keys: equal values keep the lower index first, as ONNX requires
-        keys = -x.astype(np.float64) if attrs.get("largest", 1) else x.astype(np.float64)
+        # a stable sort of the keys: equal values keep the lower index first, as ONNX requires. Integers are
+        # ranked in their own dtype (float64 would merge int64 values past 2^53 into false ties), descending by
+        # their bitwise complement (-x - 1, or max - x unsigned: order-reversing, and it cannot overflow)
+        if x.dtype.kind in "iu":
+            keys = ~x if attrs.get("largest", 1) else x
+        else:
+            keys = -x.astype(np.float64) if attrs.get("largest", 1) else x.astype(np.float64)
         order = np.argsort(keys, axis=axis, kind="stable")
         idx = np.take(order, np.arange(k), axis=axis)
         return [np.take_along_axis(x, idx, axis=axis), idx.astype(np.int64)]
