@@ -1,6 +1,7 @@
 """The JAX programs' statements that reach XLA expanders the other statements never did (issue 39 item 4):
 a float16 triangular solve, pooling and the gradient of max/min pooling, random numbers from explicit keys
-(rbg draws with rng_bit_generator), lax.rng_uniform's range, optimization_barrier, bitcasts to another width,
+(rbg draws with rng_bit_generator), lax.rng_uniform's range, bfloat16 activations, optimization_barrier, bitcasts
+to another width,
 and every input donated. Each is generated,
 compiled and judged equal on the real XLA (its transformations too); the planted fault on it is found, reduced
 to it, and its plain-JAX reproducer fires standalone; the HLO pass it is there for changes the module it makes;
@@ -57,6 +58,10 @@ PROGRAMS = {
     "optimization_barrier": (Program(
         [Input("x0", "float32", (4, 5)), Input("x1", "float32", (4, 5))],
         [Stmt("optimization_barrier", ["x0", "x1"], {"which": 1}, "v0")], ["v0"]), "cse_barrier_expander"),
+    "bf16": (Program(  # a float32 product (rounded when cast to bfloat16), then max in bfloat16
+        [Input("x0", "float32", (4, 5)), Input("x1", "float32", (4, 5))],
+        [Stmt("multiply", ["x0", "x1"], {"swap": False, "nonzero": False}, "v0"),
+         Stmt("bf16", ["v0", "x1"], {"fn": "maximum"}, "v1")], ["v1"]), "float-normalization-bf16"),
     "bitcast_convert_type": (Program(
         [Input("x0", "float32", (3, 4))], [Stmt("bitcast_convert_type", ["x0"], {"dtype": "uint8"}, "v0")], ["v0"]),
         "bitcast_dtypes_expander"),
@@ -72,7 +77,7 @@ def _judged(program: Program, configs: list, fault: tuple[str, str] | None = Non
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_each_new_statement_agrees_on_real_xla_and_its_planted_fault_is_found(name):
     program, _ = PROGRAMS[name]
-    differentiable = name not in ("random", "rng_uniform", "bitcast_convert_type")
+    differentiable = name not in ("random", "rng_uniform", "bitcast_convert_type", "bf16")
     configs = [XLA, VMAP, DONATE, *([JVP, GRAD] if differentiable else [])]
     verdicts = _judged(program, configs)
     assert [v.kind for v in verdicts] == ["pass"], [v.detail for v in verdicts]
@@ -99,6 +104,17 @@ def test_the_generator_draws_the_new_statements_and_the_types_they_claim():
     assert {s.attrs["kind"] for s in drawn["random"]} == {"uniform", "normal", "bits", "dropout"}
     assert {s.attrs["kind"] for s in drawn["pool_grad"]} == {"max", "min"}
     assert any(s.attrs["half"] for s in drawn["triangular_solve"])
+
+
+def test_a_bfloat16_statement_agrees_exactly_and_its_derivatives_are_not_compared():
+    """Eager rounds the float32 product to bfloat16 and so must jit (max adds no rounding): equal bits, no
+    tolerance; jvp and grad, whose tangents XLA may keep in float32, are skipped with the reason."""
+    program, _ = PROGRAMS["bf16"]
+    meta, arrays = run_program(program, 3, [XLA, JVP, GRAD])
+    assert np.array_equal(arrays["xla/out/0"], arrays["eager/out/0"])
+    product = (arrays["eager/in/0"] * arrays["eager/in/1"]).reshape(-1)
+    assert (product.astype(np.float32) != arrays["eager/out/0"].reshape(-1)).any()  # rounding happened
+    assert set(meta["skipped"]) == {"xla+jvp", "xla+grad"} and "bfloat16" in meta["skipped"]["xla+grad"]
 
 
 def test_an_ill_conditioned_solve_is_an_unknown_not_a_finding():
@@ -143,7 +159,8 @@ for row in json.loads(sys.argv[1]):
 def test_the_new_statements_reach_the_passes_they_are_for():
     """In a process that logs XLA's passes (PASS_LOG_ENV): each program's compile changes the module in its
     pass (the float16 solve in triangular_solve_expander, the pooling gradient in select_and_scatter_expander,
-    rbg in rng-bit-generator-expander, lax.rng_uniform in rng-expander, optimization_barrier in
+    rbg in rng-bit-generator-expander, lax.rng_uniform in rng-expander, a bfloat16 max in
+    float-normalization-bf16, optimization_barrier in
     cse_barrier_expander, a narrowing bitcast in bitcast_dtypes_expander), and donation of an
     input whose flattened copy is the output in optimize_input_output_buffer_alias, which the same program
     without donation leaves alone."""

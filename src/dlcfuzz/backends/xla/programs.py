@@ -657,8 +657,10 @@ op("concatenate", _axis_op(lambda p, x, ax: Draw([x.name, _same(p, x)], {"axis":
 # ---- linear algebra, pooling, random numbers (what users' JAX programs hold beside lax's elementwise ops) ----
 # On CPU, jax lowers cholesky, qr, eigh and lu to LAPACK calls; triangular_solve goes to LAPACK in float32 and
 # float64 and to XLA's own TriangularSolve (triangular_solve_expander) in float16. A solve's accuracy is its
-# matrix's conditioning times its dtype's rounding: past `COND_LIMIT` the test is an unknown (the guard).
-COND_LIMIT = {"float16": 20.0, "float32": 1e4, "float64": 1e8}
+# matrix's conditioning times its dtype's rounding: past `COND_LIMIT` the test is an unknown (the guard). Alone, jit
+# and eager solved 150 random systems (float16, float32; condition numbers up to 1e4) to the same bits: the limits
+# bound how far a preceding statement's legal rounding difference (its dtype's tolerance) is amplified.
+COND_LIMIT = {"float16": 20.0, "float32": 1e3, "float64": 1e8}
 
 
 def _solve_operands(p: Pool) -> tuple[Value, Value] | None:
@@ -826,6 +828,32 @@ def _barrier(p: Pool) -> Draw | None:
 # an identity the optimizer may not look through (what jax.checkpoint puts around a rematerialized value)
 op("optimization_barrier", _barrier, lambda a, at: f"lax.optimization_barrier(({', '.join(a)},))"
    f"[{min(at['which'], len(a) - 1)}]", weight=0.5)
+
+
+# bfloat16 activations: a value rounded to bfloat16 (round to nearest even), then an op exact on bfloat16 values
+# (relu, max/min of two, neg, abs), cast back. XLA:CPU computes bfloat16 in float32 (float-normalization-bf16) and
+# by default may drop a bfloat16 rounding of a float32 result (xla_allow_excess_precision); these ops round nothing
+# more, so compiled and eager agree exactly. Their tangents and cotangents (float32 values rounded to bfloat16 on
+# the way through) would not: a program with one is not differentiated (`ROUNDED_DERIVATIVES`).
+BF16_OPS = {"relu": "jnp.maximum({a}, 0)", "maximum": "jnp.maximum({a}, {b})", "minimum": "jnp.minimum({a}, {b})",
+            "neg": "-{a}", "abs": "jnp.abs({a})"}
+
+
+@on_value(FLOATS)
+def _bf16(p: Pool, x: Value) -> Draw | None:
+    fn = p.choice(tuple(BF16_OPS))
+    if fn in ("maximum", "minimum"):
+        return Draw([x.name, _same(p, x)], {"fn": fn})
+    return Draw([x.name], {"fn": fn})
+
+
+def _spell_bf16(a: list[str], at: dict[str, Any]) -> str:
+    half = [f"{v}.astype(jnp.bfloat16)" for v in a]
+    return f"{BF16_OPS[at['fn']].format(a=half[0], b=half[-1])}.astype({a[0]}.dtype)"
+
+
+op("bf16", _bf16, _spell_bf16, weight=0.6)
+ROUNDED_DERIVATIVES = ("bf16",)  # ops whose jvp/grad XLA may compute without their bfloat16 rounding
 
 
 # ---- regions (programs/core.py's bodies; emitted as nested functions) -------------------------------
@@ -1351,6 +1379,10 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
             # eager runs a while loop in Python, where grad works; jit cannot (JAX: "Reverse-mode
             # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values")
             skipped[name] = "grad: JAX defines no reverse-mode derivative of while_loop (or a traced fori_loop)"
+            continue
+        if key in ("jvp", "grad") and (rounded := set(program.ops()) & set(ROUNDED_DERIVATIVES)):
+            skipped[name] = (f"{key}: {', '.join(sorted(rounded))} rounds its derivative to bfloat16, which XLA may "
+                             "skip (xla_allow_excess_precision): not compared")
             continue
         if not reference(key, transform):
             continue
