@@ -15,7 +15,10 @@ lax.reduce with the computation's own identity), jnp.where and arithmetic with P
 lax.linalg.triangular_solve (in float16 too: XLA's own expansion; on CPU float32/float64 go to LAPACK, as
 cholesky, qr and eigh always do), pooling (lax.reduce_window max/min/add) and the gradient of max/min pooling
 (`jax.grad`: a select-and-scatter), jax.random with explicit keys (threefry, rbg and unsafe_rbg: the last two
-draw with lax.rng_bit_generator; uniform, normal, bits, dropout; a key folded with data). `jax_enable_x64` is on (float64 and int64 stay themselves). JAX has no
+draw with lax.rng_bit_generator; uniform, normal, bits, dropout; a key folded with data), lax.rng_uniform's
+range (its numbers differ call by call: the statement counts the draws outside [lo, hi)), bfloat16 activations
+(ops exact on bfloat16-rounded values), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
+stay themselves). JAX has no
 memory layouts: an input's `layout` is ignored (every input is an array).
 
 Transformations are per-test configurations (`per_test_configs`): the plain `jit`; `jit(vmap(f))` over
