@@ -164,17 +164,31 @@ def test_generated_toy_programs_with_regions_run_and_reduce():
 XLA = ("xla", {"mode": "jit", "compiler_options": {}})
 
 
+def _region_kinds(p: core.Program) -> set[str]:
+    regions = [s for s in core.walk(p.stmts) if s.bodies]
+    kinds = {f"{s.op}{'/traced' if s.attrs.get('traced') else ''}" for s in regions}
+    return kinds | ({"nested"} if any(s.bodies for r in regions for b in r.bodies for s in b.stmts) else set())
+
+
+JAX_REGION_KINDS = ["cond", "switch", "while_loop", "fori_loop", "fori_loop/traced", "scan", "nested"]
+
+
 def _jax_programs_with_regions(n: int, stmts: int) -> list[tuple[int, core.Program]]:
+    """The first `n` generated JAX programs with a region, kinds taken in turn so that each shows (chosen by that
+    property, not by the seeds' luck: the draws change whenever the op table does)."""
     from dlcfuzz.backends.xla.programs import DIALECT
 
-    out = []
-    for seed in range(200):
+    out, wanted = [], list(JAX_REGION_KINDS)
+    for seed in range(600):
         p = core.generate(DIALECT, np.random.default_rng(seed), stmts)
-        if p.has_region():
-            out.append((seed, p))
+        kinds = _region_kinds(p)
+        if not kinds or (wanted and wanted[0] not in kinds):
+            continue
+        out.append((seed, p))
+        wanted = [k for k in wanted if k not in kinds]
         if len(out) == n:
             return out
-    raise AssertionError(f"fewer than {n} of 200 JAX programs hold a region")
+    raise AssertionError(f"fewer than {n} of 600 JAX programs hold a region, or a kind never shows: {wanted}")
 
 
 def test_jax_programs_with_regions_run_eagerly_and_jit_agrees():
@@ -187,15 +201,13 @@ def test_jax_programs_with_regions_run_eagerly_and_jit_agrees():
 
     kinds, outcome, t0 = collections.Counter(), collections.Counter(), time.perf_counter()
     for seed, p in _jax_programs_with_regions(22, 3):
-        regions = [s for s in core.walk(p.stmts) if s.bodies]
-        kinds.update(f"{s.op}{'/traced' if s.attrs.get('traced') else ''}" for s in regions)
-        kinds["nested"] += any(s.bodies for r in regions for b in r.bodies for s in b.stmts)
+        kinds.update(_region_kinds(p))
         meta, arrays = run_program(p, seed, [XLA])
         verdicts, _ = judge_program("xla", ProgramTest(p, seed, [XLA]), meta, arrays)
         assert [v.kind for v in verdicts if v.kind == "bug"] == [], [v.detail for v in verdicts]
         outcome[verdicts[0].category] += 1
     assert outcome[C.PASS] >= 20, outcome
-    assert {"cond", "switch", "while_loop", "fori_loop", "fori_loop/traced", "scan", "nested"} <= set(kinds), kinds
+    assert set(JAX_REGION_KINDS) <= set(kinds), kinds
     print(f"22 JAX programs with regions in {time.perf_counter() - t0:.0f} s: {dict(kinds)}")
 
 
@@ -245,17 +257,44 @@ def _campaign(out: Path, compiler: str, seed: int, max_tests: int, configs: list
 
 @pytest.mark.slow
 def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp_path):
-    """planted-xla:algsimp@cond (lax.cond's branches swapped where algsimp runs): campaign seed 5's first
-    test holds a cond; found, reduced to the conditional, its plain JAX reproducer fires; the real XLA is
-    quiet on the same tests."""
+    """planted-xla:algsimp@cond (lax.cond's branches swapped where algsimp runs): a one-test campaign whose test
+    holds a cond the swap shows in (`_jax_campaign_seed_whose_first_test_shows_the_cond_fault`); found, reduced to
+    the conditional, its plain JAX reproducer fires; the real XLA is quiet on the same test."""
     pytest.importorskip("jax", reason="the JAX dialect needs jax")
     from dlcfuzz.backends.xla.planted import REGION
     from dlcfuzz.engine.store import Store
 
-    folder = planted_finding_folder(_campaign(tmp_path / "planted", REGION, 5, 2))
+    seed = _jax_campaign_seed_whose_first_test_shows_the_cond_fault(tmp_path / "choose")
+    folder = planted_finding_folder(_campaign(tmp_path / "planted", REGION, seed, 1))
     assert "lax.cond(" in (folder / "program.py").read_text()
     assert_reproducer_fires_standalone(folder)
-    assert Store(_campaign(tmp_path / "real", "xla", 5, 2) / "store.sqlite", create=False).findings() == []
+    assert Store(_campaign(tmp_path / "real", "xla", seed, 1) / "store.sqlite", create=False).findings() == []
+
+
+JAX_COND_FAULT_SEED = 5  # tried first (see COND_FAULT_SEED below)
+
+
+def _jax_campaign_seed_whose_first_test_shows_the_cond_fault(out: Path) -> int:
+    """The least campaign seed whose first test (made by the campaign's own strategy) holds a lax.cond that the
+    planted compile shows swapped: run and judged as a worker does, an inconsistency."""
+    from dlcfuzz.backends.xla.planted import REGION
+    from dlcfuzz.backends.xla.programs import run_program
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.oracle.policy import test_seed
+    from dlcfuzz.strategies.programs import ProgramTest, judge_program
+
+    campaign = Campaign(campaign_options(compiler=REGION, strategy="programs", seconds=900, jobs=1, seed=0, out=out,
+                                         quiet=True))
+    campaign.store.close()  # only its strategy is used
+    for seed in dict.fromkeys([JAX_COND_FAULT_SEED, *range(60)]):
+        pt = campaign.strategy.make_test(0, test_seed(seed, 0)).payload
+        if "cond" not in {s.op for s in core.walk(pt.program.stmts)}:
+            continue
+        meta, arrays = run_program(pt.program, pt.seed, pt.configs, fault=("algsimp", "cond"))
+        verdicts = judge_program("xla", ProgramTest(pt.program, pt.seed, pt.configs), meta, arrays)[0]
+        if any(v.kind == "bug" and v.category == C.INCONSISTENCY for v in verdicts):
+            return seed
+    raise AssertionError("no campaign seed of 60 makes a first test whose lax.cond shows swapped")
 
 
 # ---- torch: torch.cond, while_loop, a Python for and a Python if, compiled by Inductor ----------------------

@@ -132,9 +132,11 @@ def test_per_test_configurations_add_one_variant_of_the_plain_jit():
     pair = [("xla-nopasses", {"mode": "jit", "compiler_options": {"xla_disable_hlo_passes": "algsimp"}}), XLA]
     drawn = [DIALECT.per_test_configs(rng, pair) for _ in range(300)]
     assert all(d[:2] == pair and len(d) <= 3 for d in drawn)
-    kinds = collections.Counter(d[2][1].get("transform") or next(iter(d[2][1]["compiler_options"]))
+    kinds = collections.Counter(d[2][1].get("transform") or ("donate" if d[2][1].get("donate") else
+                                                             next(iter(d[2][1]["compiler_options"])))
                                 for d in drawn if len(d) == 3)
-    assert set(kinds) == {"vmap", "jvp", "grad", "xla_backend_optimization_level", "xla_disable_hlo_passes"}
+    assert set(kinds) == {"vmap", "jvp", "grad", "xla_backend_optimization_level", "xla_disable_hlo_passes",
+                          "donate"}
     assert max(b for d in drawn if len(d) == 3 for b in d[2][1].get("batch", [0])) == 300
 
 

@@ -63,6 +63,14 @@ REQUIRED_FOR_CORRECTNESS = {
                            "lax.sort of a float32 [1,8] holding NaNs returns [-2, 1, nan, 3, nan, -inf, 0.5, inf], "
                            "unsorted (measured with xla_disable_hlo_passes=comparison-expander alone, jax 0.10.2; "
                            "correct without NaN); the generated table's probes sorted no NaN",
+    "bitcast_dtypes_expander": "how XLA:CPU implements bitcast_convert_type to a type of another width (a last axis of "
+                               "the width ratio): without it the compile of lax.bitcast_convert_type(float32[3,4], "
+                               "uint8) or of int16 to int8 kills the process (SIGSEGV alone, SIGABRT with "
+                               "xla-nopasses' set; measured, jax 0.10.2); the generated table's probes bitcast at one "
+                               "width only",
+    "rng-expander": "how XLA:CPU implements lax.rng_uniform: with it alone disabled the compile aborts the process "
+                    "(SIGABRT; with xla-nopasses' set it raises 'Rng should be expanded for CPU'; measured, jax "
+                    "0.10.2); the generated table's probes drew no random numbers",
 }
 
 

@@ -9,16 +9,24 @@ type (uint8..uint64, int8..int64) and bool, cumsum/cumprod/cummax/cummin/cumlogs
 reverse), lax.sort of several operands with num_keys, argsort, top_k, dynamic_slice and
 dynamic_update_slice with starts out of range (clamped: JAX's documented semantics) and read from data,
 lax.pad with negative and interior padding, dot_general with batch and contracting dimensions, select_n,
-bitcast_convert_type (same width), reductions (lax.reduce_* and lax.reduce with the computation's own
-identity), jnp.where and arithmetic with Python scalars (weak types), `.at[].set/add/min/max` and
-jnp.take with their index modes. `jax_enable_x64` is on (float64 and int64 stay themselves). JAX has no
+bitcast_convert_type (same width, or narrower and wider along a last axis), reductions (lax.reduce_* and
+lax.reduce with the computation's own identity), jnp.where and arithmetic with Python scalars (weak types),
+`.at[].set/add/min/max` and jnp.take with their index modes; and what users' programs hold beside them:
+lax.linalg.triangular_solve (in float16 too: XLA's own expansion; on CPU float32/float64 go to LAPACK, as
+cholesky, qr and eigh always do), pooling (lax.reduce_window max/min/add) and the gradient of max/min pooling
+(`jax.grad`: a select-and-scatter), jax.random with explicit keys (threefry, rbg and unsafe_rbg: the last two
+draw with lax.rng_bit_generator; uniform, normal, bits, dropout; a key folded with data), lax.rng_uniform's
+range (its numbers differ call by call: the statement counts the draws outside [lo, hi)), bfloat16 activations
+(ops exact on bfloat16-rounded values), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
+stay themselves). JAX has no
 memory layouts: an input's `layout` is ignored (every input is an array).
 
 Transformations are per-test configurations (`per_test_configs`): the plain `jit`; `jit(vmap(f))` over
 leading batch axes (up to a few hundred, sometimes nested vmap) against eager vmap on the same batched
 inputs; `jit(jvp)` (tangents of the float outputs) and `jit(grad)` (of the float outputs' sum, with
 respect to each float input) against the same transformation run eagerly; XLA option variants
-(`xla_backend_optimization_level` 0..3, `xla_disable_hlo_passes` with one sampled optional pass). A
+(`xla_backend_optimization_level` 0..3, `xla_disable_hlo_passes` with one sampled optional pass); every
+input donated (`jax.jit(f, donate_argnums=...)`: XLA may alias an input's buffer with an output's). A
 transformed configuration names its own references ("eager+T", "fp64+T": run meta "reference" and
 "reference64"); a grad configuration's input slots hold the gradients ("in_slot").
 
@@ -31,7 +39,9 @@ Guards (a test that trips one is an `unknown`, never a finding), from what JAX a
   flushes subnormals to zero in compiled code (denormals-are-zero), which a constant folded at compile
   time does not; and a float bitcast to an integer while NaN (NaN payloads are not preserved);
 - `.at[].set` with indices that repeat after the mode's normalization (which update wins is
-  implementation defined: JAX's `.at` documentation).
+  implementation defined: JAX's `.at` documentation);
+- a triangular solve whose matrix (float64 copy) has a condition number past `COND_LIMIT` of its dtype
+  (an ill-conditioned output: rounding alone decides it).
 Not guards: signed integer overflow wraps (two's complement) in XLA's emitted code and in its constant
 folder (the HLO evaluator) alike, so an overflowing intermediate, folded or not, is compared exactly;
 shifts by the type's width or more are defined by XLA (0, or the sign for an arithmetic right shift);
@@ -163,7 +173,7 @@ def _bitcast_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | 
     if a.dtype.kind == "f" and np.isnan(a).any():
         return UNDEFINED, "a NaN bitcast to an integer (NaN payloads are not preserved)"
     if a.dtype.kind in "iu" and attrs["dtype"] in FLOATS:
-        as_float = a.view(np.dtype(attrs["dtype"]))
+        as_float = np.ascontiguousarray(a).reshape(-1).view(np.dtype(attrs["dtype"]))  # the bits, any width
         if has_subnormal(as_float) or np.isnan(as_float).any():
             return UNDEFINED, "an integer bitcast to a subnormal or NaN float (flushed or canonicalized)"
     return _denormal_check(args, attrs)
@@ -509,6 +519,11 @@ op("select_n", _select_n, lambda a, at: f"lax.select_n({a[0]}, {', '.join(a[1:])
 @on_value(NUM)
 def _bitcast(p: Pool, x: Value) -> Draw | None:
     same_width = [d for d in NUM if WIDTH[d] == WIDTH[x.dtype] and d != x.dtype]
+    # another width: a narrower type adds a last axis of width ratio, a wider one takes that axis away
+    other = [d for d in NUM if WIDTH[d] < WIDTH[x.dtype]
+             or (WIDTH[d] > WIDTH[x.dtype] and x.rank and x.shape[-1] == WIDTH[d] // WIDTH[x.dtype])]
+    if other and p.coin(0.4):
+        return Draw([x.name], {"dtype": p.choice(other)})
     return Draw([x.name], {"dtype": p.choice(same_width)}) if same_width else None
 
 
@@ -640,6 +655,208 @@ op("rev", _axis_op(lambda p, x, ax: Draw([x.name], {"dims": _axes(p, x)}), ANY),
 op("reshape", _unary_value(ANY, min_rank=1), lambda a, at: f"{a[0]}.reshape(-1)", weight=0.5)
 op("concatenate", _axis_op(lambda p, x, ax: Draw([x.name, _same(p, x)], {"axis": ax}), ANY),
    lambda a, at: f"lax.concatenate([{a[0]}, {a[1]}], {at['axis']})", weight=0.5)
+
+
+# ---- linear algebra, pooling, random numbers (what users' JAX programs hold beside lax's elementwise ops) ----
+# On CPU, jax lowers cholesky, qr, eigh and lu to LAPACK calls; triangular_solve goes to LAPACK in float32 and
+# float64 and to XLA's own TriangularSolve (triangular_solve_expander) in float16. A solve's accuracy is its
+# matrix's conditioning times its dtype's rounding: past `COND_LIMIT` the test is an unknown (the guard). Alone, jit
+# and eager solved 150 random systems (float16, float32; condition numbers up to 1e4) to the same bits: the limits
+# bound how far a preceding statement's legal rounding difference (its dtype's tolerance) is amplified.
+COND_LIMIT = {"float16": 20.0, "float32": 1e3, "float64": 1e8}
+
+
+def _solve_operands(p: Pool) -> tuple[Value, Value] | None:
+    """A matrix value (rank 2 or more) and a right-hand side of its dtype and batch shape (or itself)."""
+    a = p.pick(FLOATS, min_rank=2, max_rank=4)
+    if a is None:
+        return None
+    b = p.pick((a.dtype,), where=lambda v: v.rank == a.rank and v.shape[:-2] == a.shape[:-2] and v.name != a.name)
+    return a, b if b is not None else a
+
+
+def _triangular_solve(p: Pool) -> Draw | None:
+    made = _solve_operands(p)
+    if made is None:
+        return None
+    a, b = made
+    n, left = min(a.shape[-2:]), p.coin()
+    if b.shape[-2 if left else -1] < n:
+        b = a
+    return Draw([a.name, b.name], {"n": n, "left": left, "lower": p.coin(), "transpose": p.coin(0.3),
+                                   "unit": p.coin(0.2), "shift": p.choice((0.0, 4.0, 8.0)),
+                                   "half": a.dtype != "float16" and p.coin(0.5)})
+
+
+def _solve_matrix(a: str, at: dict[str, Any]) -> str:
+    """The square matrix a solve reads: `a`'s leading n x n block, plus a multiple of the identity where the
+    statement adds one (the jitter users add to keep a solve well conditioned), in float16 with `half`."""
+    m = f"{a}[..., :{at['n']}, :{at['n']}]"
+    if at["shift"]:
+        m = f"({m} + {at['shift']!r} * jnp.eye({at['n']}, dtype={a}.dtype))"
+    return f"{m}.astype(jnp.float16)" if at["half"] else m
+
+
+def _spell_triangular_solve(a: list[str], at: dict[str, Any]) -> str:
+    n = at["n"]
+    rhs = f"{a[1]}[..., :{n}, :]" if at["left"] else f"{a[1]}[..., :, :{n}]"
+    rhs = f"{rhs}.astype(jnp.float16)" if at["half"] else rhs
+    return (f"lax.linalg.triangular_solve({_solve_matrix(a[0], at)}, {rhs}, left_side={at['left']}, "
+            f"lower={at['lower']}, transpose_a={at['transpose']}, unit_diagonal={at['unit']})")
+
+
+def _conditioning(matrix: np.ndarray, dtype: str, what: str) -> tuple[str, str] | None:
+    """An unknown where a float64 copy of the matrix a solve reads is ill conditioned for `dtype` (or not finite)."""
+    if not np.isfinite(matrix).all():
+        return C.ILL_CONDITIONED_OUTPUT, f"{what}: a NaN or infinite entry"
+    with np.errstate(all="ignore"):
+        cond = float(np.max(np.linalg.cond(matrix)))
+    if not np.isfinite(cond) or cond > COND_LIMIT[dtype]:
+        return C.ILL_CONDITIONED_OUTPUT, (f"{what}: condition number {cond:.3g} > {COND_LIMIT[dtype]:g}, "
+                                          f"where {dtype} rounding alone moves the solution past the tolerance")
+    return None
+
+
+def _triangular_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    n, a = attrs["n"], _np(args[0])
+    m = a[..., :n, :n].astype(np.float64) + attrs["shift"] * np.eye(n)
+    if attrs["half"]:
+        m = m.astype(np.float16).astype(np.float64)
+    m = np.tril(m) if attrs["lower"] else np.triu(m)
+    if attrs["unit"]:
+        m = m - m * np.eye(n) + np.eye(n)
+    return _conditioning(m, "float16" if attrs["half"] else str(a.dtype), "triangular_solve's matrix")
+
+
+op("triangular_solve", _triangular_solve, _spell_triangular_solve, undefined=_triangular_check, weight=1.0)
+
+
+def _window(p: Pool, x: Value) -> dict[str, Any]:
+    """A pooling window over every axis (sizes up to 3, strides 1 or 2), padding VALID, SAME or explicit."""
+    pad: Any = p.choice(("VALID", "SAME", "explicit"))
+    if pad == "explicit":
+        pad = [(p.integers(0, 1), p.integers(0, 1)) for _ in x.shape]
+    return {"dims": [p.integers(1, min(d, 3)) for d in x.shape], "strides": [p.integers(1, 2) for _ in x.shape],
+            "padding": pad}
+
+
+def _spell_window(x: str, at: dict[str, Any], kind: str) -> str:
+    # a constant (numpy) identity: jax then knows the pooling and differentiates it (a traced one it cannot)
+    init = {"max": f"-np.inf if {x}.dtype.kind == 'f' else np.iinfo({x}.dtype).min",
+            "min": f"np.inf if {x}.dtype.kind == 'f' else np.iinfo({x}.dtype).max", "add": "0"}[kind]
+    pad = at["padding"] if isinstance(at["padding"], str) else [tuple(q) for q in at["padding"]]
+    return (f"lax.reduce_window({x}, np.array({init}, {x}.dtype), lax.{kind}, {tuple(at['dims'])!r}, "
+            f"{tuple(at['strides'])!r}, {pad!r})")
+
+
+@on_value(NUM, min_rank=1)
+def _pool(p: Pool, x: Value) -> Draw | None:
+    return Draw([x.name], {"kind": p.choice(("max", "min", "add")), **_window(p, x)})
+
+
+# pooling: a window reduction with its computation's identity (lax.reduce_window; jax differentiates max, min, add)
+op("reduce_window", _pool, lambda a, at: _spell_window(a[0], at, at["kind"]), weight=1.0)
+
+
+@on_value(FLOATS, min_rank=1)
+def _pool_grad(p: Pool, x: Value) -> Draw | None:
+    return Draw([x.name], {"kind": p.choice(("max", "min")), **_window(p, x)})
+
+
+# the gradient of max (min) pooling: a select-and-scatter of the window's chosen element (JAX picks the first of
+# equal ones), what a pooling layer's backward pass computes
+op("pool_grad", _pool_grad, lambda a, at: f"jax.grad(lambda t: jnp.sum(jnp.square({_spell_window('t', at, at['kind'])})))"
+   f"({a[0]})", weight=1.0)
+
+
+RANDOM_IMPLS = ("threefry2x32", "rbg", "unsafe_rbg")  # rbg draws with lax.rng_bit_generator
+
+
+def _random(p: Pool) -> Draw | None:
+    kind = p.choice(("uniform", "normal", "bits", "dropout"))
+    x = p.pick(FLOATS if kind == "dropout" else None)
+    if x is None:
+        return None
+    data = p.pick(INTS)
+    at = {"kind": kind, "impl": p.choice(RANDOM_IMPLS), "seed": p.integers(0, 1 << 16),
+          "dtype": p.choice(("uint8", "uint32", "uint64") if kind == "bits" else FLOATS),
+          "fold": data is not None and p.coin(0.5)}
+    return Draw([x.name, data.name] if at["fold"] else [x.name], at)
+
+
+def _spell_random(a: list[str], at: dict[str, Any]) -> str:
+    key = f"jax.random.key({at['seed']}, impl={at['impl']!r})"
+    if at["fold"]:  # a key that depends on the data: jax.random.fold_in of an integer read from a value
+        key = f"jax.random.fold_in({key}, {a[1]}.reshape(-1)[0].astype(jnp.uint32))"
+    if at["kind"] == "dropout":
+        return f"jnp.where(jax.random.bernoulli({key}, 0.75, {a[0]}.shape), {a[0]} / 0.75, jnp.zeros_like({a[0]}))"
+    if at["kind"] == "bits":
+        return f"jax.random.bits({key}, {a[0]}.shape, dtype={_dt(at['dtype'])})"
+    extra = ", minval=-2.0, maxval=2.0" if at["kind"] == "uniform" else ""
+    return f"jax.random.{at['kind']}({key}, {a[0]}.shape, dtype={_dt(at['dtype'])}{extra})"
+
+
+# random numbers from an explicit key (a value's shape; dropout of a value): the same key gives the same numbers
+# eagerly and compiled, whatever the implementation
+op("random", _random, _spell_random, weight=1.0)
+
+
+def _rng_uniform(p: Pool) -> Draw | None:
+    x = p.pick()
+    if x is None:
+        return None
+    lo = p.integers(-4, 2)
+    return Draw([x.name], {"dtype": p.choice(("float32", "float64", "int32", "int64")), "lo": lo,
+                           "hi": lo + p.integers(1, 6)})
+
+
+def _spell_rng_uniform(a: list[str], at: dict[str, Any]) -> str:
+    lo, hi = f"jnp.asarray({at['lo']}, {_dt(at['dtype'])})", f"jnp.asarray({at['hi']}, {_dt(at['dtype'])})"
+    return f"jnp.sum((lambda r: (r < {lo}) | (r >= {hi}))(lax.rng_uniform({lo}, {hi}, {a[0]}.shape))).astype(jnp.int32)"
+
+
+# lax.rng_uniform is stateful: its numbers differ from call to call (eager and compiled alike), so the statement
+# states its documented property instead, the count of draws outside [lo, hi): 0 (XLA's rng-expander makes them)
+op("rng_uniform", _rng_uniform, _spell_rng_uniform, weight=0.3)
+
+
+def _barrier(p: Pool) -> Draw | None:
+    x = p.pick()
+    if x is None:
+        return None
+    y = p.pick(where=lambda v: v.name != x.name)
+    return Draw([x.name, y.name] if y is not None and p.coin() else [x.name], {"which": p.integers(0, 1)})
+
+
+# an identity the optimizer may not look through (what jax.checkpoint puts around a rematerialized value)
+op("optimization_barrier", _barrier, lambda a, at: f"lax.optimization_barrier(({', '.join(a)},))"
+   f"[{min(at['which'], len(a) - 1)}]", weight=0.5)
+
+
+# bfloat16 activations: a value rounded to bfloat16 (round to nearest even), then an op exact on bfloat16 values
+# (relu, max/min of two, neg, abs), cast back. XLA:CPU computes bfloat16 in float32 (float-normalization-bf16) and
+# by default may drop a bfloat16 rounding of a float32 result (xla_allow_excess_precision); these ops round nothing
+# more, so compiled and eager agree exactly. Their tangents and cotangents (float32 values rounded to bfloat16 on
+# the way through) would not: a program with one is not differentiated (`ROUNDED_DERIVATIVES`).
+BF16_OPS = {"relu": "jnp.maximum({a}, 0)", "maximum": "jnp.maximum({a}, {b})", "minimum": "jnp.minimum({a}, {b})",
+            "neg": "-{a}", "abs": "jnp.abs({a})"}
+
+
+@on_value(FLOATS)
+def _bf16(p: Pool, x: Value) -> Draw | None:
+    fn = p.choice(tuple(BF16_OPS))
+    if fn in ("maximum", "minimum"):
+        return Draw([x.name, _same(p, x)], {"fn": fn})
+    return Draw([x.name], {"fn": fn})
+
+
+def _spell_bf16(a: list[str], at: dict[str, Any]) -> str:
+    half = [f"{v}.astype(jnp.bfloat16)" for v in a]
+    return f"{BF16_OPS[at['fn']].format(a=half[0], b=half[-1])}.astype({a[0]}.dtype)"
+
+
+op("bf16", _bf16, _spell_bf16, weight=0.6)
+ROUNDED_DERIVATIVES = ("bf16",)  # ops whose jvp/grad XLA may compute without their bfloat16 rounding
 
 
 # ---- regions (programs/core.py's bodies; emitted as nested functions) -------------------------------
@@ -868,6 +1085,23 @@ def transformed(fn, transform, specs, out_is_float):
     raise ValueError(f"unknown transform {transform!r}")
 
 
+def compile_and_run(g, args, compiler_options, donate=False):
+    """(outputs, input slots) of `g` compiled by jax.jit(...).lower(...).compile(...) and called. `donate`: every
+    argument donated (jax.jit's donate_argnums; no transformation): XLA may reuse their buffers for the outputs
+    (jax aliases an input with an output of its type, or leaves one of the same size to XLA's
+    optimize_input_output_buffer_alias), so the compiled function returns the outputs alone and the input slots
+    are the arguments as read before the call, which deletes them."""
+    if not donate:
+        return jax.jit(g).lower(*args).compile(compiler_options=compiler_options)(*args)
+    import warnings
+
+    slots = tuple(np.asarray(a).copy() for a in args)
+    f = jax.jit(lambda *xs: g(*xs)[0], donate_argnums=tuple(range(len(args))))
+    with warnings.catch_warnings():  # an input no output can take stays the caller's: as documented, not news
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        return f.lower(*args).compile(compiler_options=compiler_options)(*args), slots
+
+
 def transform_inputs(specs, seed, transform, wide=False):
     """The arguments of the transformed program: the inputs (batched for vmap), then a jvp's tangents."""
     lead = tuple(transform["batch"]) if transform and transform["transform"] == "vmap" else ()
@@ -883,6 +1117,7 @@ def transform_inputs(specs, seed, transform, wide=False):
 exec(TRANSFORM_SOURCE, {**EVAL_NS, "make_inputs": make_inputs, "__name__": __name__}, _NS)  # noqa: S102
 transformed: Callable[..., Callable[..., Any]] = _NS["transformed"]
 transform_inputs: Callable[..., list[np.ndarray]] = _NS["transform_inputs"]
+compile_and_run: Callable[..., tuple[Any, Any]] = _NS["compile_and_run"]
 
 
 def _transform_of(options: dict[str, Any]) -> dict[str, Any] | None:
@@ -931,8 +1166,8 @@ class JaxDialect:
     def per_test_configs(self, rng: np.random.Generator, configs: list[tuple[str, dict[str, Any]]]
                          ) -> list[tuple[str, dict[str, Any]]]:
         """Next to the campaign's configurations, most tests add one variant of its plain `jit` one: a
-        transformation (vmap at batch sizes up to a few hundred, sometimes nested; jvp; grad) or XLA
-        options (an LLVM optimization level, one sampled optional HLO pass disabled)."""
+        transformation (vmap at batch sizes up to a few hundred, sometimes nested; jvp; grad), XLA options (an
+        LLVM optimization level, one sampled optional HLO pass disabled) or every input donated."""
         from dlcfuzz.backends.xla.passes import optional_passes
 
         base = next(((n, o) for n, o in configs if o.get("mode", "jit") == "jit"
@@ -950,11 +1185,14 @@ class JaxDialect:
             variant = {"transform": "jvp"}
         elif r < 0.74:
             variant = {"transform": "grad"}
-        elif r < 0.87:
+        elif r < 0.8:
             variant = {"compiler_options": {"xla_backend_optimization_level": int(rng.integers(0, 4))}}
+        elif r < 0.87:
+            variant = {"donate": True}  # every input donated: jax.jit(f, donate_argnums=...)
         else:
             variant = {"compiler_options": {"xla_disable_hlo_passes": str(rng.choice(optional_passes()))}}
-        extra = transform_key(variant) or ",".join(f"{k}={v}" for k, v in variant["compiler_options"].items())
+        extra = transform_key(variant) or ("donate" if variant.get("donate") else
+                                           ",".join(f"{k}={v}" for k, v in variant["compiler_options"].items()))
         return [*configs, (f"{name}+{extra}", {**options, **variant})]
 
     def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
@@ -1064,6 +1302,11 @@ def _arrays(tag: str, result: tuple[Any, Any]) -> dict[str, np.ndarray]:
     return out
 
 
+def _same_quantity(wide: np.ndarray, eager: np.ndarray) -> bool:
+    """Whether a float64 run's slot reads what eager's does: its shape, and an integer or bool slot its type."""
+    return wide.shape == eager.shape and (eager.dtype.kind == "f" or wide.dtype == eager.dtype)
+
+
 def _out_is_float(fn: Callable[..., tuple], args: list[np.ndarray]) -> list[bool]:
     shapes = jax.eval_shape(lambda *xs: tuple(fn(*xs)), *args)
     return [np.dtype(s.dtype).kind == "f" for s in shapes]
@@ -1097,27 +1340,32 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         """The eager and float64 runs of a transformation ("eager+KEY", "fp64+KEY"); False when eager
         rejects the transformed program (e.g. a derivative JAX does not define, or undefined behaviour in
         a batch): the configuration is then not run."""
-        tag = f"eager+{key}" if key else "eager"
-        if tag in runs:
+        tag, f64 = (f"eager+{key}", f"fp64+{key}") if key else ("eager", "fp64")
+        if f64 in runs:
             return True
         try:
-            if transform and transform["transform"] == "vmap":
+            if tag in runs:  # the plain program's eager run: made first, with the guards
+                pass
+            elif transform and transform["transform"] == "vmap":
                 batched = make_inputs(specs, seed, tuple(transform["batch"]))
                 if (ub := checked_run(program, batched, len(transform["batch"]))) is not None:
                     skipped[tag] = f"{ub[0]}: {ub[1]}"
                     return False
-            with jax.disable_jit():
-                arrays.update(_arrays(tag, transformed(fn, transform, specs, out_is_float)(
-                    *transform_inputs(specs, seed, transform))))
-            runs[tag] = {"status": "ok", "role": "reference"}
+            if tag not in runs:
+                with jax.disable_jit():
+                    arrays.update(_arrays(tag, transformed(fn, transform, specs, out_is_float)(
+                        *transform_inputs(specs, seed, transform))))
+                runs[tag] = {"status": "ok", "role": "reference"}
         except Exception as e:  # noqa: BLE001 - eager rejects the transformation: not applicable
             skipped[tag] = f"{type(e).__name__}: {str(e)[:300]}"
             return False
-        f64 = f"fp64+{key}" if key else "fp64"
         try:  # the float64 reference: float inputs widened, the same program
             with jax.disable_jit():
-                arrays.update(_arrays(f64, transformed(fn, transform, specs, out_is_float)(
-                    *transform_inputs(specs, seed, transform, wide=True))))
+                wide = _arrays(f64, transformed(fn, transform, specs, out_is_float)(
+                    *transform_inputs(specs, seed, transform, wide=True)))
+            # a slot the widened program computes as another quantity (a float's bits: another shape, or another
+            # integer type) has no float64 reading: judged against eager alone
+            arrays.update({k: a for k, a in wide.items() if _same_quantity(a, arrays[tag + k[len(f64):]])})
             runs[f64] = {"status": "ok", "role": "reference"}
         except Exception as e:  # noqa: BLE001 - no float64 reading of this program
             runs[f64] = {"status": "error", "role": "reference", "error": f"{type(e).__name__}: {str(e)[:300]}"}
@@ -1135,6 +1383,10 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
             # differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values")
             skipped[name] = "grad: JAX defines no reverse-mode derivative of while_loop (or a traced fori_loop)"
             continue
+        if key in ("jvp", "grad") and (rounded := set(program.ops()) & set(ROUNDED_DERIVATIVES)):
+            skipped[name] = (f"{key}: {', '.join(sorted(rounded))} rounds its derivative to bfloat16, which XLA may "
+                             "skip (xla_allow_excess_precision): not compared")
+            continue
         if not reference(key, transform):
             continue
         co = dict(options.get("compiler_options") or {})
@@ -1145,9 +1397,8 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         args = transform_inputs(specs, seed, transform)
         try:
             g = transformed(source_function(program, _planted_ops(fault, options)), transform, specs, out_is_float)
-            compiled = jax.jit(g).lower(*args).compile(compiler_options=co)
             note(f"{name}:run")
-            arrays.update(_arrays(name, compiled(*args)))
+            arrays.update(_arrays(name, compile_and_run(g, args, co, bool(options.get("donate")))))
             runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
         except MemoryError:
             raise
@@ -1190,7 +1441,7 @@ def run(compiled=False, wide=False):
     out_is_float = [np.dtype(s.dtype).kind == "f" for s in shapes]
     g = transformed(fn, TRANSFORM, SPECS, out_is_float)
     if compiled:
-        outs, slots = jax.jit(g).lower(*args).compile(compiler_options=COMPILER_OPTIONS)(*args)
+        outs, slots = compile_and_run(g, args, COMPILER_OPTIONS, DONATE)
     else:
         with jax.disable_jit():
             outs, slots = g(*args)
@@ -1202,6 +1453,9 @@ _REPRO_END = '''
 eager = run()
 try:
     fp64 = run(wide=True)
+    # a slot the widened program computes as another quantity (a float's bits) has no float64 reading
+    fp64 = [w if w.shape == e.shape and (e.dtype.kind == "f" or w.dtype == e.dtype) else None
+            for w, e in zip(fp64, eager)]
 except Exception:
     fp64 = None
 try:
@@ -1251,6 +1505,7 @@ SPECS = {json.dumps(input_specs(program))}  # (name, dtype, shape)
 N_OUT = {len(program.outputs)}
 TRANSFORM = {_transform_of(options)!r}
 COMPILER_OPTIONS = {dict(options.get("compiler_options") or {})!r}
+DONATE = {bool(options.get("donate"))!r}
 TOL = {TOLERANCE!r}
 {INPUTS_SOURCE}{TRANSFORM_SOURCE}{PLANTED_SOURCE if planted else ""}
 
