@@ -16,9 +16,14 @@ NaN inputs), then, last:
 
   python bench/false_positives.py [--tests 2000] [--compiler onnxruntime[,xla,...]] [--configs A,B] [--strategy random|programs]
                                   [--values edge|small] [--regions S] [--only-ops leaky_relu,range,...] [--keep DIR]
+                                  [--resume]
 
 `--regions S`: the share of graph tests wrapping node ranges in regions (If, Loop, Scan; the strategy's default
 otherwise), for issue 40's runs with control flow on.
+
+`--resume` (with `--keep`): continue each compiler's kept campaign (its store's seed, strategy and options) until it
+holds `--tests` tests, then count over all of them. On a compile-bound compiler (~0.25 tests/s) 2,000 tests take
+hours: one campaign can run across sittings, and the figure is still that one campaign's.
 """
 
 from __future__ import annotations
@@ -42,20 +47,25 @@ def main() -> None:
     ap.add_argument("--only-ops", default="", help="operators the graph strategies use, separated by commas (default: all)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep each compiler's campaign in KEEP/<compiler> (its findings to triage; default: deleted)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue the campaigns kept in KEEP/<compiler> up to --tests tests (needs --keep)")
     a = ap.parse_args()
+    if a.resume and a.keep is None:
+        ap.error("--resume needs --keep (the folder that holds the campaigns to continue)")
     counted = judged = 0
     for compiler in a.compiler.split(","):
         n, j = false_positives(compiler, a.tests, a.configs or QUIET_PAIR.get(compiler, ""), a.strategy, a.values,
-                               [k for k in a.only_ops.split(",") if k], a.keep, a.regions)
+                               [k for k in a.only_ops.split(",") if k], a.keep, a.regions, a.resume)
         counted, judged = counted + n, judged + j
     print(f"false positives: {counted} in {judged} judged tests")
 
 
 def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: str, values: str = "edge",
                     only_ops: list[str] | None = None, keep: Path | None = None,
-                    regions: float | None = None) -> tuple[int, int]:
+                    regions: float | None = None, resume: bool = False) -> tuple[int, int]:
     """One compiler's campaign: prints its counts; (findings counted, judged tests). `keep`: the campaign goes to
-    keep/<compiler>, kept (`dlcfuzz list` shows its clusters with the register as it is then), not a temporary one."""
+    keep/<compiler>, kept (`dlcfuzz list` shows its clusters with the register as it is then), not a temporary one;
+    `resume`: the campaign kept there continues (its own identity) until it holds `tests_wanted` tests."""
     from dlcfuzz.engine.campaign import Campaign, campaign_options
     from dlcfuzz.engine.clusters import facts_of, finding_folder
     from dlcfuzz.engine.known import Register
@@ -71,7 +81,8 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
         out = keep / compiler if keep is not None else Path(tmp) / "run"
         Campaign(campaign_options(compiler=compiler, strategy=strategy, seconds=36000, jobs=2, seed=3, out=out,
                                   max_tests=tests_wanted, quiet=True, configs=[c for c in configs.split(",") if c],
-                                  **params, **({"only_ops": only_ops} if only_ops else {}))).run()
+                                  **params, **({"only_ops": only_ops} if only_ops else {})),
+                 resume=resume).run()
         store = Store(out / "store.sqlite", create=False)
         totals = store.totals()
         tests, verdicts, unknowns = totals["tests"], totals["verdicts"], totals["unknowns"]
