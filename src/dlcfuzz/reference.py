@@ -152,6 +152,12 @@ PERTURB_EPS = 1.0  # error of a correct compiler, in epsilons of the operator's 
 
 
 ZERO = "zero"  # perturb=ZERO: every float result within its legal error of zero becomes exactly zero
+# perturb=AWAY_FROM_ZERO / TOWARD_ZERO: every float result's magnitude grows / shrinks by its legal error. An error
+# of one sign relative to the value (a normalization's deviation a few ulps off scales all its outputs alike) is
+# what a product or a power of many of them multiplies; moving every value up or down by the same amount cancels
+# there between positive and negative values.
+AWAY_FROM_ZERO = "away"
+TOWARD_ZERO = "toward"
 
 
 def _perturbed(how: np.random.Generator | float | str, n: Any, xs: list[np.ndarray], y: np.ndarray,
@@ -167,7 +173,12 @@ def _perturbed(how: np.random.Generator | float | str, n: Any, xs: list[np.ndarr
             # operator that does not define them (elementwise or not) makes the test unjudged anyway
             near &= ~_inherited(xs, y.shape) if get_op(n.op).nonfinite else np.zeros(y.shape, dtype=bool)
         return np.where(near, 0.0, y)
-    direction = how.uniform(-1.0, 1.0, y.shape) if isinstance(how, np.random.Generator) else float(how)
+    if isinstance(how, np.random.Generator):
+        direction = how.uniform(-1.0, 1.0, y.shape)
+    elif how in (AWAY_FROM_ZERO, TOWARD_ZERO):
+        direction = np.sign(y) if how == AWAY_FROM_ZERO else -np.sign(y)
+    else:
+        direction = float(how)
     noise = direction * PERTURB_EPS * float(np.finfo(dtype).eps) * scale
     return y + np.where(np.isfinite(noise), noise, 0.0)
 
@@ -195,7 +206,8 @@ def run(
     minimum is divided by -1.
     perturb=rng (implies exact) moves every float result by a random error of up to
     PERTURB_EPS epsilons of its operator's error scale (OpSpec.error_scale), perturb=+1.0 or
-    -1.0 by exactly that much upwards or downwards, perturb=ZERO makes a result exactly zero where
+    -1.0 by exactly that much upwards or downwards, AWAY_FROM_ZERO or TOWARD_ZERO by that much in magnitude
+    (a relative error of one sign, which products compound), perturb=ZERO makes a result exactly zero where
     that error reaches zero (a divisor, a log's argument: a domain edge legal rounding can hit): the sensitivity
     analysis that finds outputs which legal rounding (another summation order, a fused
     multiply-add, a few-ulp transcendental) can move past the tolerance.

@@ -74,12 +74,14 @@ def unstable_outputs(tc: TestCase, ref: list[np.ndarray]) -> set[int]:
     so differences that compilers may legally make can cross the threshold, and no comparison on
     them is trusted."""
     # Without rounding, then with every float result moved by a legal rounding error, all up, all
-    # down and at random (reference.run perturb=...: summation order, cancellation in sums, ulps).
+    # down, all away from or toward zero, and at random (reference.run perturb=...: summation order,
+    # cancellation in sums, ulps; a relative error of one sign, which a product of many values compounds).
     rng = np.random.default_rng(tc.seed ^ 0x5E45)
     unstable = set()
     evaluations = [reference.run(tc.graph, tc.inputs, exact=True)]
     # ZERO: a tiny value a correct compiler may compute as exactly 0 (then 0/0, log 0): "rounding-induced zero"
-    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how) for how in (1.0, -1.0, rng, reference.ZERO)]
+    evaluations += [reference.run(tc.graph, tc.inputs, perturb=how)
+                    for how in (1.0, -1.0, reference.AWAY_FROM_ZERO, reference.TOWARD_ZERO, rng, reference.ZERO)]
     for evaluation in evaluations:
         for i, (o, r) in enumerate(zip(tc.graph.outputs, ref)):
             e = evaluation[o]
