@@ -80,6 +80,10 @@ class PatternSeed:
     kwargs: tuple[tuple[str, float | int | bool], ...]
     training: bool
     registered_as: tuple[str, ...]  # the pattern names torch registered from this function
+    # a seed written for graph patterns (split_cat_seeds.py): the rewrites it targets (pattern_inventory names), and
+    # the split/cat fusion passes it compiles with (split_cat_seeds.fusion_knobs)
+    rewrites: tuple[str, ...] = ()
+    fusion_passes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -314,7 +318,10 @@ UNFIRED_WEIGHT = 3.0  # a search function with a rewrite not yet fired in the ca
 
 
 def pattern_names(seed: PatternSeed) -> tuple[str, ...]:
-    """The rewrites (patterns.pattern_inventory names) torch registered from the seed's search function."""
+    """The rewrites (patterns.pattern_inventory names) torch registered from the seed's search function, or those a
+    written seed targets."""
+    if seed.rewrites:
+        return seed.rewrites
     module, _, qualname = seed.search.partition(":")
     short = module.removeprefix("torch._inductor.fx_passes.")
     return tuple(f"{short}.{n}" for n in seed.registered_as) or (f"{short}.{qualname}",)
@@ -563,9 +570,9 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
     from dlcfuzz.backends.inductor.knobs import FREEZING
     from dlcfuzz.backends.inductor.patterns import recording_fired
 
-    if len({(s.training, s.random, s.frozen) for s in seeds}) != 1:
+    if len({(s.training, s.random, s.frozen, s.fusion_passes) for s in seeds}) != 1:
         raise ValueError("a batch holds seeds of one kind: all training or none, all random or none, all frozen "
-                         "or none")
+                         "or none, the same fusion passes")
     training, random, frozen = seeds[0].training, seeds[0].random, seeds[0].frozen
     fn, counts = _batched(seeds), [len(s.args) for s in seeds]
     inputs = [x for s in seeds for x in make_inputs(s, rng)]
@@ -584,7 +591,7 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
             if frozen:
                 compiled = _frozen(backend, fn, [len(s.args) for s in seeds], _fresh(inputs), FREEZING)
             else:
-                compiled = backend.compile_function(fn, _fresh(inputs), grad=training)
+                compiled = backend.compile_function(fn, _fresh(inputs), grad=training, knobs=_fusion_knobs(seeds[0]))
         except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
             return alone("error", f"{type(e).__name__}: {str(e)[:500]}", dict(fired))
     try:
@@ -601,6 +608,15 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
             runs[k] = SeedRun(seeds[k], dict(fired), "mismatch", f"result {index}: {why}"
                               + (f" (compiled in a batch of {len(seeds)})" if len(seeds) > 1 else ""))
     return runs
+
+
+def _fusion_knobs(seed: PatternSeed) -> dict[str, Any]:
+    """The split/cat fusion passes a written seed compiles with (split_cat_seeds.fusion_knobs), else none."""
+    if not seed.fusion_passes:
+        return {}
+    from dlcfuzz.backends.inductor.split_cat_seeds import fusion_knobs
+
+    return fusion_knobs(seed.fusion_passes)
 
 
 def _frozen(backend: Any, fn: Callable[..., Any], counts: Sequence[int], inputs: list[Any],
@@ -625,13 +641,13 @@ def _frozen(backend: Any, fn: Callable[..., Any], counts: Sequence[int], inputs:
 
 
 def batches(seeds: Sequence[PatternSeed], size: int = BATCH_SEEDS) -> Iterator[list[PatternSeed]]:
-    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not, frozen or not:
-    each kind batched apart, in the seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed
+    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not, frozen or not,
+    their fusion passes: each kind batched apart, in the seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed
     its first one, then the partial ones."""
-    pending: dict[tuple[bool, bool, bool], list[PatternSeed]] = {}
-    opened: dict[tuple[bool, bool, bool], int] = {}  # where each pending batch's first seed is in the order
+    pending: dict[tuple[bool, bool, bool, tuple[str, ...]], list[PatternSeed]] = {}
+    opened: dict[tuple[bool, bool, bool, tuple[str, ...]], int] = {}  # where each pending batch's first seed is in the order
     for at, s in enumerate(seeds):
-        kind = (s.training, s.random, s.frozen)
+        kind = (s.training, s.random, s.frozen, s.fusion_passes)
         if kind not in pending:
             opened[kind] = at
         batch = pending.setdefault(kind, [])
