@@ -67,18 +67,14 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     registered dtypes and sizes, a Python scale where it traced a 0-d one (several fusions refuse a tensor scale),
     inference or training as traced, and each written split/cat seed, round-robin over the modules; then rounds over the search functions (each function's first remaining
     variant, then each one's second, ...), so a short budget reaches every rewrite, then every function; within
-    one, registered sizes first, float32 before the other dtypes. Last, training seeds with dropout (they match
-    only with fallback_random=False, which no campaign compiles with), then the seeds whose rewrites' own checks
-    refuse the CPU (patterns.CPU_REFUSED)."""
+    one, registered sizes first, float32 before the other dtypes. Last, the seeds whose rewrites' own checks refuse
+    the CPU (patterns.CPU_REFUSED). (A training seed with dropout compiles with fallback_random=False, as torch traced
+    its rewrite: `PatternSeed.draws_dropout`.)"""
     from dlcfuzz.backends.inductor.pattern_seeds import pattern_names, python_scalars, registrations
     from dlcfuzz.backends.inductor.patterns import cpu_refusal
 
     refused = [s for s in seeds if all(map(cpu_refusal, pattern_names(s)))]  # last: their checks want CUDA
-    # after the rounds: training with dropout. Every compile has fallback_random=True (PyTorch's guidance for
-    # fuzzers: eager and compiled draw alike), which keeps dropout aten.native_dropout, while torch traced these
-    # patterns with its random decompositions (rand_like, gt, mul): they do not match
-    dropout = [s for s in seeds if s.training and dict(s.kwargs).get("dropout_p") and s not in refused]
-    seeds = [s for s in seeds if s not in refused and s not in dropout]
+    seeds = [s for s in seeds if s not in refused]
     by_key = {(s.search, s.args, s.kwargs, s.training): s for s in seeds}
     own = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
                                                 for r in registrations()) if key in by_key]
@@ -102,7 +98,7 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     out = first
     for r in range(max(map(len, queues), default=0)):
         out += [q[r] for q in queues if r < len(q)]
-    return out + dropout + refused
+    return out + refused
 
 
 def seed_source(backend: Any, seconds: float, seed: int, batch: int) -> tuple[int, int, Counter[str], Counter[str],
