@@ -16,7 +16,7 @@ from torch._dynamo.utils import counters  # noqa: E402
 
 from dlcfuzz.backends import get_backend  # noqa: E402
 from dlcfuzz.backends.inductor import split_cat_seeds as written  # noqa: E402
-from dlcfuzz.backends.inductor.knobs import SPLIT_CAT_POST_GRAD, SPLIT_CAT_PRE_GRAD  # noqa: E402
+from dlcfuzz.backends.inductor.knobs import SPLIT_CAT_POST_GRAD, SPLIT_CAT_PRE_GRAD, fusion_knobs  # noqa: E402
 from dlcfuzz.backends.inductor.pattern_seeds import batches, pattern_names, run_batch  # noqa: E402
 from dlcfuzz.backends.inductor.patterns import pattern_inventory  # noqa: E402
 
@@ -36,7 +36,7 @@ def test_every_seed_targets_registered_rewrites_behind_the_fusion_options(seeds)
         assert s.argnames == tuple(inspect.signature(getattr(written, s.name)).parameters)
         assert set(s.fusion_passes) <= set(SPLIT_CAT_PRE_GRAD) | set(SPLIT_CAT_POST_GRAD)
         assert not (s.training or s.random or s.frozen)
-    knobs = written.fusion_knobs(written.PASS_GROUPS["aten"])
+    knobs = fusion_knobs(written.PASS_GROUPS["aten"])
     assert list(knobs) == ["post_grad_fusion_options"]
     assert list(knobs["post_grad_fusion_options"])[0] == "normalization_aten_pass"  # the others match its form
 

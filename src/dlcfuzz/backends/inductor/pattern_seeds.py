@@ -81,7 +81,7 @@ class PatternSeed:
     training: bool
     registered_as: tuple[str, ...]  # the pattern names torch registered from this function
     # a seed written for graph patterns (split_cat_seeds.py): the rewrites it targets (pattern_inventory names), and
-    # the split/cat fusion passes it compiles with (split_cat_seeds.fusion_knobs)
+    # the split/cat fusion passes it compiles with (knobs.fusion_knobs)
     rewrites: tuple[str, ...] = ()
     fusion_passes: tuple[str, ...] = ()
 
@@ -118,10 +118,10 @@ class PatternSeed:
 
     def compile_knobs(self) -> dict[str, Any]:
         """The Inductor configuration beyond the backend's own: a written seed's split/cat fusion passes
-        (split_cat_seeds.fusion_knobs), `fallback_random=False` for a seed that `draws_dropout`."""
+        (knobs.fusion_knobs), `fallback_random=False` for a seed that `draws_dropout`."""
         knobs: dict[str, Any] = {"fallback_random": False} if self.draws_dropout else {}
         if self.fusion_passes:
-            from dlcfuzz.backends.inductor.split_cat_seeds import fusion_knobs
+            from dlcfuzz.backends.inductor.knobs import fusion_knobs
 
             knobs.update(fusion_knobs(self.fusion_passes))
         return knobs

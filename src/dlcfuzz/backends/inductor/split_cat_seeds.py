@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
-from typing import Any
 
 import torch
 
-from dlcfuzz.backends.inductor.knobs import SPLIT_CAT_PRE_GRAD
 from dlcfuzz.backends.inductor.pattern_seeds import PatternSeed, TensorSpec, _strides
 
 MODULE = __name__
@@ -193,7 +191,7 @@ def addmm_row(b, x, w):
 
 
 # The passes a batch of seeds compiles with (knobs.SPLIT_CAT_PRE_GRAD or knobs.SPLIT_CAT_POST_GRAD names, in the order they
-# run; fusion_knobs adds each level's normalization pass first). Seeds whose shapes no other pass of a group matches
+# run; knobs.fusion_knobs adds each level's normalization pass first). Seeds whose shapes no other pass of a group matches
 # share it, so that one compile (pattern_seeds.run_batch) fires each one's rewrite; passes that match the same shape
 # (a cat of a split's getitems: merge_getitem_cat, mutate_cat_node, split_cat_to_slices, simplify_split_cat) are in
 # different groups.
@@ -244,19 +242,6 @@ SEEDS: tuple[tuple[str, tuple[tuple[int, ...], ...], tuple[str, ...], str], ...]
     ("bmm_one", ((1, 4, 16), (1, 16, 8)), ("decompose_mem_bound_mm.decompose_bmm",), "aten"),
     ("addmm_row", ((24,), (1, 32), (32, 24)), ("decompose_mem_bound_mm.decompose_addmm",), "aten"),
 )
-
-
-def fusion_knobs(passes: tuple[str, ...]) -> dict[str, Any]:
-    """The Inductor configuration that runs `passes` (knobs.SPLIT_CAT_PRE_GRAD / SPLIT_CAT_POST_GRAD names) and the
-    normalization pass of each level they are at, normalization first (the others match its normalized calls)."""
-    pre = [p for p in passes if p in SPLIT_CAT_PRE_GRAD]
-    post = [p for p in passes if p not in SPLIT_CAT_PRE_GRAD]
-    out: dict[str, Any] = {}
-    if pre:
-        out["pre_grad_fusion_options"] = {p: {} for p in dict.fromkeys(["normalization_pass", *pre])}
-    if post:
-        out["post_grad_fusion_options"] = {p: {} for p in dict.fromkeys(["normalization_aten_pass", *post])}
-    return out
 
 
 def split_cat_seeds() -> Iterator[PatternSeed]:
