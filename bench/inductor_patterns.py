@@ -15,8 +15,9 @@ source runs for `--time` seconds of compiling (setup apart), every compile recor
   function in every float dtype and its registered mixed dtypes, registered and doubled sizes, a Python scale,
   inference and training): each registered trace's own seed first, then rounds over the functions (`seed_order`);
   `--batch` seeds of one kind compiled as one function as the backend compiles (`pattern_seeds.run_batch`), each
-  seed's outputs (and gradients) judged against eager with a float64 reference. Findings (mismatch, error) are
-  listed by seed.
+  seed's outputs (and gradients) judged against eager with a float64 reference. With them, the seeds written for the
+  split/cat graph patterns (backends/inductor/split_cat_seeds.py: each compiled with the fusion passes it targets).
+  Findings (mismatch, error) are listed by seed.
 
 Last, how many of the rewrites a CPU can reach at all (`patterns.CPU_REFUSED`: their own checks want CUDA).
 
@@ -64,23 +65,20 @@ def graph_source(backend: Any, seconds: float, seed: int, ops: int) -> tuple[int
 def seed_order(seeds: list[Any]) -> list[Any]:
     """First, for each register_replacement call torch made (a rewrite name), the seed of its own inputs: the
     registered dtypes and sizes, a Python scale where it traced a 0-d one (several fusions refuse a tensor scale),
-    inference or training as traced, round-robin over the functions' modules; then rounds over the search functions (each function's first remaining
+    inference or training as traced, and each written split/cat seed, round-robin over the modules; then rounds over the search functions (each function's first remaining
     variant, then each one's second, ...), so a short budget reaches every rewrite, then every function; within
-    one, registered sizes first, float32 before the other dtypes. Last, training seeds with dropout (they match
-    only with fallback_random=False, which no campaign compiles with), then the seeds whose rewrites' own checks
-    refuse the CPU (patterns.CPU_REFUSED)."""
+    one, registered sizes first, float32 before the other dtypes. Last, the seeds whose rewrites' own checks refuse
+    the CPU (patterns.CPU_REFUSED). (A training seed with dropout compiles with fallback_random=False, as torch traced
+    its rewrite: `PatternSeed.draws_dropout`.)"""
     from dlcfuzz.backends.inductor.pattern_seeds import pattern_names, python_scalars, registrations
     from dlcfuzz.backends.inductor.patterns import cpu_refusal
 
     refused = [s for s in seeds if all(map(cpu_refusal, pattern_names(s)))]  # last: their checks want CUDA
-    # after the rounds: training with dropout. Every compile has fallback_random=True (PyTorch's guidance for
-    # fuzzers: eager and compiled draw alike), which keeps dropout aten.native_dropout, while torch traced these
-    # patterns with its random decompositions (rand_like, gt, mul): they do not match
-    dropout = [s for s in seeds if s.training and dict(s.kwargs).get("dropout_p") and s not in refused]
-    seeds = [s for s in seeds if s not in refused and s not in dropout]
+    seeds = [s for s in seeds if s not in refused]
     by_key = {(s.search, s.args, s.kwargs, s.training): s for s in seeds}
     own = [by_key[key] for key in dict.fromkeys((r.search, python_scalars(r.args) or r.args, r.kwargs, r.training)
                                                 for r in registrations()) if key in by_key]
+    own += [s for s in seeds if s.rewrites]  # a written seed (split_cat_seeds.py) is its rewrites' own seed
     # taken round-robin over the search functions' modules (fuse_attention's 117 traces would otherwise come
     # before the freezing, misc and post-grad patterns): a short budget reaches every module's rewrites
     by_module: dict[str, list[Any]] = defaultdict(list)
@@ -100,7 +98,7 @@ def seed_order(seeds: list[Any]) -> list[Any]:
     out = first
     for r in range(max(map(len, queues), default=0)):
         out += [q[r] for q in queues if r < len(q)]
-    return out + dropout + refused
+    return out + refused
 
 
 def seed_source(backend: Any, seconds: float, seed: int, batch: int) -> tuple[int, int, Counter[str], Counter[str],
@@ -108,8 +106,9 @@ def seed_source(backend: Any, seconds: float, seed: int, batch: int) -> tuple[in
     """Seed programs compiled and judged, `batch` seeds of a kind to a compile (pattern_seeds.run_batch): (seeds
     run, batches, batches per rewrite, applications, findings, seeds in all)."""
     from dlcfuzz.backends.inductor.pattern_seeds import batches, pattern_seeds, run_batch
+    from dlcfuzz.backends.inductor.split_cat_seeds import split_cat_seeds
 
-    seeds = seed_order(list(pattern_seeds()))
+    seeds = seed_order(list(pattern_seeds()) + list(split_cat_seeds()))
     compiles, applications, findings, tests, n_batches = Counter(), Counter(), [], 0, 0
     end = time.monotonic() + seconds
     for group in batches(seeds, batch):

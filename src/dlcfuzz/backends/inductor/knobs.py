@@ -38,6 +38,20 @@ SPLIT_CAT_FUSIONS: dict[str, Any] = {
     "post_grad_fusion_options": {name: {} for name in SPLIT_CAT_POST_GRAD},
 }
 
+
+def fusion_knobs(passes: tuple[str, ...]) -> dict[str, Any]:
+    """The Inductor configuration that runs `passes` (knobs.SPLIT_CAT_PRE_GRAD / SPLIT_CAT_POST_GRAD names) and the
+    normalization pass of each level they are at, normalization first (the others match its normalized calls)."""
+    pre = [p for p in passes if p in SPLIT_CAT_PRE_GRAD]
+    post = [p for p in passes if p not in SPLIT_CAT_PRE_GRAD]
+    out: dict[str, Any] = {}
+    if pre:
+        out["pre_grad_fusion_options"] = {p: {} for p in dict.fromkeys(["normalization_pass", *pre])}
+    if post:
+        out["post_grad_fusion_options"] = {p: {} for p in dict.fromkeys(["normalization_aten_pass", *post])}
+    return out
+
+
 # Inductor's freezing configuration: parameters folded as constants in an inference compile, then the freezing pattern
 # passes (mkldnn weight packing, binary folding, the concatenation of linears sharing an input, which on the CPU also
 # wants `cpp.enable_concat_linear`: off by default, its check refuses every CPU graph without it)

@@ -80,6 +80,10 @@ class PatternSeed:
     kwargs: tuple[tuple[str, float | int | bool], ...]
     training: bool
     registered_as: tuple[str, ...]  # the pattern names torch registered from this function
+    # a seed written for graph patterns (split_cat_seeds.py): the rewrites it targets (pattern_inventory names), and
+    # the split/cat fusion passes it compiles with (knobs.fusion_knobs)
+    rewrites: tuple[str, ...] = ()
+    fusion_passes: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
@@ -97,6 +101,30 @@ class PatternSeed:
         if dict(self.kwargs).get("dropout_p", 0.0):
             return True
         return "rand" in inspect.getsource(search_callable(self.search))
+
+    @property
+    def draws_dropout(self) -> bool:
+        """Whether it trains with a dropout probability above 0: torch traced these rewrites (fuse_attention's
+        training patterns with dropout) with Inductor's random decompositions (rand_like, gt, mul), which only
+        `fallback_random=False` leaves in the graph (fallback_random keeps aten.native_dropout), so the seed compiles
+        with it (`compile_knobs`); eager and compiled then draw differently, which `random` already allows for."""
+        return self.training and bool(dict(self.kwargs).get("dropout_p", 0.0))
+
+    @property
+    def kind(self) -> tuple[Any, ...]:
+        """What seeds compiled as one function share (`run_batch`, `batches`): training or not, random or not, frozen
+        or not, the compile's knobs."""
+        return (self.training, self.random, self.frozen, self.fusion_passes, self.draws_dropout)
+
+    def compile_knobs(self) -> dict[str, Any]:
+        """The Inductor configuration beyond the backend's own: a written seed's split/cat fusion passes
+        (knobs.fusion_knobs), `fallback_random=False` for a seed that `draws_dropout`."""
+        knobs: dict[str, Any] = {"fallback_random": False} if self.draws_dropout else {}
+        if self.fusion_passes:
+            from dlcfuzz.backends.inductor.knobs import fusion_knobs
+
+            knobs.update(fusion_knobs(self.fusion_passes))
+        return knobs
 
     @property
     def frozen(self) -> bool:
@@ -314,7 +342,10 @@ UNFIRED_WEIGHT = 3.0  # a search function with a rewrite not yet fired in the ca
 
 
 def pattern_names(seed: PatternSeed) -> tuple[str, ...]:
-    """The rewrites (patterns.pattern_inventory names) torch registered from the seed's search function."""
+    """The rewrites (patterns.pattern_inventory names) torch registered from the seed's search function, or those a
+    written seed targets."""
+    if seed.rewrites:
+        return seed.rewrites
     module, _, qualname = seed.search.partition(":")
     short = module.removeprefix("torch._inductor.fx_passes.")
     return tuple(f"{short}.{n}" for n in seed.registered_as) or (f"{short}.{qualname}",)
@@ -483,7 +514,8 @@ def _fresh(inputs: list[Any], dtype: Any = None) -> list[Any]:
 def _results(fn: Callable[..., Any], inputs: list[Any], counts: Sequence[int], training: bool
              ) -> list[tuple[int, Any]]:
     """The outputs, and in training the gradients of the inputs that require grad (of the float outputs' sum),
-    the random generator seeded first (fallback_random: eager and compiled draw alike); each with the seed it
+    the random generator seeded first (fallback_random: eager and compiled draw alike, but for a seed that
+    `draws_dropout`); each with the seed it
     belongs to (`fn` takes `counts[k]` arguments of seed k and returns one result per seed: `_batched`)."""
     import torch
 
@@ -563,9 +595,9 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
     from dlcfuzz.backends.inductor.knobs import FREEZING
     from dlcfuzz.backends.inductor.patterns import recording_fired
 
-    if len({(s.training, s.random, s.frozen) for s in seeds}) != 1:
-        raise ValueError("a batch holds seeds of one kind: all training or none, all random or none, all frozen "
-                         "or none")
+    if len({s.kind for s in seeds}) != 1:
+        raise ValueError("a batch holds seeds of one kind (PatternSeed.kind): all training or none, all random or "
+                         "none, all frozen or none, the same compile knobs")
     training, random, frozen = seeds[0].training, seeds[0].random, seeds[0].frozen
     fn, counts = _batched(seeds), [len(s.args) for s in seeds]
     inputs = [x for s in seeds for x in make_inputs(s, rng)]
@@ -584,7 +616,7 @@ def run_batch(backend: Any, seeds: Sequence[PatternSeed], rng: np.random.Generat
             if frozen:
                 compiled = _frozen(backend, fn, [len(s.args) for s in seeds], _fresh(inputs), FREEZING)
             else:
-                compiled = backend.compile_function(fn, _fresh(inputs), grad=training)
+                compiled = backend.compile_function(fn, _fresh(inputs), grad=training, knobs=seeds[0].compile_knobs())
         except Exception as e:  # noqa: BLE001 - a compile failure is a verdict
             return alone("error", f"{type(e).__name__}: {str(e)[:500]}", dict(fired))
     try:
@@ -625,13 +657,13 @@ def _frozen(backend: Any, fn: Callable[..., Any], counts: Sequence[int], inputs:
 
 
 def batches(seeds: Sequence[PatternSeed], size: int = BATCH_SEEDS) -> Iterator[list[PatternSeed]]:
-    """The seeds in batches of at most `size` that `run_batch` takes (training or not, random or not, frozen or not:
-    each kind batched apart, in the seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed
-    its first one, then the partial ones."""
-    pending: dict[tuple[bool, bool, bool], list[PatternSeed]] = {}
-    opened: dict[tuple[bool, bool, bool], int] = {}  # where each pending batch's first seed is in the order
+    """The seeds in batches of at most `size` that `run_batch` takes (each `PatternSeed.kind` batched apart, in the
+    seeds' order), each batch as it fills or, partial, once 4 x `size` seeds followed its first one, then the partial
+    ones."""
+    pending: dict[tuple[Any, ...], list[PatternSeed]] = {}
+    opened: dict[tuple[Any, ...], int] = {}  # where each pending batch's first seed is in the order
     for at, s in enumerate(seeds):
-        kind = (s.training, s.random, s.frozen)
+        kind = s.kind
         if kind not in pending:
             opened[kind] = at
         batch = pending.setdefault(kind, [])
