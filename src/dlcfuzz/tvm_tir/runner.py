@@ -127,6 +127,7 @@ def sample_inputs(func: Any, seed: int) -> dict[str, np.ndarray]:
 def build(func: Any, config: str, passes: list[str], on_pass: Callable[[str, Any, Any], None] | None = None) -> Any:
     """Compile one configuration for LLVM; on_pass(name, before, after) sees every pass of the sequence."""
     import tvm
+    import tvm_ffi
     from tvm import tirx
 
     mod = tvm.IRModule({"main": func})
@@ -135,11 +136,11 @@ def build(func: Any, config: str, passes: list[str], on_pass: Callable[[str, Any
     register_identity_pipeline()
     llvm = tvm.target.Target("llvm")
     mod = tirx.transform.BindTarget(llvm.with_host(llvm))(mod)  # MakePackedAPI only wraps host functions
-    if config == "mutated" and tvm.ir.structural_hash(func) in _DAMAGED:
+    if config == "mutated" and _DAMAGED and tvm_ffi.structural_hash(func) in _DAMAGED:
         poison_pass()(mod)  # a POISON pass ran on this function in this process
     for name in passes if config == "mutated" else []:
         if name == POISON:
-            _DAMAGED.add(tvm.ir.structural_hash(func))
+            _DAMAGED.add(tvm_ffi.structural_hash(func))
         before = mod["main"]
         mod = apply_pass(name, mod)
         if on_pass is not None:
