@@ -183,6 +183,26 @@ def test_a_statement_reduction_that_a_damaged_worker_misled_is_not_kept(campaign
     assert "jnp.add(" in (folder / "program.py").read_text()
 
 
+def test_the_real_campaign_s_report_and_list_show_the_hlo_passes_that_changed_a_module(campaigns, capsys):
+    """Issue 39: every compile of a campaign records the HLO passes that changed its module (`Backend.applied_label`,
+    counted per pass in the store); its report and `dlcfuzz list` say which, and how many of the installed pipeline's
+    (the pass table, plus any other pass seen)."""
+    from dlcfuzz.backends.xla.passes import pass_table
+    from dlcfuzz.cli import main
+    from dlcfuzz.engine.store import Store
+
+    run = campaigns["real"]
+    applied = Store(run / "store.sqlite", create=False).applied_counts()
+    assert {"algsimp", "layout-assignment"} <= set(applied), applied
+    assert all(1 <= tests <= 6 and 1 <= first <= 6 for tests, first in applied.values()), applied
+    line = f"HLO passes that changed a module: {len(applied)} of {len(set(pass_table()['passes']) | set(applied))}"
+    page = (run / "report.html").read_text()
+    assert f"<h2>{line}</h2>" in page and "<td>layout-assignment</td>" in page
+    capsys.readouterr()
+    assert main(["list", str(run)]) == 0
+    assert line in capsys.readouterr().out
+
+
 def test_real_xla_is_quiet_on_the_same_tests(campaigns):
     from dlcfuzz.engine.store import Store
 
