@@ -122,6 +122,25 @@ def test_a_planted_fault_in_a_replacement_is_found_and_the_correct_inductor_is_q
     assert store.first_fired(), "the correct campaign records the rewrites its tests fired"
 
 
+def test_the_report_and_list_name_the_rewrites_the_campaign_s_tests_applied(campaigns, capsys):
+    """Issue 39's Inductor half: the pattern-matcher rewrites a programs campaign's compiles applied (its trigger
+    records, `auto`'s first-fired yield) are in its report and in `dlcfuzz list` too, as how many of the installed
+    torch's (`Backend.applied_label`, `applied_universe`: the pattern inventory)."""
+    from dlcfuzz.backends import get_backend
+    from dlcfuzz.cli import main
+
+    run = campaigns["inductor"]
+    store = Store(run / "store.sqlite", create=False)
+    applied = store.applied_counts()
+    assert applied and set(applied) == {name for _, name in store.first_fired()}
+    total = len(set(get_backend("inductor").applied_universe()) | set(applied))
+    line = f"pattern-matcher rewrites applied: {len(applied)} of {total}"
+    assert f"<h2>P{line[1:]}</h2>" in (run / "report.html").read_text()
+    capsys.readouterr()
+    assert main(["list", str(run)]) == 0
+    assert line in capsys.readouterr().out
+
+
 def test_some_tests_compile_with_freezing_or_the_split_cat_passes_and_the_dynamic_ones_are_drawn_as_before():
     rng = np.random.default_rng(0)
     drawn = [DIALECT.per_test_configs(rng, [EAGER, CORRECT])[1][0] for _ in range(500)]

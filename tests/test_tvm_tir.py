@@ -193,6 +193,31 @@ def test_planted_pass_bug_is_found_with_a_standalone_reproducer(tmp_path):
     assert r.returncode == 1 and "BUG REPRODUCED" in r.stdout, r.stdout + r.stderr
 
 
+def test_a_pass_reduction_that_a_damaged_worker_misled_is_not_kept(tmp_path):
+    """The planted pass `Planted:Poison` raises and damages its process: from then on every build of the same function
+    raises the same error, whatever its passes. In the reducer's one worker every candidate sequence then "shows" the
+    finding, down to no pass at all. The minimal sequence is checked in a fresh worker, where it does not show it: the
+    finding is kept with its whole sequence, saying why. The same campaign without the planted pass finds nothing."""
+    from dlcfuzz.engine.campaign import Campaign, campaign_options
+    from dlcfuzz.engine.store import Store
+
+    found = {}
+    for planted in ("poison", False):
+        out = tmp_path / str(planted)
+        Campaign(campaign_options(compiler="tvm", strategy="tzer", seconds=120, max_tests=POISON_TESTS, jobs=1, seed=3,
+                                  out=out, planted=planted, graphs=1, zoo=False, variant="random-passes",
+                                  coverage=["ir"], quiet=True)).run()
+        found[planted] = Store(out / "store.sqlite", create=False).findings()
+    assert found[False] == []
+    first = min(found["poison"], key=lambda f: f["id"])
+    assert first["category"] == "unexpected-error" and runner.POISON_ERROR in first["detail"], first
+    assert "in a fresh worker" in (first["not_minimal"] or ""), first
+    assert first["reduced_nodes"] == first["nodes"] > 1 and runner.POISON in first["key"], first
+
+
+POISON_TESTS = 3  # seed 3: test 2 is the first whose sequence holds the poison pass
+
+
 def test_cli_tzer_campaign_resume_list_report_and_bad_input(tmp_path):
     from dlcfuzz.cli import main
 

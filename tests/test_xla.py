@@ -66,14 +66,14 @@ def test_registered_with_its_configurations_and_pass_table():
 _CHANGED_PASSES_CHILD = """
 import sys
 import jax, jax.numpy as jnp
-from dlcfuzz.backends.xla.passes import changed_passes
+from dlcfuzz.backends.xla.passes import changed_passes, dumped_changes
 x = jnp.arange(12.0).reshape(3, 4)
 f = lambda a: jnp.transpose(a) * 1.0 + 0.0 * a.sum()  # algsimp folds the multiply by one
 for options in ({}, {"xla_disable_hlo_passes": "algsimp"}):
-    with changed_passes() as changed:
-        jax.jit(f).lower(x).compile(compiler_options=options)
+    with changed_passes() as changed, dumped_changes(options) as (recording, dumped):
+        jax.jit(f).lower(x).compile(compiler_options=recording)
         print("not XLA's", file=sys.stderr)
-    print(sorted(changed))
+    print([sorted(changed), sorted(dumped)])
 """
 
 
@@ -93,11 +93,24 @@ def test_changed_passes_names_the_passes_that_changed_a_module_and_not_a_disable
         return [_ast.literal_eval(line) for line in r.stdout.splitlines()], r.stderr
 
     (default, without), stderr = child(PASS_LOG_ENV)
-    assert "algsimp" in default and "layout-assignment" in default, default
-    assert "algsimp" not in without and without, without
+    assert "algsimp" in default[0] and "layout-assignment" in default[0], default
+    assert "algsimp" not in without[0] and without[0], without
     assert stderr.count("not XLA's") == 2
+    # what campaign workers record (`dumped_changes`: the compile's own options ask XLA for a dump after each pass
+    # that changed the module): the same passes, and without the process's environment
+    assert default[1] == default[0] and without[1] == without[0]
     plain, _ = child({"TF_CPP_VMODULE": ""})
-    assert plain == [[], []]
+    assert [logged for logged, _ in plain] == [[], []] and [dumped for _, dumped in plain] == [default[1], without[1]]
+
+
+def test_a_finding_s_minimal_pass_set_is_read_from_its_key():
+    """What the report and `dlcfuzz list` name beside a finding: the smallest set of optimizations its key holds."""
+    from dlcfuzz.engine.report import minimized_to
+
+    assert minimized_to("inconsistency|xla|xla,xla-nopasses|opts=pass:algsimp,pass:cse") == "pass:algsimp, pass:cse"
+    assert minimized_to("inconsistency|xla|xla,xla-nopasses|opts=none") == "none needed"
+    assert minimized_to("error|tvm|mutated|RuntimeError|passes=Planted:Poison") == "Planted:Poison"
+    assert minimized_to("crash|xla|xla") is None
 
 
 def test_options_vary_per_compile_in_one_process_and_fast_math_is_refused():

@@ -142,16 +142,20 @@ def test_per_test_configurations_add_one_variant_of_the_plain_jit():
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> dict[str, Path]:
-    """The same tests (seed 2) against the planted fault and against the real XLA."""
-    from dlcfuzz.backends.xla.planted import DEFAULT
+    """The same tests (seed 2) against the planted fault, against the planted fault that damages its worker (the first
+    tests only, up to the first that holds an add) and against the real XLA."""
+    from dlcfuzz.backends.xla.planted import DEFAULT, POISON
     from dlcfuzz.engine.campaign import Campaign, campaign_options
 
     out = {}
-    for name, compiler in (("planted", DEFAULT), ("real", "xla")):
+    for name, compiler, tests in (("planted", DEFAULT, 6), ("poison", POISON, POISON_TESTS), ("real", "xla", 6)):
         out[name] = tmp_path_factory.mktemp(name)
         Campaign(campaign_options(compiler=compiler, strategy="programs", seconds=900, jobs=1, seed=2, out=out[name],
-                                  quiet=True, max_tests=6, params={"stmts": 16}, reduce_budget_s=240)).run()
+                                  quiet=True, max_tests=tests, params={"stmts": 16}, reduce_budget_s=240)).run()
     return out
+
+
+POISON_TESTS = 3  # seed 2: test 2 is the first that holds an add
 
 
 @pytest.mark.slow
@@ -162,6 +166,41 @@ def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
     before, after = map(int, re.search(r"statements (\d+) -> (\d+)", (folder / "detail.txt").read_text()).groups())
     assert "jnp.add(" in program and after <= 12 and after < before, program  # seed 2's add reads an 11-statement chain
     assert_reproducer_fires_standalone(folder)
+
+
+def test_a_statement_reduction_that_a_damaged_worker_misled_is_not_kept(campaigns):
+    """`planted-xla-poison`: a compile of an add raises, and from then on every compile in that process raises, so in
+    the reducer's one worker every candidate "shows" the finding, down to a statement without the add. The reduced
+    program is checked in a fresh worker, where it does not show it: the finding is kept as found, saying why, and
+    its reproducer (a fresh process) shows it. The real XLA is quiet on the same tests (below)."""
+    from dlcfuzz.engine.store import Store
+
+    first = min(Store(campaigns["poison"] / "store.sqlite", create=False).findings(), key=lambda f: f["id"])
+    assert first["category"] == C.UNEXPECTED_ERROR, first
+    assert "in a fresh worker" in (first["not_minimal"] or ""), first
+    assert first["reduced_nodes"] == first["nodes"] > 1, first
+    folder = next((campaigns["poison"] / "findings").glob(f"{first['id']:04d}-*"))
+    assert "jnp.add(" in (folder / "program.py").read_text()
+
+
+def test_the_real_campaign_s_report_and_list_show_the_hlo_passes_that_changed_a_module(campaigns, capsys):
+    """Issue 39: every compile of a campaign records the HLO passes that changed its module (`Backend.applied_label`,
+    counted per pass in the store); its report and `dlcfuzz list` say which, and how many of the installed pipeline's
+    (the pass table, plus any other pass seen)."""
+    from dlcfuzz.backends.xla.passes import pass_table
+    from dlcfuzz.cli import main
+    from dlcfuzz.engine.store import Store
+
+    run = campaigns["real"]
+    applied = Store(run / "store.sqlite", create=False).applied_counts()
+    assert {"algsimp", "layout-assignment"} <= set(applied), applied
+    assert all(1 <= tests <= 6 and 1 <= first <= 6 for tests, first in applied.values()), applied
+    line = f"HLO passes that changed a module: {len(applied)} of {len(set(pass_table()['passes']) | set(applied))}"
+    page = (run / "report.html").read_text()
+    assert f"<h2>{line}</h2>" in page and "<td>layout-assignment</td>" in page
+    capsys.readouterr()
+    assert main(["list", str(run)]) == 0
+    assert line in capsys.readouterr().out
 
 
 def test_real_xla_is_quiet_on_the_same_tests(campaigns):

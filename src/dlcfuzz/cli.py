@@ -128,7 +128,7 @@ def _register(a: argparse.Namespace):
 
 def cmd_list(a: argparse.Namespace) -> int:
     """Root-cause clusters first (`cluster K: ...`), their distinct findings inside, known bugs marked."""
-    from dlcfuzz.engine.report import classify, cluster_known, second_opinion_counts
+    from dlcfuzz.engine.report import applied_line, classify, cluster_known, minimized_to, second_opinion_counts
     from dlcfuzz.oracle.opinions import CONFIRMED, SUSPECTED, UNDECIDED, summary_of
 
     register = _register(a)
@@ -147,6 +147,7 @@ def cmd_list(a: argparse.Namespace) -> int:
             first = (f["detail"] or "").splitlines()[0][:70] if f["detail"] else ""
             mark = f"  known: {known[m.id].ref}" if m.id in known and k is None else ""
             mark += f"  {SUSPECTED.upper()}" if summary_of(f) == SUSPECTED else ""
+            mark += f"  minimized to: {minimal}" if (minimal := minimized_to(f["key"])) else ""
             print(f"  #{f['id']:<4} {f['category']:22} x{1 + dups.get(f['id'], 0):<4} "
                   f"{f['reduced_nodes'] or f['nodes']:>3}{'+' if f.get('not_minimal') else ' '}nodes  "
                   f"{', '.join(json.loads(f['configs'] or '[]'))}  "
@@ -157,6 +158,9 @@ def cmd_list(a: argparse.Namespace) -> int:
     split = second_opinion_counts(rows.values())
     print(f"second opinions: {split[CONFIRMED]} {CONFIRMED}, {split[SUSPECTED]} {SUSPECTED}(s) (dlcfuzz's bugs "
           f"until shown otherwise), {split[UNDECIDED]} {UNDECIDED}")
+    applied = applied_line(store)
+    if applied:
+        print(applied)
     print(f"{len(rows)} distinct findings in {len(clusters)} clusters: {len(clusters) - n_known} new, {n_known} known")
     return 0
 

@@ -84,6 +84,15 @@ class Backend(Protocol):
         """Whether start_coverage/stop_coverage measure the compiler's own code."""
 
     @property
+    def applied_label(self) -> str | None:
+        """What its compiles record of the passes or rewrites that acted on a test (`Compiled.info()["applied"]`, a
+        program dialect's run meta "applied"), in the campaign report's words; None where it records none."""
+
+    def applied_universe(self) -> tuple[str, ...]:
+        """Every pass or rewrite of the installed release that those records can name: the report's "X of Y"."""
+        ...
+
+    @property
     def frame_patterns(self) -> tuple[str, ...]:
         """Its native stack frames (one group: the name), for signatures."""
 
@@ -358,6 +367,13 @@ class BackendBase:
         return None
 
     collects_coverage = False  # start_coverage/stop_coverage measure the compiler's own code
+    # what a compile records of the passes or rewrites that acted on a test: measured and shown (the campaign
+    # report, `dlcfuzz list`), never fed back; None: nothing recorded
+    applied_label: str | None = None
+
+    def applied_universe(self) -> tuple[str, ...]:
+        """Every pass or rewrite of the installed release that `applied` records can name (the denominator)."""
+        return ()
 
     def start_coverage(self) -> None:
         """Begin collecting the compiler's own code coverage in this worker (if the backend can)."""

@@ -317,6 +317,8 @@ class Campaign:
         new = self.ctx.coverage.add(j.coverage) if j.coverage else []
         if new:
             self.store.add_coverage(test.test_id, new)
+        if j.applied:
+            self.store.add_applied(test.test_id, j.applied)
         test.gain += len(new)
         for v in bugs:  # findings before the test is marked done (and before the strategy learns from it)
             self.record_finding(test, v)

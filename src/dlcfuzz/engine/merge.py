@@ -104,6 +104,9 @@ def merge_campaigns(out: Path, shard_paths: list[Path]) -> MergeSummary:
                        "VALUES (?,?,?,?,?,?,?)",
                        [(None if r[0] is None else r[0] + offset, r[1] + offset, *r[2:]) for r in _rows(
                            s, "SELECT test_id, seq, seed, phase, error, traceback, created FROM internal_errors")])
+        for name, n, first in _rows(s, "SELECT name, tests, first_test FROM applied"):  # counts add, the first stays
+            db.execute("INSERT INTO applied VALUES (?,?,?) ON CONFLICT(name) DO UPDATE SET tests = tests + ?, "
+                       "first_test = MIN(first_test, ?)", (name, n, first + offset, n, first + offset))
         for cat, n in _rows(s, "SELECT category, count FROM unknowns"):
             db.execute("INSERT INTO unknowns VALUES (?, ?) ON CONFLICT(category) DO UPDATE SET count = count + ?",
                        (cat, n, n))

@@ -182,6 +182,62 @@ def test_counts(store: Store) -> tuple[Counter, Counter, int]:
     return by_op, by_dtype, n
 
 
+def applied_summary(store: Store) -> tuple[str, dict[str, tuple[int, int]], list[str]] | None:
+    """What the campaign's compiler recorded of its passes or rewrites that acted on tests (`Backend.applied_label`):
+    (the backend's words for them, name -> (tests, first test), every name of the installed release that none of
+    them is); None when the store holds no such record. Without the compiler installed the denominator is the names
+    seen."""
+    counts = store.applied_counts()
+    if not counts:
+        return None
+    label, universe = "compiler passes that acted on a test", ()
+    try:
+        from dlcfuzz.backends import get_backend
+
+        backend = get_backend(str((store.first_run() or {}).get("compiler", "")))
+        label, universe = backend.applied_label or label, backend.applied_universe()
+    except Exception:  # noqa: BLE001 - a compiler not installed here, or of a newer dlcfuzz: the names seen alone
+        pass
+    return label, counts, sorted(set(universe) - set(counts))
+
+
+def applied_line(store: Store) -> str | None:
+    """`LABEL: X of Y` (the campaign's compiler's passes that acted on its tests), None without records."""
+    summary = applied_summary(store)
+    if summary is None:
+        return None
+    label, counts, never = summary
+    return f"{label}: {len(counts)} of {len(counts) + len(never)}"
+
+
+def minimized_to(key: str | None) -> str | None:
+    """The smallest optimization set (`opts=`) or pass sequence (`passes=`) a finding's key was minimized to; None
+    where its reduction made none."""
+    from dlcfuzz.oracle.categories import DedupKey
+
+    k = DedupKey.parse(key or "")
+    found = k.option("opts")
+    found = found if found is not None else k.option("passes")
+    if found is None:
+        return None
+    return found.replace(",", ", ") if found not in ("", "none") else "none needed"
+
+
+def _applied(store: Store) -> list[str]:
+    """The section of the compiler's passes that acted on the campaign's tests, and those that never did."""
+    summary = applied_summary(store)
+    if summary is None:
+        return []
+    label, counts, never = summary
+    rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{t}</td><td>{first}</td></tr>" for n, (t, first) in counts.items())
+    missing = (f"<details><summary>{len(never)} never did</summary><p>{html.escape(', '.join(never))}</p></details>"
+               if never else "")
+    return [f"<h2>{html.escape(label[:1].upper() + label[1:])}: {len(counts)} of {len(counts) + len(never)}</h2>"
+            "<p>As the compiler's own compiles recorded them while the campaign's tests ran (measured, not fed back); "
+            "of every one the installed release has.</p><table class='counts'><tr><th>name</th><th>tests</th>"
+            f"<th>first test</th></tr>{rows}</table>{missing}"]
+
+
 def _counts_table(name: str, tests: Counter, findings: Counter, clusters: Counter) -> str:
     keys = sorted(set(tests) | set(findings), key=lambda k: (-findings[k], -tests[k], k))
     rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{tests[k]}</td><td>{findings[k]}</td><td>{clusters[k]}</td></tr>"
@@ -341,6 +397,7 @@ def _breakdowns(store: Store, totals: dict, clusters: list) -> list[str]:
                      "so they are not counted here). Findings: the operators and dtypes of each reduced graph.</p>"
                      "<div class='charts'>" + _counts_table("operator", t_op, f_op, c_op)
                      + _counts_table("dtype", t_dt, f_dt, c_dt) + "</div>")
+    parts += _applied(store)
     internal = store.internal_errors()
     if internal:
         parts.append(f"<h2>Internal errors ({len(internal)})</h2><p>Exceptions of dlcfuzz's own code; each test is "
@@ -403,5 +460,6 @@ def _member_html(f: FindingFacts, row: dict[str, Any], dups: int, k: KnownBug | 
             f"ops {html.escape(','.join(sorted(f.ops)) or '?')}; dtypes {html.escape(','.join(sorted(f.dtypes)) or '?')};"
             f" seen {1 + dups} time{'s' if dups else ''}; reduced {row['nodes']} &rarr; {row['reduced_nodes']} nodes"
             f"{' (not minimal: ' + html.escape(row['not_minimal']) + ')' if row.get('not_minimal') else ''}; "
+            f"{'minimized to ' + html.escape(minimal) + '; ' if (minimal := minimized_to(row.get('key'))) else ''}"
             f"signature <code>{row['signature']}</code>{known}"
             f"{' <span class=new>' + SUSPECTED.upper() + '</span>' if summary_of(row) == SUSPECTED else ''}</li>")

@@ -57,6 +57,7 @@ CREATE TABLE IF NOT EXISTS internal_errors (id INTEGER PRIMARY KEY, test_id INTE
 CREATE TABLE IF NOT EXISTS shards (name TEXT, first_test INTEGER, last_test INTEGER, seed INTEGER);
 CREATE TABLE IF NOT EXISTS oatest_triggers (test_id INTEGER, pattern TEXT, optimization TEXT, fired INTEGER,
   PRIMARY KEY (test_id, optimization));
+CREATE TABLE IF NOT EXISTS applied (name TEXT PRIMARY KEY, tests INTEGER, first_test INTEGER);
 """
 
 
@@ -270,6 +271,18 @@ class Store:
         """(test id, optimization) of the first test (the lowest number) that fired each optimization."""
         return self.db.execute("SELECT MIN(test_id), optimization FROM oatest_triggers WHERE fired "
                                "GROUP BY optimization ORDER BY 1, 2").fetchall()
+
+    # ---- the compiler's passes that acted on tests (Backend.applied_label) --------
+    def add_applied(self, test_id: int, names: list[str]) -> None:
+        """Count one test for each pass or rewrite that acted on it (a count per name: every test's names would
+        make the store grow by dozens of rows a test)."""
+        self.db.executemany("INSERT INTO applied VALUES (?, 1, ?) ON CONFLICT(name) DO UPDATE SET tests = tests + 1",
+                            [(n, test_id) for n in sorted(set(names))])
+
+    def applied_counts(self) -> dict[str, tuple[int, int]]:
+        """name -> (tests it acted on, the first of them), the most tests first."""
+        rows = self.db.execute("SELECT name, tests, first_test FROM applied ORDER BY tests DESC, name").fetchall()
+        return {r[0]: (int(r[1]), int(r[2])) for r in rows}
 
     # ---- the auto strategy's schedule --------------------------------------
     def set_arm(self, seq: int, arm: int) -> None:

@@ -68,6 +68,9 @@ class StrategyStore(Protocol):
 
 # a test learns only from tests at least this many numbers before it (`Strategy.horizon`)
 LAG = 8
+# why a reduced finding is kept as found (`Strategy.unless_shown_fresh`)
+NOT_SHOWN_FRESH = ("its reduced test did not show it in a fresh worker: the reduction's checks depended on what "
+                   "earlier checks left in their worker, so it is kept as found")
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class Judgement:
     blob: bytes | None = None  # the test as it really ran, when the worker changed it (re-sampled inputs)
     compiler_s: float = 0.0  # time inside the compiler's own calls
     fired: list[str] = field(default_factory=list)  # targeted optimizations it fired (OATest's trigger report)
+    # the compiler's passes or rewrites that acted on it, as its compiles recorded them (`Backend.applied_label`):
+    # the report shows them; nothing learns from them
+    applied: list[str] = field(default_factory=list)
 
     @property
     def executions(self) -> int:
@@ -316,6 +322,20 @@ class Strategy:
     def unreduced(self, test: Test, verdict: Verdict) -> Reduction:
         """The finding as it was found (when reduction itself failed)."""
         raise NotImplementedError
+
+    def unless_shown_fresh(self, test: Test, verdict: Verdict, shows: Callable[[], bool]) -> Reduction | None:
+        """Every check of a reduction runs in the reducer's one worker, after the checks before it: a check that
+        leaves its worker broken (a compiler's state damaged by an error it survived) makes every later candidate
+        "show" the finding, down to a lone unrelated node, statement or pass. `shows()` checks the reduced test once
+        more, in a new worker (`Context.fresh_reducer`): None when it shows the finding there (the reduction
+        stands); else the finding as found (`unreduced`), saying why. Call it only when the reduction changed the
+        test: it costs a worker start."""
+        self.ctx.fresh_reducer()
+        if shows():
+            return None
+        red = self.unreduced(test, verdict)
+        red.not_minimal = NOT_SHOWN_FRESH
+        return red
 
     def size(self, test: Test) -> int:
         """The size of a test for the findings table (graph nodes, passes)."""

@@ -314,7 +314,8 @@ class GraphStrategy(Strategy):
         blob = tc.to_bytes() if new_inputs is not None or shows else None
         coverage = reply_coverage(res.payload) if self.ctx.backend.collects_coverage else []
         return Judgement(verdicts, observations, any(ob.status == "ok" for ob in observations), coverage, blob=blob,
-                         compiler_s=sum(ob.compile_s + ob.run_s for ob in observations))
+                         compiler_s=sum(ob.compile_s + ob.run_s for ob in observations),
+                         applied=sorted({a for ob in observations for a in ob.info.get("applied", ())}))
 
     def judge_sets(self, tc: TestCase, sets: list[tuple[dict[str, np.ndarray], Reference]],
                    observations: list[Any]) -> tuple[list[Verdict], int]:
@@ -411,15 +412,10 @@ class GraphStrategy(Strategy):
         g, inputs = shrink_values(g, inputs, still_fails, budget, tc.seed)
         if not (graphs_equal(g, tc.graph) and inputs.keys() == tc.inputs.keys()
                 and all(np.array_equal(a, tc.inputs[k], equal_nan=True) for k, a in inputs.items())):
-            # every check ran in the reducer's one worker, after the checks before it: a check that leaves its
-            # worker broken (a compiler's state damaged by an error it survived) makes every later candidate
-            # "show" the finding, down to a lone unrelated node. The reduced test must show it on its own.
-            self.ctx.fresh_reducer()
-            if not still_fails(g, inputs):
-                red = self.unreduced(test, v)
-                red.not_minimal = ("its reduced test did not show it in a fresh worker: the reduction's checks "
-                                   "depended on what earlier checks left in their worker, so it is kept as found")
-                return red
+            # the reduced test must show it on its own, not thanks to what earlier checks left in their worker
+            kept = self.unless_shown_fresh(test, v, lambda: still_fails(g, inputs))
+            if kept is not None:
+                return kept
         red = self.reduction(test, v, g, inputs)
         before, after = longest_axis(tc.graph), longest_axis(g)
         if after < before:

@@ -17,7 +17,8 @@ names what differs: output, mutation, gradient, training-state).
 
 Reduction: delta debugging over the statements, each candidate closed over the statements it reads,
 then over the outputs, then the regions (one replaced by one of its bodies run once, dead statements in
-bodies dropped), then the inputs' layouts (programs/core.reduce_program).
+bodies dropped), then the inputs' layouts (programs/core.reduce_program); the reduced program is checked
+once more in a fresh worker (`Strategy.unless_shown_fresh`), else the finding is kept as found.
 """
 
 from __future__ import annotations
@@ -197,8 +198,11 @@ class ProgramsStrategy(Strategy):
         if fired:  # kept as trigger records (the report's table, `auto`'s first-fired yield)
             self.ctx.store.add_triggers(test.test_id, "programs", dict.fromkeys(fired, True))
             self.fired_by.setdefault(test.seq, []).extend(fired)
+        # what acted on the program: the passes its compiles recorded (a dialect's meta "applied") and the rewrites
+        # they fired
+        applied = sorted({*fired, *(a for r in (meta.get("runs") or {}).values() for a in r.get("applied", ()))})
         return Judgement(verdicts, obs, any(o.status == "ok" and o.config != "eager" for o in obs),
-                         compiler_s=compiler_s, fired=fired)
+                         compiler_s=compiler_s, fired=fired, applied=applied)
 
     # ---- findings --------------------------------------------------------
     def early_key(self, test: Test, v: Verdict) -> str | None:
@@ -234,6 +238,11 @@ class ProgramsStrategy(Strategy):
         program = reduce_program(pt.program, fails, max_checks=(self.ctx.backend.reduction_checks
                                                                 if self.ctx.backend is not None else 40),
                                  ops=self.dialect.ops)
+        if program.dumps() != pt.program.dumps():
+            # unguarded by the budget: a spent budget must not discard a reduction it made
+            kept = self.unless_shown_fresh(test, v, lambda: self.still_fails(pt, v)(program))
+            if kept is not None:
+                return kept
         red = self.reduction(test, v, program, shown.get(program.dumps()))
         if len(program.stmts) == len(pt.program.stmts) > 1 and self.ctx.budget.stopped is None \
                 and not self.still_fails(pt, v)(pt.program):

@@ -29,7 +29,7 @@ from dlcfuzz.oracle.numeric import compare
 from dlcfuzz.oracle.signature import error_key, normalize
 from dlcfuzz.oracle.verdict import Verdict
 from dlcfuzz.strategies.base import Context, Finding, Judgement, Option, Reduction, Strategy, Test, judgement_of_failure
-from dlcfuzz.tvm_tir.runner import PLANTED, decode_reply, decode_test, encode_test
+from dlcfuzz.tvm_tir.runner import PLANTED, POISON, decode_reply, decode_test, encode_test
 
 if TYPE_CHECKING:
     from dlcfuzz.exec.pool import Pool, TaskResult
@@ -48,6 +48,14 @@ PERF_EXEMPT = {"InstrumentBoundCheckers"}  # slower by design: adds a check to e
 # Errors that are a pass refusing input outside its documented domain, not a bug.
 EXPECTED_ERRORS = ("not supported", "Not supported", "is not supported", "Cannot vectorize",
                    "Cannot unroll non-constant loop")
+
+
+PLANTED_PASSES: dict[Any, str | None] = {False: None, True: PLANTED, "poison": POISON}  # --planted -> the pass
+
+
+def planted_option(value: str) -> bool | str:
+    """--planted: 0 (none), 1 (the semantics-breaking pass) or poison."""
+    return {"0": False, "1": True}.get(value, value)
 
 
 @dataclass
@@ -78,12 +86,14 @@ class TzerStrategy(Strategy):
                Option("n_max", 5, "IR mutations without new coverage before the pass sequence mutates", int),
                Option("graphs", 6, "random graphs whose legalized PrimFuncs seed the pool", int),
                Option("zoo", True, "seed the pool with the tiny zoo models' PrimFuncs too", lambda s: s != "0"),
-               Option("planted", False, "add a planted semantics-breaking pass (tests)", lambda s: s != "0"))
+               Option("planted", False, "add a planted pass (tests): 1, one that breaks semantics; poison, one that "
+                      "raises and damages its worker (every later build of the function raises)", planted_option))
 
     def __init__(self, ctx: Context) -> None:
         super().__init__(ctx)
         self.counts.update(valuable=0, mutants=0, well_formed=0, mutator_errors=0)
-        self.pass_pool = list(tpasses.PASSES) + ([PLANTED] if self.params["planted"] else [])
+        self.planted = PLANTED_PASSES[self.params["planted"]]  # None, PLANTED or POISON
+        self.pass_pool = list(tpasses.PASSES) + ([self.planted] if self.planted else [])
         self.pool: list[Seed] = []
         self.known_minimal: dict[str, list[list[str]]] = {}  # verdict key -> minimal pass sequences found
 
@@ -91,6 +101,8 @@ class TzerStrategy(Strategy):
     def validate(cls, params: dict[str, Any], compiler: str) -> None:
         from dlcfuzz.tvm_tir.coverage import parse_sources
 
+        if params["planted"] not in PLANTED_PASSES:
+            raise UsageError(f"--planted must be 0, 1 or poison, not {params['planted']!r}")
         if params["variant"] not in VARIANTS:
             raise UsageError(f"unknown tzer variant {params['variant']!r} (choose from {', '.join(VARIANTS)})")
         try:
@@ -124,17 +136,18 @@ class TzerStrategy(Strategy):
 
     def sample_passes(self, rng: np.random.Generator) -> list[str]:
         seq = tpasses.sample_sequence(rng)
-        if self.params["planted"] and rng.random() < 0.5:
-            seq.insert(int(rng.integers(len(seq) + 1)), PLANTED)
+        if self.planted and rng.random() < 0.5:
+            seq.insert(int(rng.integers(len(seq) + 1)), self.planted)
         return seq
 
     def mutate_passes(self, seq: list[str], rng: np.random.Generator) -> list[str]:
-        if self.params["planted"] and rng.random() < 0.2:
-            return seq + [PLANTED] if PLANTED not in seq else [p for p in seq if p != PLANTED]
-        planted = [i for i, p in enumerate(seq) if p == PLANTED]
-        out = tpasses.mutate_sequence([p for p in seq if p != PLANTED], rng)
+        mine = self.planted
+        if mine and rng.random() < 0.2:
+            return seq + [mine] if mine not in seq else [p for p in seq if p != mine]
+        planted = [i for i, p in enumerate(seq) if p == mine]
+        out = tpasses.mutate_sequence([p for p in seq if p != mine], rng)
         for i in planted:
-            out.insert(min(i, len(out)), PLANTED)
+            out.insert(min(i, len(out)), mine)
         return out
 
     # ---- one step of Algorithm 1 ------------------------------------------------
@@ -293,7 +306,6 @@ class TzerStrategy(Strategy):
             keep = ddmin(list(range(len(passes))), self.ctx.budget.guard(
                 lambda sub: self.still_fails(t, v, [passes[i] for i in sorted(sub)])), max_checks=24)
             passes = [passes[i] for i in sorted(keep)]
-        self.known_minimal.setdefault(v.key, []).append(passes)
         return passes
 
     def early_key(self, test: Test, v: Verdict) -> str | None:
@@ -302,6 +314,15 @@ class TzerStrategy(Strategy):
     def reduce(self, test: Test, v: Verdict) -> Reduction:
         t = test.payload.test
         minimal = self.minimal_passes(t, v) if "mutated" in v.configs else []
+        if "mutated" in v.configs:
+            if minimal != list(t["passes"]):
+                # the minimal sequence must show it on its own, not thanks to what earlier checks left in the worker
+                # (then it would be no root cause to look for first in later findings either)
+                kept = self.unless_shown_fresh(test, v, lambda: self.still_fails(t, v, minimal))
+                if kept is not None:
+                    return kept
+            if minimal not in self.known_minimal.setdefault(v.key, []):
+                self.known_minimal[v.key].append(minimal)
         red = self.reduction(test, v, minimal)
         if v.category == C.INCONSISTENCY and "mutated" in v.configs and not minimal and t["passes"]:
             red.dismissed = C.NONDETERMINISTIC_TEST  # it differs with no pass at all: from the very same build
@@ -351,8 +372,8 @@ def reproducer(script: str, passes: list[str], seed: int, v: Verdict, title: str
     with no passes and with the pass sequence, run both on the same inputs, compare."""
     specs = []
     for p in passes:
-        if p == PLANTED:
-            specs.append(("planted", PLANTED, [], {}))
+        if p in (PLANTED, POISON):
+            specs.append(("planted", p, [], {}))
         else:
             tp = tpasses.PASSES[p]
             specs.append((tp.module, tp.ctor, list(tp.args), tp.config))
@@ -383,7 +404,7 @@ def identity(mod, _ctx):
 
 
 tirx.register_tir_pipeline("repro-identity", lambda: (identity, cp.finalize_host_passes, cp.finalize_device_passes))
-{"from dlcfuzz.tvm_tir.runner import planted_pass  # the planted (deliberately wrong) pass" if planted else ""}
+{"from dlcfuzz.tvm_tir.runner import apply_pass  # the planted (deliberately wrong) passes" if planted else ""}
 
 
 def build(func, passes):
@@ -391,7 +412,7 @@ def build(func, passes):
     mod = tirx.transform.BindTarget(llvm.with_host(llvm))(tvm.IRModule({{"main": func}}))
     for module, ctor, args, config in passes + TAIL:
         if module == "planted":
-            mod = planted_pass()(mod)
+            mod = apply_pass(ctor, mod)
             continue
         with tvm.transform.PassContext(opt_level=3, config=config):
             mod = getattr((tirx if module == "tirx" else s_tir).transform, ctor)(*args)(mod)

@@ -25,6 +25,12 @@ from dlcfuzz.ir.blob import pack, unpack
 CONFIGS = ("lowest", "mutated", "default")
 IDENTITY_PIPELINE = "dlcfuzz-identity"
 PLANTED = "Planted:DropLastIteration"  # the planted pass bug (tests prove the oracle finds it)
+# a planted pass that raises and leaves the process damaged: from then on every build of the same function with a
+# pass sequence raises the same error, whatever the passes (a compiler's cache entry left broken by an error it
+# survived); tests prove that a reduction checked in such a worker is not kept
+POISON = "Planted:Poison"
+POISON_ERROR = "planted internal error: a cached lowering of this function is broken"
+_DAMAGED: set[int] = set()  # structural hashes of the functions a POISON pass damaged in this process
 
 
 def encode_test(script: str, passes: list[str], seed: int, **meta: Any) -> bytes:
@@ -80,12 +86,23 @@ def planted_pass() -> Any:
     return drop_last
 
 
+def poison_pass() -> Callable[[Any], Any]:
+    """The POISON pass as the reproducer runs it: it raises (the damage it leaves lives in `build`)."""
+
+    def poison(mod: Any) -> Any:
+        raise RuntimeError(POISON_ERROR)
+
+    return poison
+
+
 def apply_pass(p: TirPass | str, mod: Any) -> Any:
     import tvm
 
     if isinstance(p, str):
         if p == PLANTED:
             return planted_pass()(mod)
+        if p == POISON:
+            return poison_pass()(mod)
         p = PASSES[p]
     with tvm.transform.PassContext(opt_level=3, config=p.config):
         return instantiate(p)(mod)
@@ -110,6 +127,7 @@ def sample_inputs(func: Any, seed: int) -> dict[str, np.ndarray]:
 def build(func: Any, config: str, passes: list[str], on_pass: Callable[[str, Any, Any], None] | None = None) -> Any:
     """Compile one configuration for LLVM; on_pass(name, before, after) sees every pass of the sequence."""
     import tvm
+    import tvm_ffi
     from tvm import tirx
 
     mod = tvm.IRModule({"main": func})
@@ -118,7 +136,11 @@ def build(func: Any, config: str, passes: list[str], on_pass: Callable[[str, Any
     register_identity_pipeline()
     llvm = tvm.target.Target("llvm")
     mod = tirx.transform.BindTarget(llvm.with_host(llvm))(mod)  # MakePackedAPI only wraps host functions
+    if config == "mutated" and _DAMAGED and tvm_ffi.structural_hash(func) in _DAMAGED:
+        poison_pass()(mod)  # a POISON pass ran on this function in this process
     for name in passes if config == "mutated" else []:
+        if name == POISON:
+            _DAMAGED.add(tvm_ffi.structural_hash(func))
         before = mod["main"]
         mod = apply_pass(name, mod)
         if on_pass is not None:

@@ -102,6 +102,8 @@ class InductorBackend(BackendBase):
     input_sets = 8  # a torch.compile costs 0.5-7 s, a run of the compiled function milliseconds
     sub_functions = True
     collects_coverage = True  # torch/_inductor, _dynamo and fx, with coverage.py's C tracer
+    # the programs strategy's compiles record the rewrites they applied (programs.run_program's meta "fired")
+    applied_label = "pattern-matcher rewrites applied"
 
     def __init__(self) -> None:
         worker_setup()
@@ -217,6 +219,9 @@ class InductorBackend(BackendBase):
         from dlcfuzz.backends.inductor.patterns import pattern_inventory
 
         return tuple(pattern_inventory())
+
+    def applied_universe(self) -> tuple[str, ...]:
+        return self.optimizations()
 
     def fired(self, g: Graph, config: Config, targets: list[str]) -> dict[str, bool] | None:
         """Which of `targets` (pattern names) the configuration's compile of `g` applied (patterns.py)."""

@@ -25,7 +25,13 @@ import numpy as np
 
 from dlcfuzz.backends.base import BackendBase, Config, Knob
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, JAX_EAGER
-from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION, disabled_passes, pass_enabled
+from dlcfuzz.backends.xla.passes import (
+    FAST_MATH,
+    PIPELINE_PRECONDITION,
+    disabled_passes,
+    dumped_changes,
+    pass_enabled,
+)
 from dlcfuzz.ir.graph import Graph
 from dlcfuzz.oracle.numeric import has_subnormal
 from dlcfuzz.oracle.opinions import Evaluator
@@ -90,6 +96,14 @@ class XlaBackend(BackendBase):
     reduction_checks = 120
     input_sets = 8  # a jit compile costs ~0.5 s, a run of the compiled program milliseconds
     sub_functions = True
+    # every jit compile records the HLO passes that changed its module (passes.dumped_changes), for the report
+    applied_label = "HLO passes that changed a module"
+
+    def applied_universe(self) -> tuple[str, ...]:
+        """The installed pipeline's passes (the generated pass table), as bench/xla_passes.py counts them."""
+        from dlcfuzz.backends.xla.passes import pass_table
+
+        return tuple(sorted(pass_table()["passes"]))
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
         # the program XLA compiles, run eagerly: that is its configuration "eager" (read where the test compared it)
@@ -196,13 +210,15 @@ class XlaBackend(BackendBase):
         traced = self._traced(lowered, g)
         t0 = time.perf_counter()
         try:
-            compiled = traced.compile(compiler_options=co)
+            with dumped_changes(co) as (recording, changed):
+                compiled = traced.compile(compiler_options=recording)
         except Exception as e:
             if (co.get("xla_disable_all_hlo_passes") or co.get("xla_disable_hlo_passes")) \
                     and PIPELINE_PRECONDITION.search(str(e)):
                 raise PassesDisabledError(f"[passes disabled] {str(e).splitlines()[0]}") from e
             raise
-        return XlaCompiled(compiled, names, {"mode": "jit", "compile_s": round(time.perf_counter() - t0, 4)})
+        return XlaCompiled(compiled, names, {"mode": "jit", "compile_s": round(time.perf_counter() - t0, 4),
+                                             "applied": sorted(changed)})
 
     def _traced(self, lowered: Any, g: Graph) -> Any:
         """`lowered` traced and lowered to StableHLO by `jax.jit(...).lower`, once per program: a test's jit

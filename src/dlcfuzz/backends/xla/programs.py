@@ -1128,7 +1128,9 @@ def _transform_of(options: dict[str, Any]) -> dict[str, Any] | None:
 # ---- the dialect ---------------------------------------------------------------------------------
 class JaxDialect:
     """JAX programs (`programs/core.Dialect`) for XLA. `fault`: (pass, op) of a planted fault: every
-    compile in which HLO pass `pass` runs gets op `op`'s results off by one (backends/xla/planted.py)."""
+    compile in which HLO pass `pass` runs gets op `op`'s results off by one (backends/xla/planted.py); with
+    `poison`, such a compile raises instead, and so does every later one in the process of a program with the same
+    input seed, whatever its ops (`planted_poison`)."""
 
     name = "jax"
     ops = OPS
@@ -1137,8 +1139,9 @@ class JaxDialect:
     splice_share = 0.0
     splice_ops: tuple[str, ...] = ()
 
-    def __init__(self, fault: tuple[str, str] | None = None) -> None:
+    def __init__(self, fault: tuple[str, str] | None = None, poison: bool = False) -> None:
         self.fault = fault
+        self.poison = poison
 
     def splice(self, rng: np.random.Generator, fired: set[str]) -> None:
         """No seeds of XLA's own to splice (yet)."""
@@ -1197,35 +1200,59 @@ class JaxDialect:
 
     def run(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
             note: Callable[[str], None] = lambda s: None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        return run_program(program, seed, configs, note, self.fault)
+        return run_program(program, seed, configs, note, self.fault, self.poison)
 
     def reproducer(self, program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str,
                    detail: str, version: str) -> str:
-        return reproducer(program, seed, configs, title, detail, version, self.fault)
+        return reproducer(program, seed, configs, title, detail, version, self.fault, self.poison)
 
 
 DIALECT = JaxDialect()
 
 
 # ---- the run -------------------------------------------------------------------------------------
-def _planted_ops(fault: tuple[str, str] | None, options: dict[str, Any]) -> dict[str, OpSpec]:
+def _planted_ops(fault: tuple[str, str] | None, options: dict[str, Any], poison: bool = False) -> dict[str, OpSpec]:
     """The op table a compile sees: with a planted fault whose pass runs in it, its op off by one (a
-    conditional region, cond or switch: its branches in reverse order, so the fault shows only inside it)."""
+    conditional region, cond or switch: its branches in reverse order, so the fault shows only inside it); a
+    `poison` fault's op raises `POISON_ERROR` (the reproducer's compile: a fresh process, no damage yet)."""
     from dlcfuzz.backends.xla.passes import pass_enabled
 
     if fault is None or fault[1] not in OPS or not pass_enabled(options, fault[0]):
         return OPS
     spec = OPS[fault[1]]
+    if poison:
+        return {**OPS, fault[1]: replace(spec, spell=lambda a, at: f"_planted_error({spec.spell(a, at)})")}
     if fault[1] in BRANCHING:
         return {**OPS, fault[1]: replace(spec, spell=lambda a, at: spec.spell(a, {**at, "fns": at["fns"][::-1]}))}
     return {**OPS, fault[1]: replace(spec, spell=lambda a, at: f"_planted({spec.spell(a, at)})")}
 
 
-PLANTED_SOURCE = '''
+POISON_ERROR = "planted internal error in an HLO pass"
+PLANTED_SOURCE = f'''
 def _planted(r):
     """The planted fault: the result off by one (True for a bool)."""
     return (r + jnp.ones((), r.dtype)).astype(r.dtype)
+
+
+def _planted_error(r):
+    """The planted poison fault: the compile raises."""
+    raise RuntimeError({POISON_ERROR!r})
 '''
+_POISONED: set[int] = set()  # the input seeds of the programs a planted poison fault fired on in this process
+
+
+def planted_poison(fault: tuple[str, str], options: dict[str, Any], holds_op: bool, seed: int) -> None:
+    """A planted poison fault (tests only): a compile in which pass fault[0] runs raises `POISON_ERROR` where its
+    program holds op fault[1], and from then on so does every such compile in this process of a program with the
+    same input seed, whatever its ops: a compiler whose state an error it survived left damaged for what it was
+    compiling (its inputs), as a cache entry left broken would be. A reduction whose checks all run in that worker
+    (its candidates keep the test's input seed) would "reduce" the finding to an unrelated statement; the worker's
+    other tests, drawn with other seeds, stay correct."""
+    from dlcfuzz.backends.xla.passes import pass_enabled
+
+    if pass_enabled(options, fault[0]) and (holds_op or seed in _POISONED):
+        _POISONED.add(seed)
+        raise RuntimeError(POISON_ERROR)
 
 
 def source_function(program: Program, ops: dict[str, OpSpec] = OPS) -> Callable[..., tuple]:
@@ -1313,12 +1340,12 @@ def _out_is_float(fn: Callable[..., tuple], args: list[np.ndarray]) -> list[bool
 
 
 def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]],
-                note: Callable[[str], None] = lambda s: None, fault: tuple[str, str] | None = None
-                ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+                note: Callable[[str], None] = lambda s: None, fault: tuple[str, str] | None = None,
+                poison: bool = False) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Eager (the guards first), a float64 eager reference, then every compiled configuration; a
     transformed configuration against its transformation run eagerly (and in float64). Arrays
     "RUN/out/K" and "RUN/in/K" (the inputs, or a grad run's gradients)."""
-    from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION
+    from dlcfuzz.backends.xla.passes import FAST_MATH, PIPELINE_PRECONDITION, dumped_changes
 
     specs = input_specs(program)
     fn = source_function(program)
@@ -1396,10 +1423,13 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         note(f"{name}:compile")
         args = transform_inputs(specs, seed, transform)
         try:
+            if poison and fault is not None:
+                planted_poison(fault, options, fault[1] in program.ops(), seed)
             g = transformed(source_function(program, _planted_ops(fault, options)), transform, specs, out_is_float)
             note(f"{name}:run")
-            arrays.update(_arrays(name, compile_and_run(g, args, co, bool(options.get("donate")))))
-            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4)}
+            with dumped_changes(co) as (recording, changed):  # the passes that changed its module (the report's)
+                arrays.update(_arrays(name, compile_and_run(g, args, recording, bool(options.get("donate")))))
+            runs[name] = {"status": "ok", "compile_s": round(time.perf_counter() - t0, 4), "applied": sorted(changed)}
         except MemoryError:
             raise
         except Exception as e:  # noqa: BLE001 - eager ran it: any failure here is the compiler's
@@ -1468,7 +1498,7 @@ SLOT_NAMES = [f"output {k}" for k in range(N_OUT)] + [f"input slot {s[0]}" for s
 
 
 def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, Any]]], title: str, detail: str,
-               version: str, fault: tuple[str, str] | None = None) -> str:
+               version: str, fault: tuple[str, str] | None = None, poison: bool = False) -> str:
     """A standalone script (jax and numpy alone): the program as a function, its inputs rebuilt from the
     seed, the transformation and the exact compiler options, eager (`jax.disable_jit()`) vs compiled vs
     float64; exits 1 with "BUG REPRODUCED" while the finding shows."""
@@ -1476,11 +1506,12 @@ def reproducer(program: Program, seed: int, configs: list[tuple[str, dict[str, A
 
     compiled = [(n, o) for n, o in configs if o.get("mode", "jit") != "eager"]
     name, options = compiled[0] if compiled else ("xla", {"mode": "jit", "compiler_options": {}})
-    ops = _planted_ops(fault, options)
+    ops = _planted_ops(fault, options, poison)
     planted = ops is not OPS
     det = "\n".join("# " + ln for ln in detail.strip().splitlines()[:12])
     faulty = emit(program, ops, "program_compiled") if planted else "program_compiled = program\n"
-    wrong = "branches in reverse order" if fault and fault[1] in BRANCHING else "off by one"
+    wrong = ("raising" if poison else "branches in reverse order" if fault and fault[1] in BRANCHING
+             else "off by one")
     note = (f"\nPLANTED FAULT (dlcfuzz's own, not XLA's): the compiled program is the one with {fault[1]!r} {wrong}, "
             f"as if HLO pass {fault[0]!r} miscompiled it.\n") if planted and fault else ""
     return f'''"""{title}
