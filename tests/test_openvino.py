@@ -479,6 +479,8 @@ def test_register_entries_load_and_each_matches_its_finding_class_only():
         (W, {"lstm", "clip", "reduce_log_sum"}, "float32", "", "ov-onnx-lstm-input-forget-peepholes-ignored"),
         (W, {"greater"}, "float16", "", None),
         (W, {"quantize_linear"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
+        (W, {"quantize_linear", "non_zero"}, "int16", "", "ov-cpu-quantizelinear-16bit-unit-scale-truncates"),
+        (W, {"non_zero"}, "int16", "", None),
         (W, {"quantize_linear"}, "int8", "", "ov-cpu-quantizelinear-ties-after-zero-point"),
         (W, {"quantize_linear", "scan"}, "int16", "", "ov-cpu-quantizelinear-ties-after-zero-point"),  # issue 40's campaign
         (W, {"conv_integer"}, "uint8", "", "ov-cpu-matmulinteger-zero-points-in-f32"),
