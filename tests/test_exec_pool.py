@@ -9,7 +9,15 @@ import time
 
 import pytest
 
-from dlcfuzz.exec.pool import WorkerPool, WorkerStartupError, _ForkedProcess, _scan_groups, _zygote, progress
+from dlcfuzz.exec.pool import (
+    WorkerPool,
+    WorkerStartupError,
+    _ForkedProcess,
+    _scan_groups,
+    _zygote,
+    progress,
+    retire_after_task,
+)
 
 H = "dlcfuzz.exec.planted:make_handler"
 ECHO = "dlcfuzz.exec.pool:make_echo_handler"
@@ -246,6 +254,22 @@ def test_close_leaves_no_processes(preload):
     assert not any(os.path.exists(f"/proc/{pid}") for pid in workers)  # reaped: no zombies
     with pytest.raises(RuntimeError, match="closed"):
         p.submit(cmd("echo"))
+
+
+def test_a_task_that_retires_its_worker_is_the_last_it_runs(preload):
+    """A handler that says its task damaged the process (retire_after_task: a compiler's known heap corruption)
+    gets its result through, and the tasks after it, including those already sent ahead into that worker's
+    pipe, run in a fresh worker."""
+    retire_after_task("outside a worker: a no-op")
+    with WorkerPool(H, jobs=1, timeout_s=5.0, preload=preload) as p:
+        before = json.loads(p.run(cmd("pid")).payload)
+        ids = [p.submit(cmd("retire", "planted damage"))] + [p.submit(cmd("pid")) for _ in range(3)]
+        got = {r.task_id: r for r in p.results()}
+        assert [got[i].status for i in ids] == ["ok"] * 4
+        assert json.loads(got[ids[0]].payload) == before and got[ids[0]].worker_restarted
+        after = {json.loads(got[i].payload) for i in ids[1:]}
+        assert len(after) == 1 and before not in after and not alive(before)
+        assert p.stats.restarts == 1 and p.stats.crashes == 0
 
 
 def test_tests_of_one_process_share_the_zygote_although_pytest_renames_each_phase(monkeypatch):

@@ -230,6 +230,12 @@ class Backend(Protocol):
         or None: a numeric difference it shows is then not a bug but an unknown, counted apart."""
         ...
 
+    def damages_process(self, g: Graph) -> str | None:
+        """Why a process that compiled and ran `g` must not run another test (a known bug of the compiler's that
+        corrupts its memory, so that a later, unrelated test crashes there), or None. The worker is then replaced
+        after the test: the bug stays this test's finding and does not become another test's crash."""
+        ...
+
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:
         """The evaluators that give a numeric finding of configuration `config` a second opinion."""
         ...
@@ -330,6 +336,9 @@ class BackendBase:
         return None
 
     def documented_limitation(self, config: Config, values: Mapping[str, np.ndarray]) -> str | None:
+        return None
+
+    def damages_process(self, g: Graph) -> str | None:
         return None
 
     def independent_evaluators(self, config: str) -> Sequence[Evaluator]:

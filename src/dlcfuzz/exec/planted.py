@@ -5,7 +5,7 @@ abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), allo
 bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
 reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
 child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), note (progress(data),
-then echo), badreturn (a str), mkdtemp_and_hang (makes a temporary folder, reports its path as progress
+then echo), retire (retire_after_task(data), then its pid), pid (its pid), badreturn (a str), mkdtemp_and_hang (makes a temporary folder, reports its path as progress
 "tmp PATH", hangs: what a compiler's cache folder does when its worker is killed).
 init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
 {"startup_sleep": S} delays it.
@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dlcfuzz.exec.pool import progress
+from dlcfuzz.exec.pool import progress, retire_after_task
 
 
 def make_handler(init: dict) -> Callable[[bytes], bytes]:
@@ -38,6 +38,11 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         do, data = cmd["do"], cmd.get("data")
         if do == "echo":
             return json.dumps(data).encode()
+        if do == "retire":
+            retire_after_task(str(data))
+            return json.dumps(os.getpid()).encode()
+        if do == "pid":
+            return json.dumps(os.getpid()).encode()
         if do == "segfault":
             ctypes.string_at(0)
         if do == "abort":

@@ -55,6 +55,7 @@ _END = object()
 
 _worker_chan: _Channel | None = None  # set inside a worker: its end of the frame pipes
 _worker_notes: _NoteSlot | None = None  # set inside a worker: where progress() writes
+_worker_retire: str | None = None  # set inside a worker by retire_after_task(): why it must not run another task
 # A task's last progress note lives in memory the parent shares with the worker (a write there costs
 # no system call, where a frame per note cost more than the note was worth): the parent reads it
 # when the task crashes, hangs or runs out of memory, and a result's header carries it otherwise.
@@ -211,6 +212,16 @@ def progress(note: str) -> None:
         _worker_notes.write(str(note))
 
 
+def retire_after_task(reason: str) -> None:
+    """From inside a handler: this worker must not run another task once the current one ends (the task left
+    its process damaged, e.g. a compiler's known heap corruption that crashes whatever runs next there). The
+    parent replaces it after the result, as after an out-of-memory; the tasks sent ahead go back to the queue.
+    A no-op outside a worker."""
+    global _worker_retire
+    if _worker_chan is not None:
+        _worker_retire = reason
+
+
 def _describe(e: BaseException) -> str:
     """'Type: message' and the formatted traceback, even when str(e) itself fails."""
     import traceback
@@ -304,6 +315,8 @@ def _worker_main(parent: int, pdeathsig: bool, note_fd: int) -> None:
         except Exception as e:
             head = {"status": "error", "error": _describe(e)}
         head.update(kind="result", id=header.get("id"), seconds=time.perf_counter() - t0, note=notes.last)
+        if _worker_retire is not None:
+            head["retire"] = _worker_retire
         chan.send(head, reply)
 
 
@@ -1075,7 +1088,8 @@ class WorkerPool(ClosingPool):
                 r = TaskResult(w.task[0], status, payload=body if status == "ok" else None, error=h.get("error"),
                                progress=h.get("note"), stderr_tail=w.stderr_tail(w.task[0]) if status != "ok" else "",
                                seconds=h.get("seconds", 0.0))
-                self._finish(w, r, restart=status == "oom")  # after a MemoryError, a fresh heap
+                # after a MemoryError, or a task that says it damaged its process: a fresh heap
+                self._finish(w, r, restart=status == "oom" or bool(h.get("retire")))
             elif kind == "ready" and w.state == "starting":
                 w.state = "idle"
                 self._failures[self._workers.index(w)] = 0

@@ -147,9 +147,13 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
         return obs, items
 
     def handle(payload: bytes) -> bytes:
+        from dlcfuzz.exec.pool import retire_after_task
         from dlcfuzz.oracle.policy import drawn_input_set, reference_of
 
         tc = TestCase.from_bytes(payload)
+        damage = backend.damages_process(tc.graph)
+        if damage is not None:  # before it runs: a crash of this test's own also ends the worker
+            retire_after_task(damage)
         if invalid:  # no semantics, so nothing to judge on more inputs
             obs, items = run(tc)
             return observations_to_bytes(obs, version, coverage=items)

@@ -206,6 +206,15 @@ def dedup_key(category: str, compiler: str, *fields: str) -> str:
     return str(DedupKey(tag, compiler, fields))
 
 
+NUMERIC_REASONS = ("shape", "dtype", "nan", "inf", "value")  # how a numeric finding's outputs differ (its key's field)
+
+
+def numeric_reason(key: str) -> str | None:
+    """How a numeric finding (wrong result, inconsistency) differs, from its stored key: shape, dtype, nan, inf or
+    value; None for a key without one."""
+    return next((f for f in reversed(DedupKey.parse(key).fields) if f in NUMERIC_REASONS), None)
+
+
 def with_option(key: str, name: str, value: str) -> str:
     """A stored key with a `name=value` field appended (`ops=`, `opts=`, `passes=`)."""
     return str(DedupKey.parse(key).with_option(name, value))

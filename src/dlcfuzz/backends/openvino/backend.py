@@ -23,7 +23,9 @@ from dlcfuzz.backends.openvino.known import (
     FLOATS_IN_F32,
     INTEGERS_IN_I32,
     KNOWN_GAPS,
+    RFFT_PADDED,
     WIDER_THAN_I32,
+    rfft_pads,
 )
 from dlcfuzz.backends.opinions import DEFAULT_EVALUATORS, TORCH_EAGER
 from dlcfuzz.ir.graph import Graph
@@ -339,6 +341,19 @@ class OpenVinoBackend(BackendBase):
                              and not np.array_equal(x.astype(np.float32).astype(np.float64), x, equal_nan=True))
         return FLOATS_IN_F32.format(names=_some(not_f32)) if not_f32 else None
 
+    def damages_process(self, g: Graph) -> str | None:
+        """A one-sided forward DFT of a real signal zero-padded past the axis the CPU plugin transforms corrupts
+        the heap (known.RFFT_PADDED): the worker is replaced after the test, whose own finding is that bug's."""
+        for graph in _graphs_in(g):
+            types = graph.types()
+            for n in graph.nodes:
+                if n.op != "dft" or not n.attrs.get("onesided") or n.attrs.get("inverse"):
+                    continue
+                x = types.get(n.inputs[0])  # None: a body reading a value of the scope around it
+                if rfft_pads(None if x is None else x.shape, int(n.attrs["axis"]), n.attrs.get("dft_length")):
+                    return f"{RFFT_PADDED}: a zero-padded one-sided DFT ({n.outputs[0].name}) corrupts the heap"
+        return None
+
     # ---- per test -------------------------------------------------------
     def per_test_configs(self, rng: np.random.Generator, g: Graph, configs: list[Config]) -> list[Config]:
         """The campaign's configurations, plus per test: the CPU plugin under sampled properties,
@@ -452,6 +467,16 @@ def _ort_form_gaps(g: Graph) -> bool:
     from dlcfuzz.gen.random import form_gaps_in
 
     return bool(form_gaps_in(g, lambda op: KNOWN_FORM_GAPS.get(op, ())))
+
+
+def _graphs_in(g: Graph) -> Iterator[Graph]:
+    """`g`, every region body in it and every sub-function (each with its own value types)."""
+    yield g
+    for n in g.nodes:
+        for body in n.bodies().values():
+            yield from _graphs_in(body)
+    for f in g.functions.values():
+        yield from _graphs_in(f)
 
 
 def _some(names: list[str]) -> str:

@@ -74,3 +74,22 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {
         "a 1-D slope whose length equals the channel dimension is applied along the channels instead of "
         "broadcast along the last axis as ONNX requires: openvinotoolkit/openvino#35958 (open; fix PR #36020)")),
 }
+
+# A known bug that corrupts the process's heap (register entry ov-cpu-rfft-padded-heap-corruption): the CPU
+# plugin's one-sided forward DFT of a real signal (ONNX DFT onesided=1, inverse=0; the frontend's RDFT) zero-padded
+# to a dft_length past the axis it transforms reads and writes past its buffers. Its own outputs are garbage, and a
+# later, unrelated model compiled or run in the same process dies with SIGSEGV (finding 95 of issue 40's
+# false-positive run: an EyeLike/Compress test crashed only after this test in its worker). For a rank-2 input
+# [N, 1] the frontend transforms the unit axis, so any dft_length past 1 pads.
+RFFT_PADDED = "ov-cpu-rfft-padded-heap-corruption"
+
+
+def rfft_pads(shape: tuple[int, ...] | None, axis: int, dft_length: int | None) -> bool:
+    """Whether a one-sided forward DFT of a real input of `shape` along `axis` zero-pads the axis the CPU plugin
+    transforms (the form of RFFT_PADDED); a shape not known (None) may."""
+    if dft_length is None:
+        return False
+    if shape is None:
+        return True
+    transformed = 1 if len(shape) == 2 else shape[axis % len(shape)]
+    return not isinstance(transformed, int) or dft_length > transformed
