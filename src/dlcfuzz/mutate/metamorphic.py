@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,8 +140,10 @@ class Step:
             raise IRError(f"malformed mutation step: {type(e).__name__}: {e}") from None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def owner(name: str) -> int | None:
-    """The id of the step that created value `name`, or None for a value of the seed graph."""
+    """The id of the step that created value `name`, or None for a value of the seed graph. (Cached: a step asks it
+    of every value of the growing mutant, whose names repeat from step to step and from chain to chain.)"""
     m = _OWNER.match(name)
     return int(m.group(1)) if m else None
 
@@ -287,8 +290,9 @@ def _garbage(em: _Emitter, leaves: Sequence[str], program: Sequence[Mapping[str,
 def _anchor(g: Graph, target: str) -> int:
     """Index at which the step's nodes are inserted: right after the producer of `target`."""
     for idx, n in enumerate(g.nodes):
-        if any(v.name == target for v in n.outputs):
-            return idx + 1
+        for v in n.outputs:
+            if v.name == target:
+                return idx + 1
     if target in {v.name for v in g.inputs} or target in g.constants:
         return 0
     raise IRError(f"mutation target {target!r} is not a value of the graph")
@@ -296,8 +300,7 @@ def _anchor(g: Graph, target: str) -> int:
 
 def _available(g: Graph, anchor: int) -> set[str]:
     names = {v.name for v in g.inputs} | set(g.constants)
-    for n in g.nodes[:anchor]:
-        names.update(v.name for v in n.outputs)
+    names.update([v.name for n in g.nodes[:anchor] for v in n.outputs])
     return names
 
 
@@ -396,8 +399,8 @@ def _apply_region(g: Graph, step: Step, check: bool) -> Graph:
 
 def next_id(g: Graph) -> int:
     # region bodies included: a later region may hide a step's values in its body
-    ids = [owner(n) for n in [*g.types(), *(v.name for n in g.all_nodes() for v in n.outputs)]]
-    return 1 + max((i for i in ids if i is not None), default=-1)
+    names = [*(v.name for v in g.inputs), *g.constants, *(v.name for n in g.all_nodes() for v in n.outputs)]
+    return 1 + max((i for i in map(owner, names) if i is not None), default=-1)
 
 
 def _deps(g: Graph, reads: Sequence[str], step_id: int) -> list[int]:
@@ -469,7 +472,7 @@ def _draw_garbage(rng: np.random.Generator, types: Mapping[str, TensorType], poo
 
 def _candidates(g: Graph) -> list[str]:
     """Mutation targets: float node outputs (inputs and constants are never rewired)."""
-    return [v.name for n in g.nodes for v in n.outputs if v.type.dtype in FLOATS and v.type.size > 0]
+    return [v.name for n in g.nodes for v in n.outputs if v.type.dtype in FLOATS and 0 not in v.type.shape]
 
 
 def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.ndarray] | None = None,
@@ -490,7 +493,7 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     anchor = _anchor(g, target)
     avail = _available(g, anchor) - set(g.constants)
     tt = types[target]
-    pool = sorted(v for v in avail if types[v].dtype == tt.dtype and types[v].size > 0)
+    pool = sorted(v for v in avail if types[v].dtype == tt.dtype and 0 not in types[v].shape)
     kind_choices = [k for k in kinds if k in KINDS and (k != "pioc" or profile_inputs is not None)]
     if not kind_choices:
         raise ValueError(f"no usable mutation kind in {list(kinds)} (PIOC needs profile_inputs)")
@@ -587,10 +590,14 @@ def iterate(g: Graph, rng: np.random.Generator, steps: int,
     draws the other steps as it would without it."""
     at = int(regions[0].integers(steps)) if regions is not None else -1
     out: list[Step] = []
+    # a step names every value it adds after its id, so the next step's id (next_id of its mutant) is one more:
+    # next_id walks the whole growing mutant, once here instead of once per step
+    sid = next_id(g)
     for k in range(steps):
-        made = wrap_region(g, regions[0], regions[1], profile_inputs, profile) if regions and k == at else None
-        g, s = made if made is not None else mutate(g, rng, profile_inputs, kinds=kinds, profile=profile)
+        made = wrap_region(g, regions[0], regions[1], profile_inputs, profile, sid) if regions and k == at else None
+        g, s = made if made is not None else mutate(g, rng, profile_inputs, sid, kinds=kinds, profile=profile)
         out.append(s)
+        sid = s.id + 1
     return g, out
 
 
