@@ -462,7 +462,7 @@ class Compress(IndexingOp):
 
     def kept(self, t: TensorType, attrs: Attrs) -> tuple[int | None, list[int]]:
         cond = _ints(self, attrs, "condition")
-        if not set(cond) <= {0, 1}:
+        if any(c not in (0, 1) for c in cond):
             raise ShapeError(f"{self.name}: condition must be 0/1, got {cond}")
         if t.rank == 0:  # ONNX's shape inference refuses scalars
             raise ShapeError(f"{self.name}: input must have rank >= 1")

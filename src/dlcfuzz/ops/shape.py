@@ -54,14 +54,10 @@ def _ints(spec: OpSpec, attrs: Attrs, key: str, length: int | None = None, lo: i
     if key not in attrs:
         raise ShapeError(f"{spec.name}: attribute {key!r} is missing")
     v = attrs[key]
-    if not isinstance(v, (list, tuple)):
+    if not isinstance(v, (list, tuple)) or not all(_is_int(x) for x in v):
         raise ShapeError(f"{spec.name}: attribute {key!r} must be a list of ints, got {v!r}")
-    # a list of Python ints (a sampled one; a Compress condition holds thousands) needs no check or conversion per item
-    plain = set(map(type, v)) <= {int}
-    if not plain and not all(_is_int(x) for x in v):
-        raise ShapeError(f"{spec.name}: attribute {key!r} must be a list of ints, got {v!r}")
-    out = list(v) if plain else [int(x) for x in v]
-    if out and not (INT64_MIN <= min(out) and max(out) <= INT64_MAX):
+    out = [int(x) for x in v]
+    if any(not INT64_MIN <= x <= INT64_MAX for x in out):
         raise ShapeError(f"{spec.name}: attribute {key!r} values must fit in int64, got {out}")
     if length is not None and len(out) != length:
         raise ShapeError(f"{spec.name}: attribute {key!r} needs {length} values, got {len(out)}")
