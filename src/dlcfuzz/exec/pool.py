@@ -858,7 +858,9 @@ class _Worker:
 
 
 def _scan_groups(pgids: set[int]) -> dict[int, set[int]]:
-    """pgid -> pids of that process group, by one pass over /proc."""
+    """pgid -> pids of that process group, by one pass over /proc's pids. (Each pid's group by getpgid, one system
+    call: reading /proc/PID/stat instead took ~20x as long, and the campaign process scans 4 times a second while a
+    worker is busy.)"""
     found: dict[int, set[int]] = {g: set() for g in pgids}
     try:
         names = os.listdir("/proc")
@@ -868,9 +870,8 @@ def _scan_groups(pgids: set[int]) -> dict[int, set[int]]:
         if not name.isdigit():
             continue
         try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                pgrp = int(f.read().rsplit(b")", 1)[1].split()[2])
-        except (OSError, ValueError, IndexError):
+            pgrp = os.getpgid(int(name))
+        except OSError:  # gone since the listing
             continue
         if pgrp in found:
             found[pgrp].add(int(name))

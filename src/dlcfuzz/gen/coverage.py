@@ -44,7 +44,10 @@ def value_class(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         if not v:
             return "empty"
-        signs = "".join(sorted({value_class(x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)}))
+        # the classes of its distinct numbers, by type and value (an int 1 is "one", a float 1.0 "pos"): a long list
+        # (a Compress condition, ScatterElements' indices) holds few
+        numbers = {(type(x), x) for x in v if isinstance(x, (int, float)) and not isinstance(x, bool)}
+        signs = "".join(sorted({value_class(x) for _, x in numbers}))
         return f"len{min(len(v), 4)}{'-' + signs if signs else ''}"
     return type(v).__name__
 

@@ -37,6 +37,8 @@ def merge_domains(domains: list[Domain]) -> Domain:
     """The intersection of several domains (the first wins when they are disjoint)."""
     if not domains:
         return ANY
+    if len(domains) == 1:  # most values have one consumer, whose domain is the intersection itself
+        return domains[0]
     lo = max((d.lo for d in domains if d.lo is not None), default=None)
     hi = min((d.hi for d in domains if d.hi is not None), default=None)
     if lo is not None and hi is not None and lo > hi:

@@ -64,8 +64,9 @@ class Graph:
     def types(self) -> dict[str, TensorType]:
         env = {v.name: v.type for v in self.inputs}
         env.update({k: TensorType.of(a) for k, a in self.constants.items()})
-        for n in self.nodes:
-            env.update({v.name: v.type for v in n.outputs})
+        for n in self.nodes:  # a loop, not a dict per node: asked per step of a mutation chain, per test, per check
+            for v in n.outputs:
+                env[v.name] = v.type
         return env
 
     def output_types(self) -> list[TensorType]:
@@ -144,12 +145,25 @@ class Graph:
 
 
 _IMMUTABLE = (int, float, str, bool, type(None))
+_SCALARS = frozenset(_IMMUTABLE)  # exact types: what a flat list may hold to be copied as a new list of its items
 
 
 def _copy_attrs(attrs: Attrs, copy_body: Callable[[Graph], Graph]) -> Attrs:
-    """A deep copy of a node's attributes, its region bodies copied by `copy_body` (Graph.copy or light_copy)."""
-    return {k: copy_body(a) if isinstance(a, Graph) else a if isinstance(a, _IMMUTABLE) else copy.deepcopy(a)
-            for k, a in attrs.items()}
+    """A deep copy of a node's attributes, its region bodies copied by `copy_body` (Graph.copy or light_copy). A flat
+    list of immutable scalars (axes, pads, shapes: most list attributes) becomes a new list of the same items, which
+    is what copy.deepcopy makes of it at a fraction of the cost: a metamorphic chain copies its growing mutant at
+    every step, and deepcopy was most of that."""
+    out = {}
+    for k, a in attrs.items():
+        if isinstance(a, _IMMUTABLE):
+            out[k] = a
+        elif type(a) is list and set(map(type, a)) <= _SCALARS:
+            out[k] = list(a)
+        elif isinstance(a, Graph):
+            out[k] = copy_body(a)
+        else:
+            out[k] = copy.deepcopy(a)
+    return out
 
 
 def live_nodes(nodes: list[Node], outputs: list[str]) -> tuple[list[Node], set[str]]:

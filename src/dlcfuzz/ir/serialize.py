@@ -17,6 +17,16 @@ from dlcfuzz.ir.types import TensorType
 FORMAT = "dlcfuzz-graph/1"
 
 
+_PLAIN = frozenset((int, str, bool, type(None)))  # exact types JSON writes as they are (floats: when finite)
+_PLAIN_OR_FLOAT = _PLAIN | {float}
+
+
+def _plain(items: list | tuple) -> bool:
+    """Whether every item is a scalar JSON writes as it is (an exact int, str, bool, None or finite float)."""
+    kinds = set(map(type, items))
+    return kinds <= _PLAIN or (kinds <= _PLAIN_OR_FLOAT and all(math.isfinite(x) for x in items if type(x) is float))
+
+
 def _attr_to_json(v: Any, keys: dict[int, str], prefix: str) -> Any:
     # JSON has no inf/nan: tag them so attributes round-trip exactly.
     if isinstance(v, Graph):  # a region body: its constants go into the npz under the body's prefix
@@ -24,6 +34,10 @@ def _attr_to_json(v: Any, keys: dict[int, str], prefix: str) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
         return {"float": repr(v)}
     if isinstance(v, (list, tuple)):
+        # a list of plain scalars (most list attributes; a Compress condition or ScatterElements' indices hold thousands)
+        # as it is, without a call per item: each item would come back unchanged
+        if _plain(v):
+            return list(v)
         return [_attr_to_json(x, keys, prefix) for x in v]
     if isinstance(v, np.generic):
         return v.item()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -105,4 +106,11 @@ class TensorType:
 
     @staticmethod
     def of(array: np.ndarray) -> TensorType:
-        return TensorType(_DTYPE_NAMES.get(array.dtype) or str(array.dtype), tuple(array.shape))
+        return _type_of(array.dtype, array.shape)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _type_of(dtype: np.dtype, shape: tuple[int, ...]) -> TensorType:
+    """The type of arrays of `dtype` and `shape`, made once per pair: `Graph.types()` asks it of every constant on
+    every call (a metamorphic chain's mutant holds thousands), and a type is immutable, so one object serves all."""
+    return TensorType(_DTYPE_NAMES.get(dtype) or str(dtype), tuple(shape))

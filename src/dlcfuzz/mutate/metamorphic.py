@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -139,8 +140,10 @@ class Step:
             raise IRError(f"malformed mutation step: {type(e).__name__}: {e}") from None
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def owner(name: str) -> int | None:
-    """The id of the step that created value `name`, or None for a value of the seed graph."""
+    """The id of the step that created value `name`, or None for a value of the seed graph. (Cached: a step asks it
+    of every value of the growing mutant, whose names repeat from step to step and from chain to chain.)"""
     m = _OWNER.match(name)
     return int(m.group(1)) if m else None
 
@@ -287,8 +290,9 @@ def _garbage(em: _Emitter, leaves: Sequence[str], program: Sequence[Mapping[str,
 def _anchor(g: Graph, target: str) -> int:
     """Index at which the step's nodes are inserted: right after the producer of `target`."""
     for idx, n in enumerate(g.nodes):
-        if any(v.name == target for v in n.outputs):
-            return idx + 1
+        for v in n.outputs:
+            if v.name == target:
+                return idx + 1
     if target in {v.name for v in g.inputs} or target in g.constants:
         return 0
     raise IRError(f"mutation target {target!r} is not a value of the graph")
@@ -296,8 +300,7 @@ def _anchor(g: Graph, target: str) -> int:
 
 def _available(g: Graph, anchor: int) -> set[str]:
     names = {v.name for v in g.inputs} | set(g.constants)
-    for n in g.nodes[:anchor]:
-        names.update(v.name for v in n.outputs)
+    names.update([v.name for n in g.nodes[:anchor] for v in n.outputs])
     return names
 
 
@@ -310,10 +313,12 @@ def _condition(em: _Emitter, kind: str, cond: Mapping[str, Any]) -> str:
     raise IRError(f"unknown condition kind {kind!r}")
 
 
-def apply(g: Graph, step: Step, check: bool = True) -> Graph:
-    """The graph `g` with `step` applied (g itself is not modified; constant arrays are shared)."""
+def apply(g: Graph, step: Step, check: bool = True, in_place: bool = False) -> Graph:
+    """The graph `g` with `step` applied (g itself is not modified; constant arrays are shared). `in_place`: `g` itself
+    is changed and returned, for a caller that applies a sequence of steps to a copy of its own (a chain of steps
+    would otherwise copy its growing mutant at every step)."""
     if step.kind in REGION_KINDS:
-        return _apply_region(g, step, check)
+        return _apply_region(g, step, check, in_place)
     p = step.params
     target = p["target"]
     anchor = _anchor(g, target)
@@ -337,7 +342,7 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     dead = em.op("abs", [em.op("mul", [c, garbage])])
     new = em.op("sub", [target, dead])
 
-    out = g.light_copy()
+    out = g if in_place else g.light_copy()
     out.constants.update(em.constants)
     rest = out.nodes[anchor:]
     for n in rest:
@@ -349,10 +354,10 @@ def apply(g: Graph, step: Step, check: bool = True) -> Graph:
     return out
 
 
-def _apply_region(g: Graph, step: Step, check: bool) -> Graph:
+def _apply_region(g: Graph, step: Step, check: bool, in_place: bool) -> Graph:
     """`g` with the nodes a region step names wrapped in a region that always takes them (module docstring)."""
     p = step.params
-    out = g.light_copy()
+    out = g if in_place else g.light_copy()
     where = {n.name: k for k, n in enumerate(out.nodes)}
     ks = [where.get(name, -1) for name in p["nodes"]]
     if not ks or ks[0] < 0 or ks != list(range(ks[0], ks[0] + len(ks))):
@@ -396,8 +401,8 @@ def _apply_region(g: Graph, step: Step, check: bool) -> Graph:
 
 def next_id(g: Graph) -> int:
     # region bodies included: a later region may hide a step's values in its body
-    ids = [owner(n) for n in [*g.types(), *(v.name for n in g.all_nodes() for v in n.outputs)]]
-    return 1 + max((i for i in ids if i is not None), default=-1)
+    names = [*(v.name for v in g.inputs), *g.constants, *(v.name for n in g.all_nodes() for v in n.outputs)]
+    return 1 + max((i for i in map(owner, names) if i is not None), default=-1)
 
 
 def _deps(g: Graph, reads: Sequence[str], step_id: int) -> list[int]:
@@ -469,13 +474,14 @@ def _draw_garbage(rng: np.random.Generator, types: Mapping[str, TensorType], poo
 
 def _candidates(g: Graph) -> list[str]:
     """Mutation targets: float node outputs (inputs and constants are never rewired)."""
-    return [v.name for n in g.nodes for v in n.outputs if v.type.dtype in FLOATS and v.type.size > 0]
+    return [v.name for n in g.nodes for v in n.outputs if v.type.dtype in FLOATS and 0 not in v.type.shape]
 
 
 def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.ndarray] | None = None,
            step_id: int | None = None, kinds: Sequence[str] = KINDS,
-           profile: dict[str, np.ndarray] | None = None) -> tuple[Graph, Step]:
-    """One random step (UOC, or PIOC when profile_inputs are given) with garbage, applied to g.
+           profile: dict[str, np.ndarray] | None = None, in_place: bool = False) -> tuple[Graph, Step]:
+    """One random step (UOC, or PIOC when profile_inputs are given) with garbage, applied to g (to g itself with
+    `in_place`, see apply).
 
     `profile` caches the values the reference computed on profile_inputs across the steps of one
     chain: every step leaves every existing value bit-identical on that input, so values profiled
@@ -490,7 +496,7 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     anchor = _anchor(g, target)
     avail = _available(g, anchor) - set(g.constants)
     tt = types[target]
-    pool = sorted(v for v in avail if types[v].dtype == tt.dtype and types[v].size > 0)
+    pool = sorted(v for v in avail if types[v].dtype == tt.dtype and 0 not in types[v].shape)
     kind_choices = [k for k in kinds if k in KINDS and (k != "pioc" or profile_inputs is not None)]
     if not kind_choices:
         raise ValueError(f"no usable mutation kind in {list(kinds)} (PIOC needs profile_inputs)")
@@ -504,7 +510,7 @@ def mutate(g: Graph, rng: np.random.Generator, profile_inputs: Mapping[str, np.n
     step = Step(sid, kind, reads, params, _deps(g, reads, sid))
     # the emitter infers every inserted node's type and rewired uses get a value of the same type:
     # a full check of the (growing) graph per step would make a chain quadratic
-    return apply(g, step, check=False), step
+    return apply(g, step, check=False, in_place=in_place), step
 
 
 def _condition_reads(kind: str, cond: Mapping[str, Any]) -> list[str]:
@@ -545,7 +551,7 @@ def _draw_condition(g: Graph, types: Mapping[str, TensorType], rng: np.random.Ge
 
 def wrap_region(g: Graph, rng: np.random.Generator, kinds: Sequence[str] = REGION_KINDS,
                 profile_inputs: Mapping[str, np.ndarray] | None = None, profile: dict[str, np.ndarray] | None = None,
-                step_id: int | None = None) -> tuple[Graph, Step] | None:
+                step_id: int | None = None, in_place: bool = False) -> tuple[Graph, Step] | None:
     """One region step of a kind of `kinds` (if, loop) applied to g: a range of 1-MAX_RANGE nodes in a region
     that always takes it, on a UOC or (with profile_inputs) a PIOC condition over values before the range. None
     when no range drawn fits (RANGE_TRIES): one whose values something reads after it, with a float value before."""
@@ -574,7 +580,7 @@ def wrap_region(g: Graph, rng: np.random.Generator, kinds: Sequence[str] = REGIO
         reads = list(dict.fromkeys([*_condition_reads(cond_kind, cond), *seg.reads]))
         deps = sorted(set(_deps(g, reads, sid)) | {o for x in seg.body if (o := owner(x.name)) is not None})
         step = Step(sid, kind, reads, params, deps)
-        return apply(g, step, check=False), step
+        return apply(g, step, check=False, in_place=in_place), step
     return None
 
 
@@ -587,18 +593,25 @@ def iterate(g: Graph, rng: np.random.Generator, steps: int,
     draws the other steps as it would without it."""
     at = int(regions[0].integers(steps)) if regions is not None else -1
     out: list[Step] = []
+    # a step names every value it adds after its id, so the next step's id (next_id of its mutant) is one more:
+    # next_id walks the whole growing mutant, once here instead of once per step
+    sid = next_id(g)
+    g = g.light_copy()  # the steps change this copy in place: the mutants between them are seen by no one
     for k in range(steps):
-        made = wrap_region(g, regions[0], regions[1], profile_inputs, profile) if regions and k == at else None
-        g, s = made if made is not None else mutate(g, rng, profile_inputs, kinds=kinds, profile=profile)
+        made = wrap_region(g, regions[0], regions[1], profile_inputs, profile, sid, in_place=True) \
+            if regions and k == at else None
+        g, s = made if made is not None else mutate(g, rng, profile_inputs, sid, kinds=kinds, profile=profile,
+                                                    in_place=True)
         out.append(s)
+        sid = s.id + 1
     return g, out
 
 
 def replay(seed_graph: Graph, steps: Sequence[Step], check: bool = True) -> Graph:
     """Rebuild a mutant from its seed; `steps` may be any dependency-closed subsequence."""
-    g = seed_graph
+    g = seed_graph.light_copy()  # one copy, which every step changes in place
     for s in steps:
-        g = apply(g, s, check=check)
+        g = apply(g, s, check=check, in_place=True)
     return g
 
 

@@ -30,11 +30,11 @@ import numpy as np
 
 from dlcfuzz.errors import DlcfuzzError, TypeRuleError
 from dlcfuzz.gen.inputs import value_domains
-from dlcfuzz.gen.random import generate
+from dlcfuzz.gen.random import allowed_choices, generate
 from dlcfuzz.gen.sizes import SizeProfile, within_bounds
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
 from dlcfuzz.ir.types import FLOATS, TensorType
-from dlcfuzz.ops import ANY, Domain, check_graph, get_op
+from dlcfuzz.ops import ANY, Domain, OpSpec, check_graph, get_op
 from dlcfuzz.synth.pattern import Pattern, dtype_class
 
 Supported = Callable[[str, str], bool]
@@ -614,6 +614,8 @@ class Synthesizer:
         self._instances: dict[str, list[Pattern]] = {}
         self.seed_ops = seed_ops
         self.only_ops = list(only_ops) if only_ops else None
+        # dtypes of seed graphs (SEED_DTYPES or all) -> their (operator, dtypes) choices, made on first use
+        self._seed_choices: dict[tuple[str, ...] | None, list[tuple[OpSpec, list[str]]]] = {}
         self.pool: list[tuple[Graph, list[str], bool]] = []  # (graph, its patterns, made for a long-axis test)
         self.uid = itertools.count()
         self.attempts = 0
@@ -628,10 +630,12 @@ class Synthesizer:
         if pool and rng.random() < P_FROM_POOL:
             g, names = pool[int(rng.integers(len(pool)))]
             return g, names
-        ops = [get_op(o) for o in self.only_ops] if self.only_ops else None
         n = int(rng.integers(2, self.seed_ops + 1))
-        return generate(rng, n, ops=ops, dtypes=SEED_DTYPES if rng.random() < 0.8 else None,
-                        supported=self.supported, sizes=sizes), []
+        dtypes = SEED_DTYPES if rng.random() < 0.8 else None
+        if dtypes not in self._seed_choices:  # what generate() would compute for each seed graph (6 ms)
+            ops = [get_op(o) for o in self.only_ops] if self.only_ops else None
+            self._seed_choices[dtypes] = allowed_choices(ops, dtypes, self.supported)
+        return generate(rng, n, choices=self._seed_choices[dtypes], sizes=sizes), []
 
     def next(self, rng: np.random.Generator, tries: int = 12, sizes: SizeProfile | None = None) -> Splice:
         """A valid synthesized graph. Never raises for a pattern's fault: an attempt that does not
