@@ -18,8 +18,9 @@ settings.load_profile("dlcfuzz")
 def _workers_import_only_this_files_plugins(request):
     """A campaign's workers import every plug-in module the test process has registered (`plugin_modules()`), and
     its zygote preloads them: in a suite run each process has collected every test file, so every pool preloaded
-    `inductor_planted_pattern` (torch and Inductor's pattern matcher: ~4 of a zygote's ~4.5 CPU s for an ORT
-    campaign, against 0.5 s without) and, once a test had imported it, `dlcfuzz.backends.xla.planted` (jax). Here
+    `inductor_planted_pattern` (torch, Inductor's pattern matcher, and its `before_fork`: Inductor's code cache and
+    vector-ISA probe, two `python -c` checks) whatever its compiler: an ORT campaign's zygote took ~4.5 CPU s, 0.5 s
+    without; and, once a test had imported it, `dlcfuzz.backends.xla.planted` (jax). Here
     a file's workers get the plug-ins its own source names, as when the file runs alone (a file that uses a
     plug-in imports it, or it would fail alone); those registered while it runs are kept for the later files."""
     from dlcfuzz.backends import _PLUGIN_MODULES
