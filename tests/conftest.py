@@ -7,10 +7,29 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import pytest  # noqa: E402
 from hypothesis import settings  # noqa: E402
 
 settings.register_profile("dlcfuzz", derandomize=True)
 settings.load_profile("dlcfuzz")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _workers_import_only_this_files_plugins(request):
+    """A campaign's workers import every plug-in module the test process has registered (`plugin_modules()`), and
+    its zygote preloads them: in a suite run each process has collected every test file, so every pool preloaded
+    `inductor_planted_pattern` (torch, Inductor's pattern matcher, and its `before_fork`: Inductor's code cache and
+    vector-ISA probe, two `python -c` checks) whatever its compiler: an ORT campaign's zygote took ~4.5 CPU s, 0.5 s
+    without; and, once a test had imported it, `dlcfuzz.backends.xla.planted` (jax). Here
+    a file's workers get the plug-ins its own source names, as when the file runs alone (a file that uses a
+    plug-in imports it, or it would fail alone); those registered while it runs are kept for the later files."""
+    from dlcfuzz.backends import _PLUGIN_MODULES
+
+    source = request.path.read_text()
+    everything = list(_PLUGIN_MODULES)
+    _PLUGIN_MODULES[:] = [m for m in everything if m in source]
+    yield
+    _PLUGIN_MODULES[:] = everything + [m for m in _PLUGIN_MODULES if m not in everything]
 
 
 def pytest_collection_modifyitems(config, items) -> None:
