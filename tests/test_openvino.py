@@ -1583,8 +1583,7 @@ def test_a_zero_padded_one_sided_dft_corrupts_the_heap_and_the_register_names_it
         done = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True, timeout=120)
         assert (done.returncode == -11) == corrupts, (args, done.returncode, done.stdout, done.stderr[-300:])
         assert ("sound" in done.stdout) == (not corrupts), (args, done.stdout)
-        if corrupts:  # its own output: shape (3, 4, 2) for (4, 2), values far beyond |rfft| <= 6
-            assert float(done.stdout.split(")")[1].split()[0]) > 1e3, (args, done.stdout)
+        # (its own output is garbage too, beyond |rfft| <= 6, of a magnitude that varies from run to run: 234 to 1e35)
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
 
