@@ -1272,23 +1272,20 @@ def test_selu_and_hardsigmoid_with_a_zero_parameter_compute_with_the_default_and
     np.testing.assert_allclose(run(1.0, "read", 0.0, neg), 1.6732632 * np.expm1(neg), rtol=1e-4)
     np.testing.assert_allclose(run(1.0, "read", 0.5, neg), 0.5 * np.expm1(neg), rtol=1e-5)  # a nonzero alpha: right
     # HardSigmoid with beta 0 (issue 40's campaign: -0.0) computes with the default 0.5 alike
-    for beta in (0.0, -0.0):
-        graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=0.1, beta=beta)], "g",
+    def hard_sigmoid(alpha: float, beta: float) -> np.ndarray:
+        graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=alpha, beta=beta)], "g",
                                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
         hs = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
         hs.ir_version = 8
         compiled = core.compile_model(core.read_model(hs.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        np.testing.assert_allclose(compiled({"x": x})[compiled.outputs[0]], [0.7, 0.8], rtol=1e-6)  # ONNX: [0.2, 0.3]
+        return compiled({"x": x})[compiled.outputs[0]]
+
+    for beta in (0.0, -0.0):
+        np.testing.assert_allclose(hard_sigmoid(0.1, beta), [0.7, 0.8], rtol=1e-6)  # ONNX: [0.2, 0.3]
     # and with alpha 0 (issue 40's false-positive run with regions, finding 232: float16, -0.0): the default 0.2
     for alpha in (0.0, -0.0):
-        graph = helper.make_graph([helper.make_node("HardSigmoid", ["x"], ["y"], alpha=alpha, beta=0.5)], "g",
-                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-        hs = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
-        hs.ir_version = 8
-        compiled = core.compile_model(core.read_model(hs.SerializeToString(), b""), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-        np.testing.assert_allclose(compiled({"x": x})[compiled.outputs[0]], [0.9, 1.0], rtol=1e-6)  # ONNX: [0.5, 0.5]
+        np.testing.assert_allclose(hard_sigmoid(alpha, 0.5), [0.9, 1.0], rtol=1e-6)  # ONNX: [0.5, 0.5]
     from dlcfuzz.engine.clusters import FindingFacts
     from dlcfuzz.engine.known import Register
 
