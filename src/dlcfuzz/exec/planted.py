@@ -4,7 +4,7 @@ Payload: JSON {"do": COMMAND, "data": ...}. Commands: echo (returns data as JSON
 abort, exit (os._exit(3)), hang (sleeps), spin (busy loop holding the GIL), alloc (grows without
 bound), raise (ValueError("planted")), memoryerror, spawn_child_and_hang (starts `sleep 1000`,
 reports its pid as progress "child PID", hangs), progress (progress("step 1"), then segfault),
-child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), stderr (writes data to stderr, then echo), note (progress(data),
+child_alloc (a grandchild grows without bound), garbage (corrupts the frame stream), sleep (data seconds, then echo), work (data seconds of CPU time, then echo), stderr (writes data to stderr, then echo), note (progress(data),
 then echo), retire (retire_after_task(data), then its pid), pid (its pid), badreturn (a str), mkdtemp_and_hang (makes a temporary folder, reports its path as progress
 "tmp PATH", hangs: what a compiler's cache folder does when its worker is killed).
 init: {"fail_startup": true} makes the factory raise; {"startup_crash": true} segfaults in it;
@@ -90,6 +90,11 @@ def make_handler(init: dict) -> Callable[[bytes], bytes]:
             ctypes.string_at(0)
         if do == "sleep":
             time.sleep(float(data))
+            return json.dumps(data).encode()
+        if do == "work":
+            until = time.process_time() + float(data)
+            while time.process_time() < until:
+                pass
             return json.dumps(data).encode()
         if do == "badreturn":
             return str(data)

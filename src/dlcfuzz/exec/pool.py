@@ -43,6 +43,9 @@ _LEN = struct.Struct("<II")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _RSS_EVERY_S = 0.03  # RSS poll of busy workers' known processes
 _SCAN_EVERY_S = 0.25  # full /proc scan for new members of a worker's process group
+# A task whose threads waited for a CPU (an overloaded machine) gets that long more, up to this many times its
+# timeout more: a hang is judged on the time the task could run, not on other processes' load.
+_STARVED_CAP = 3.0
 _STDERR_KEEP = 16384
 _TAIL = 4096
 # a task is sent ahead only behind short tasks: for long ones the round trip saved is negligible, and
@@ -655,6 +658,7 @@ class _Worker:
         self.ahead_bytes = 0
         self.last_task_s: float = 0.0  # the parent's time for the last task that ended normally
         self.members: set[int] = set()  # other processes of its group, refreshed by full scans
+        self.waited_from: dict[int, int] = {}  # thread id -> its run-queue wait (ns) when first seen in this task
         self.err = bytearray()
         self.err_total = 0
         self.err_mark = 0
@@ -769,6 +773,7 @@ class _Worker:
         now = time.monotonic()
         self.task = (task_id, now, now + timeout_s, timeout_s)
         self.members = set()
+        self.waited_from = {}
         with self.err_lock:
             self.err_mark = self.err_total
         self.state = "busy"
@@ -795,6 +800,17 @@ class _Worker:
         else:
             self.task = None
             self.state = "idle"
+
+    def note_waits(self) -> None:
+        """Remember the run-queue wait of threads of its group not seen before in this task (full scans)."""
+        for tid, ns in _runqueue_waits([self.pid, *self.members]).items():
+            self.waited_from.setdefault(tid, ns)
+
+    def starved_s(self) -> float:
+        """The longest time one thread of its group waited for a CPU since this task first saw it."""
+        now = _runqueue_waits([self.pid, *self.members])
+        return max((ns - self.waited_from[tid] for tid, ns in now.items() if tid in self.waited_from),
+                   default=0) / 1e9
 
     def note(self) -> str | None:
         """The last progress note of the oldest task sent (read once the worker stopped in it)."""
@@ -876,6 +892,24 @@ def _scan_groups(pgids: set[int]) -> dict[int, set[int]]:
         if pgrp in found:
             found[pgrp].add(int(name))
     return found
+
+
+def _runqueue_waits(pids: Iterable[int]) -> dict[int, int]:
+    """Thread id -> nanoseconds it has waited on a run queue (the second field of schedstat), for every thread
+    of `pids`; empty where the kernel keeps no schedstat."""
+    waits: dict[int, int] = {}
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as f:
+                    waits[int(tid)] = int(f.read().split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    return waits
 
 
 def _rss(pids: Iterable[int]) -> tuple[int, set[int]]:
@@ -1127,6 +1161,7 @@ class WorkerPool(ClosingPool):
             groups = _scan_groups({w.pid for w in busy})
             for w in busy:
                 w.members = groups[w.pid] - {w.pid}
+                w.note_waits()
         limit = self.memory_mb << 20
         for w in busy:
             rss, gone = _rss([w.pid, *w.members])
@@ -1150,7 +1185,13 @@ class WorkerPool(ClosingPool):
         now = time.monotonic()
         for w in list(self._workers):
             if w.state == "busy" and now >= w.task[2]:
-                self._kill_task(w, "timeout", f"exceeded {w.task[3]!r} s deadline")
+                task_id, started, _, timeout_s = w.task
+                starved = min(w.starved_s(), _STARVED_CAP * timeout_s)
+                if started + timeout_s + starved > now + 0.05:  # it waited for a CPU: give it that time
+                    w.task = (task_id, started, started + timeout_s + starved, timeout_s)
+                    continue
+                self._kill_task(w, "timeout", f"exceeded {timeout_s!r} s deadline"
+                                + (f" ({starved:.1f} s more for the time it waited for a CPU)" if starved >= 0.05 else ""))
             elif w.state == "starting" and now >= w.startup_deadline:
                 self._startup_failed(w, f"no answer within {self.startup_timeout_s!r} s", startup)
         if now >= self._next_rss:
