@@ -190,3 +190,37 @@ def test_rotary_embedding_of_an_empty_batch_lowers_to_relax_without_an_inferred_
         check_instance(g, sample_inputs(g, rng), ort=False)
         judged += 1
     assert judged >= 3
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated_delta"])  # neither, and both, of the decay and beta inputs
+def test_jax_runs_a_long_linear_attention_under_scan_and_agrees_with_the_reference(rule):
+    """A sequence longer than SCAN_FROM steps lowers to JAX as lax.scan, as the recurrent operators do (issue 40's
+    XLA false-positive run: a 255-step recurrence unrolled to ~2,000 operations, which XLA:CPU compiled past the 120 s
+    deadline, a "hang"), with a past state and grouped query heads; the compiled program agrees with the reference,
+    and the module holds the step once."""
+    jax = pytest.importorskip("jax", reason="the jax target needs jax (pip install 'dlcfuzz[xla]')")
+    from dlcfuzz.gen.inputs import sample_inputs
+    from dlcfuzz.lower.jax import to_jax_program
+    from dlcfuzz.lower.pysource.rules_recurrent import SCAN_FROM
+    from dlcfuzz.oracle.numeric import compare
+
+    rng = np.random.default_rng(7)
+    b, t, hq, hkv, dk, dv = 2, SCAN_FROM + 19, 4, 2, 3, 2
+    attrs = {"q_num_heads": hq, "kv_num_heads": hkv, "update_rule": rule, "scale": 0.0, "has_past": 1,
+             "chunk_size": 0}
+    f32 = "float32"
+    ins = [TensorType(f32, (b, t, hq * dk)), TensorType(f32, (b, t, hkv * dk)), TensorType(f32, (b, t, hkv * dv)),
+           TensorType(f32, (b, hkv, dk, dv))]
+    if rule in ("gated", "gated_delta"):
+        ins.append(TensorType(f32, (b, t, hkv * dk)))
+    if rule in ("delta", "gated_delta"):
+        ins.append(TensorType(f32, (b, t, 1)))
+    g = one_node("linear_attention", ins, attrs)
+    inputs = sample_inputs(g, rng)
+    ref = reference.outputs(g, inputs)
+    program = to_jax_program(g)
+    assert "lax.scan(" in program.source
+    args = [inputs[v.name] for v in g.inputs]
+    lowered = jax.jit(program.function()).lower(*args)
+    assert len(lowered.as_text().splitlines()) < 400
+    assert not compare([np.asarray(o) for o in lowered.compile()(*args)], ref)
