@@ -177,8 +177,10 @@ def test_planted_pass_bug_is_found_with_a_standalone_reproducer(tmp_path):
     from dlcfuzz.engine.store import Store
 
     out = tmp_path / "run"
-    # random-passes: the planted pass is in half of the sequences; the zoo seeds have 3x3 convolutions
-    camp = Campaign(campaign_options(compiler="tvm", strategy="tzer", seconds=120, max_tests=40, jobs=1, seed=1, out=out,
+    # random-passes: the planted pass is in half of the sequences; the zoo seeds have 3x3 convolutions. 10 tests:
+    # seed 1 finds it at test 3 (40 tests also found a real TVM error at test 26, whose reduction the test never
+    # asserts, and came near the 120 s bound on a loaded machine)
+    camp = Campaign(campaign_options(compiler="tvm", strategy="tzer", seconds=120, max_tests=10, jobs=1, seed=1, out=out,
                                      planted=True, graphs=2, zoo=True, variant="random-passes", coverage=["ir"],
                                      quiet=True))
     report = camp.run()
