@@ -277,7 +277,7 @@ def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp
 
 
 JAX_COND_FAULT_SEED = 28  # what the search below found when the op table last changed: its campaign is run first
-# (the search judges the first test of each seed that draws a lax.cond, with a compile: 28 of them before this one)
+# (the search judges, with a compile, the first test of each seed before it that draws a lax.cond)
 
 
 def _inconsistencies(campaign: Path) -> list[dict]:
