@@ -69,6 +69,15 @@ REQUIRED_FOR_CORRECTNESS = {
                                "uint8) or of int16 to int8 kills the process (SIGSEGV alone, SIGABRT with "
                                "xla-nopasses' set; measured, jax 0.10.2); the generated table's probes bitcast at one "
                                "width only",
+    **{f"float-normalization-{short}": f"XLA:CPU computes no arithmetic in {dtype}: the pass converts it to a wider "
+                                      f"type; with it alone disabled jnp.maximum of two {dtype} arrays fails to compile "
+                                      "(\"failed to legalize operation 'arith.maximumf'\"), and with the other optional "
+                                      "passes disabled too the LLVM verifier rejects the module ('@llvm.maximum.i8'; "
+                                      "measured, jax 0.10.2); the generated table's probes used no such type"
+       for short, dtype in (("f8e4m3fn", "float8_e4m3fn"), ("f8e5m2", "float8_e5m2"), ("f8e4m3fnuz", "float8_e4m3fnuz"),
+                            ("f8e5m2fnuz", "float8_e5m2fnuz"), ("f8e4m3b11fnuz", "float8_e4m3b11fnuz"),
+                            ("f8e3m4", "float8_e3m4"), ("f8e4m3", "float8_e4m3"), ("f8e8m0fnu", "float8_e8m0fnu"),
+                            ("f4e2m1fn", "float4_e2m1fn"))},  # int4 and uint4 compile and agree without theirs
     "rng-expander": "how XLA:CPU implements lax.rng_uniform: with it alone disabled the compile aborts the process "
                     "(SIGABRT; with xla-nopasses' set it raises 'Rng should be expanded for CPU'; measured, jax "
                     "0.10.2); the generated table's probes drew no random numbers",
