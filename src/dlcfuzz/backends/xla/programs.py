@@ -17,7 +17,8 @@ cholesky, qr and eigh always do), pooling (lax.reduce_window max/min/add) and th
 (`jax.grad`: a select-and-scatter), jax.random with explicit keys (threefry, rbg and unsafe_rbg: the last two
 draw with lax.rng_bit_generator; uniform, normal, bits, dropout; a key folded with data), lax.rng_uniform's
 range (its numbers differ call by call: the statement counts the draws outside [lo, hi)), bfloat16 activations
-(ops exact on bfloat16-rounded values), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
+(ops exact on bfloat16-rounded values) and the same ops in float8, float4_e2m1fn, int4 and uint4, max/min
+reductions whose computation branches (a lax.cond in the reducer), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
 stay themselves). JAX has no
 memory layouts: an input's `layout` is ignored (every input is an array).
 
@@ -41,7 +42,8 @@ Guards (a test that trips one is an `unknown`, never a finding), from what JAX a
 - `.at[].set` with indices that repeat after the mode's normalization (which update wins is
   implementation defined: JAX's `.at` documentation);
 - a triangular solve whose matrix (float64 copy) has a condition number past `COND_LIMIT` of its dtype
-  (an ill-conditioned output: rounding alone decides it).
+  (an ill-conditioned output: rounding alone decides it);
+- a NaN converted to a type that has none (float4_e2m1fn, int4, uint4: implementation defined).
 Not guards: signed integer overflow wraps (two's complement) in XLA's emitted code and in its constant
 folder (the HLO evaluator) alike, so an overflowing intermediate, folded or not, is compared exactly;
 shifts by the type's width or more are defined by XLA (0, or the sign for an arithmetic right shift);
