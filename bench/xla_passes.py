@@ -36,12 +36,13 @@ from typing import Any
 
 # passes no single-device CPU module of ours can change: collectives and sharding, and expanders of HLO ops jax
 # emits only for other platforms: on CPU jax lowers cholesky, qr and eigh to LAPACK calls (float16 raises
-# "Unsupported dtype"), and no jax lowering but Pallas TPU's emits batch-norm, map or stochastic-convert (jax
-# 0.10.2) (listed apart; still counted in Y). The float8/float4/int4 normalizations are reachable: the programs'
+# "Unsupported dtype"), no jax lowering but Pallas TPU's emits batch-norm, map or stochastic-convert, and on CPU
+# jax lowers lax.logistic (jax.nn.sigmoid) to negate, exponential, add and divide itself, never to HLO's logistic
+# (`jax.jit(lax.logistic).lower(x).as_text()`, jax 0.10.2) (listed apart; still counted in Y). The float8/float4/int4 normalizations are reachable: the programs'
 # `low_precision` statements compute in those types.
 UNREACHABLE = re.compile(r"all-reduce|all_to_all|collective|shard"
                          r"|cholesky_expander|qr_expander|eigh_expander|batchnorm_expander|map-inline"
-                         r"|stochastic_convert_decomposer")
+                         r"|stochastic_convert_decomposer|logistic-expander")
 
 
 def campaign_strategy(strategy: str, seed: int, out: Path) -> Any:
