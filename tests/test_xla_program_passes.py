@@ -1,8 +1,9 @@
 """The JAX programs' statements that reach XLA expanders the other statements never did (issue 39 item 4):
 a float16 triangular solve, pooling and the gradient of max/min pooling, random numbers from explicit keys
-(rbg draws with rng_bit_generator), lax.rng_uniform's range, bfloat16 activations, optimization_barrier, bitcasts
-to another width,
-and every input donated. Each is generated,
+(rbg draws with rng_bit_generator), lax.rng_uniform's range, bfloat16 activations and exact ops in every float8,
+float4_e2m1fn, int4 and uint4 type (each normalized in a pass of its own), max/min reductions whose computation
+branches (conditional-to-select), optimization_barrier, bitcasts to another width, and every input donated. Each is
+generated,
 compiled and judged equal on the real XLA (its transformations too); the planted fault on it is found, reduced
 to it, and its plain-JAX reproducer fires standalone; the HLO pass it is there for changes the module it makes;
 an ill-conditioned solve is an unknown, not a finding."""
@@ -23,7 +24,7 @@ pytest.importorskip("jax", reason="the JAX dialect needs jax")
 
 from dlcfuzz.backends.xla.programs import DIALECT, WIDTH, JaxDialect, reproducer, run_program  # noqa: E402
 from dlcfuzz.oracle import categories as C  # noqa: E402
-from dlcfuzz.programs.core import Input, Program, Stmt, generate, reduce_program, value_dtypes, walk  # noqa: E402
+from dlcfuzz.programs.core import Input, Program, Stmt, Value, generate, reduce_program, value_dtypes, walk  # noqa: E402
 from dlcfuzz.strategies.programs import ProgramTest, judge_program  # noqa: E402
 
 XLA = ("xla", {"mode": "jit", "compiler_options": {}})
@@ -65,6 +66,14 @@ PROGRAMS = {
     "bitcast_convert_type": (Program(
         [Input("x0", "float32", (3, 4))], [Stmt("bitcast_convert_type", ["x0"], {"dtype": "uint8"}, "v0")], ["v0"]),
         "bitcast_dtypes_expander"),
+    "low_precision": (Program(  # a float32 product clipped and rounded to float8_e4m3fn, then max there
+        [Input("x0", "float32", (4, 5)), Input("x1", "float32", (4, 5))],
+        [Stmt("multiply", ["x0", "x1"], {"swap": False, "nonzero": False}, "v0"),
+         Stmt("low_precision", ["v0", "x1"], {"dtype": "float8_e4m3fn", "fn": "maximum", "lo": -448.0, "hi": 448.0},
+              "v1")], ["v1"]), "float-normalization-f8e4m3fn"),
+    "reduce_by_cond": (Program(
+        [Input("x0", "float32", (4, 5))], [Stmt("reduce_by_cond", ["x0"], {"computation": "max", "axes": [1]}, "v0")],
+        ["v0"]), "conditional-to-select"),
 }
 
 
@@ -77,7 +86,7 @@ def _judged(program: Program, configs: list, fault: tuple[str, str] | None = Non
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_each_new_statement_agrees_on_real_xla_and_its_planted_fault_is_found(name):
     program, _ = PROGRAMS[name]
-    differentiable = name not in ("random", "rng_uniform", "bitcast_convert_type", "bf16")
+    differentiable = name not in ("random", "rng_uniform", "bitcast_convert_type", "bf16", "low_precision")
     configs = [XLA, VMAP, DONATE, *([JVP, GRAD] if differentiable else [])]
     verdicts = _judged(program, configs)
     assert [v.kind for v in verdicts] == ["pass"], [v.detail for v in verdicts]
@@ -103,6 +112,8 @@ def test_the_generator_draws_the_new_statements_and_the_types_they_claim():
     assert {s.attrs["impl"] for s in drawn["random"]} == {"threefry2x32", "rbg", "unsafe_rbg"}
     assert {s.attrs["kind"] for s in drawn["random"]} == {"uniform", "normal", "bits", "dropout"}
     assert {s.attrs["kind"] for s in drawn["pool_grad"]} == {"max", "min"}
+    assert {s.attrs["dtype"] for s in drawn["low_precision"]} == set(_LOW_PASS)
+    assert {s.attrs["computation"] for s in drawn["reduce_by_cond"]} == {"max", "min"}
     assert any(s.attrs["half"] for s in drawn["triangular_solve"])
 
 
@@ -160,7 +171,8 @@ def test_the_new_statements_reach_the_passes_they_are_for():
     """In a process that logs XLA's passes (PASS_LOG_ENV): each program's compile changes the module in its
     pass (the float16 solve in triangular_solve_expander, the pooling gradient in select_and_scatter_expander,
     rbg in rng-bit-generator-expander, lax.rng_uniform in rng-expander, a bfloat16 max in
-    float-normalization-bf16, optimization_barrier in
+    float-normalization-bf16, a float8_e4m3fn max in float-normalization-f8e4m3fn, a reduction computation that
+    branches in conditional-to-select, optimization_barrier in
     cse_barrier_expander, a narrowing bitcast in bitcast_dtypes_expander), and donation of an
     input whose flattened copy is the output in optimize_input_output_buffer_alias, which the same program
     without donation leaves alone."""
@@ -175,6 +187,83 @@ def test_the_new_statements_reach_the_passes_they_are_for():
     for (_, pass_name), seen in zip(PROGRAMS.values(), changed):
         assert pass_name is None or pass_name in seen, (pass_name, seen)
     assert "optimize_input_output_buffer_alias" in changed[-1] - changed[-2]
+
+
+_LOW_CHILD = """
+import json, sys
+import numpy as np
+from dlcfuzz.backends.xla.passes import changed_passes
+from dlcfuzz.backends.xla.programs import compile_and_run, jax, source_function, transform_inputs, transformed
+from dlcfuzz.programs.core import Program
+for row in json.loads(sys.argv[1]):
+    p = Program.from_json(row)
+    specs = [[i.name, i.dtype, list(i.shape)] for i in p.inputs]
+    g = transformed(source_function(p), None, specs, [])
+    args = transform_inputs(specs, 0, None)
+    with changed_passes() as changed:
+        compiled = compile_and_run(g, args, json.loads(sys.argv[2]))[0]
+    with jax.disable_jit():
+        eager = g(*args)[0]
+    same = all(np.array_equal(np.asarray(c), np.asarray(e), equal_nan=True) for c, e in zip(compiled, eager))
+    print(json.dumps([sorted(changed), same]))
+"""
+# each narrow type's float-normalization pass (XLA's short type name), and its jax input dtype
+_LOW_PASS = {"float8_e4m3fn": "f8e4m3fn", "float8_e5m2": "f8e5m2", "float8_e4m3fnuz": "f8e4m3fnuz",
+             "float8_e5m2fnuz": "f8e5m2fnuz", "float8_e4m3b11fnuz": "f8e4m3b11fnuz", "float8_e3m4": "f8e3m4",
+             "float8_e4m3": "f8e4m3", "float8_e8m0fnu": "f8e8m0fnu", "float4_e2m1fn": "f4e2m1fn", "int4": "s4",
+             "uint4": "u4"}
+
+
+def _run_child(rows: list, options: dict) -> list:
+    """[changed passes, compiled == eager] of each program compiled with `options` in a process that logs XLA's
+    passes (a compile that kills its process fails the test here, not the pytest worker)."""
+    from dlcfuzz.backends.xla.passes import PASS_LOG_ENV
+
+    r = subprocess.run([sys.executable, "-c", _LOW_CHILD, json.dumps(rows), json.dumps(options)], capture_output=True,
+                       text=True, timeout=300, env={**os.environ, "JAX_PLATFORMS": "cpu", **PASS_LOG_ENV})
+    assert r.returncode == 0, r.stderr[-2000:]
+    return [json.loads(line) for line in r.stdout.splitlines()]
+
+
+def _narrow_programs() -> list:
+    """One generated low_precision statement per narrow type (the sampler's own draw, forced to the type; max of
+    two values)."""
+    from dlcfuzz.backends.xla.programs import LOW_INTS, OPS
+    from dlcfuzz.programs.core import Pool
+
+    rows = []
+    for dtype in _LOW_PASS:
+        x0, x1 = (Input(f"x{k}", "int8" if dtype in LOW_INTS else "float32", (4, 5)) for k in range(2))
+        pool = Pool(np.random.default_rng(0), {x.name: Value(x.name, x.dtype, x.shape) for x in (x0, x1)})
+        draw = None
+        while draw is None or draw.attrs["dtype"] != dtype or draw.attrs["fn"] != "maximum":
+            draw = OPS["low_precision"].sample(pool)
+        rows.append(Program([x0, x1], [Stmt("low_precision", draw.args, draw.attrs, "v0")], ["v0"]).to_json())
+    return rows
+
+
+def test_every_narrow_type_is_computed_exactly_in_its_normalization_pass():
+    """Each narrow type's statement: compiled and eager agree bit for bit, and the compile changes the module in
+    the type's float-normalization pass (and sub-byte-size-setter for the 4-bit types)."""
+    from dlcfuzz.backends.xla.programs import LOW_FLOATS, LOW_INTS
+
+    assert set(_LOW_PASS) == set(LOW_FLOATS + LOW_INTS)
+    for dtype, (changed, same) in zip(_LOW_PASS, _run_child(_narrow_programs(), {}), strict=True):
+        assert same, dtype
+        assert f"float-normalization-{_LOW_PASS[dtype]}" in changed, (dtype, changed)
+        assert ("sub-byte-size-setter" in changed) == (dtype in ("float4_e2m1fn", "int4", "uint4")), (dtype, changed)
+
+
+def test_the_narrow_types_and_a_branching_reducer_compile_and_agree_with_every_optional_pass_disabled():
+    """xla-nopasses, one of the campaigns' default pair, disables every optional pass: the passes these statements
+    cannot compile without (the float8/float4 normalizations; conditional-to-select: a cond inside a reducer
+    aborted the process) are required, so each program still compiles and agrees with eager. (Others, such as the
+    float16 solve, XLA:CPU refuses without their pass: UNIMPLEMENTED, skipped by the run as documented.)"""
+    from dlcfuzz.backends.xla.passes import optional_passes
+
+    rows = [PROGRAMS[k][0].to_json() for k in ("reduce_by_cond", "low_precision", "bf16")] + _narrow_programs()
+    results = _run_child(rows, {"xla_disable_hlo_passes": ",".join(optional_passes())})
+    assert len(results) == len(rows) and all(same for _, same in results), results
 
 
 def test_a_planted_fault_in_a_new_statement_reduces_to_it_and_its_reproducer_fires(tmp_path: Path):

@@ -69,6 +69,20 @@ REQUIRED_FOR_CORRECTNESS = {
                                "uint8) or of int16 to int8 kills the process (SIGSEGV alone, SIGABRT with "
                                "xla-nopasses' set; measured, jax 0.10.2); the generated table's probes bitcast at one "
                                "width only",
+    **{f"float-normalization-{short}": f"XLA:CPU computes no arithmetic in {dtype}: the pass converts it to a wider "
+                                      f"type; with it alone disabled jnp.maximum of two {dtype} arrays fails to compile "
+                                      "(\"failed to legalize operation 'arith.maximumf'\"), and with the other optional "
+                                      "passes disabled too the LLVM verifier rejects the module ('@llvm.maximum.i8'; "
+                                      "measured, jax 0.10.2); the generated table's probes used no such type"
+       for short, dtype in (("f8e4m3fn", "float8_e4m3fn"), ("f8e5m2", "float8_e5m2"), ("f8e4m3fnuz", "float8_e4m3fnuz"),
+                            ("f8e5m2fnuz", "float8_e5m2fnuz"), ("f8e4m3b11fnuz", "float8_e4m3b11fnuz"),
+                            ("f8e3m4", "float8_e3m4"), ("f8e4m3", "float8_e4m3"), ("f8e8m0fnu", "float8_e8m0fnu"),
+                            ("f4e2m1fn", "float4_e2m1fn"))},  # int4 and uint4 compile and agree without theirs
+    "conditional-to-select": "XLA:CPU cannot run a conditional inside a reduction's computation: the pass turns it "
+                             "into a select; with it alone disabled the compile of lax.reduce whose computation is a "
+                             "lax.cond (JAX programs' reduce_by_cond) aborts the process (computation_partitioner.cc "
+                             "'Check failed: operand_maps.size() == 1', SIGABRT; measured, jax 0.10.2); the generated "
+                             "table's probes had no such computation",
     "rng-expander": "how XLA:CPU implements lax.rng_uniform: with it alone disabled the compile aborts the process "
                     "(SIGABRT; with xla-nopasses' set it raises 'Rng should be expanded for CPU'; measured, jax "
                     "0.10.2); the generated table's probes drew no random numbers",

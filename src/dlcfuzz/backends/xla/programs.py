@@ -17,7 +17,8 @@ cholesky, qr and eigh always do), pooling (lax.reduce_window max/min/add) and th
 (`jax.grad`: a select-and-scatter), jax.random with explicit keys (threefry, rbg and unsafe_rbg: the last two
 draw with lax.rng_bit_generator; uniform, normal, bits, dropout; a key folded with data), lax.rng_uniform's
 range (its numbers differ call by call: the statement counts the draws outside [lo, hi)), bfloat16 activations
-(ops exact on bfloat16-rounded values), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
+(ops exact on bfloat16-rounded values) and the same ops in float8, float4_e2m1fn, int4 and uint4, max/min
+reductions whose computation branches (a lax.cond in the reducer), and optimization_barrier. `jax_enable_x64` is on (float64 and int64
 stay themselves). JAX has no
 memory layouts: an input's `layout` is ignored (every input is an array).
 
@@ -41,7 +42,8 @@ Guards (a test that trips one is an `unknown`, never a finding), from what JAX a
 - `.at[].set` with indices that repeat after the mode's normalization (which update wins is
   implementation defined: JAX's `.at` documentation);
 - a triangular solve whose matrix (float64 copy) has a condition number past `COND_LIMIT` of its dtype
-  (an ill-conditioned output: rounding alone decides it).
+  (an ill-conditioned output: rounding alone decides it);
+- a NaN converted to a type that has none (float4_e2m1fn, int4, uint4: implementation defined).
 Not guards: signed integer overflow wraps (two's complement) in XLA's emitted code and in its constant
 folder (the HLO evaluator) alike, so an overflowing intermediate, folded or not, is compared exactly;
 shifts by the type's width or more are defined by XLA (0, or the sign for an arithmetic right shift);
@@ -571,6 +573,23 @@ op("reduce_with_identity", _custom_reduce,
    f"lax.{at['computation']}, {tuple(at['axes'])!r})")
 
 
+def _cond_reduce(p: Pool) -> Draw | None:
+    x = p.pick(NUM, min_rank=1)
+    return Draw([x.name], {"computation": p.choice(("max", "min")), "axes": _axes(p, x)}) if x else None
+
+
+def _spell_cond_reduce(a: list[str], at: dict[str, Any]) -> str:
+    keep = ">=" if at["computation"] == "max" else "<="
+    return (f"lax.reduce({a[0]}, jnp.asarray({_IDENTITY[at['computation']].format(x=a[0])}, {a[0]}.dtype), "
+            f"lambda a, b: lax.cond((a {keep} b) | (a != a), lambda: a, lambda: b), {tuple(at['axes'])!r})")
+
+
+# max (min) as a reduction computation that branches (lax.cond inside the reducer; a NaN operand wins, so it is
+# commutative and associative like lax.max and XLA may apply it in any order): XLA cannot run a conditional inside
+# a reducer and turns it into a select (conditional-to-select)
+op("reduce_by_cond", _cond_reduce, _spell_cond_reduce, weight=0.8)
+
+
 @on_value(NUM + ("bool",), min_rank=1)
 def _jnp_reduce(p: Pool, x: Value) -> Draw | None:
     return Draw([x.name], {"fn": p.choice(("sum", "prod", "mean", "max")), "axis": p.integers(0, x.rank - 1),
@@ -856,7 +875,63 @@ def _spell_bf16(a: list[str], at: dict[str, Any]) -> str:
 
 
 op("bf16", _bf16, _spell_bf16, weight=0.6)
-ROUNDED_DERIVATIVES = ("bf16",)  # ops whose jvp/grad XLA may compute without their bfloat16 rounding
+
+# The narrower storage types jax has on CPU (ml_dtypes' float8s, float4_e2m1fn, int4, uint4): XLA:CPU computes none of
+# them natively and its pipeline holds one float-normalization pass per type (to float16/float32, int8) plus
+# sub-byte-size-setter for the 4-bit ones. As for bfloat16: a value clipped into the type's finite range, converted,
+# an op exact on the type's values (max/min, relu; neg and abs for the signed floats), converted back. Rounding is
+# monotone and symmetric, so these ops commute with it: a compile that keeps excess precision (converts the result
+# once) agrees with eager bit for bit. float8_e8m0fnu (powers of two, no sign, no zero) takes |x| clipped into
+# [2^-10, 2^10]; int4 and uint4 take integers (or floats, truncated) clipped into their range. Undefined (guarded):
+# NaN into a type without NaN (float4_e2m1fn, int4, uint4); a subnormal argument (flushed in compiled code only).
+LOW_FLOATS = ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz",
+              "float8_e3m4", "float8_e4m3", "float8_e8m0fnu", "float4_e2m1fn")
+LOW_INTS = ("int4", "uint4")
+LOW_OPS = {"relu": "jnp.maximum({a}, 0)", "maximum": "jnp.maximum({a}, {b})", "minimum": "jnp.minimum({a}, {b})",
+           "neg": "-{a}", "abs": "jnp.abs({a})"}
+_NO_NAN = ("float4_e2m1fn", *LOW_INTS)
+
+
+def _low_bounds(dtype: str, x: Value) -> tuple[float, float]:
+    """The clip a value goes through before it is converted to `dtype` (inside the type's finite range)."""
+    if dtype == "float8_e8m0fnu":
+        return 2.0 ** -10, 2.0 ** 10
+    if dtype in LOW_INTS:
+        lo, hi = (-8, 7) if dtype == "int4" else (0, 15)
+        return (max(lo, 0), hi) if x.dtype in UNSIGNED else (lo, hi)
+    top = float(jnp.finfo(getattr(jnp, dtype)).max)
+    return -top, top
+
+
+def _low_precision(p: Pool) -> Draw | None:
+    dtype = p.choice(LOW_FLOATS + LOW_INTS)
+    x = p.pick(NUM if dtype in LOW_INTS else FLOATS)
+    if x is None:
+        return None
+    fns = (("maximum", "minimum", "relu") if dtype in LOW_INTS else ("maximum", "minimum", "abs")
+           if dtype == "float8_e8m0fnu" else tuple(LOW_OPS))
+    fn = p.choice(fns)
+    lo, hi = _low_bounds(dtype, x)
+    return Draw([x.name, _same(p, x)] if fn in ("maximum", "minimum") else [x.name],
+                {"dtype": dtype, "fn": fn, "lo": lo, "hi": hi})
+
+
+def _spell_low_precision(a: list[str], at: dict[str, Any]) -> str:
+    lo, hi = (int(at["lo"]), int(at["hi"])) if at["dtype"] in LOW_INTS else (at["lo"], at["hi"])
+    rounded = [f"jnp.clip({'jnp.abs(' + v + ')' if at['dtype'] == 'float8_e8m0fnu' else v}, {lo!r}, {hi!r})"
+               f".astype({_dt(at['dtype'])})" for v in a]
+    return f"{LOW_OPS[at['fn']].format(a=rounded[0], b=rounded[-1])}.astype({a[0]}.dtype)"
+
+
+def _low_precision_check(args: list[Any], attrs: dict[str, Any]) -> tuple[str, str] | None:
+    if attrs["dtype"] in _NO_NAN and any(_np(a).dtype.kind == "f" and np.isnan(_np(a)).any() for a in args):
+        return UNDEFINED, f"a NaN converted to {attrs['dtype']}, which has none (implementation defined)"
+    return _denormal_check(args, attrs)
+
+
+op("low_precision", _low_precision, _spell_low_precision, undefined=_low_precision_check, weight=5.0)
+# ops whose jvp/grad XLA may compute without their bfloat16 (float8, ...) rounding
+ROUNDED_DERIVATIVES = ("bf16", "low_precision")
 
 
 # ---- regions (programs/core.py's bodies; emitted as nested functions) -------------------------------
