@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dlcfuzz.cli import main
+from dlcfuzz.ir import dumps
 from dlcfuzz.ir.graph import Graph, Node, Value
 from dlcfuzz.ir.types import TensorType
 from dlcfuzz.ops import check_graph
@@ -46,6 +47,29 @@ def test_library_patterns_are_valid_tagged_and_round_trip(tmp_path: Path) -> Non
     back = load_patterns(path)
     assert [p.name for p in back] == [p.name for p in pats]
     assert back[0].targets == pats[0].targets and len(back[0].graph.nodes) == len(pats[0].graph.nodes)
+
+
+def test_a_patterns_variants_are_made_once_per_answers_of_the_capability_predicate() -> None:
+    """`pattern_variants` keeps what it made with the (operator, dtype) questions it asked: a predicate that answers
+    them alike gets the same variants without a new making; one that answers one differently gets them made for it,
+    what a fresh pattern makes (campaigns of a process share their patterns: `shared_default_patterns`)."""
+    from dlcfuzz.synth.library import shared_default_patterns
+    from dlcfuzz.synth.synthesize import pattern_variants
+
+    def made(p: Pattern, supported) -> list[tuple[str, str]]:
+        return [(v.name, dumps(v.graph).hex()) for v in pattern_variants(p, supported)]
+
+    p = next(q for q in library() if q.name == "matmul_add")
+    everything = lambda op, dt: True  # noqa: E731
+    first = pattern_variants(p, everything)
+    assert len(first) > 3 and any(v.meta.get("retyped") for v in first)
+    again = pattern_variants(p, lambda op, dt: op != "relu")  # another predicate, alike on what was asked
+    assert [id(v) for v in again] == [id(v) for v in first]  # the same objects, taken as made
+    no_float16 = lambda op, dt: dt != "float16"  # noqa: E731
+    fresh = next(q for q in library() if q.name == "matmul_add")
+    assert made(p, no_float16) == made(fresh, no_float16) != made(fresh, everything)
+    assert not any(v.name.endswith("@float16") for v in pattern_variants(p, no_float16))
+    assert shared_default_patterns("onnxruntime")[0] is shared_default_patterns("onnxruntime")[0]
 
 
 def test_bridge_adapts_dtype_element_count_and_shape() -> None:

@@ -59,10 +59,10 @@ def around_splice(g: Graph, rng: np.random.Generator, **kw: Any) -> Graph | None
 def campaign_patterns(path: str | None, compiler: str) -> list[Any]:
     """A user's pattern file, or what ships: the built-in library and the patterns mined from the
     compiler's own tests."""
-    from dlcfuzz.synth.library import default_patterns
+    from dlcfuzz.synth.library import shared_default_patterns
     from dlcfuzz.synth.pattern import load_patterns
 
-    return load_patterns(path) if path else default_patterns(compiler)
+    return load_patterns(path) if path else shared_default_patterns(compiler)
 
 
 class OatestStrategy(GraphStrategy):
@@ -135,7 +135,7 @@ class OatestStrategy(GraphStrategy):
             s = syn.next(rng, sizes=sizes)
             if not form_gaps_in(s.graph, self.ctx.backend.known_form_gaps):
                 break
-        by_name = {p.name: p for p in syn.patterns}
+        by_name = syn.named
         targets = sorted({t for name in s.patterns if name in by_name for t in by_name[name].targets_for(self.ctx.backend.pattern_targets())})
         configs = list(self.ctx.configs)
         if not self.ctx.configs_picked:

@@ -52,6 +52,9 @@ class Pattern:
     granularity: str = "subgraph"
     source: str = "library"  # library | onnx:FILE | pytest:TEST
     meta: dict[str, Any] = field(default_factory=dict)
+    # what synthesis derives from the pattern (its usable form, its variants: synthesize.py), kept with it: a
+    # pattern is never changed once made, and campaigns of one process share the shipped ones (`campaign_patterns`)
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def holes(self) -> list[Hole]:

@@ -609,6 +609,7 @@ class Synthesizer:
             for t in p.targets_for(compiler):
                 by_opt.setdefault(t, []).append(p)
         self.by_optimization = [by_opt[t] for t in sorted(by_opt)] or [self.patterns]
+        self.named = {p.name: p for p in self.patterns}  # `patterns` by name (the later of a name), kept with it
         self.supported = supported
         self.retyped = retyped
         self._instances: dict[str, list[Pattern]] = {}
@@ -692,10 +693,10 @@ class Synthesizer:
         if not self.retyped:
             return [p]
         if p.name not in self._instances:
-            variants = dtype_variants(p, self.patterns_supported) + attribute_variants(p, self.patterns_supported) \
-                + neighbour_variants(p, self.patterns_supported)
+            variants = pattern_variants(p, self.patterns_supported)
             self._instances[p.name] = [p, *variants]
             self.patterns.extend(variants)
+            self.named.update((v.name, v) for v in variants)
         return self._instances[p.name]
 
     def accept(self, s: Splice) -> None:
@@ -705,9 +706,45 @@ class Synthesizer:
             del self.pool[:-POOL_SIZE]
 
 
+def pattern_variants(p: Pattern, supported: Supported | None) -> list[Pattern]:
+    """The dtype, attribute and neighbour variants of `p` whose operators `supported` takes, made once per pattern and
+    answers of `supported`: each making is kept with the (operator, dtype) questions it asked and their answers, and
+    a later campaign whose `supported` answers them alike gets the same variants without making them again (a
+    campaign made them for every pattern it drew: a fifth of an ORT oatest campaign process's CPU). The variants are
+    a function of the pattern and those answers alone (their attribute draws come from a fixed seed)."""
+    if supported is None:
+        if "variants" not in p.derived:
+            p.derived["variants"] = _make_variants(p, None)
+        return list(p.derived["variants"])
+    made: list[tuple[dict[tuple[str, str], bool], list[Pattern]]] = p.derived.setdefault("variants by answers", [])
+    for answers, variants in made:
+        if all(supported(op, dt) == ok for (op, dt), ok in answers.items()):
+            return list(variants)
+    asked: dict[tuple[str, str], bool] = {}
+
+    def asking(op: str, dt: str) -> bool:
+        if (op, dt) not in asked:
+            asked[(op, dt)] = supported(op, dt)
+        return asked[(op, dt)]
+
+    variants = _make_variants(p, asking)
+    made.append((asked, variants))
+    return list(variants)
+
+
+def _make_variants(p: Pattern, supported: Supported | None) -> list[Pattern]:
+    return dtype_variants(p, supported) + attribute_variants(p, supported) + neighbour_variants(p, supported)
+
+
 def usable_pattern(p: Pattern) -> tuple[Pattern | None, str]:
     """The pattern as synthesis uses it (index-like constants repaired into their domains), or None
-    and why it cannot be made a valid graph."""
+    and why it cannot be made a valid graph; worked out once per pattern (`Pattern.derived`)."""
+    if "usable" not in p.derived:
+        p.derived["usable"] = _usable_pattern(p)
+    return p.derived["usable"]
+
+
+def _usable_pattern(p: Pattern) -> tuple[Pattern | None, str]:
     if validity_fault(p.graph) is None:
         return p, ""
     g = p.graph.copy()

@@ -114,12 +114,15 @@ def ort_fired(backend: OnnxCompiler, model_bytes: bytes, targets: list[str], opt
     ORT_MASKED_BY is checked with its maskers disabled in both builds; one of ORT_MANDATORY (never
     disabled) by the model ORT_DISABLE_ALL leaves against the model as given."""
     disabled = list((options or {}).get("disabled_optimizers", []))
+    top = (options or {}).get("opt_level", "all")
     out = {t: False for t in targets}
+    # (level, maskers disabled) -> the optimized model's signature with the targets on: one build each
+    enabled: dict[tuple[str, tuple[str, ...]], tuple] = {}
     by_rewrite = [t for t in targets if t in ORT_BY_REWRITE]
     mandatory = [t for t in targets if t in ORT_MANDATORY]
     if by_rewrite or mandatory:
         dumps = [backend.compile_onnx(model_bytes, Config("trigger", {**(options or {}), "opt_level": lvl, "dump": True}))
-                 .optimized_model for lvl in ("disable", (options or {}).get("opt_level", "all"))]
+                 .optimized_model for lvl in ("disable", top)]
         for t in by_rewrite:
             out[t] = _count(dumps[1], ORT_BY_REWRITE[t]) < _count(dumps[0], ORT_BY_REWRITE[t])
         for t in mandatory:
@@ -127,30 +130,20 @@ def ort_fired(backend: OnnxCompiler, model_bytes: bytes, targets: list[str], opt
         targets = [t for t in targets if t not in ORT_BY_REWRITE and t not in ORT_MANDATORY]
         if not targets:
             return out
-    for level in ("extended", (options or {}).get("opt_level", "all")):
+        enabled[(top, ())] = ort_signature(dumps[1])  # the same build as the loop's at that level: not made twice
+    for level in dict.fromkeys(("extended", top)):  # once where the options' level is extended itself
         base = {**(options or {}), "opt_level": level, "dump": True}
-        enabled: dict[tuple[str, ...], tuple] = {}  # maskers disabled -> the optimized model's signature
         for t in targets:
             if out[t]:
                 continue
             maskers = ORT_MASKED_BY.get(t, ())
-            if maskers not in enabled:
+            if (level, maskers) not in enabled:
                 on = {**base, "disabled_optimizers": [*disabled, *maskers]}
-                enabled[maskers] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger", on)).optimized_model)
+                enabled[(level, maskers)] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger", on))
+                                                          .optimized_model)
             off = {**base, "disabled_optimizers": [*disabled, *maskers, t]}
             out[t] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger-off", off)).optimized_model) \
-                != enabled[maskers]
-        if all(out[t] for t in targets) or level == "all":
-            break
-    return out
-    for level in ("extended", (options or {}).get("opt_level", "all")):
-        base = {**(options or {}), "opt_level": level, "dump": True}
-        enabled = ort_signature(backend.compile_onnx(model_bytes, Config("trigger", base)).optimized_model)
-        for t in targets:
-            if not out[t]:
-                off = {**base, "disabled_optimizers": [*disabled, t]}
-                out[t] = ort_signature(backend.compile_onnx(model_bytes, Config("trigger-off", off)).optimized_model) \
-                    != enabled
+                != enabled[(level, maskers)]
         if all(out[t] for t in targets) or level == "all":
             break
     return out
