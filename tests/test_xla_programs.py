@@ -142,7 +142,7 @@ def test_per_test_configurations_add_one_variant_of_the_plain_jit():
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory) -> dict[str, Path]:
-    """The same tests (seed 2) against the planted fault and the planted fault that damages its worker (both the first
+    """The same tests (seed SEED) against the planted fault and the planted fault that damages its worker (both the first
     tests only, up to the first that holds an add: all their tests assert is that test's findings) and against the
     real XLA (6 tests, all judged quiet)."""
     from dlcfuzz.backends.xla.planted import DEFAULT, POISON
@@ -152,12 +152,13 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
     for name, compiler, tests in (("planted", DEFAULT, FIRST_ADD_TESTS), ("poison", POISON, FIRST_ADD_TESTS),
                                   ("real", "xla", 6)):
         out[name] = tmp_path_factory.mktemp(name)
-        Campaign(campaign_options(compiler=compiler, strategy="programs", seconds=900, jobs=1, seed=2, out=out[name],
+        Campaign(campaign_options(compiler=compiler, strategy="programs", seconds=900, jobs=1, seed=SEED, out=out[name],
                                   quiet=True, max_tests=tests, params={"stmts": 16}, reduce_budget_s=240)).run()
     return out
 
 
-FIRST_ADD_TESTS = 3  # seed 2: test 2 (the third) is the first that holds an add
+SEED = 0
+FIRST_ADD_TESTS = 1  # seed 0: its first test holds an add whose planted fault shows
 
 
 @pytest.mark.slow
@@ -166,7 +167,7 @@ def test_planted_fault_is_found_reduced_and_reproduced_standalone(campaigns):
     program = (folder / "program.py").read_text()
     # reduced by statements only (the add's operands stay defined by what computes them): a few left
     before, after = map(int, re.search(r"statements (\d+) -> (\d+)", (folder / "detail.txt").read_text()).groups())
-    assert "jnp.add(" in program and after <= 12 and after < before, program  # seed 2's add reads an 11-statement chain
+    assert "jnp.add(" in program and after <= 12 and after < before, program  # the add and the statements its operands read
     assert_reproducer_fires_standalone(folder)
 
 
