@@ -276,7 +276,7 @@ def test_a_planted_fault_inside_a_jax_region_is_found_reduced_and_reproduced(tmp
     assert Store(_campaign(tmp_path / "real", "xla", seed, 1) / "store.sqlite", create=False).findings() == []
 
 
-JAX_COND_FAULT_SEED = 28  # what the search below found when the op table last changed: its campaign is run first
+JAX_COND_FAULT_SEED = 22  # what the search below found when the op table last changed: its campaign is run first
 # (the search judges, with a compile, the first test of each seed before it that draws a lax.cond)
 
 
