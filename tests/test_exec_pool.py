@@ -119,14 +119,15 @@ def test_timeout_kills_grandchildren(pool):
 @pytest.fixture
 def one_starved_cpu():
     """Three busy loops pinned to one CPU: a worker pinned there gets about a quarter of it (an overloaded
-    machine, as when other campaigns share it)."""
+    machine, as when other campaigns share it). Each in a session of its own, as a worker is: with the kernel's
+    autogroups, CPU time is shared between sessions first, and three loops of one session took only half of it."""
     import subprocess
     import sys
 
     if not os.path.exists("/proc/self/schedstat"):
         pytest.skip("this kernel keeps no schedstat: a task's wait for a CPU cannot be told")
     cpu = min(os.sched_getaffinity(0))
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(3)]
     try:
         for h in hogs:
             os.sched_setaffinity(h.pid, {cpu})
