@@ -12,6 +12,7 @@ from dlcfuzz.ir import Graph, Node, TensorType, Value
 from dlcfuzz.lower.onnx import to_onnx
 from dlcfuzz.lower.onnx_import import import_model
 from dlcfuzz.ops import check_graph, get_op, registry
+from dlcfuzz.oracle.numeric import compare
 from op_harness import check_instance, instances
 
 ATTENTION_OPS = sorted(name for name, spec in registry().items() if spec.family == "attention")
@@ -192,17 +193,10 @@ def test_rotary_embedding_of_an_empty_batch_lowers_to_relax_without_an_inferred_
     assert judged >= 3
 
 
-@pytest.mark.parametrize("rule", ["linear", "gated_delta"])  # neither, and both, of the decay and beta inputs
-def test_jax_runs_a_long_linear_attention_under_scan_and_agrees_with_the_reference(rule):
-    """A sequence longer than SCAN_FROM steps lowers to JAX as lax.scan, as the recurrent operators do (issue 40's
-    XLA false-positive run: a 255-step recurrence unrolled to ~2,000 operations, which XLA:CPU compiled past the 120 s
-    deadline, a "hang"), with a past state and grouped query heads; the compiled program agrees with the reference,
-    and the module holds the step once."""
-    jax = pytest.importorskip("jax", reason="the jax target needs jax (pip install 'dlcfuzz[xla]')")
+def long_linear_attention(rule: str) -> tuple[Graph, dict[str, np.ndarray]]:
+    """A LinearAttention over SCAN_FROM + 19 steps with a past state and grouped query heads, and its inputs."""
     from dlcfuzz.gen.inputs import sample_inputs
-    from dlcfuzz.lower.jax import to_jax_program
     from dlcfuzz.lower.pysource.rules_recurrent import SCAN_FROM
-    from dlcfuzz.oracle.numeric import compare
 
     rng = np.random.default_rng(7)
     b, t, hq, hkv, dk, dv = 2, SCAN_FROM + 19, 4, 2, 3, 2
@@ -216,7 +210,19 @@ def test_jax_runs_a_long_linear_attention_under_scan_and_agrees_with_the_referen
     if rule in ("delta", "gated_delta"):
         ins.append(TensorType(f32, (b, t, 1)))
     g = one_node("linear_attention", ins, attrs)
-    inputs = sample_inputs(g, rng)
+    return g, sample_inputs(g, rng)
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated_delta"])  # neither, and both, of the decay and beta inputs
+def test_jax_runs_a_long_linear_attention_under_scan_and_agrees_with_the_reference(rule):
+    """A sequence longer than SCAN_FROM steps lowers to JAX as lax.scan, as the recurrent operators do (issue 40's
+    XLA false-positive run: a 255-step recurrence unrolled to ~2,000 operations, which XLA:CPU compiled past the 120 s
+    deadline, a "hang"), with a past state and grouped heads; the compiled program agrees with the reference,
+    and the module holds the step once."""
+    jax = pytest.importorskip("jax", reason="the jax target needs jax (pip install 'dlcfuzz[xla]')")
+    from dlcfuzz.lower.jax import to_jax_program
+
+    g, inputs = long_linear_attention(rule)
     ref = reference.outputs(g, inputs)
     program = to_jax_program(g)
     assert "lax.scan(" in program.source
@@ -224,3 +230,25 @@ def test_jax_runs_a_long_linear_attention_under_scan_and_agrees_with_the_referen
     lowered = jax.jit(program.function()).lower(*args)
     assert len(lowered.as_text().splitlines()) < 400
     assert not compare([np.asarray(o) for o in lowered.compile()(*args)], ref)
+
+
+@pytest.mark.parametrize("rule", ["linear", "gated_delta"])
+def test_torch_runs_a_long_linear_attention_under_scan_and_agrees_with_the_reference(rule):
+    """In torch too the long recurrence runs under the scan operator (unrolled, 128 steps cost Inductor 73 CPU s of
+    compile); eagerly it agrees with the reference, and Inductor compiles the gated delta rule (fullgraph, as the
+    backend does) to the same outputs."""
+    pytest.importorskip("torch", reason="the torch target needs torch (pip install 'dlcfuzz[inductor]')")
+    from dlcfuzz.lower.torch import to_numpy, to_torch_program
+
+    g, inputs = long_linear_attention(rule)
+    ref = reference.outputs(g, inputs)
+    program = to_torch_program(g)
+    assert program.source.count("torch._higher_order_ops.scan(") == 1
+    assert not compare(program.run_eager(inputs), ref)
+    if rule == "gated_delta":
+        from dlcfuzz.backends.inductor.compiling import compile_callable, worker_setup
+
+        worker_setup()
+        args = [program.argument(inputs[v.name]) for v in g.inputs]
+        compiled = compile_callable(program.function(), lambda: args, "inductor", {}, None)
+        assert not compare([to_numpy(o) for o in compiled(*args)], ref)

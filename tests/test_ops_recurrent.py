@@ -191,15 +191,8 @@ def test_work_counts_each_time_step_of_each_direction_so_long_axis_tests_bound_t
     assert work(400, "forward") > MAX_WORK  # the reference's Python loop bounds a long test's sequence
 
 
-@pytest.mark.parametrize("op", RECURRENT_OPS)
-@pytest.mark.parametrize("layout", [0, 1])
-def test_jax_runs_a_long_sequence_under_scan_and_agrees_with_the_reference(op, layout):
-    """A sequence longer than SCAN_FROM steps lowers to JAX as lax.scan (issue 37's XLA acceptance campaign: a 239-step
-    LSTM unrolled to ~17,000 HLO lines, which XLA:CPU compiled for over 120 s, a "hang"), with every optional input,
-    both directions and sequence_lens masks; jit and eager agree with the reference, and the program stays small."""
-    import jax
-
-    from dlcfuzz.lower.jax import to_jax_program
+def long_sequence_graph(op: str, layout: int) -> tuple[Graph, dict[str, np.ndarray]]:
+    """`op` over SCAN_FROM + 23 steps with every optional input, both directions and sequence_lens masks, and inputs."""
     from dlcfuzz.lower.pysource.rules_recurrent import SCAN_FROM
 
     rng = np.random.default_rng(11)
@@ -215,7 +208,20 @@ def test_jax_runs_a_long_sequence_under_scan_and_agrees_with_the_reference(op, l
         attrs.update(has_initial_c=True, has_peepholes=True)
         ins += [state, TensorType("float32", (nd, 3 * hidden))]
     g = one_node(op, ins, attrs)
-    inputs = {v.name: rng.uniform(-1, 1, v.type.shape).astype("float32") for v in g.inputs}
+    return g, {v.name: rng.uniform(-1, 1, v.type.shape).astype("float32") for v in g.inputs}
+
+
+@pytest.mark.parametrize("op", RECURRENT_OPS)
+@pytest.mark.parametrize("layout", [0, 1])
+def test_jax_runs_a_long_sequence_under_scan_and_agrees_with_the_reference(op, layout):
+    """A sequence longer than SCAN_FROM steps lowers to JAX as lax.scan (issue 37's XLA acceptance campaign: a 239-step
+    LSTM unrolled to ~17,000 HLO lines, which XLA:CPU compiled for over 120 s, a "hang"), with every optional input,
+    both directions and sequence_lens masks; jit and eager agree with the reference, and the program stays small."""
+    import jax
+
+    from dlcfuzz.lower.jax import to_jax_program
+
+    g, inputs = long_sequence_graph(op, layout)
     ref = reference.outputs(g, inputs)
     program = to_jax_program(g)
     assert "lax.scan(" in program.source
@@ -224,3 +230,28 @@ def test_jax_runs_a_long_sequence_under_scan_and_agrees_with_the_reference(op, l
     assert not compare(program.run_eager(inputs), ref)
     # unrolled, each step was its own ~70 instructions: the module now holds the step once per direction
     assert len(jax.jit(program.function()).lower(*args).as_text().splitlines()) < 1500
+
+
+@pytest.mark.parametrize("op", RECURRENT_OPS)
+@pytest.mark.parametrize("layout", [0, 1])
+def test_torch_runs_a_long_sequence_under_scan_and_agrees_with_the_reference(op, layout):
+    """In torch too a sequence longer than SCAN_FROM steps runs under the scan operator (Dynamo unrolls a loop, and
+    Inductor's compile grows with it: the size profiles draw recurrences of thousands of steps); eagerly (the scan
+    traced by Dynamo) the program agrees with the reference, and Inductor compiles it (fullgraph, as the backend
+    does) to the same outputs: one compile, the batch-first LSTM with every optional input."""
+    pytest.importorskip("torch", reason="the torch target needs torch (pip install 'dlcfuzz[inductor]')")
+    from dlcfuzz.lower.torch import to_torch_program
+
+    g, inputs = long_sequence_graph(op, layout)
+    ref = reference.outputs(g, inputs)
+    program = to_torch_program(g)
+    assert program.source.count("torch._higher_order_ops.scan(") == 2  # a scan per direction, the step written once
+    assert not compare(program.run_eager(inputs), ref)
+    if (op, layout) == ("lstm", 1):
+        from dlcfuzz.backends.inductor.compiling import compile_callable, worker_setup
+        from dlcfuzz.lower.torch import to_numpy
+
+        worker_setup()
+        args = [program.argument(inputs[v.name]) for v in g.inputs]
+        compiled = compile_callable(program.function(), lambda: args, "inductor", {}, None)
+        assert not compare([to_numpy(o) for o in compiled(*args)], ref)

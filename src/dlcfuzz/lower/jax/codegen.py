@@ -56,6 +56,7 @@ SPELLING = JaxSpelling(
     clone="jnp.array({x}, copy=True)", flip="jnp.flip({x}, {axis})", trunc_div_int="lax.div({x}, jnp.int64({n}))",
     casts_indices=True, prod_one_axis=False, tensor="jnp.asarray", numel="{x}.size",
     bitcast="lax.bitcast_convert_type({x}, {dtype})",
+    scan="lax.scan({step}, {init}, {xs}, reverse={reverse})", scan_init="{x}",
     templates={
         "bitwise_not": "jnp.bitwise_not({x})", "mish": "{x} * jnp.tanh(jax.nn.softplus({x}))",
         "hard_swish": "{x} * jnp.clip({x} / 6 + 0.5, 0, 1)",  # ONNX: x * max(0, min(1, x/6 + 1/2))

@@ -62,6 +62,10 @@ class Spelling:
     tensor: str  # the function making an array of Python data (a list, an int): "torch.tensor", "jnp.asarray"
     numel: str  # the number of elements of x, as a Python int (a template of x)
     bitcast: str  # x's bytes read as another dtype of the same width (a template of x, dtype)
+    # a loop over the leading axis of `xs` (a tuple of arrays) that threads a carry through `step(carry, x_t)` ->
+    # (carry, y_t) and stacks the y_t: a template of step, init, xs, reverse (lax.scan's signature)
+    scan: str
+    scan_init: str  # a carry's initial value as the scan takes it (a template of x): torch's wants it contiguous
     # a binary operator (a key of BINARY, or max/min/div/mod/bit_shift) on an unsigned dtype the module
     # has no kernels for, as (e, name, ins, attrs, dtype) -> source; None where the module has them all
     wide_binary: Callable[..., str] | None = None

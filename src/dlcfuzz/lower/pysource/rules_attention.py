@@ -1,9 +1,9 @@
 """The pieces of the attention operators (ops/attention.py) that every Python target writes alike up
 to spelling: the operands in (B, H, S, D) with the cache in front, the additive bias of the mask and
 the bottom-right causal / window / padding frontier, and RotaryEmbedding's rotated halves; and LinearAttention's recurrence, unrolled over
-the static sequence (in JAX, a sequence longer than SCAN_FROM steps under `lax.scan`, as the recurrent operators do:
+the static sequence (a sequence longer than SCAN_FROM steps under the target's scan, as the recurrent operators do:
 issue 37's edge sizes made a 255-step recurrence whose ~2,000 unrolled operations XLA:CPU compiled past the 120 s
-deadline, a "hang"); RotaryEmbedding whole, and CausalConvWithState's padded input. The Attention
+deadline, a "hang"; Inductor took 73 CPU s over 128 unrolled steps); RotaryEmbedding whole, and CausalConvWithState's padded input. The Attention
 rules themselves stay per target (torch calls
 F.scaled_dot_product_attention where that is ONNX's computation; JAX writes it out)."""
 
@@ -172,7 +172,7 @@ def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], at
     decay = per_head(rest.pop(0), hkv, -1) if rule in ("gated", "gated_delta") else None  # (B, H, T, 1 or d_k)
     beta = per_head(rest.pop(0), -1, 1) if rule in ("delta", "gated_delta") else None  # (B, H or 1, T, 1)
     scale = literal(float(attrs.get("scale", 0.0)) or 1.0 / float(np.sqrt(dk)))  # weakly typed: the input's dtype
-    if sp.target == "jax" and t > SCAN_FROM:
+    if t > SCAN_FROM:
         return _linear_attention_scanned(e, q, k, v, state, decay, beta, scale, hq // hkv, (b, t, hq * dv))
     steps = []
     for i in range(t):  # the recurrence, unrolled over the (static) sequence
@@ -192,26 +192,27 @@ def _linear_attention(spec: Any, e: Emitter, ins: list[str], outs: list[str], at
 
 def _linear_attention_scanned(e: Emitter, q: str, k: str, v: str, state: str, decay: str | None, beta: str | None,
                               scale: str, groups: int, out_shape: tuple[int, int, int]) -> list[str]:
-    """LinearAttention's recurrence as `lax.scan` over the sequence: the step of the unrolled loop above, once, over
-    (q_t, k_t, v_t, decay_t, beta_t), each (B, H, T, ...) operand scanned along T."""
+    """LinearAttention's recurrence as the target's scan over the sequence: the step of the unrolled loop above, once,
+    over (q_t, k_t, v_t, decay_t, beta_t), each (B, H, T, ...) operand scanned along T."""
+    sp = e.sp
     body = Emitter(e.sp, consts=e.consts, taken=e.taken, fnames=e.fnames, overrides=e.overrides)
     carry, step_in = body.fresh("state"), body.fresh("step_in")
     scanned = [x for x in (q, k, v, decay, beta) if x is not None]
     q_t, k_t, v_t = (body.bind(f"{step_in}[{i}]", n) for i, n in enumerate(("q_t", "k_t", "v_t")))
     s_t = carry
     if decay is not None:
-        s_t = body.bind(f"{s_t} * jnp.exp({step_in}[3])[..., None]", "s")
+        s_t = body.bind(f"{s_t} * {sp.mod}.exp({step_in}[3])[..., None]", "s")
     if beta is not None:
-        retrieved = body.bind(f"jnp.einsum('bhdm,bhd->bhm', {s_t}, {k_t})")
+        retrieved = body.bind(f"{sp.mod}.einsum('bhdm,bhd->bhm', {s_t}, {k_t})")
         v_t = body.bind(f"{step_in}[{len(scanned) - 1}] * ({v_t} - {retrieved})", "v_t")
     s_t = body.bind(f"{s_t} + {k_t}[..., :, None] * {v_t}[..., None, :]", "s")
-    read = body.bind(f"jnp.repeat({s_t}, {groups}, axis=1)") if groups != 1 else s_t
-    o_t = body.bind(f"{scale} * jnp.einsum('bhd,bhdm->bhm', {q_t}, {read})", "o_t")
+    read = body.bind(f"{sp.fn('repeat')}({s_t}, {groups}, {sp.axis_kw}=1)") if groups != 1 else s_t
+    o_t = body.bind(f"{scale} * {sp.mod}.einsum('bhd,bhdm->bhm', {q_t}, {read})", "o_t")
     body.lines.append(f"return {s_t}, {o_t}")
     step = e.fresh("linear_attention_step_")
     e.lines.extend([f"def {step}({carry}, {step_in}):"] + ["    " + ln for ln in body.lines])
-    along_t = ", ".join(f"jnp.moveaxis({x}, 2, 0)" for x in scanned)
-    res = e.bind(f"lax.scan({step}, {state}, ({along_t},))", "s")
-    out = e.bind(f"jnp.moveaxis({res}[1], 0, 1)")  # (T, B, H_q, d_v) -> (B, T, H_q, d_v)
+    along_t = ", ".join(f"{sp.fn('moveaxis')}({x}, 2, 0)" for x in scanned)
+    res = e.bind(sp.scan.format(step=step, init=sp.scan_init.format(x=state), xs=f"({along_t},)", reverse=False), "s")
+    out = e.bind(f"{sp.fn('moveaxis')}({res}[1], 0, 1)")  # (T, B, H_q, d_v) -> (B, T, H_q, d_v)
     b, t, width = out_shape
     return [f"{out}.reshape({b}, {t}, {width})", e.bind(f"{res}[0]")]

@@ -3,11 +3,13 @@
 The recurrence is unrolled over the static sequence with ONNX's gate equations (ops.recurrent.unrolled),
 not torch.nn.RNN/GRU/LSTM: torch's GRU computes the candidate as r * (W_hn h + b_hn) always (ONNX's
 linear_before_reset=1), has no peepholes, clip, input_forget or activation choice, and orders gates
-differently. `SourceOps` writes the array operations as source text. In JAX a sequence longer than
-SCAN_FROM steps runs the same cell under `lax.scan`, each step's sequence_lens mask a scanned input: an unrolled
-recurrence grows the program by ~70 HLO instructions a step, and XLA:CPU's compile time grows faster than that
-(the reduced LSTM of issue 37's XLA acceptance finding, batch 15, hidden 1: 6 s at 8 steps, 34 s at 30, 163 s at
-60 with default options on the loaded campaign machine; 239 steps ran past the 120 s compile deadline, a "hang").
+differently. `SourceOps` writes the array operations as source text. A sequence longer than SCAN_FROM steps runs
+the same cell under the target's scan (`lax.scan`, torch's scan operator), each step's sequence_lens mask a scanned
+input: an unrolled recurrence grows the program by ~70 HLO instructions a step, and XLA:CPU's compile time grows
+faster than that (the reduced LSTM of issue 37's XLA acceptance finding, batch 15, hidden 1: 6 s at 8 steps, 34 s at
+30, 163 s at 60 with default options on the loaded campaign machine; 239 steps ran past the 120 s compile deadline, a
+"hang"); Dynamo unrolls a Python loop as well, and Inductor's compile grows with it (a 128-step LinearAttention:
+73 CPU s; the size profiles draw sequences of up to 16,383 steps).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dlcfuzz.lower.pysource.codegen import Emitter, Rule, Types, literal
 from dlcfuzz.lower.pysource.rules import shared
 from dlcfuzz.ops.recurrent import GATES, _split_inputs, cell, directions, stacked, unrolled
 
-SCAN_FROM = 16  # JAX: longer sequences run under lax.scan (short ones stay unrolled: XLA fuses across steps)
+SCAN_FROM = 16  # longer sequences run under the target's scan (short ones stay unrolled: the compiler fuses across steps)
 
 # ONNX's activation functions of the gates, in each target's words (alpha a, beta b)
 ACTIVATIONS = {
@@ -92,7 +94,7 @@ class SourceOps:
 
 
 def scanned(kind: str, e: Emitter, ins: list[str], attrs: dict, x_type: TensorType) -> list[str]:
-    """The recurrence in JAX as `lax.scan` over the sequence (`reverse=True` backwards): a nested step function
+    """The recurrence as the target's scan over the sequence (`reverse=True` backwards): a nested step function
     of (H, C) and (X_t W^T, the step's live mask) runs `cell`, the equations `unrolled` writes out per step."""
     ops = SourceOps(e, x_type.dtype)
     named = _split_inputs(kind, ins, attrs)
@@ -107,13 +109,17 @@ def scanned(kind: str, e: Emitter, ins: list[str], attrs: dict, x_type: TensorTy
         h, c = body.bind(f"{carry}[0]", "h"), body.bind(f"{carry}[1]", "c")
         xt, m = body.bind(f"{step_in}[0]", "xt"), body.bind(f"{step_in}[1]", "m")
         h_new, c_new = cell(kind, SourceOps(body, x_type.dtype), attrs, d, weights, xt, h, c)
-        y = body.bind(f"jnp.where({m}, {h_new}, 0.0)", "y")
-        h_next = body.bind(f"jnp.where({m}, {h_new}, {h})", "h")
-        c_next = body.bind(f"jnp.where({m}, {c_new}, {c})", "c") if kind == "lstm" else c
+        where = e.sp.fn("where")
+        y = body.bind(f"{where}({m}, {h_new}, 0.0)", "y")
+        h_next = body.bind(f"{where}({m}, {h_new}, {h})", "h")
+        # a carry passed through unchanged is copied: torch's scan refuses a step output aliasing its input
+        c_next = body.bind(f"{where}({m}, {c_new}, {c})", "c") if kind == "lstm" else \
+            body.bind(e.sp.copy(c), "c") if e.sp.copies else c
         body.lines.append(f"return ({h_next}, {c_next}), {y}")
         step = e.fresh("cell_")
         e.lines.extend([f"def {step}({carry}, {step_in}):"] + ["    " + ln for ln in body.lines])
-        res = e.bind(f"lax.scan({step}, ({h0}, {c0}), ({xw}, {live}), reverse={reverse})", "s")
+        init = ", ".join(e.sp.scan_init.format(x=x) for x in (h0, c0))
+        res = e.bind(e.sp.scan.format(step=step, init=f"({init})", xs=f"({xw}, {live})", reverse=reverse), "s")
         y_seq = e.bind(f"{res}[1]")  # [seq, batch, hsz]
         ys.append(ops.swap01(y_seq) if layout == 1 else y_seq)
         hs.append(e.bind(f"{res}[0][0]"))
@@ -125,7 +131,7 @@ def _rule(kind: str) -> Rule:
     def rule(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_types: Types,
              out_types: Types) -> list[str]:
         x_type = in_types[0]
-        if e.sp.target == "jax" and x_type.shape[attrs.get("layout", 0)] > SCAN_FROM:
+        if x_type.shape[attrs.get("layout", 0)] > SCAN_FROM:
             return scanned(kind, e, ins, attrs, x_type)
         return unrolled(kind, SourceOps(e, x_type.dtype), ins, attrs, x_type)
 

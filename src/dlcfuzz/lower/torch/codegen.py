@@ -99,6 +99,10 @@ SPELLING = TorchSpelling(
     clone="{x}.clone()", flip="torch.flip({x}, [{axis}])", trunc_div_int="torch.div({x}, {n}, rounding_mode='trunc')",
     casts_indices=False, prod_one_axis=True, tensor="torch.tensor", numel="{x}.numel()",
     bitcast="{x}.view({dtype})", wide_binary=wide_binary, wide_dtypes=WIDE_UNSIGNED,
+    # torch's scan operator (a prototype in the pinned release, no public alias): Dynamo traces the step once, so a
+    # long recurrence is not unrolled into the graph Inductor compiles; eagerly too it runs under Dynamo
+    scan="torch._higher_order_ops.scan({step}, {init}, {xs}, reverse={reverse})",
+    scan_init="{x}.contiguous()",  # the step's new carry is contiguous, and the scan wants init's strides to match it
     templates={
         "relu": "torch.relu({x})", "mish": "F.mish({x})", "hard_swish": "F.hardswish({x})",
         "gelu": "F.gelu({x}, approximate={approximate})", "expand": "{x}.expand({out_shape})",
