@@ -6,6 +6,7 @@ observed otherwise (ORT_BY_REWRITE, ORT_MANDATORY, ORT_MASKED_BY below). Runs in
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import Any, Protocol
 
@@ -25,18 +26,43 @@ class OnnxCompiler(Protocol):
 
 
 def ort_signature(model_bytes: bytes | None) -> tuple:
-    """What an optimized ONNX model is, for comparing two optimizations of one input: node kinds in
-    order, their attributes and arity, and the initializers' shapes."""
+    """What an optimized ONNX model is, for comparing two optimizations of one input, whatever the order its nodes
+    are written in (ORT writes one model's nodes in different topological orders from build to build: an NCHWc Conv
+    and the ReorderOutput of another branch swapped places in 2 of 10 builds of one oatest test, which made the trigger
+    check's answer vary from run to run): each node by its kind, attributes and arity and, recursively, what its
+    inputs are (graph inputs by position, initializers by shape and type: a digest of the node's whole upstream), the
+    model by the sorted digests of its nodes and of its outputs, and its initializers' shapes."""
     import onnx
 
     if model_bytes is None:
         return ()
     m = onnx.load_from_string(model_bytes)
-    nodes = tuple((n.domain, n.op_type, len(n.input), len(n.output),
-                   tuple(sorted((a.name, str(onnx.helper.get_attribute_value(a))[:64]) for a in n.attribute)))
-                  for n in m.graph.node)
+    value: dict[str, str] = {"": "absent"}  # tensor name -> what it is
+    value.update({i.name: f"input{k}" for k, i in enumerate(m.graph.input)})
+    value.update({i.name: f"initializer{tuple(i.dims)}:{i.data_type}" for i in m.graph.initializer})
+    nodes: list[str] = []
+
+    def describe(n: onnx.NodeProto) -> None:
+        described = (n.domain, n.op_type, len(n.input), len(n.output),
+                     tuple(sorted((a.name, str(onnx.helper.get_attribute_value(a))[:64]) for a in n.attribute)),
+                     tuple(value.get(x, "unknown") for x in n.input))
+        digest = hashlib.blake2b(repr(described).encode(), digest_size=16).hexdigest()
+        value.update({o: f"{digest}:{k}" for k, o in enumerate(n.output)})
+        nodes.append(digest)
+
+    pending = list(m.graph.node)
+    while pending:  # the dump's order is topological (one pass); a node read before its inputs' producers waits
+        waiting = []
+        for n in pending:
+            if all(x in value for x in n.input):
+                describe(n)
+            else:
+                waiting.append(n)
+        if len(waiting) == len(pending):  # an input no node makes (a malformed model): taken as unknown
+            describe(waiting.pop(0))
+        pending = waiting
     inits = tuple(sorted((tuple(i.dims), i.data_type) for i in m.graph.initializer))
-    return nodes, inits
+    return tuple(sorted(nodes)), tuple(value.get(o.name, "unknown") for o in m.graph.output), inits
 
 
 # Optimizations that `disabled_optimizers` does not reach (the layout transformation runs the
