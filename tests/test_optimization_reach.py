@@ -207,6 +207,25 @@ def test_edge_value_attributes_never_move_a_spliced_range_out_of_its_gather(tmp_
         reference.run(tc.graph, tc.inputs)
 
 
+def test_group_testing_finds_exactly_the_targets_that_fire_alone_and_builds_once_where_none_does() -> None:
+    """`fired_alone` over a model of the builds: B and E change the model when disabled, C and D only together (each
+    does the other's rewrite when it is disabled alone: neither fired alone, though the group's build changes). A
+    group where none fires costs one build."""
+    from dlcfuzz.backends.onnxruntime.trigger import fired_alone
+
+    built: list[frozenset[str]] = []
+
+    def changes(names: list[str]) -> bool:
+        built.append(frozenset(names))
+        return bool({"B", "E"} & set(names)) or {"C", "D"} <= set(names)
+
+    assert fired_alone(["A", "B", "C", "D", "E"], changes) == ["B", "E"]
+    assert {frozenset("B"), frozenset("E"), frozenset("C"), frozenset("D")} <= set(built)  # singles decide
+    built.clear()
+    assert fired_alone(["A", "C", "F"], changes) == [] and len(built) == 1
+    assert fired_alone([], changes) == [] and len(built) == 1
+
+
 def _two_branches(order: list[int], neg_first: bool = True) -> bytes:
     """x -> Neg -> Abs -> y0 and x -> Sigmoid -> y1, nodes written in `order`; with neg_first False the first branch
     is Abs -> Neg (the same nodes, wired the other way)."""
