@@ -205,3 +205,46 @@ def test_edge_value_attributes_never_move_a_spliced_range_out_of_its_gather(tmp_
         tc = s.make_test(seq, test_seed(0, seq)).payload
         assert validity_fault(tc.graph) is None, seq
         reference.run(tc.graph, tc.inputs)
+
+
+def test_group_testing_finds_exactly_the_targets_that_fire_alone_and_builds_once_where_none_does() -> None:
+    """`fired_alone` over a model of the builds: B and E change the model when disabled, C and D only together (each
+    does the other's rewrite when it is disabled alone: neither fired alone, though the group's build changes). A
+    group where none fires costs one build."""
+    from dlcfuzz.backends.onnxruntime.trigger import fired_alone
+
+    built: list[frozenset[str]] = []
+
+    def changes(names: list[str]) -> bool:
+        built.append(frozenset(names))
+        return bool({"B", "E"} & set(names)) or {"C", "D"} <= set(names)
+
+    assert fired_alone(["A", "B", "C", "D", "E"], changes) == ["B", "E"]
+    assert {frozenset("B"), frozenset("E"), frozenset("C"), frozenset("D")} <= set(built)  # singles decide
+    built.clear()
+    assert fired_alone(["A", "C", "F"], changes) == [] and len(built) == 1
+    assert fired_alone([], changes) == [] and len(built) == 1
+
+
+def _two_branches(order: list[int], neg_first: bool = True) -> bytes:
+    """x -> Neg -> Abs -> y0 and x -> Sigmoid -> y1, nodes written in `order`; with neg_first False the first branch
+    is Abs -> Neg (the same nodes, wired the other way)."""
+    import onnx.helper as h
+    from onnx import TensorProto
+
+    first, second = ("Neg", "Abs") if neg_first else ("Abs", "Neg")
+    nodes = [h.make_node(first, ["x"], ["t"]), h.make_node(second, ["t"], ["y0"]),
+             h.make_node("Sigmoid", ["x"], ["y1"])]
+    io = [h.make_tensor_value_info(n, TensorProto.FLOAT, [2]) for n in ("x", "y0", "y1")]
+    graph = h.make_graph([nodes[k] for k in order], "g", io[:1], io[1:])
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)]).SerializeToString()
+
+
+def test_a_models_signature_is_its_graph_whatever_order_its_nodes_are_written_in() -> None:
+    """ORT writes one optimized model's nodes in different topological orders from build to build; the signature
+    the trigger check compares is the same for each order, and differs where the same nodes are wired otherwise."""
+    from dlcfuzz.backends.onnxruntime.trigger import ort_signature
+
+    written = {ort_signature(_two_branches(order)) for order in ([0, 1, 2], [2, 0, 1], [0, 2, 1], [1, 0, 2])}
+    assert len(written) == 1
+    assert ort_signature(_two_branches([0, 1, 2], neg_first=False)) not in written
