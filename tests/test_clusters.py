@@ -343,3 +343,72 @@ def test_a_programs_finding_has_its_programs_operators_attributes_and_dtypes(tmp
     older = facts_of(row, tmp_path)
     assert older.dtypes == {"int32", "float32"} and older.ops == facts.ops
     assert Register(extra=[mine], use_env=False).match(older, row["detail"]) is None
+
+
+# issue 37's 2,000-test TVM false-positive run (seed 3): each finding's reduced facts (one `op{...}` line a node, as
+# FindingFacts.attrs), message and the register entry that labels it, then a neighbour the entry must leave alone
+ISSUE37_TVM = [
+    # (category, configs, ops, dtypes, reason, attrs, message, expected entry or None)
+    ("unexpected-error", ("tvm-onnx-opt",), {"max_unpool"}, {"float16"}, "",
+     "max_unpool{indices=[1, 2], kernel=[3, 1, 3], pads=[2, 0, 1, 0, 0, 0], strides=[2, 1, 3]}",
+     "InternalError: Check failed: (!expr->ty.IsMissing()) is false: The type is not populated",
+     "tvm-onnx-maxunpool-pads-paired-by-begin"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"max_unpool"}, {"float16"}, "",  # pads whose pairing is right
+     "max_unpool{indices=[1, 2], kernel=[3, 1, 3], pads=[0, 0, 0, 0, 0, 0], strides=[2, 1, 3]}",
+     "InternalError: Check failed: (!expr->ty.IsMissing()) is false: The type is not populated", None),
+    ("unexpected-error", ("tvm-onnx-opt",), {"roi_align", "concat"}, {"float16"}, "", "roi_align{mode=max}\nconcat{axis=-1}",
+     "TypeError: Concat expects all input tensors to have the same dtype. However, the input contains tensors with "
+     "dtype T.float32 and T.float16", "tvm-roi-align-float16-output-float32"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"grid_sample", "max_unpool"}, {"float16"}, "",
+     "grid_sample{align_corners=0, mode=linear, padding_mode=zeros}\nmax_unpool{indices=[0], kernel=[1, 2], "
+     "pads=[0, 0, 0, 0], strides=[1, 2]}", "TypeError: ScatterElements op requires the input data to have same type "
+     "with updates. However, the given types are data: T.float16, updates: T.float32",
+     "tvm-grid-sample-float16-output-float32"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"compress", "less_equal"}, {"int32", "bool"}, "",
+     "compress{condition=[0, 1]}\nless_equal{}", "InternalError: CodeGenVM cannot emit this Relax operator directly.",
+     "tvm-onnx-binary-symbolic-vs-constant-unlegalized"),
+    ("unexpected-error", ("tvm-opt",), {"add"}, {"int32"}, "", "add{}",  # the same words without a symbolic length
+     "InternalError: CodeGenVM cannot emit this Relax operator directly.", None),
+    ("unexpected-error", ("tvm-unopt", "tvm-opt"), {"constant_of_shape"}, {"float64"}, "",
+     "constant_of_shape{dtype=float64, shape=[1, 2], value=3.903935540826722e+306}",
+     "ValueError: Check failed: value <= std::numeric_limits<float>::max() (3.90394e+306 vs. 3.40282e+38) : Literal "
+     "value 3.90394e+306 exceeds maximum of float32", "tvm-full-float64-fill-beyond-float32"),
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"resize"}, {"float64"}, "inf",
+     "resize{coordinate_transformation_mode=half_pixel, nearest_mode=ceil, sizes=[4, 1, 1, 5]}", "",
+     "tvm-resize-pixels-through-float32"),
+    ("wrong-result", ("tvm-unopt", "tvm-opt", "tvm-onnx-opt"), {"resize"}, {"int32"}, "value",
+     "resize{coordinate_transformation_mode=asymmetric, nearest_mode=round_prefer_ceil, scales=[1.0, 1.0, 1.0, 1.5]}",
+     "", "tvm-resize-pixels-through-float32"),
+    ("wrong-result", ("tvm-unopt",), {"resize"}, {"float64"}, "value",  # linear: not only a copy of the pixels
+     "resize{coordinate_transformation_mode=half_pixel, mode=linear, sizes=[4, 1, 1, 5]}", "", None),
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"space_to_depth"}, {"int8"}, "value",
+     "space_to_depth{blocksize=3, mode=CRD}", "", "tvm-onnx-spacetodepth-opset28-mode-ignored"),
+    ("inconsistency", ("tvm-unopt", "tvm-onnx-opt"), {"space_to_depth"}, {"int8"}, "value",
+     "space_to_depth{blocksize=3}", "", None),
+    ("unexpected-error", ("tvm-onnx-opt",), {"lrn"}, {"float32"}, "",
+     "lrn{alpha=0.2162, beta=0.6622, bias=1.474, size=4}", 'ValueError: In ir.Op(name="relax.divide") the first input '
+     "shape at dim 1 is T.int64(3) and the second input shape at dim 1 is T.int64(4), which are not broadcastable.",
+     "tvm-onnx-lrn-even-size"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"lrn"}, {"float32"}, "",
+     "lrn{alpha=0.2162, beta=0.6622, bias=1.474, size=3}", 'ValueError: In ir.Op(name="relax.divide") the first input '
+     "shape at dim 1 is T.int64(3) and the second input shape at dim 1 is T.int64(4), which are not broadcastable.", None),
+    ("unexpected-error", ("tvm-onnx-opt",), {"range", "min"}, {"int32"}, "", "range{delta=-2}\nmin{}",
+     "ValueError: operands could not be broadcast together with remapped shapes [original->remapped]: (0,)  and "
+     "requested shape (1,)", "tvm-onnx-variadic-constant-fold-empty-broadcast"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"slice", "gelu", "scatter_nd"}, {"float16"}, "",
+     "slice{steps=[1, 3, -1, 2]}\ngelu{}\nscatter_nd{reduction=min}",
+     "InternalError: Check failed: pb->value != 0 (0 vs. 0) : Divide by zero",
+     "tvm-onnx-slice-negative-step-start-clamp"),
+]
+
+
+@pytest.mark.parametrize("category, configs, ops, dtypes, reason, attrs, message, expected", ISSUE37_TVM,
+                         ids=[f"{k}-{c[-1]}" for k, c in enumerate(ISSUE37_TVM)])
+def test_issue37_tvm_findings_are_labelled_by_their_entries_and_their_neighbours_are_not(
+        category: str, configs: tuple[str, ...], ops: set[str], dtypes: set[str], reason: str, attrs: str, message: str,
+        expected: str | None) -> None:
+    kind = {"inconsistency": "inconsistency", "wrong-result": "wrong", "unexpected-error": "error"}[category]
+    key = f"{kind}|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
+    f = FindingFacts(1, "tvm", category, configs, "", frozenset(ops), frozenset(dtypes), "", key, reason, attrs)
+    k = Register(use_env=False).match(f, message)
+    assert (k.id if k else None) == expected, k

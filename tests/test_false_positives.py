@@ -19,13 +19,15 @@ from dlcfuzz.strategies.graph import RandomStrategy
 pytest.importorskip("onnxruntime")
 
 
-def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: str = "onnxruntime") -> list:
-    """The verdicts of the differential strategy on one test, run in a real worker."""
+def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: str = "onnxruntime",
+           config_names: list[str] | None = None) -> list:
+    """The verdicts of the differential strategy on one test, run in a real worker (on the backend's default pair of
+    configurations, or on those named)."""
     from dlcfuzz.backends import get_backend
     from dlcfuzz.exec.pool import WorkerPool
 
     backend = get_backend(compiler)
-    configs = list(backend.default_pair())
+    configs = [backend.configs()[n] for n in config_names] if config_names else list(backend.default_pair())
     ctx = Context(compiler=compiler, seed=0, params={"ops": 1, "only_ops": []}, configs=configs, configs_picked=False,
                   backend=backend, version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=False,
                   seconds=60, max_tests=1, reducer_pool=lambda: None)

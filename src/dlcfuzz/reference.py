@@ -77,6 +77,11 @@ def _check_magnitudes(spec: Any, attrs: dict, xs: list[np.ndarray], where: str) 
 
 # operators whose integer form is undefined for a zero divisor and for the signed minimum over -1
 DIVISIONS = frozenset({"div", "mod"})
+# operators whose float arithmetic divides by a value of their own that is zero for some inputs, giving NaN that
+# ONNX then converts to an integer output: DynamicQuantizeLinear of an all-zero input has the scale 0, and its zero
+# point and y are 0/0 (onnxruntime guards with the scale 1, onnx.reference with 1/255, OpenVINO keeps 0 and returns
+# zeros, TVM's importer saturates the NaN to 255): the result is undefined, as a cast of NaN is
+ZERO_SCALE = frozenset({"dynamic_quantize_linear"})
 
 # operators whose kernels accumulate an integer intermediate that can overflow while the result fits
 # (ReduceL2 sums squares before the root, a mean sums before dividing): the intermediate's operator
@@ -200,8 +205,9 @@ def run(
     operator (explicit casts still round): comparing it with the normal run tells whether an
     output is ill-conditioned, i.e. whether legal rounding differences can move it past the
     tolerance (then no compiler can be judged on it).
-    check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range,
-    IntermediateOverflow where a float operator's kernels would overflow its dtype inside (OpSpec.magnitude),
+    check_overflow=True raises IntegerOverflow where integer arithmetic leaves its dtype's range (or where an
+    operator's zero scale makes the NaN it converts to an integer: ZERO_SCALE), IntermediateOverflow where a float
+    operator's kernels would overflow its dtype inside (OpSpec.magnitude),
     IntegerDivisionByZero where an integer divisor is zero, IntegerDivisionOverflow where a signed
     minimum is divided by -1.
     perturb=rng (implies exact) moves every float result by a random error of up to
@@ -257,6 +263,8 @@ def run(
                         raise IntegerDivisionByZero(f"{n.op} divides by zero", n.name or n.op)
                     if xs[1].dtype.kind == "i" and np.any((xs[0] == np.iinfo(xs[0].dtype).min) & (xs[1] == -1)):
                         raise IntegerDivisionOverflow(f"{n.op} divides the minimum by -1", n.name or n.op)
+                if check_overflow and n.op in ZERO_SCALE and xs[0].size and not np.any(xs[0]):
+                    raise IntegerOverflow(f"{n.op} of an all-zero input divides 0 by its scale 0 into a uint8", n.name or n.op)
                 if perturb is not None:
                     ys = [_perturbed(perturb, n, xs, y, v.type.np_dtype) for v, y in zip(n.outputs, ys)]
             for v, y in zip(n.outputs, ys, strict=True):
