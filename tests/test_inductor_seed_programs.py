@@ -47,6 +47,17 @@ CORRECT = ("inductor", {"backend": "inductor"})
 SFDP_5 = "fuse_attention._sfdp_pattern_5_inference"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _campaign_workers_share_one_kernel_cache(tmp_path_factory):
+    """The campaigns here compile the same programs twice (the planted fault's and the correct Inductor's; two
+    campaigns of a seed): their workers share one Inductor cache folder, so g++ builds each kernel once
+    (`compiling.shared_cache`); Inductor's passes, whose rewrites these tests read, run in every compile."""
+    from dlcfuzz.backends.inductor.compiling import shared_cache
+
+    with shared_cache(str(tmp_path_factory.mktemp("inductor-cache"))):
+        yield
+
+
 def spliced(seed_variant, rng_seed: int, n_stmts: int = 4) -> Program:
     return generate(DIALECT, np.random.default_rng(rng_seed), n_stmts,
                     first=lambda pool: [splice_statement(seed_variant, pool, "v0")])

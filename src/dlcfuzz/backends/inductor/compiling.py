@@ -6,11 +6,12 @@ compile errors as a maintainer reads them (scrubbed of per-worker paths, C++ err
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -21,16 +22,45 @@ LADDER: tuple[str, ...] = ("eager", "aot_eager", "aot_eager_decomp_partition", "
 
 _CACHE_DIR: str | None = None
 
+# Tests only (`shared_cache`): a folder that the processes which set up while it is named share as their
+# Inductor cache instead of a private one; the process that named it keeps its own.
+SHARED_CACHE_VARIABLE = "DLCFUZZ_INDUCTOR_SHARED_CACHE"
+_SHARER: int | None = None
+
+
+@contextlib.contextmanager
+def shared_cache(folder: str) -> Iterator[None]:
+    """Tests: the processes that set up meanwhile (`worker_setup`: a campaign's workers, forked after this) share
+    `folder` as their Inductor cache, which its maker keeps or removes; this process keeps its own set-up.
+    Campaigns of the same programs then build each kernel once: g++ is most of a small program's compile (a hit
+    cut one from 1.1-3.7 to 0.3-1.5 CPU s). The FX graph and AOTAutograd caches stay off where a compile records
+    its rewrites (`patterns.recording_fired`: every program's compile), so Inductor's passes run in every compile."""
+    global _SHARER
+    before = os.environ.get(SHARED_CACHE_VARIABLE)
+    os.environ[SHARED_CACHE_VARIABLE], _SHARER = folder, os.getpid()
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(SHARED_CACHE_VARIABLE, None)
+        else:
+            os.environ[SHARED_CACHE_VARIABLE] = before
+
 
 def worker_setup() -> None:
     """Once per process: one intra-op thread (OpenMP threads fight Inductor's compile workers on
     small machines; --jobs decides parallelism) and a private Inductor cache folder, removed at exit
-    (campaigns neither read another's compiled kernels nor leave them in /tmp)."""
+    (campaigns neither read another's compiled kernels nor leave them in /tmp), or the folder
+    SHARED_CACHE_VARIABLE names."""
     global _CACHE_DIR
     if _CACHE_DIR is None:
-        _CACHE_DIR = tempfile.mkdtemp(prefix="dlcfuzz-inductor-")
+        shared = os.environ.get(SHARED_CACHE_VARIABLE) if os.getpid() != _SHARER else None
+        if shared:
+            _CACHE_DIR = shared
+        else:
+            _CACHE_DIR = tempfile.mkdtemp(prefix="dlcfuzz-inductor-")
+            atexit.register(shutil.rmtree, _CACHE_DIR, True)
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = _CACHE_DIR
-        atexit.register(shutil.rmtree, _CACHE_DIR, True)
 
     torch.set_num_threads(1)
     # Inductor's compile_threads stays at its default: without Triton (CPU torch) it is a thread pool running g++
