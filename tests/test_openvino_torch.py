@@ -116,14 +116,16 @@ def test_reproducer_of_the_torch_front_door_is_a_standalone_torch_script(tmp_pat
     assert Config  # the configurations above are the backend's own
 
 
-def gru_graph(steps: int) -> Graph:
-    """A one-layer forward GRU over `steps` steps (the torch lowering unrolls it, ~22 lines a step)."""
-    hidden = 2
-    attrs = {"hidden_size": hidden, "direction": "forward", "layout": 0, "activations": ["Sigmoid", "Tanh"],
-             "activation_params": resolve_activation_params(["Sigmoid", "Tanh"], None, None), "clip": None,
+def gru_graph(steps: int, direction: str = "forward") -> Graph:
+    """A one-layer GRU over `steps` steps (the torch lowering unrolls up to SCAN_FROM steps, ~22 lines a step and
+    direction, and runs a longer one under torch's scan operator)."""
+    hidden, nd = 2, 2 if direction == "bidirectional" else 1
+    activations = ["Sigmoid", "Tanh"] * nd
+    attrs = {"hidden_size": hidden, "direction": direction, "layout": 0, "activations": activations,
+             "activation_params": resolve_activation_params(activations, None, None), "clip": None,
              "sequence_lens": None, "has_bias": False, "has_initial_h": False, "linear_before_reset": 0}
-    ins = [TensorType("float32", (steps, 1, 3)), TensorType("float32", (1, 3 * hidden, 3)),
-           TensorType("float32", (1, 3 * hidden, hidden))]
+    ins = [TensorType("float32", (steps, 1, 3)), TensorType("float32", (nd, 3 * hidden, 3)),
+           TensorType("float32", (nd, 3 * hidden, hidden))]
     outs = get_op("gru").infer(ins, attrs)
     g = Graph(inputs=[Value(f"x{i}", t) for i, t in enumerate(ins)],
               nodes=[Node("gru", ["x0", "x1", "x2"], [Value(f"y{i}", t) for i, t in enumerate(outs)], attrs, name="n0")],
@@ -133,19 +135,24 @@ def gru_graph(steps: int) -> Graph:
 
 
 def test_torch_front_door_is_not_offered_for_a_graph_whose_torch_source_dynamo_could_not_trace_in_time():
-    """A campaign's GRU of 2,047 steps (its torch source ~100k lines) hung in Dynamo's tracer: the torch door takes
-    graphs up to MAX_TORCH_SOURCE_LINES lines, and the same recurrence over a few steps is still offered."""
+    """A campaign's GRU of 2,047 steps (its torch source, unrolled then, ~100k lines) hung in Dynamo's tracer: the
+    torch door takes graphs up to MAX_TORCH_SOURCE_LINES lines. A bidirectional GRU of SCAN_FROM steps is still
+    unrolled past that bound and not offered; a few steps are, and so are 2,047 now that a long recurrence runs
+    under torch's scan (the step written once)."""
+    from dlcfuzz.lower.pysource.rules_recurrent import SCAN_FROM
+
     backend = OpenVinoBackend()
     base = list(backend.default_pair())
-    long, short = gru_graph(2047), gru_graph(4)
-    assert torch_source_lines(long) > 40 * MAX_TORCH_SOURCE_LINES  # the size check alone keeps it out
+    big, short, long = gru_graph(SCAN_FROM, "bidirectional"), gru_graph(4), gru_graph(2047)
+    assert torch_source_lines(big) > MAX_TORCH_SOURCE_LINES  # the size check alone keeps it out
     assert 0 < torch_source_lines(short) <= MAX_TORCH_SOURCE_LINES
+    assert 0 < torch_source_lines(long) <= MAX_TORCH_SOURCE_LINES
 
     def offered(g: Graph) -> int:
         return sum("ov-torch" in [c.name for c in backend.per_test_configs(np.random.default_rng(s), g, base)]
                    for s in range(40))
 
-    assert offered(short) >= 2 and offered(long) == 0
+    assert offered(short) >= 2 and offered(long) >= 2 and offered(big) == 0
 
 
 def test_a_gather_by_a_where_computed_index_is_empty_on_one_thread_and_is_known(tmp_path):
