@@ -66,6 +66,26 @@ def test_a_crash_on_another_input_sets_zero_divisor_is_undefined_not_a_crash(tmp
     assert [v.kind for v in judged(g, {"x": x}, tmp_path, "tvm", ["tvm-unopt"])] == ["pass"]
 
 
+def test_an_int64_shrink_computed_exactly_is_correct_too(tmp_path):
+    """Regression (issue 37's TVM finding 212): Shrink (lambd 0, bias 0) of int64 values past 2^53, then Mod
+    (fmod) by -2. The reference computes Shrink in float64, as ONNX's reference does, which rounds
+    5120687294167091615 to an even number (Mod gives 0); TVM's ONNX importer keeps the integer (Mod gives 1).
+    ONNX does not say which precision Shrink's float attributes meet an integer in: both readings are right."""
+    pytest.importorskip("tvm")
+    from dlcfuzz import reference
+
+    t = TensorType("int64", (4,))
+    g = Graph(inputs=[Value("x", t)], constants={"c": np.array(-2, np.int64)},
+              nodes=[Node("shrink", ["x"], [Value("s", t)], {"bias": 0.0, "lambd": 0.0}),
+                     Node("mod", ["s", "c"], [Value("y", t)], {"fmod": 1})], outputs=["y"])
+    check_graph(g)
+    x = np.array([5120687294167091615, -6930516695955406023, 3, 4], np.int64)
+    assert reference.run(g, {"x": x})["y"].tolist() == [0, 0, 1, 0]  # the float reading
+    assert reference.run(g, {"x": x}, other_readings=True)["y"].tolist() == [1, -1, 1, 0]  # the exact one
+    verdicts = judged(g, {"x": x}, tmp_path, "tvm", ["tvm-unopt", "tvm-onnx-opt"])
+    assert "bug" not in [v.kind for v in verdicts], verdicts
+
+
 def test_normalizations_always_have_a_positive_epsilon():
     """Regression (issue 19): an attribute rounded to 4 decimals turned epsilon 1e-5 into 0, and a
     LayerNorm/InstanceNorm of a near-constant row became 0/0 in one configuration and not another."""
