@@ -427,6 +427,10 @@ ISSUE37_TVM = [
      "as LHS of ^ operator (bitwise XOR), but received T.te.tensor_load", "tvm-onnx-dropout-mask-not-bool"),
     ("unexpected-error", ("tvm-onnx-opt",), {"cast", "xor"}, {"float64", "bool"}, "", "cast{to=float64}\nxor{}",
      "InternalError: Check failed: Expected integer argument as LHS of ^ operator (bitwise XOR)", None),
+    ("wrong-result", ("tvm-unopt", "tvm-opt", "tvm-onnx-opt"), {"hardmax"}, {"float64"}, "value", "hardmax{axis=-3}",
+     "", "tvm-argmax-extreme-row"),
+    ("wrong-result", ("tvm-unopt", "tvm-opt", "tvm-onnx-opt"), {"softmax"}, {"float64"}, "value", "softmax{axis=-3}",
+     "", None),
 ]
 
 
