@@ -20,9 +20,9 @@ pytest.importorskip("onnxruntime")
 
 
 def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: str = "onnxruntime",
-           config_names: list[str] | None = None) -> list:
+           config_names: list[str] | None = None, input_sets: int = 1) -> list:
     """The verdicts of the differential strategy on one test, run in a real worker (on the backend's default pair of
-    configurations, or on those named)."""
+    configurations, or on those named; on `input_sets` input sets, the given inputs first)."""
     from dlcfuzz.backends import get_backend
     from dlcfuzz.exec.pool import WorkerPool
 
@@ -31,7 +31,7 @@ def judged(g: Graph, inputs: dict[str, np.ndarray], tmp_path: Path, compiler: st
     ctx = Context(compiler=compiler, seed=0, params={"ops": 1, "only_ops": []}, configs=configs, configs_picked=False,
                   backend=backend, version=backend.version(), store=None, coverage=None, out=tmp_path, reduce=False,
                   seconds=60, max_tests=1, reducer_pool=lambda: None)
-    tc = TestCase(g, inputs, configs, seed=1, compiler=compiler)
+    tc = TestCase(g, inputs, configs, seed=1, compiler=compiler, input_sets=input_sets)
     with WorkerPool("dlcfuzz.exec.worker:make_handler", {"compiler": compiler}, jobs=1, timeout_s=60) as pool:
         res = pool.run(tc.to_bytes())
     return RandomStrategy(ctx).judge(StrategyTest(0, 1, tc.to_bytes(), tc), res).verdicts
@@ -47,6 +47,43 @@ def test_zero_constant_divisor_is_undefined_not_a_bug(tmp_path):
         check_graph(g)
         verdicts = judged(g, {"x": np.array([5, 6, 7, 8], np.int32)}, tmp_path)
         assert [v.kind for v in verdicts] == ["unknown"] and verdicts[0].category == "integer-division-by-zero"
+
+
+def test_a_crash_on_another_input_sets_zero_divisor_is_undefined_not_a_crash(tmp_path):
+    """Regression (issue 37's TVM finding 164): a uint32 Mod of an input by its one-input Min (itself), on eight
+    input sets. Set 0's inputs hold no zero; the other sets' 64 draws in [0, 5] all do (the reference re-samples
+    them and gives up), and TVM's kernel dies of SIGFPE on one of them. The crash was judged by set 0's reference
+    alone, so it became a crash finding; every set the dead worker ran is undefined behaviour's to excuse."""
+    pytest.importorskip("tvm")
+    t = TensorType("uint32", (4, 16))
+    g = Graph(inputs=[Value("x", t)], nodes=[Node("min", ["x"], [Value("m", t)], {}),
+                                             Node("mod", ["x", "m"], [Value("y", t)], {"fmod": 1})], outputs=["y"])
+    check_graph(g)
+    x = np.arange(1, 65, dtype=np.uint32).reshape(4, 16)
+    verdicts = judged(g, {"x": x}, tmp_path, "tvm", ["tvm-unopt"], input_sets=8)
+    assert [(v.kind, v.category) for v in verdicts] == [("unknown", "integer-division-by-zero")]
+    # the same test on set 0 alone is defined and passes: the excuse comes from the other sets
+    assert [v.kind for v in judged(g, {"x": x}, tmp_path, "tvm", ["tvm-unopt"])] == ["pass"]
+
+
+def test_an_int64_shrink_computed_exactly_is_correct_too(tmp_path):
+    """Regression (issue 37's TVM finding 212): Shrink (lambd 0, bias 0) of int64 values past 2^53, then Mod
+    (fmod) by -2. The reference computes Shrink in float64, as ONNX's reference does, which rounds
+    5120687294167091615 to an even number (Mod gives 0); TVM's ONNX importer keeps the integer (Mod gives 1).
+    ONNX does not say which precision Shrink's float attributes meet an integer in: both readings are right."""
+    pytest.importorskip("tvm")
+    from dlcfuzz import reference
+
+    t = TensorType("int64", (4,))
+    g = Graph(inputs=[Value("x", t)], constants={"c": np.array(-2, np.int64)},
+              nodes=[Node("shrink", ["x"], [Value("s", t)], {"bias": 0.0, "lambd": 0.0}),
+                     Node("mod", ["s", "c"], [Value("y", t)], {"fmod": 1})], outputs=["y"])
+    check_graph(g)
+    x = np.array([5120687294167091615, -6930516695955406023, 3, 4], np.int64)
+    assert reference.run(g, {"x": x})["y"].tolist() == [0, 0, 1, 0]  # the float reading
+    assert reference.run(g, {"x": x}, other_readings=True)["y"].tolist() == [1, -1, 1, 0]  # the exact one
+    verdicts = judged(g, {"x": x}, tmp_path, "tvm", ["tvm-unopt", "tvm-onnx-opt"])
+    assert "bug" not in [v.kind for v in verdicts], verdicts
 
 
 def test_normalizations_always_have_a_positive_epsilon():

@@ -24,6 +24,7 @@ from dlcfuzz.oracle.policy import (
     UNDEFINED_BEHAVIOUR,
     Reference,
     documented_limits,
+    failure_reference_reason,
     invalid_rejections,
     other_reading_outputs,
     reference_of,
@@ -297,11 +298,11 @@ class GraphStrategy(Strategy):
         tc: TestCase = test.payload
         if res.status != "ok":
             j = judgement_of_failure(tc.compiler, res, self.native_frames)
-            ref = reference_of(tc)  # deterministic: the inputs the dead worker used
-            if ref.reason in UNDEFINED_BEHAVIOUR:  # e.g. a SIGFPE on a generated zero divisor
-                j.verdicts = [Verdict("unknown", ref.reason)]
-            elif ref.reason:
-                j.verdicts.append(Verdict("unknown", ref.reason))
+            reason = failure_reference_reason(tc)  # deterministic: the input sets the dead worker used
+            if reason in UNDEFINED_BEHAVIOUR:  # e.g. a SIGFPE on a generated zero divisor
+                j.verdicts = [Verdict("unknown", reason)]
+            elif reason:
+                j.verdicts.append(Verdict("unknown", reason))
             return j
         observations, _, r, new_inputs = reply_from_bytes(res.payload)
         if new_inputs is not None:
@@ -386,6 +387,8 @@ class GraphStrategy(Strategy):
                     got = documented_limits(cand, got, backend.documented_limitation)
                 got = invalid_rejections(cand, got, backend.front_door)
             elif res.status == "error":
+                return False
+            elif failure_reference_reason(cand) in UNDEFINED_BEHAVIOUR:  # a cut that divides by zero: legal to die
                 return False
             else:
                 got = [crash_verdict(compiler, res.status, res.error or res.status, res.progress, res.stderr_tail or "",
