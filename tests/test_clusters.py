@@ -431,6 +431,12 @@ ISSUE37_TVM = [
      "", "tvm-argmax-extreme-row"),
     ("wrong-result", ("tvm-unopt", "tvm-opt", "tvm-onnx-opt"), {"softmax"}, {"float64"}, "value", "softmax{axis=-3}",
      "", None),
+    ("unexpected-error", ("tvm-unopt",), {"range", "cumsum"}, {"int32"}, "", "range{delta=-2}\ncumsum{reverse=1}",
+     'ValueError: Argument 0 type mismatch: expected R.Tensor((2,), dtype="int32"), given R.Tensor((1,), '
+     'dtype="int32")', "tvm-arange-negative-step-length"),
+    ("unexpected-error", ("tvm-unopt",), {"cumsum"}, {"int32"}, "", "cumsum{reverse=1}",  # no Range
+     'ValueError: Argument 0 type mismatch: expected R.Tensor((2,), dtype="int32"), given R.Tensor((1,), '
+     'dtype="int32")', None),
 ]
 
 
