@@ -437,6 +437,13 @@ ISSUE37_TVM = [
     ("unexpected-error", ("tvm-unopt",), {"cumsum"}, {"int32"}, "", "cumsum{reverse=1}",  # no Range
      'ValueError: Argument 0 type mismatch: expected R.Tensor((2,), dtype="int32"), given R.Tensor((1,), '
      'dtype="int32")', None),
+    ("unexpected-error", ("tvm-onnx-opt",), {"lrn"}, {"float32"}, "",
+     "lrn{alpha=0.031039999797940254, beta=0.7253999710083008, bias=1.8960000276565552, size=5}",
+     "InternalError: LLVM module verification failed with the following errors: \nInstruction does not dominate all "
+     "uses!", "tvm-llvm-lrn-broken-module"),
+    ("unexpected-error", ("tvm-onnx-opt",), {"softmax"}, {"float32"}, "", "softmax{axis=1}",  # not an LRN
+     "InternalError: LLVM module verification failed with the following errors: \nInstruction does not dominate all "
+     "uses!", None),
 ]
 
 
