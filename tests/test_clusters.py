@@ -441,6 +441,12 @@ ISSUE37_TVM = [
      "lrn{alpha=0.031039999797940254, beta=0.7253999710083008, bias=1.8960000276565552, size=5}",
      "InternalError: LLVM module verification failed with the following errors: \nInstruction does not dominate all "
      "uses!", "tvm-llvm-lrn-broken-module"),
+    ("crash", ("tvm-onnx-opt",), {"resize", "scatter_nd"}, {"bool"}, "",
+     "resize{coordinate_transformation_mode=align_corners, nearest_mode=round_prefer_ceil, sizes=[3, 1, 4]}\n"
+     "scatter_nd{index_shape=[3, 1], reduction=none}", "killed by signal 6 (SIGABRT) during run of tvm-onnx-opt",
+     "tvm-onnx-resize-batch-channel-ignored"),
+    ("crash", ("tvm-onnx-opt",), {"scatter_nd"}, {"bool"}, "", "scatter_nd{index_shape=[3, 1], reduction=none}",
+     "killed by signal 6 (SIGABRT) during run of tvm-onnx-opt", None),  # no Resize
     ("unexpected-error", ("tvm-onnx-opt",), {"softmax"}, {"float32"}, "", "softmax{axis=1}",  # not an LRN
      "InternalError: LLVM module verification failed with the following errors: \nInstruction does not dominate all "
      "uses!", None),
@@ -452,7 +458,7 @@ ISSUE37_TVM = [
 def test_issue37_tvm_findings_are_labelled_by_their_entries_and_their_neighbours_are_not(
         category: str, configs: tuple[str, ...], ops: set[str], dtypes: set[str], reason: str, attrs: str, message: str,
         expected: str | None) -> None:
-    kind = {"inconsistency": "inconsistency", "wrong-result": "wrong", "unexpected-error": "error"}[category]
+    kind = {"inconsistency": "inconsistency", "wrong-result": "wrong", "unexpected-error": "error", "crash": "crash"}[category]
     key = f"{kind}|tvm|{','.join(configs)}|{reason}|ops={','.join(sorted(ops))}"
     f = FindingFacts(1, "tvm", category, configs, "", frozenset(ops), frozenset(dtypes), "", key, reason, attrs)
     k = Register(use_env=False).match(f, message)
