@@ -125,3 +125,34 @@ def test_trilu_samples_wide_matrices():
     rng = np.random.default_rng(1)
     ks = [spec.sample(rng, TensorType("float32", (2, 120)))[1]["k"] for _ in range(60)]
     assert any(abs(k) > 120 for k in ks)
+
+
+@pytest.mark.parametrize("target", ["torch", "jax"])
+def test_topk_largest_of_the_integer_extremes_lowers_exactly_to_python_targets(target):
+    """Issue 37's Inductor run: the Python lowerings ranked TopK's largest by sorting the negated values, and
+    -INT64_MIN is INT64_MIN: eager torch and Inductor put -9223372036854775808 first, against the reference and
+    onnxruntime. Every integer dtype TopK takes, with its extremes and ties, both directions, eagerly."""
+    pytest.importorskip(target)
+    from dlcfuzz import reference
+    from dlcfuzz.lower.jax import to_jax_program
+    from dlcfuzz.lower.torch import to_torch_program
+    from dlcfuzz.oracle.numeric import compare
+
+    lower = to_torch_program if target == "torch" else to_jax_program
+    spec = get_op("topk")
+    for dtype in spec.dtypes:
+        if dtype.startswith(("float", "bfloat")):
+            continue
+        info = np.iinfo(dtype)
+        x = np.array([[info.max, info.min, 0, info.min, info.max - 1, info.min + 1],
+                      [1, info.min, info.max, -1 if info.min else 2, info.max, 0]], dtype=dtype)
+        t = TensorType(dtype, x.shape)
+        for largest in (1, 0):
+            attrs = {"k": 4, "axis": 1, "largest": largest, "sorted": 1}
+            outs = [Value(n, o) for n, o in zip(("values", "indices"), spec.infer([t], attrs))]
+            g = Graph(inputs=[Value("x", t)], nodes=[Node("topk", ["x"], outs, attrs, name="n0")],
+                      outputs=["values", "indices"])
+            check_graph(g)
+            ref = reference.outputs(g, {"x": x})
+            assert ref[1][0][0] == (0 if largest else 1)  # the extremes lead: max at 0, the first min at 1
+            assert not compare(lower(g).run_eager({"x": x}), ref), (dtype, largest)

@@ -60,10 +60,13 @@ def _topk(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, i
           out_types: Types) -> list[str]:
     sp, t = e.sp, in_types[0]
     d = int(attrs.get("axis", -1)) % t.rank
-    # keys in a type where negation is exact and the order is the values' order
-    keys = ins[0] if t.dtype.startswith("float") else sp.cast(ins[0], "int64")
+    # keys whose ascending order is the wanted order, exactly: a float's negation is exact, an integer's is not
+    # (-INT64_MIN wraps to itself and ranked the smallest int64 first: issue 37's Inductor run), its bitwise
+    # complement (-x - 1) is; the integer dtypes TopK takes all fit int64
+    floating = t.dtype.startswith("float")
+    keys = ins[0] if floating else sp.cast(ins[0], "int64")
     if attrs.get("largest", 1):
-        keys = f"-{keys}"
+        keys = f"-{keys}" if floating else f"~{keys}"
     order = e.bind(sp.stable_order(keys, d, int(attrs["k"])))
     return [sp.take_along.format(x=ins[0], idx=order, axis=d), order]
 
