@@ -6,17 +6,16 @@ drown in "unsupported" noise and do not pay for the probe twice.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dlcfuzz.cache import cache_root, cached_json
 from dlcfuzz.errors import TypeRuleError
 from dlcfuzz.gen.random import FormGaps
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node, Value
@@ -49,7 +48,7 @@ def cache_path(compiler: str, version: str, configs: list[str], at_top: bool = F
     takes ORT's contrib operators; its direct Relax lowering cannot) says nothing about another's.
     `forms` (forms_fingerprint): the compiler's known form gaps, which the probe's instances avoid.
     `among`: the configuration whose supported pairs alone were probed (a door's probe, `probe(among=...)`)."""
-    root = Path(os.environ.get("DLCFUZZ_CACHE") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dlcfuzz")
+    root = cache_root()
     probed = "+".join(sorted(configs))
     probed += "-top" if at_top else ""
     probed += f"-{forms}" if forms else ""
@@ -245,23 +244,14 @@ def load_or_probe(pool: Pool | None, backend: Backend, configs: list[Config],
     name, version = identities.pop() if len(identities) == 1 else (backend.name, backend.version())
     path = cache_path(name, version, [c.name for c in configs], beside_newest is not None,
                       forms_fingerprint(backend), among[0].name if among is not None else "")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # one prober per cache file: a second campaign (or test process) started meanwhile waits and reads its answer
-    with open(path.with_suffix(".lock"), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if path.exists():
-            try:
-                data = json.loads(path.read_text())
-                return {(d["op"], d["dtype"]): (d["ok"], d["reason"]) for d in data}
-            except (OSError, ValueError, KeyError):
-                pass  # a corrupt cache is re-probed
+
+    def probed() -> list[dict[str, Any]]:
         if log:
             where = " beside the newest opset's operator" if beside_newest is not None else ""
             where += f" through {', '.join(c.name for c in configs)}, of what {among[0].name} takes" if among else ""
             log(f"probing {backend.version()} (one-operator tests per dtype{where}; cached in {path})")
         caps = probe(backend, configs, pool=pool, beside_newest=beside_newest, among=among[1] if among else None)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps([{"op": o, "dtype": d, "ok": ok, "reason": r}
-                                   for (o, d), (ok, r) in sorted(caps.items())]))
-        tmp.replace(path)
-    return caps
+        return [{"op": o, "dtype": d, "ok": ok, "reason": r} for (o, d), (ok, r) in sorted(caps.items())]
+
+    # one prober per cache file: a second campaign (or test process) started meanwhile waits and reads its answer
+    return {(d["op"], d["dtype"]): (d["ok"], d["reason"]) for d in cached_json(path, probed)}

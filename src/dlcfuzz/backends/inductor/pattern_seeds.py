@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import inspect
 import json
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -199,12 +201,29 @@ def record_registrations() -> list[dict[str, Any]]:
     return calls
 
 
+def _recorded_calls() -> list[dict[str, Any]]:
+    """record_registrations() in a child interpreter (Inductor's initializers run once per process): ~6 CPU s,
+    cached per torch release and recording code (this module and patterns.py) for the next process."""
+    from importlib.metadata import version
+
+    from dlcfuzz.cache import cache_root, cached_json
+
+    here = Path(__file__)
+    code = hashlib.sha1(here.read_bytes() + here.with_name("patterns.py").read_bytes()).hexdigest()[:10]
+    release = "".join(c if c.isalnum() or c in "._-+" else "_" for c in version("torch"))
+
+    def record() -> list[dict[str, Any]]:
+        out = subprocess.run([sys.executable, "-m", "dlcfuzz.backends.inductor.pattern_seeds"], capture_output=True,
+                             text=True, check=True, timeout=600)
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    return cached_json(cache_root() / "inductor-patterns" / f"torch-{release}-{code}.json", record)
+
+
 @functools.cache
 def registrations() -> tuple[Registration, ...]:
-    """The register_replacement calls of the installed torch (recorded in a child interpreter)."""
-    out = subprocess.run([sys.executable, "-m", "dlcfuzz.backends.inductor.pattern_seeds"], capture_output=True,
-                         text=True, check=True, timeout=600)
-    calls = json.loads(out.stdout.strip().splitlines()[-1])
+    """The register_replacement calls of the installed torch (recorded in a child interpreter, cached)."""
+    calls = _recorded_calls()
     return tuple(Registration(c["search"], c["pattern_name"], tuple(c["argnames"]),
                               tuple(TensorSpec(tuple(a["shape"]), tuple(a["stride"]), a["dtype"], a["requires_grad"])
                                     if isinstance(a, dict) else a for a in c["args"]),
