@@ -309,3 +309,21 @@ def test_registered_atan2_of_a_self_xor_is_nan_compiled_and_known():
     hit = reg.match(facts({"atan2", "bitwise_xor", "floor_divide", "fori_loop", "jnp_reduce", "slice"}), detail)
     assert hit is not None and hit.id == "xla-xor-of-a-value-with-itself-atan2-nan"
     assert reg.match(facts({"atan2", "floor_divide", "slice"}), detail) is None  # no xor: another bug
+
+
+def test_registered_divide_reassociation_overflows_float16_and_is_known():
+    """xla-algsimp-divide-reassociation-overflow, with jax alone: algsimp rewrites softsign(softsign(x)) to
+    x / ((|x| + 1) * (|s| + 1)), whose product overflows float16 at 65504, so the compiled result is 0 where eager and
+    `xla_disable_hlo_passes=algsimp` give 0.5. This asserts the 0, so it fails once the installed XLA is fixed."""
+    import jax
+
+    def f(x):
+        return jax.nn.soft_sign(jax.nn.soft_sign(x))
+
+    x = np.array([256, 65504, -65504], np.float16)
+    lowered = jax.jit(f).lower(x)
+    with jax.disable_jit():
+        assert np.asarray(f(x)).tolist() == [0.4990234375, 0.5, -0.5]
+    assert np.asarray(lowered.compile(compiler_options={"xla_disable_hlo_passes": "algsimp"})(x)).tolist() == [
+        0.4990234375, 0.5, -0.5]
+    assert np.asarray(lowered.compile()(x)).tolist() == [0.4990234375, 0.0, 0.0]
