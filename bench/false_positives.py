@@ -9,7 +9,8 @@ listed with its evidence (printed apart, with its register id, so that a too-bro
 Unjudged tests (unknowns) stay out of the judged count. Per compiler, the distinct unregistered findings
 are split by their second opinion (independent evaluators of the reduced graph, oracle/opinions.py):
 reference confirmed (a compiler bug the register lacks), suspected reference error (dlcfuzz's bug until
-shown otherwise), no opinion. Prints the counts, the non-finite share (tests unjudged for a non-finite reference:
+shown otherwise), no opinion; and which of them replay clean with the dlcfuzz that counts (a campaign resumed
+across sittings keeps the findings stored before a fix of ours: still counted, and named). Prints the counts, the non-finite share (tests unjudged for a non-finite reference:
 an overflow, a NaN an operator does not define; bench/value_space.py prints the share of tests judged with inf or
 NaN inputs), then, last:
 `false positives: N in T judged tests` (all compilers together).
@@ -108,6 +109,13 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
         distinct = [f for f in findings if f["duplicate_of"] is None]  # the counted ones
         for f in distinct[:5]:
             print("  e.g.", f["category"], (f["detail"] or "").splitlines()[0][:200])
+        # a finding stored before a fix of ours stays counted (the figure is this campaign's); replayed with this
+        # dlcfuzz, the ones now judged clean show which are fixed since (or flaky: a replay runs the test once more)
+        clean = [f["id"] for f in distinct if not replays_a_bug(out, f["test_id"])]
+        if distinct:
+            print(f"{compiler}: {len(clean)} of the {len(distinct)} distinct unregistered findings replay clean with "
+                  f"this dlcfuzz (fixed since they were stored, or flaky){': ' if clean else ''}"
+                  f"{', '.join(f'#{i}' for i in clean)}")
         split = second_opinion_counts(distinct)
         print(f"{compiler}: {len(distinct)} distinct unregistered findings by second opinion: {split[CONFIRMED]} "
               f"{CONFIRMED}, {split[SUSPECTED]} {SUSPECTED}, {split[UNDECIDED]} {UNDECIDED}")
@@ -118,6 +126,18 @@ def false_positives(compiler: str, tests_wanted: int, configs: str, strategy: st
               f"{100.0 * unknowns.get('nonfinite-reference', 0) / max(tests, 1):.1f}%")
         store.close()
     return len(findings), judged
+
+
+def replays_a_bug(run: Path, test_id: int) -> bool:
+    """Whether the stored test, re-run and judged by this dlcfuzz (`dlcfuzz replay`), still gives a bug verdict; an
+    internal error of ours on the way counts as one (not clean)."""
+    from dlcfuzz.engine.campaign import replay
+    from dlcfuzz.errors import InternalError
+
+    try:
+        return any(v.kind == "bug" for v in replay(run, test_id))
+    except InternalError:
+        return True
 
 
 if __name__ == "__main__":
