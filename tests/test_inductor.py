@@ -21,6 +21,7 @@ from dlcfuzz.exec.worker import run_configs  # noqa: E402
 from dlcfuzz.gen.inputs import sample_inputs  # noqa: E402
 from dlcfuzz.gen.random import generate  # noqa: E402
 from dlcfuzz.gen.single import single_op_graph  # noqa: E402
+from dlcfuzz.ir.graph import Graph, Node, Value  # noqa: E402
 from dlcfuzz.ir.types import TensorType  # noqa: E402
 from dlcfuzz.ops import get_op  # noqa: E402
 from dlcfuzz.oracle.policy import reference_of  # noqa: E402
@@ -822,3 +823,43 @@ def test_registered_write_to_an_input_saved_for_backward_fails_the_compiled_back
     assert [_known_error(f) for f in failures] == ["inductor-mutated-input-saved-for-backward"] * 2
     other = failures[1].replace("torch::autograd::CopyBackwards", "MulBackward0")  # a saved product, not the copy
     assert _known_error(other) is None
+
+
+def _if_graph(x: TensorType, then: list, other: list, consts: dict) -> Graph:
+    """if p then <then> else <else> of x (each branch a list of (op, inputs, attrs, type) on x and `consts`)."""
+
+    def branch(name: str, steps: list) -> Graph:
+        nodes, last, out_type = [], "x", None
+        for k, (op, ins, attrs, t) in enumerate(steps):
+            nodes.append(Node(op, [last if i == "_" else i for i in ins], [Value(f"{name}{k}", t)], attrs,
+                              name=f"{name}{k}"))
+            last, out_type = f"{name}{k}", t
+        return Graph(inputs=[Value("x", x), *[Value(c, TensorType(str(a.dtype), a.shape)) for c, a in consts.items()]],
+                     nodes=nodes, outputs=[last], name=f"{name}_branch"), out_type
+
+    (t, out), (e, _) = branch("then", then), branch("else", other)
+    return Graph(inputs=[Value("p", TensorType("bool", ())), Value("x", x)], constants=dict(consts),
+                 nodes=[Node("if", ["p", "x", *consts], [Value("y", out)], {"then_branch": t, "else_branch": e},
+                             name="if")], outputs=["y"])
+
+
+
+def test_the_eager_configuration_does_not_depend_on_earlier_conds_in_the_worker(backend):
+    """Eager torch.cond compiles torch's one `_cond_op_wrapper` with Dynamo: after a cond of other shapes,
+    automatic dynamic shapes traced the next with symbolic sizes, and torch 2.13 refused a grouped conv's
+    branch output there (pytorch/pytorch#188151; inductor finding 3 of issue 37's false-positive run, whose
+    configuration "eager" raised). The eager configuration keeps each cond's concrete shapes: both judged."""
+    from dlcfuzz import reference
+
+    f = TensorType("float32", (3, 6, 3))
+    sqrt = _if_graph(f, [("sqrt", ["_"], {}, f)], [("sqrt", ["_"], {}, f), ("neg", ["_"], {}, f)], {})
+    x4, y4 = TensorType("float32", (2, 6, 6, 6)), TensorType("float32", (2, 12, 5, 4))
+    w = {"w": np.linspace(-1, 1, 72, dtype=np.float32).reshape(12, 1, 2, 3)}
+    conv = [("conv2d", ["_", "w"], {"dilations": [1, 1], "group": 6, "pads": [0, 0, 0, 0], "strides": [1, 1]}, y4)]
+    conv_if = _if_graph(x4, conv, [*conv, ("neg", ["_"], {}, y4)], w)
+    eager = backend.configs()["eager"]
+    rng = np.random.default_rng(0)
+    for g in (sqrt, conv_if):  # in this order in one worker: the second raised in eager
+        feeds = {"p": np.array(True), "x": rng.uniform(0.5, 2, g.inputs[1].type.shape).astype(np.float32)}
+        got = backend.compile(g, eager).run(feeds)
+        np.testing.assert_allclose(got[0], reference.outputs(g, feeds)[0], rtol=1e-5, atol=1e-5)

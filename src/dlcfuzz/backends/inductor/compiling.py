@@ -151,8 +151,8 @@ def compile_callable(fn: Callable[..., tuple], example_inputs: Callable[[], list
     `fallback_random=True` and `fullgraph` (False: a program that breaks the graph on purpose);
     compilation forced by a first call on `example_inputs()` (with autograd on where `grad`: a training
     step's forward, whose backward AOTAutograd compiles too)."""
-    if backend == "eager":
-        return fn
+    if backend == "eager":  # torch.cond run eagerly compiles, the shapes kept concrete (`static_eager_conds`)
+        return _static_conds(fn)
     mode, dynamic, _ = split_knobs(knobs)
     patch = inductor_patch(knobs, fault)
     torch.compiler.reset()  # no state from earlier tests (guards, recompile counts)
@@ -178,6 +178,18 @@ def first_failing_stage(fn: Callable[..., tuple], example_inputs: Callable[[], l
         except Exception:  # noqa: BLE001 - any failure is the answer
             return stage
     return "none"
+
+
+def _static_conds(fn: Callable[..., tuple]) -> Callable[..., tuple]:
+    """`fn` run eagerly: its torch.cond calls traced with their concrete shapes, whatever earlier calls in the
+    worker had (lower/torch's `static_eager_conds`)."""
+    from dlcfuzz.lower.torch import static_eager_conds
+
+    def call(*args: Any) -> tuple:
+        with static_eager_conds():
+            return fn(*args)
+
+    return call
 
 
 def _patched(compiled: Callable[..., tuple], patch: dict[str, Any]) -> Callable[..., tuple]:

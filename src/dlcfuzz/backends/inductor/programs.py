@@ -1319,6 +1319,7 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         summarize_cpp_compile_error,
     )
     from dlcfuzz.backends.inductor.patterns import recording_fired
+    from dlcfuzz.lower.torch import static_eager_conds
 
     inputs = make_inputs(input_specs(program), seed)
     names = [i.name for i in program.inputs]
@@ -1329,7 +1330,8 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
         ub = checked_run(program, _clones(inputs))
         if ub is not None:
             return {"undefined": list(ub)}, {}
-        arrays = _arrays("eager", execute(fn, _clones(inputs), names, program.steps))
+        with static_eager_conds():  # eager torch.cond compiles: its shapes kept concrete
+            arrays = _arrays("eager", execute(fn, _clones(inputs), names, program.steps))
     except Exception as e:  # noqa: BLE001 - eager rejects the program (or its backward): invalid, not a bug
         return {"invalid": f"{type(e).__name__}: {str(e)[:600]}"}, {}
     runs: dict[str, dict[str, Any]] = {"eager": {"status": "ok"}}
@@ -1338,7 +1340,8 @@ def run_program(program: Program, seed: int, configs: list[tuple[str, dict[str, 
     try:  # the float64 reference: float inputs widened, the same program
         wide = {k: t.double() if t.is_floating_point() else t for k, t in _clones(inputs).items()}
         fn64 = source_function(widened(program)) if pattern_searches(program) else fn
-        arrays.update(_arrays("fp64", execute(fn64, wide, names, program.steps)))
+        with static_eager_conds():
+            arrays.update(_arrays("fp64", execute(fn64, wide, names, program.steps)))
         runs["fp64"] = {"status": "ok"}
     except Exception as e:  # noqa: BLE001 - e.g. an index_put whose values keep float32: no fp64 reading
         runs["fp64"] = {"status": "error", "error": f"{type(e).__name__}: {str(e)[:300]}"}

@@ -81,9 +81,12 @@ class OvTorch:
         torch.compiler.reset()  # no graphs, guards or recompile counts from earlier tests
         eager = program.function()
         example = [torch.ones(v.type.shape, dtype=getattr(torch, v.type.dtype)) for v in g.inputs]
+        from dlcfuzz.lower.torch import static_eager_conds
+
         with torch.no_grad():
             try:
-                eager(*example)
+                with static_eager_conds():  # eager torch.cond compiles: its shapes kept concrete
+                    eager(*example)
             except Exception as e:  # torch itself cannot run this program: not OpenVINO's to answer
                 raise RuntimeError(f"[stage eager] unsupported by torch: {type(e).__name__}: {e}") from e
             self.fn = torch.compile(eager, backend="openvino", fullgraph=True, dynamic=False,

@@ -7,7 +7,9 @@ from dlcfuzz.lower.torch.codegen import (
     SPELLING,
     TARGET,
     TorchProgram,
+    eager_torch,
     run_eager,
+    static_eager_conds,
     to_numpy,
     to_torch,
     to_torch_program,
@@ -16,5 +18,5 @@ from dlcfuzz.lower.torch.codegen import (
 
 load_rules(__name__, SPELLING)
 
-__all__ = ["ENTRY", "PRELUDE", "TARGET", "TorchProgram", "run_eager", "to_numpy", "to_torch", "to_torch_program",
-           "torch_dtype"]
+__all__ = ["ENTRY", "PRELUDE", "TARGET", "TorchProgram", "eager_torch", "run_eager", "static_eager_conds", "to_numpy",
+           "to_torch", "to_torch_program", "torch_dtype"]

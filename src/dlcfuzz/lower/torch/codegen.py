@@ -7,9 +7,10 @@ how its program becomes a callable and how it runs eagerly. Constants become mod
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -110,8 +111,8 @@ SPELLING = TorchSpelling(
     },
 )
 
-__all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "literal", "run_eager",
-           "to_numpy", "to_torch", "to_torch_program", "torch_dtype"]
+__all__ = ["ENTRY", "PRELUDE", "SPELLING", "TARGET", "Rule", "TorchProgram", "eager_torch", "literal", "run_eager",
+           "static_eager_conds", "to_numpy", "to_torch", "to_torch_program", "torch_dtype"]
 
 
 def torch_dtype(dtype: str) -> str:
@@ -141,13 +142,35 @@ class TorchProgram(PyProgram):
         return torch.from_numpy(a)
 
     def eager(self) -> AbstractContextManager[Any]:
-        import torch
-
-        return torch.no_grad()
+        return eager_torch()
 
     @staticmethod
     def to_numpy(x: Any) -> np.ndarray:
         return x.detach().cpu().contiguous().numpy().copy()
+
+
+@contextlib.contextmanager
+def static_eager_conds() -> Iterator[None]:
+    """Eager `torch.cond` calls in the block traced with their concrete shapes. Eagerly, torch.cond runs
+    `torch.compile(fullgraph=True)` of torch's own `_cond_op_wrapper`, one code object for every cond in the
+    process, so Dynamo's automatic dynamic shapes make a cond that follows one of other shapes (in the same
+    program or an earlier test in the worker) trace with symbolic sizes, and torch 2.13 then refuses valid
+    programs (pytorch/pytorch#188151: a branch output's `Max(1, s)` strides). An eager run must depend on its
+    own inputs only. It costs nothing measurable: a test's branches are new functions, so each of its eager
+    conds compiles anyway (~0.1 s a cond, static or not, measured on torch 2.13 CPU)."""
+    import torch
+
+    with torch._dynamo.config.patch(automatic_dynamic_shapes=False):
+        yield
+
+
+@contextlib.contextmanager
+def eager_torch() -> Iterator[None]:
+    """How a lowered program runs eagerly: no autograd, eager conds static (`static_eager_conds`)."""
+    import torch
+
+    with torch.no_grad(), static_eager_conds():
+        yield
 
 
 _LIVE_MODULES: list[str] = []
