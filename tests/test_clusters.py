@@ -497,3 +497,42 @@ def test_issue37_xla_findings_are_labelled_by_their_entries_and_their_neighbours
     f = FindingFacts(1, "xla", category, configs, f"opts={opts}", frozenset(ops), frozenset(dtypes), "", key, "", attrs)
     k = Register(use_env=False).match(f, message)
     assert (k.id if k else None) == expected, k
+
+
+# issue 37's Inductor false-positive run (torch 2.13.0): finding 3, torch.cond refusing identical Max(1, s) strides
+# (the configuration "eager" traced its second cond with automatic dynamic shapes), the same refusal under
+# torch.compile(dynamic=True), then neighbours its entry must leave alone: branches whose strides differ, a stride
+# without Max (a slice that is not dense; the other refusal, of a different order of strides, is sfdp-18's entry's)
+_COND_SIZE = "torch.Size([s85, 12, s56 - 2, (((s94 - 3)//2)) + 1])"
+_COND_STRIDE = ("(12*Max(1, s56 - 2)*Max(1, (((s94 - 3)//2)) + 1), Max(1, s56 - 2)*Max(1, (((s94 - 3)//2)) + 1), "
+                "Max(1, (((s94 - 3)//2)) + 1), 1)")
+_COND_REFUSED = ("TorchRuntimeError: RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node "
+                 "with fake tensors: call_function cond(...): got RuntimeError(\"It seems one of cond's output stride is "
+                 "not a simple accumulative multiplication of sizes. This could be because cond returns a slice of a "
+                 "tensor, which is not dense in memory. True branch has size {}, stride {} and false branch has size {} "
+                 "stride {}. Hint: can call t.contiguous(). \")")
+ISSUE37_INDUCTOR = [
+    # (category, configs, ops, message, expected entry or None)
+    ("unexpected-error", ("eager",), {"cast_like", "conv2d", "depth_to_space", "div", "greater", "if", "lrn", "max", "neg",
+                                      "reduce_log_sum", "reduce_max", "reduce_sum", "sqrt", "unsqueeze"},
+     _COND_REFUSED.format(_COND_SIZE, _COND_STRIDE, _COND_SIZE, _COND_STRIDE), "inductor-cond-max-stride-refused"),
+    ("unexpected-error", ("eager", "inductor+dynamic"), {"if", "conv2d"},
+     _COND_REFUSED.format("torch.Size([s85, 12, s56 - 1, s94 - 2])", "(12*Max(1, s56 - 1)*Max(1, s94 - 2), "
+                          "Max(1, s56 - 1)*Max(1, s94 - 2), Max(1, s94 - 2), 1)", "torch.Size([s85, 12, s56 - 1, s94 - 2])",
+                          "(12*Max(1, s56 - 1)*Max(1, s94 - 2), Max(1, s56 - 1)*Max(1, s94 - 2), Max(1, s94 - 2), 1)"),
+     "inductor-cond-max-stride-refused"),
+    ("unexpected-error", ("eager",), {"if", "conv2d"},  # the branches' strides differ
+     _COND_REFUSED.format("torch.Size([s0, s1])", "(Max(1, s1), 1)", "torch.Size([s0, s1])", "(s1 + 1, 1)"), None),
+    ("unexpected-error", ("eager",), {"if", "slice"},  # a slice, not dense: no Max
+     _COND_REFUSED.format("torch.Size([s0, 2])", "(2*s1, 1)", "torch.Size([s0, 2])", "(2*s1, 1)"), None),
+]
+
+
+@pytest.mark.parametrize("category, configs, ops, message, expected", ISSUE37_INDUCTOR,
+                         ids=[f"{k}-{c[-1]}" for k, c in enumerate(ISSUE37_INDUCTOR)])
+def test_issue37_inductor_findings_are_labelled_by_their_entries_and_their_neighbours_are_not(
+        category: str, configs: tuple[str, ...], ops: set[str], message: str, expected: str | None) -> None:
+    key = f"error|inductor|TorchRuntimeError|TorchRuntimeError: RuntimeError when making fake tensor call|{','.join(configs)}"
+    f = FindingFacts(3, "inductor", category, configs, "", frozenset(ops), frozenset({"float32"}), "", key, "", "")
+    k = Register(use_env=False).match(f, message)
+    assert (k.id if k else None) == expected, k
