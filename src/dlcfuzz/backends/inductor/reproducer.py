@@ -46,7 +46,9 @@ def run(name):
         if "options" in opts:  # the backend's own options (OpenVINO's device and properties)
             kwargs["options"] = opts["options"]
         fn = torch.compile(model, backend=opts["backend"], fullgraph=True, dynamic=opts["dynamic"], **kwargs)
-    with torch._inductor.config.patch(opts["inductor_config"]), torch.no_grad():
+    # eager, a torch.cond compiles torch's one wrapper: its shapes kept concrete, as dlcfuzz ran it (pytorch#188151)
+    dynamo = {"automatic_dynamic_shapes": False} if opts["backend"] == "eager" else {}
+    with torch._inductor.config.patch(opts["inductor_config"]), torch._dynamo.config.patch(dynamo), torch.no_grad():
         return [t.detach().contiguous().numpy() for t in fn(*args)]
 '''
 
