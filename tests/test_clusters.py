@@ -536,3 +536,26 @@ def test_issue37_inductor_findings_are_labelled_by_their_entries_and_their_neigh
     f = FindingFacts(3, "inductor", category, configs, "", frozenset(ops), frozenset({"float32"}), "", key, "", "")
     k = Register(use_env=False).match(f, message)
     assert (k.id if k else None) == expected, k
+
+
+ISSUE37_INDUCTOR_DTYPES = [
+    # (ops, dtypes, message, expected entry or None): an output dtype that differs
+    ({"einsum"}, {"int32"}, "inductor differs from eager and the reference at output 5: dtype int64 != int32",
+     "inductor-cpu-bmm-m1-integer-output-int64"),
+    ({"matmul", "relu"}, {"int8"}, "inductor differs from eager and the reference at output 0: dtype int64 != int8",
+     "inductor-cpu-bmm-m1-integer-output-int64"),
+    ({"einsum"}, {"int64"}, "inductor differs from eager and the reference at output 0: dtype float32 != int64", None),
+    ({"cumsum"}, {"int32"}, "inductor differs from eager and the reference at output 0: dtype int64 != int32", None),
+    ({"einsum"}, {"float32"}, "inductor differs from eager and the reference at output 0: distance 3 > 0.001", None),
+]
+
+
+@pytest.mark.parametrize("ops, dtypes, message, expected", ISSUE37_INDUCTOR_DTYPES,
+                         ids=[f"{k}-{c[-1]}" for k, c in enumerate(ISSUE37_INDUCTOR_DTYPES)])
+def test_issue37_inductor_dtype_findings_are_labelled_by_their_entry_and_their_neighbours_are_not(
+        ops: set[str], dtypes: set[str], message: str, expected: str | None) -> None:
+    key = f"inconsistency|inductor|eager|inductor|dtype|ops={','.join(sorted(ops))}|opts=none"
+    f = FindingFacts(4, "inductor", "inconsistency", ("eager", "inductor"), "", frozenset(ops), frozenset(dtypes), "",
+                     key, "", "")
+    k = Register(use_env=False).match(f, message)
+    assert (k.id if k else None) == expected, k
