@@ -252,3 +252,28 @@ def test_torch_runs_a_long_linear_attention_under_scan_and_agrees_with_the_refer
         args = [program.argument(inputs[v.name]) for v in g.inputs]
         compiled = compile_callable(program.function(), lambda: args, "inductor", {}, None)
         assert not compare([to_numpy(o) for o in compiled(*args)], ref)
+
+
+@pytest.mark.parametrize("target", ["torch", "jax"])
+def test_python_lowerings_scale_float64_attention_by_the_references_float32_root(target):
+    """ONNX's Attention scales q and k each by sqrt(scale), the attribute a float32 and its root taken in float32
+    (the reference, onnxruntime and onnx.reference agree); the Python lowerings took it in float64 for float64
+    inputs, 2e-7 off, which values near 1e153 showed beyond float64's tolerance (issue 37's XLA run, finding 2)."""
+    pytest.importorskip(target)
+    from dlcfuzz.lower.jax import to_jax_program
+    from dlcfuzz.lower.torch import to_torch_program
+
+    attrs = {"has_mask": 0, "has_nonpad": 0, "has_past": 0, "is_causal": 1, "kv_num_heads": 1, "left_window_size": -1,
+             "present": 0, "q_num_heads": 17, "qk_matmul_output_mode": 1, "qk_output": 1, "right_window_size": -1,
+             "scale": 0.8378999829292297, "softcap": 0.0, "softmax_precision": 11}
+    types = [TensorType("float64", s) for s in ((2, 6, 17), (2, 6, 1), (2, 6, 3))]
+    outs = [Value(n, t) for n, t in zip(("y", "qk"), get_op("attention").infer(types, attrs))]
+    g = Graph(inputs=[Value(n, t) for n, t in zip(("q", "k", "v"), types)],
+              nodes=[Node("attention", ["q", "k", "v"], outs, attrs, name="n0")], outputs=["y"])
+    check_graph(g)
+    rng = np.random.default_rng(4)
+    feeds = {"q": rng.uniform(-2, 2, (2, 6, 17)), "k": rng.uniform(-2, 2, (2, 6, 1)),
+             "v": rng.uniform(-2e153, 2e153, (2, 6, 3))}
+    ref = reference.outputs(g, feeds)
+    lower = to_torch_program if target == "torch" else to_jax_program
+    assert not compare(lower(g).run_eager(feeds), ref)

@@ -775,7 +775,10 @@ def attention_layout(in_types: Sequence[TensorType], attrs: Attrs) -> _Attention
 
 
 def attention_scale_root(layout: _AttentionShapes, attrs: Attrs) -> float:
-    """sqrt(scale), rounded to the input type as ONNX's function body does (q and k are each scaled by it)."""
+    """sqrt(scale), rounded to the input type as ONNX's function body does (q and k are each scaled by it), as the
+    reference computes it: the attribute is a float32 and its root is taken in float32 (for float64 inputs the
+    lowerings took it in float64, 2e-7 off the reference's, ORT's and onnx.reference's root: issue 37's XLA run)."""
     scale = attrs.get("scale")
-    scale = 1.0 / np.sqrt(layout.d) if scale is None else float(scale)
-    return float(np.asarray(np.sqrt(scale), dtype=layout.dtype))
+    if scale is None:
+        return float(np.asarray(np.sqrt(1.0 / np.sqrt(layout.d)), dtype=layout.dtype))
+    return float(np.asarray(np.sqrt(np.float32(scale)), dtype=layout.dtype))
