@@ -23,7 +23,7 @@ from dlcfuzz.gen.random import generate  # noqa: E402
 from dlcfuzz.gen.single import single_op_graph  # noqa: E402
 from dlcfuzz.ir.graph import Graph, Node, Value  # noqa: E402
 from dlcfuzz.ir.types import TensorType  # noqa: E402
-from dlcfuzz.ops import get_op  # noqa: E402
+from dlcfuzz.ops import check_graph, get_op  # noqa: E402
 from dlcfuzz.oracle.policy import reference_of  # noqa: E402
 from dlcfuzz.oracle.testcase import TestCase  # noqa: E402
 from dlcfuzz.oracle.verdict import judge  # noqa: E402
@@ -863,3 +863,38 @@ def test_the_eager_configuration_does_not_depend_on_earlier_conds_in_the_worker(
         feeds = {"p": np.array(True), "x": rng.uniform(0.5, 2, g.inputs[1].type.shape).astype(np.float32)}
         got = backend.compile(g, eager).run(feeds)
         np.testing.assert_allclose(got[0], reference.outputs(g, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_conditional_branches_return_contiguous_outputs_that_torch_cond_takes(backend):
+    """torch.cond refuses branches whose outputs' strides are ordered differently: Attention's present key and value
+    (a permuted layout out of its lowering) returned by one branch and negated by the other made the eager
+    configuration raise ("The sorted order of strides of the two branches' output doesn't match", issue 37's
+    Inductor run, finding 6, ours). ONNX has no layout: each branch returns contiguous copies, eager runs it."""
+    from dlcfuzz import reference
+
+    q, kv = TensorType("float32", (2, 5, 5)), TensorType("float32", (2, 5, 5))
+    rng = np.random.default_rng(6)
+    consts = {"k": rng.uniform(-2, 2, (2, 5, 5)).astype(np.float32)}
+    attrs = {"has_mask": 0, "has_nonpad": 0, "has_past": 0, "is_causal": 1, "kv_num_heads": 5, "left_window_size": -1,
+             "present": 1, "q_num_heads": 5, "qk_matmul_output_mode": 0, "qk_output": 0, "right_window_size": -1,
+             "scale": None, "softcap": 0.0, "softmax_precision": 0}
+    types = get_op("attention").infer([q, q, kv], attrs)
+
+    def branch(name: str, negated: bool) -> Graph:
+        outs = [Value(f"a{i}", t) for i, t in enumerate(types)]
+        nodes = [Node("attention", ["x", "k", "v"], outs, attrs, name="att")]
+        if negated:
+            nodes += [Node("neg", [o.name], [Value(f"{o.name}_neg", o.type)], {}, name=f"neg{i}") for i, o in enumerate(outs)]
+        return Graph(inputs=[Value("x", q), Value("k", q), Value("v", kv)], nodes=nodes, name=f"{name}_branch",
+                     outputs=[f"{o.name}_neg" if negated else o.name for o in outs])
+
+    g = Graph(inputs=[Value("p", TensorType("bool", ())), Value("x", q), Value("v", kv)], constants=dict(consts),
+              nodes=[Node("if", ["p", "x", "k", "v"], [Value(f"y{i}", t) for i, t in enumerate(types)],
+                          {"then_branch": branch("then", False), "else_branch": branch("else", True)}, name="if")],
+              outputs=[f"y{i}" for i in range(len(types))])
+    check_graph(g)
+    feeds = {"p": np.array(True), "x": rng.uniform(-2, 2, (2, 5, 5)).astype(np.float32),
+             "v": rng.uniform(-2, 2, (2, 5, 5)).astype(np.float32)}
+    got = backend.compile(g, backend.configs()["eager"]).run(feeds)
+    for mine, ref in zip(got, reference.outputs(g, feeds)):
+        np.testing.assert_allclose(mine, ref, rtol=1e-5, atol=1e-5)

@@ -1,6 +1,9 @@
 """Regions (ops/regions.py) in PyTorch: `torch.cond` for a conditional (each branch a nested function of its
 parameters, its outputs cloned: torch.cond refuses a branch whose output aliases an input, which a view rule
-such as reshape or transpose makes); loops and scans are documented gaps of this slice (issue 40)."""
+such as reshape or transpose makes, and branches whose outputs' strides are ordered differently, which a
+permuted result in one branch only (Attention's through SDPA, then a Neg in the other) made even eagerly
+(issue 37's Inductor run, finding 6): ONNX has no layout, so each output is a contiguous copy); loops and
+scans are documented gaps of this slice (issue 40)."""
 
 from __future__ import annotations
 
@@ -19,7 +22,7 @@ def _if(spec: Any, e: Emitter, ins: list[str], outs: list[str], attrs: dict, in_
     for attr in ("then_branch", "else_branch"):
         body = e.function(attrs[attr], f"{attr.split('_')[0]}_")
         cloned = e.fresh(f"{body}_cloned")
-        e.lines += [f"def {cloned}(*args):", f"    return tuple(o.clone() for o in {body}(*args))"]
+        e.lines += [f"def {cloned}(*args):", f"    return tuple(o.clone(memory_format=torch.contiguous_format) for o in {body}(*args))"]
         branches.append(cloned)
     caps = "".join(f"{c}, " for c in ins[1:])
     r = e.bind(f"torch.cond({ins[0]}.reshape(()), {branches[0]}, {branches[1]}, ({caps}))", "r")
