@@ -511,6 +511,11 @@ _COND_REFUSED = ("TorchRuntimeError: RuntimeError when making fake tensor call\n
                  "not a simple accumulative multiplication of sizes. This could be because cond returns a slice of a "
                  "tensor, which is not dense in memory. True branch has size {}, stride {} and false branch has size {} "
                  "stride {}. Hint: can call t.contiguous(). \")")
+_STRIDE_ORDER_REFUSED = ("TorchRuntimeError: RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX "
+                         "node with fake tensors: call_function cond(...): got RuntimeError(\"The sorted order of strides "
+                         "of the two branches' output doesn't match.this indicates the contiguousness of the two branches "
+                         "are different. True branch has stride (25, 5, 1, 1) but false branch has stride (25, 1, 5, 5)."
+                         "Consider using contiguous() to make the two branches have the same contiguousness.\")")
 ISSUE37_INDUCTOR = [
     # (category, configs, ops, message, expected entry or None)
     ("unexpected-error", ("eager",), {"cast_like", "conv2d", "depth_to_space", "div", "greater", "if", "lrn", "max", "neg",
@@ -525,6 +530,13 @@ ISSUE37_INDUCTOR = [
      _COND_REFUSED.format("torch.Size([s0, s1])", "(Max(1, s1), 1)", "torch.Size([s0, s1])", "(s1 + 1, 1)"), None),
     ("unexpected-error", ("eager",), {"if", "slice"},  # a slice, not dense: no Max
      _COND_REFUSED.format("torch.Size([s0, 2])", "(2*s1, 1)", "torch.Size([s0, 2])", "(2*s1, 1)"), None),
+    # findings 6 and 7: branches the lowering returned in two layouts (ours, fixed), eagerly and in aot_eager: not
+    # inductor-sfdp-18-strides-cond-refused, which is the refusal in the Inductor stage past SDPA's layout
+    ("unexpected-error", ("eager",), {"if", "attention", "neg"}, _STRIDE_ORDER_REFUSED, None),
+    ("unexpected-error", ("inductor",), {"if", "attention", "neg"}, f"StageError: [stage aot_eager] {_STRIDE_ORDER_REFUSED}",
+     None),
+    ("unexpected-error", ("inductor",), {"if", "attention", "neg"}, f"StageError: [stage inductor] {_STRIDE_ORDER_REFUSED}",
+     "inductor-sfdp-18-strides-cond-refused"),
 ]
 
 
