@@ -156,17 +156,8 @@ def attention_parts(xs: Sequence[np.ndarray], attrs: Attrs) -> dict[str, Any]:
         v = np.concatenate([past[1].astype(np.float64), v], axis=2)
     b, hq, sq, d = q.shape
     hkv, t = k.shape[1], k.shape[2]
-    scale = attrs.get("scale")
-    if scale is None:
-        scale = 1.0 / np.sqrt(d)
-        # ONNX scales q and k each by sqrt(scale), rounded to the input type (the function body's Cast)
-        root = float(np.asarray(np.sqrt(scale), dtype=dtype)) if dtype != np.float64 else float(np.sqrt(scale))
-    else:
-        # the attribute is a float32 and its square root is taken in float32 before the Cast to the input
-        # type: for float64 inputs that is float32 precision (2e-7 off an exact root, which ORT and
-        # onnx.reference both show; a 30-minute auto campaign reported the exact root as ORT's error)
-        scale = float(scale)
-        root = float(np.asarray(np.sqrt(np.float32(scale)), dtype=dtype))
+    scale = 1.0 / np.sqrt(d) if attrs.get("scale") is None else float(attrs["scale"])
+    root = scale_root(attrs.get("scale"), d, dtype)
     rep = hq // hkv  # grouped-query attention: q head h reads kv head h // rep
     k_rep, v_rep = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
     logits = (q * root) @ np.swapaxes(k_rep * root, -1, -2)
@@ -774,11 +765,17 @@ def attention_layout(in_types: Sequence[TensorType], attrs: Attrs) -> _Attention
     return _AttentionShapes(ATTENTION, in_types, attrs)
 
 
-def attention_scale_root(layout: _AttentionShapes, attrs: Attrs) -> float:
-    """sqrt(scale), rounded to the input type as ONNX's function body does (q and k are each scaled by it), as the
-    reference computes it: the attribute is a float32 and its root is taken in float32 (for float64 inputs the
-    lowerings took it in float64, 2e-7 off the reference's, ORT's and onnx.reference's root: issue 37's XLA run)."""
-    scale = attrs.get("scale")
+def scale_root(scale: float | None, d: int, dtype: Any) -> float:
+    """sqrt(scale) as ONNX's function body computes it (q and k are each scaled by it), rounded to the input type
+    `dtype` (its Cast). Without the attribute, scale is 1/sqrt(d), its root taken in the input type. The attribute
+    is a float32 and its root is taken in float32 before the Cast: for float64 inputs that is float32 precision,
+    2e-7 off an exact root, which onnxruntime and onnx.reference both show (a 30-minute auto campaign reported the
+    exact root as ORT's error; issue 37's XLA run found the Python lowerings taking the exact one)."""
     if scale is None:
-        return float(np.asarray(np.sqrt(1.0 / np.sqrt(layout.d)), dtype=layout.dtype))
-    return float(np.asarray(np.sqrt(np.float32(scale)), dtype=layout.dtype))
+        return float(np.asarray(np.sqrt(1.0 / np.sqrt(d)), dtype=dtype))
+    return float(np.asarray(np.sqrt(np.float32(scale)), dtype=dtype))
+
+
+def attention_scale_root(layout: _AttentionShapes, attrs: Attrs) -> float:
+    """`scale_root` of a lowering's Attention (the reference's root, the same for every target)."""
+    return scale_root(attrs.get("scale"), layout.d, layout.dtype)

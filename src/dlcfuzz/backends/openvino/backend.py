@@ -77,12 +77,12 @@ class OvTorch:
         import openvino.torch  # noqa: F401  (registers the "openvino" torch.compile backend)
         import torch
 
+        from dlcfuzz.lower.torch import static_eager_conds
+
         torch.set_num_threads(1)  # --jobs decides parallelism, as for the CPU plugin's one thread
         torch.compiler.reset()  # no graphs, guards or recompile counts from earlier tests
         eager = program.function()
         example = [torch.ones(v.type.shape, dtype=getattr(torch, v.type.dtype)) for v in g.inputs]
-        from dlcfuzz.lower.torch import static_eager_conds
-
         with torch.no_grad():
             try:
                 with static_eager_conds():  # eager torch.cond compiles: its shapes kept concrete
