@@ -537,6 +537,14 @@ ISSUE37_INDUCTOR = [
      None),
     ("unexpected-error", ("inductor",), {"if", "attention", "neg"}, f"StageError: [stage inductor] {_STRIDE_ORDER_REFUSED}",
      "inductor-sfdp-18-strides-cond-refused"),
+    # finding 5: a grouped conv2d's output (channels-last in Inductor) as a conditional's operand; an assertion on a
+    # buffer Inductor made itself (no "Error in op: input") is another bug
+    ("unexpected-error", ("inductor",), {"if", "conv2d"},
+     "StageError: [stage inductor] AssertionError: expected size 6==6, stride 1==4 at dim=1; expected size 4==4, stride "
+     "6==1 at dim=2\nError in op: input\nThis error most often comes from a incorrect fake (aka meta) kernel for a custom op.",
+     "inductor-cond-operand-layout-stride-assert"),
+    ("unexpected-error", ("inductor",), {"conv2d", "relu"},
+     "StageError: [stage inductor] AssertionError: expected size 6==6, stride 1==4 at dim=1", None),
 ]
 
 

@@ -550,7 +550,7 @@ def test_registered_cond_with_an_unbacked_width_names_an_undefined_symbol_and_is
 
 
 def test_registered_cond_operand_that_is_also_concatenated_fails_a_stride_check_and_is_known():
-    """inductor-cond-operand-in-cat-stride-assert, with torch alone: y, a cond operand and a cat input, is written
+    """inductor-cond-operand-layout-stride-assert, with torch alone: y, a cond operand and a cat input, is written
     into the cat's buffer, and the branch subgraph's input check refuses its strides; aot_eager is right."""
     def cond_and_cat(x, p):
         y = x * 2
@@ -566,7 +566,28 @@ def test_registered_cond_operand_that_is_also_concatenated_fails_a_stride_check_
     with pytest.raises(AssertionError) as failed:
         torch.compile(cond_and_cat, backend="inductor", fullgraph=True)(x, p)
     assert "expected size 3==3, stride 30==15 at dim=0" in str(failed.value)
-    assert _known_error(f"[stage inductor] AssertionError: {failed.value}") == "inductor-cond-operand-in-cat-stride-assert"
+    assert _known_error(f"[stage inductor] AssertionError: {failed.value}") == "inductor-cond-operand-layout-stride-assert"
+
+
+def test_registered_cond_operand_from_a_conv2d_fails_the_same_stride_check_and_is_known():
+    """inductor-cond-operand-layout-stride-assert's second route, with torch alone: Inductor lays a conv2d's output
+    out channels-last and hands it to a branch subgraph compiled for eager's contiguous strides; aot_eager is right."""
+    import torch.nn.functional as F
+
+    def conv_then_cond(x, w, p):
+        y = F.conv2d(x, w)
+        return torch.cond(p, lambda y: (-y,), lambda y: (y.sqrt(),), (y,))[0]
+
+    x, w, p = torch.linspace(-1, 1, 72).reshape(3, 3, 4, 2), torch.ones(6, 3, 1, 1), torch.tensor(True)
+    want = conv_then_cond(x, w, p)
+    assert want.stride() == (48, 8, 2, 1)
+    torch._dynamo.reset()
+    assert torch.equal(torch.compile(conv_then_cond, backend="aot_eager", fullgraph=True)(x, w, p), want)
+    torch._dynamo.reset()
+    with pytest.raises(AssertionError) as failed:
+        torch.compile(conv_then_cond, backend="inductor", fullgraph=True)(x, w, p)
+    assert "expected size 6==6, stride 1==8 at dim=1" in str(failed.value)
+    assert _known_error(f"[stage inductor] AssertionError: {failed.value}") == "inductor-cond-operand-layout-stride-assert"
 
 
 def test_registered_sfdp_18_rewrite_changes_strides_a_later_cond_refuses_and_is_known():
