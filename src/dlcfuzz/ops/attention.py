@@ -156,7 +156,6 @@ def attention_parts(xs: Sequence[np.ndarray], attrs: Attrs) -> dict[str, Any]:
         v = np.concatenate([past[1].astype(np.float64), v], axis=2)
     b, hq, sq, d = q.shape
     hkv, t = k.shape[1], k.shape[2]
-    scale = 1.0 / np.sqrt(d) if attrs.get("scale") is None else float(attrs["scale"])
     root = scale_root(attrs.get("scale"), d, dtype)
     rep = hq // hkv  # grouped-query attention: q head h reads kv head h // rep
     k_rep, v_rep = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
@@ -205,7 +204,7 @@ def attention_parts(xs: Sequence[np.ndarray], attrs: Attrs) -> dict[str, Any]:
         y = y.transpose(0, 2, 1, 3).reshape(b, sq, hq * v.shape[3])
     return {"logits": logits, "capped": capped, "bias": bias, "x": x, "probs": probs, "y": y,
             "present_key": k, "present_value": v, "masked_rows": masked_rows, "mask_values": mask_values,
-            "k_rep": k_rep, "v_rep": v_rep, "q": q, "scale": scale, "softcap": softcap}
+            "k_rep": k_rep, "v_rep": v_rep, "q": q, "softcap": softcap}
 
 
 def _qk_output(parts: dict[str, Any], mode: int) -> np.ndarray:
