@@ -68,6 +68,36 @@ def test_tvm_configs_agree_across_methods_targets_and_exec_modes():
     assert {"llvm", "c", "direct", "onnx"} <= names
 
 
+def test_tvm_unopt_builds_at_llvm_o0_and_its_reproducer_builds_each_configuration_s_target(tmp_path: Path) -> None:
+    """tvm-unopt is unoptimized down to LLVM (-O0; the others at TVM's default -O3), and the reproducer builds
+    every configuration for the target the campaign built it for: the kernels' library records it."""
+    import runpy
+
+    pytest.importorskip("tvm")
+    from tvm import relax
+
+    from dlcfuzz.backends.tvm.backend import codegen_target
+
+    backend = get_backend("tvm")
+    configs = backend.configs()
+    levels = {name: codegen_target(c.options).attrs.get("opt-level") for name, c in configs.items()
+              if c.options["target"] == "llvm"}
+    assert levels == {"tvm-unopt": 0, "tvm-opt": None, "tvm-opt-compiled": None, "tvm-onnx-opt": None}
+    x = TensorType("float32", (2, 3))
+    g = Graph(inputs=[Value("x", x)], outputs=["y"], nodes=[Node("relu", ["x"], [Value("y", x)])])
+    mod = relax.transform.LegalizeOps()(backend.lower(g, configs["tvm-unopt"]))
+    for name in ("tvm-unopt", "tvm-opt"):
+        lib = relax.build(mod, target=codegen_target(configs[name].options)).mod.imports[0]
+        recorded = next(line for line in lib.inspect_source("ll").split("\n") if '"tvm_target"' in line)
+        assert ("opt-level" in recorded) == (name == "tvm-unopt"), recorded
+    path = tmp_path / "repro.py"
+    path.write_text(backend.reproducer(g, {"x": np.ones((2, 3), np.float32)}, None, list(configs.values()),
+                                       "inconsistency", "relu", "d"))
+    script = runpy.run_path(str(path), run_name="repro")  # its definitions, without running main()
+    for name, c in configs.items():
+        assert str(script["target_of"](script["CONFIGS"][name])) == str(codegen_target(c.options)), name
+
+
 def test_tvm_shape_output_is_an_int64_tensor_in_the_harness_and_the_reproducer(tmp_path: Path) -> None:
     """Regression (apache-tvm 0.25 campaign): TVM's ONNX importer returns a graph output made by `Shape` as
     a shape value (a tuple of ints), which our flattening iterated into a TypeError (an 'unexpected error'

@@ -49,6 +49,15 @@ FUNCTION_PASSES = ("LambdaLift", "InlinePrivateFunctions", "RemoveUnusedParamete
 CLOSURE_PASSES = ("LambdaLift",)
 
 
+def codegen_target(options: dict[str, Any]) -> Any:
+    """A configuration's code generation target: its `target` kind, and for llvm its `llvm_opt_level` where it
+    names one (TVM's own default is 3). The reproducer builds the same target (reproducer.py's `target_of`)."""
+    kind = options.get("target", "llvm")
+    if kind == "llvm" and "llvm_opt_level" in options:
+        return tvm.target.Target({"kind": "llvm", "opt-level": int(options["llvm_opt_level"])})
+    return tvm.target.Target(kind)
+
+
 def private_constants(mod: Any) -> Any:
     """`mod` with a fresh copy of every Relax constant's data.
 
@@ -155,6 +164,7 @@ class TvmBackend(BackendBase):
             Knob("passes", list(PASSES), "explicit relax.transform sequence applied before the build pipeline"),
             Knob("opt_level", [0, 1, 2, 3], "PassContext opt_level (4 enables FastMath: never compared exactly)"),
             Knob("target", ["llvm", "c"], "code generation target"),
+            Knob("llvm_opt_level", [0, 3], "LLVM's own optimization level of the llvm target (TVM's default: 3)"),
             Knob("exec_mode", ["bytecode", "compiled"], "Relax VM execution mode"),
             Knob("form", list(FORMS), "sub-functions as global functions, local closures, or closures returned by globals"),
             Knob("rewrite", [None, *KINDS], "HirGen function rewrite applied after lowering (direct method only)"),
@@ -164,7 +174,8 @@ class TvmBackend(BackendBase):
     def configs(self) -> dict[str, Config]:
         base = {"method": "direct", "target": "llvm", "exec_mode": "bytecode", "opt_level": 3}
         return {
-            "tvm-unopt": Config("tvm-unopt", {**base, "passes": [], "opt_level": 0}),
+            # unoptimized down to LLVM, whose -O0 also builds 2-3x faster (every test and the probe build it)
+            "tvm-unopt": Config("tvm-unopt", {**base, "passes": [], "opt_level": 0, "llvm_opt_level": 0}),
             "tvm-opt": Config("tvm-opt", {**base, "passes": OPTIMIZE}),
             "tvm-opt-compiled": Config("tvm-opt-compiled", {**base, "passes": OPTIMIZE, "exec_mode": "compiled"}),
             "tvm-opt-c": Config("tvm-opt-c", {**base, "passes": OPTIMIZE, "target": "c"}),
@@ -270,7 +281,7 @@ class TvmBackend(BackendBase):
     def compile_module(self, mod: Any, config: Config, input_names: list[str], n_outputs: int) -> TvmCompiled:
         o = config.options
         mod = private_constants(mod)
-        target = tvm.target.Target(o.get("target", "llvm"))
+        target = codegen_target(o)
         with tvm.transform.PassContext(opt_level=int(o.get("opt_level", 3))):
             mod = relax_passes(mod, o)
             ex = relax.build(mod, target=target, relax_pipeline="default", exec_mode=o.get("exec_mode", "bytecode"))

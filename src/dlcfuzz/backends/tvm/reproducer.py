@@ -101,10 +101,17 @@ def flatten(res):
     return [x for r in res for x in flatten(r)]
 
 
+def target_of(opts):
+    kind = opts.get("target", "llvm")
+    if kind == "llvm" and "llvm_opt_level" in opts:  # LLVM's own optimization level (TVM's default: 3)
+        return tvm.target.Target({{"kind": "llvm", "opt-level": int(opts["llvm_opt_level"])}})
+    return tvm.target.Target(kind)
+
+
 def run(name):
     opts = CONFIGS[name]
     mod = module(name)
-    target = tvm.target.Target(opts.get("target", "llvm"))
+    target = target_of(opts)
     with tvm.transform.PassContext(opt_level=int(opts.get("opt_level", 3))):
         passes = [getattr(relax.transform, p)() for p in opts.get("passes", [])]
         if passes:
