@@ -95,8 +95,10 @@ def test_a_lost_actor_s_tasks_are_resubmitted_once_and_the_actor_replaced(cluste
         assert sorted(got) == ids  # every task answered exactly once
         assert pool.stats.actors_lost == 1 and pool.stats.tasks_resubmitted >= 1
         assert all(json.loads(r.payload) == 0.5 for r in pool.map([task("sleep", 0.5)] * 2))
-        deadline = time.monotonic() + 60
-        while len(pool.nodes()) < 2 and time.monotonic() < deadline:  # the replacement comes up (the CPU is free)
+        # the replacement comes up once the raylet has freed the killed actor's CPU: seconds when idle, over a
+        # minute at load 6-8 (a clean-clone suite beside two false-positive campaigns); the wait ends when it is up
+        deadline = time.monotonic() + 240
+        while len(pool.nodes()) < 2 and time.monotonic() < deadline:
             pool.next_result(timeout=0.5)
         assert len(set(pool.nodes())) == 2
 
