@@ -1,8 +1,8 @@
 """What LLVM's optimization level costs in TVM's build: tvm-unopt at LLVM -O0 (its configuration) against the same
 configuration at TVM's default -O3, in one process, alternating, on the capability probe's one-operator graphs
-(every operator and dtype our Relax lowering writes, built side by side in groups of --group as the probe builds them; a group that fails to
-build at either level is counted as failed, and stays in the denominator of neither figure: both time the same
-groups).
+(every operator and dtype our Relax lowering writes, built side by side in groups of --group as the probe builds
+them; a group that fails to build at either level is counted as failed and timed at neither: both figures time the
+same groups).
 
 One build = relax.build plus the VirtualMachine's creation (where TVM's LLVM module is JIT-compiled), timed in
 process CPU seconds; the outputs of both levels are compared bit for bit (LLVM -O3 contracts a * b + c into one
