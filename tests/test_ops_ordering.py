@@ -119,6 +119,25 @@ def test_an_empty_range_lowers_to_relax():
     check_instance(g, {"x": np.zeros((0,), np.float64)}, ort=False)
 
 
+@pytest.mark.parametrize("start, limit, delta, dtype, consumer", [
+    (11, 8, -2, "int32", "bitwise_xor"),  # issue 37's run, seq 10
+    (-15, -1340659029369814011, -670329514684906998, "int64", "bitwise_xor"),  # seq 1409's Range
+    (0, -3, -2, "int64", "sub"),
+])
+def test_a_range_r_arange_types_one_element_too_long_lowers_to_relax(start, limit, delta, dtype, consumer):
+    """R.arange types a negative step that does not divide the range one element too long (the register's
+    tvm-arange-negative-step-length): a consumer of the Range failed TVM's shape check while our lowering
+    emitted it, two internal errors in issue 37's TVM false-positive run. The Range now lowers to its length."""
+    attrs = {"start": start, "limit": limit, "delta": delta, "dtype": dtype}
+    (out,) = get_op("range").infer([], attrs)
+    assert out.shape == (len(np.arange(start, limit, delta, dtype=dtype)),)
+    g = Graph(inputs=[Value("x", out)], nodes=[Node("range", [], [Value("r", out)], attrs, name="n0"),
+                                            Node(consumer, ["r", "x"], [Value("y", out)], {}, name="n1")],
+              outputs=["y"])
+    check_graph(g)
+    check_instance(g, {"x": np.arange(1, out.shape[0] + 1).astype(dtype)}, ort=False)
+
+
 def test_trilu_samples_wide_matrices():
     """A matrix side of 99 or more made the "beyond the matrix" offset's range empty (an internal error)."""
     spec = get_op("trilu")

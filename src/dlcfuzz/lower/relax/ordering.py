@@ -102,4 +102,13 @@ def range_(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
     if out_types[0].size == 0:  # R.arange gives an empty range a negative length (ceil((limit - start) / delta))
         return [relax.op.zeros(out_types[0].shape, dt)]
     start, limit, delta = (np.asarray(attrs[k]).astype(dt).item() for k in ("start", "limit", "delta"))
-    return [relax.op.arange(start, limit, delta, dt)]
+    ar = bb.emit(relax.op.arange(start, limit, delta, dt))
+    n = out_types[0].shape[0]
+    typed = int((ar.ty if hasattr(ar, "ty") else ar.struct_info).shape[0])  # apache-tvm <= 0.25: struct_info
+    if typed > n:
+        # R.arange types a negative step that does not divide the range one element too long (the register's
+        # tvm-arange-negative-step-length; its kernel computes the right values): a consumer emitted after it
+        # fails TVM's own shape check while we lower (two internal errors in issue 37's run), so the range is
+        # cut to its n elements and the rest of the test is still tested
+        return [relax.op.strided_slice(ar, axes=[0], begin=[0], end=[n])]
+    return [ar]
