@@ -120,8 +120,8 @@ def test_an_empty_range_lowers_to_relax():
 
 
 @pytest.mark.parametrize("start, limit, delta, dtype, consumer", [
-    (11, 8, -2, "int32", "bitwise_xor"),  # issue 37's run, seq 10
-    (-15, -1340659029369814011, -670329514684906998, "int64", "bitwise_xor"),  # seq 1409's Range
+    (11, 8, -2, "int32", "bitwise_xor"),  # seq 1409 of issue 37's run (there a OneHot consumed it)
+    (-15, -1340659029369814011, -670329514684906998, "int64", "bitwise_xor"),  # seq 10, Range and consumer
     (0, -3, -2, "int64", "sub"),
 ])
 def test_a_range_r_arange_types_one_element_too_long_lowers_to_relax(start, limit, delta, dtype, consumer):
