@@ -17,14 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from dlcfuzz.lower.relax.common import type_of
+
 KINDS = ("a", "b", "c")
 
 
-# apache-tvm 0.27 renamed struct_info to ty, Var.name_hint to name, Call.sinfo_args to ty_args.
-def _ty(e: Any) -> Any:
-    return e.ty if hasattr(e, "ty") else e.struct_info
-
-
+# apache-tvm 0.27 renamed struct_info to ty (lower/relax/common.type_of), Var.name_hint to name, Call.sinfo_args
+# to ty_args.
 def _var_name(v: Any) -> str:
     return v.name if hasattr(v, "name") else v.name_hint
 
@@ -55,7 +54,7 @@ def _relax_function(mod: Any, fname: str) -> tuple[Any, Any]:
 def _fresh_params(func: Any) -> list[Any]:
     from tvm import relax
 
-    return [relax.Var(_var_name(p), _ty(p)) for p in func.params]
+    return [relax.Var(_var_name(p), type_of(p)) for p in func.params]
 
 
 def _new_global(name: str, params: list[Any], like: Any, body: Any) -> Any:
@@ -65,7 +64,7 @@ def _new_global(name: str, params: list[Any], like: Any, body: Any) -> Any:
 
     bb = relax.BlockBuilder()
     private = like.attrs is None or "global_symbol" not in like.attrs
-    with bb.function(name, params, private=private, pure=bool(_ty(like).purity)):
+    with bb.function(name, params, private=private, pure=bool(type_of(like).purity)):
         bb.emit_func_output(body(bb, params))
     return bb.get()[name]
 

@@ -17,7 +17,7 @@ import numpy as np
 from dlcfuzz.errors import DlcfuzzError, LoweringGap
 from dlcfuzz.ir.graph import CALL_OP, Graph, Node
 from dlcfuzz.lower.registry import target
-from dlcfuzz.lower.relax.common import relax_type
+from dlcfuzz.lower.relax.common import relax_type, type_of
 from dlcfuzz.ops.regions import REGION_OPS
 
 RELAX = target("relax")
@@ -312,7 +312,7 @@ def to_script(mod: Any, prefix: str = "") -> tuple[str, dict[str, np.ndarray]]:
     def mark(c: Any) -> Any:
         name = f"{prefix}{len(arrays)}"
         arrays[name] = constant_data(c).numpy()
-        return relax.Var(CONST_MARK + name, c.ty if hasattr(c, "ty") else c.struct_info)
+        return relax.Var(CONST_MARK + name, type_of(c))
 
     source = map_constants(mod, mark).script()
     # the printer declares free variables (our markers) as annotations at the top of a function

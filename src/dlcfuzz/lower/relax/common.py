@@ -16,6 +16,11 @@ def relax_type(t: Any) -> Any:
     return cls(t.shape, t.dtype)
 
 
+def type_of(e: Any) -> Any:
+    """The Relax type of an expression or variable (apache-tvm 0.27's `ty`; `struct_info` up to 0.25)."""
+    return e.ty if hasattr(e, "ty") else e.struct_info
+
+
 def relax_dtype_const(value: float | int | bool, dtype: str) -> Any:
     """A scalar Relax constant of exactly `dtype` (relax.const alone would pick float32/int64)."""
     from tvm import relax

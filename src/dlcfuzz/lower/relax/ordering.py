@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.relax.common import type_of
 from dlcfuzz.ops.base import Attrs, OpSpec
 
 RELAX = target("relax")
@@ -104,7 +105,7 @@ def range_(spec: OpSpec, bb: Any, ins: list[Any], outs: list[str], attrs: Attrs,
     start, limit, delta = (np.asarray(attrs[k]).astype(dt).item() for k in ("start", "limit", "delta"))
     ar = bb.emit(relax.op.arange(start, limit, delta, dt))
     n = out_types[0].shape[0]
-    typed = int((ar.ty if hasattr(ar, "ty") else ar.struct_info).shape[0])  # apache-tvm <= 0.25: struct_info
+    typed = int(type_of(ar).shape[0])
     if typed > n:
         # R.arange types a negative step that does not divide the range one element too long (the register's
         # tvm-arange-negative-step-length; its kernel computes the right values): a consumer emitted after it

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from dlcfuzz.lower.registry import target
+from dlcfuzz.lower.relax.common import type_of
 from dlcfuzz.ops.base import Attrs
 from dlcfuzz.ops.recurrent import RecurrentOp, unrolled
 
@@ -32,8 +33,7 @@ class RelaxOps:
         return self.bb.emit(e)
 
     def _rank(self, x: Any) -> int:
-        info = x.ty if hasattr(x, "ty") else x.struct_info  # apache-tvm <= 0.25: struct_info
-        return len(info.shape)
+        return len(type_of(x).shape)
 
     def index(self, x: Any, i: int) -> Any:
         from tvm import relax
